@@ -1,0 +1,44 @@
+# Everything a newcomer needs: `make demo` runs the main job, `make test` runs the test suite.
+# Both create .venv and install what they need on a fresh clone (Python 3.10+ is all it takes).
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+EXTRAS ?= dev,chroma,local,postgres,agents,openai
+
+.PHONY: setup demo test test-fast lint format typecheck bench clean
+
+setup: $(VENV)/.setup-done
+
+$(VENV)/.setup-done: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade uv
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e ".[$(EXTRAS)]"
+	$(BIN)/langchain-mastra-memory setup
+	touch $@
+
+demo: setup
+	$(BIN)/langchain-mastra-memory demo
+
+test: setup
+	$(BIN)/python -m pytest
+
+test-fast: setup
+	$(BIN)/python -m pytest -m "not slow and not postgres and not chroma_server"
+
+lint: setup
+	$(BIN)/ruff check langchain_mastra_memory tests bench
+	$(BIN)/ruff format --check langchain_mastra_memory tests bench
+
+format: setup
+	$(BIN)/ruff format langchain_mastra_memory tests bench
+	$(BIN)/ruff check --fix langchain_mastra_memory tests bench
+
+typecheck: setup
+	$(BIN)/mypy
+
+bench: setup
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,47 @@
+"""Mastra's agent memory for LangChain and LangGraph: history, recall, working memory, processors."""
+
+from .chat_history import MemoryChatMessageHistory
+from .errors import (
+    ConfigurationError,
+    EncodingNotAvailableError,
+    InvalidMessageError,
+    MastraMemoryError,
+    MessageConflictError,
+    MessageNotFoundError,
+    OrphanToolResultWarning,
+    ResourceMismatchError,
+    SchemaVersionError,
+    StorageError,
+    ThreadExistsError,
+    ThreadNotFoundError,
+    TripWire,
+)
+from .memory import Memory
+from .options import MemoryOptions
+from .storage import MemoryStorage, SQLiteStorage, StoredMessage
+from .thread import Thread
+from .token_counting import TokenCounter
+
+__all__ = [
+    "ConfigurationError",
+    "EncodingNotAvailableError",
+    "InvalidMessageError",
+    "MastraMemoryError",
+    "Memory",
+    "MemoryChatMessageHistory",
+    "MemoryOptions",
+    "MemoryStorage",
+    "MessageConflictError",
+    "MessageNotFoundError",
+    "OrphanToolResultWarning",
+    "ResourceMismatchError",
+    "SQLiteStorage",
+    "SchemaVersionError",
+    "StorageError",
+    "StoredMessage",
+    "Thread",
+    "ThreadExistsError",
+    "ThreadNotFoundError",
+    "TokenCounter",
+    "TripWire",
+]

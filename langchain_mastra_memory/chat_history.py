@@ -1,0 +1,90 @@
+"""`MemoryChatMessageHistory`: one thread as a LangChain `BaseChatMessageHistory`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.messages import BaseMessage
+
+from .errors import ThreadNotFoundError
+
+if TYPE_CHECKING:
+    from .memory import Memory
+
+
+class MemoryChatMessageHistory(BaseChatMessageHistory):
+    """The messages of one thread, for `RunnableWithMessageHistory` and friends.
+
+    The thread is created for `resource_id` on the first `add_messages`; a thread that belongs to
+    another resource raises `ResourceMismatchError` on every call. `last_messages` limits what
+    `messages` returns to the newest N (default: all).
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> from langchain_mastra_memory import Memory, SQLiteStorage
+        >>> memory = Memory(storage=SQLiteStorage(":memory:"))
+        >>> history = memory.chat_history(thread_id="t1", resource_id="alice")
+        >>> history.add_messages([HumanMessage("hi")])
+        >>> [m.content for m in history.messages]
+        ['hi']
+    """
+
+    def __init__(
+        self,
+        memory: Memory,
+        *,
+        thread_id: str,
+        resource_id: str,
+        last_messages: int | None = None,
+    ) -> None:
+        self.memory = memory
+        self.thread_id = thread_id
+        self.resource_id = resource_id
+        self.last_messages = last_messages
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        """The thread's messages, oldest first ([] before the first message)."""
+        try:
+            return self.memory.get_messages(
+                thread_id=self.thread_id,
+                last_messages=self.last_messages,
+                resource_id=self.resource_id,
+            )
+        except ThreadNotFoundError:
+            return []
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        """Async `messages`."""
+        try:
+            return await self.memory.aget_messages(
+                thread_id=self.thread_id,
+                last_messages=self.last_messages,
+                resource_id=self.resource_id,
+            )
+        except ThreadNotFoundError:
+            return []
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Append messages to the thread (creating it on first use)."""
+        self.memory.ensure_thread(thread_id=self.thread_id, resource_id=self.resource_id)
+        self.memory.save_messages(messages, thread_id=self.thread_id, resource_id=self.resource_id)
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Async `add_messages`."""
+        await self.memory.aensure_thread(thread_id=self.thread_id, resource_id=self.resource_id)
+        await self.memory.asave_messages(
+            messages, thread_id=self.thread_id, resource_id=self.resource_id
+        )
+
+    def clear(self) -> None:
+        """Delete every message of the thread (the thread itself stays)."""
+        ids = [m.id for m in self.messages if m.id]
+        self.memory.delete_messages(ids, resource_id=self.resource_id)
+
+    async def aclear(self) -> None:
+        """Async `clear`."""
+        ids = [m.id for m in await self.aget_messages() if m.id]
+        await self.memory.adelete_messages(ids, resource_id=self.resource_id)

@@ -1,0 +1,67 @@
+"""The package's own exceptions: every error raised on purpose derives from `MastraMemoryError`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class MastraMemoryError(Exception):
+    """Base class of every error langchain-mastra-memory raises on purpose."""
+
+
+class ConfigurationError(MastraMemoryError, ValueError):
+    """An option or argument given by the developer is invalid."""
+
+
+class EncodingNotAvailableError(ConfigurationError):
+    """A tiktoken encoding is unknown, or its BPE file is not on this machine."""
+
+
+class InvalidMessageError(MastraMemoryError, TypeError):
+    """Something that is not a well-formed LangChain message was given where one was expected."""
+
+
+class ThreadNotFoundError(MastraMemoryError, LookupError):
+    """No thread has the given id."""
+
+
+class ThreadExistsError(MastraMemoryError):
+    """A thread with the given id already exists."""
+
+
+class MessageNotFoundError(MastraMemoryError, LookupError):
+    """No stored message has the given id."""
+
+
+class MessageConflictError(MastraMemoryError):
+    """A message id is already stored in another thread."""
+
+
+class ResourceMismatchError(MastraMemoryError, PermissionError):
+    """A thread or message belongs to another resource than the one given."""
+
+
+class StorageError(MastraMemoryError):
+    """The storage backend cannot be used (not a database, unreadable, or the wrong schema)."""
+
+
+class SchemaVersionError(StorageError):
+    """The database was written by a newer version of this package."""
+
+
+class TripWire(MastraMemoryError):
+    """A processor refused to go on (Mastra's TripWire); `metadata` says why, in numbers.
+
+    Example:
+        >>> err = TripWire("system messages alone exceed the limit", {"limit": 10})
+        >>> err.metadata["limit"]
+        10
+    """
+
+    def __init__(self, message: str, metadata: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.metadata: dict[str, Any] = dict(metadata or {})
+
+
+class OrphanToolResultWarning(UserWarning):
+    """A `ToolMessage` was saved whose `tool_call_id` matches no earlier tool call in its thread."""

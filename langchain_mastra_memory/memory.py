@@ -1,0 +1,307 @@
+"""`Memory`: the front door that ties storage, options and processors together."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable
+
+from .errors import ThreadExistsError, ThreadNotFoundError
+from .options import MemoryOptions
+from .storage.base import UNSET, MemoryStorage
+from .storage.records import check_id
+from .storage.sqlite import SQLiteStorage
+from .thread import Thread
+
+if TYPE_CHECKING:
+    from .chat_history import MemoryChatMessageHistory
+
+DEFAULT_DATABASE = "memory.db"
+
+
+def _messages(stored: Sequence[Any]) -> list[BaseMessage]:
+    return [s.message for s in stored]
+
+
+class Memory:
+    """Agent memory: threads and messages in storage, recalled through processors.
+
+    With no arguments the storage is a SQLite file ``memory.db`` in the current directory
+    (Mastra's default, ``file:memory.db``); pass ``SQLiteStorage(path)`` or ``":memory:"`` to
+    choose. Every method has an ``a``-prefixed async twin.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> memory = Memory(storage=SQLiteStorage(":memory:"), options={"last_messages": 2})
+        >>> _ = memory.create_thread(resource_id="alice", thread_id="t1")
+        >>> _ = memory.save_messages(
+        ...     [HumanMessage("hi"), AIMessage("hello"), HumanMessage("bye")],
+        ...     thread_id="t1", resource_id="alice")
+        >>> [m.content for m in memory.recall(thread_id="t1", resource_id="alice")]
+        ['hello', 'bye']
+    """
+
+    def __init__(
+        self,
+        *,
+        storage: MemoryStorage | None = None,
+        vector: Any = None,
+        embedder: Any = None,
+        options: MemoryOptions | dict[str, Any] | None = None,
+        processors: Sequence[Runnable[Any, Any]] = (),
+    ) -> None:
+        self.options = MemoryOptions.parse(options)
+        self.storage: MemoryStorage = storage or SQLiteStorage(Path(DEFAULT_DATABASE))
+        self.vector = vector
+        self.embedder = embedder
+        self.processors = list(processors)
+
+    def __repr__(self) -> str:
+        return f"Memory(storage={self.storage!r}, options={self.options!r})"
+
+    # -- threads -------------------------------------------------------------------------------
+    def create_thread(
+        self,
+        *,
+        resource_id: str,
+        thread_id: str | None = None,
+        title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Thread:
+        """Create a thread for `resource_id` (a new id when `thread_id` is None)."""
+        return self.storage.create_thread(
+            thread_id=thread_id or str(uuid.uuid4()),
+            resource_id=resource_id,
+            title=title,
+            metadata=metadata,
+        )
+
+    async def acreate_thread(
+        self,
+        *,
+        resource_id: str,
+        thread_id: str | None = None,
+        title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Thread:
+        """Async `create_thread`."""
+        return await self.storage.acreate_thread(
+            thread_id=thread_id or str(uuid.uuid4()),
+            resource_id=resource_id,
+            title=title,
+            metadata=metadata,
+        )
+
+    def get_thread(self, thread_id: str, *, resource_id: str | None = None) -> Thread | None:
+        """The thread, or None. With `resource_id`, a thread of another resource is None too."""
+        thread = self.storage.get_thread(thread_id)
+        return _visible(thread, resource_id)
+
+    async def aget_thread(self, thread_id: str, *, resource_id: str | None = None) -> Thread | None:
+        """Async `get_thread`."""
+        return _visible(await self.storage.aget_thread(thread_id), resource_id)
+
+    def ensure_thread(self, *, thread_id: str, resource_id: str) -> Thread:
+        """Get the thread, creating it for `resource_id` if it does not exist yet."""
+        thread = self.storage.get_thread(check_id(thread_id, "thread_id"))
+        if thread is None:
+            try:
+                return self.storage.create_thread(thread_id=thread_id, resource_id=resource_id)
+            except ThreadExistsError:  # created by someone else meanwhile
+                thread = self.storage.get_thread(thread_id)
+        return _owned(thread, thread_id, resource_id)
+
+    async def aensure_thread(self, *, thread_id: str, resource_id: str) -> Thread:
+        """Async `ensure_thread`."""
+        thread = await self.storage.aget_thread(check_id(thread_id, "thread_id"))
+        if thread is None:
+            try:
+                return await self.storage.acreate_thread(thread_id=thread_id, resource_id=resource_id)
+            except ThreadExistsError:
+                thread = await self.storage.aget_thread(thread_id)
+        return _owned(thread, thread_id, resource_id)
+
+    def list_threads(self, **filters: Any) -> list[Thread]:
+        """Threads by `resource_id` and `metadata` equality, `order_by`/`descending`, `limit`/`offset`."""
+        return self.storage.list_threads(**filters)
+
+    async def alist_threads(self, **filters: Any) -> list[Thread]:
+        """Async `list_threads`."""
+        return await self.storage.alist_threads(**filters)
+
+    def update_thread(
+        self,
+        thread_id: str,
+        *,
+        title: str | None = UNSET,
+        metadata: dict[str, Any] | None = None,
+        resource_id: str | None = None,
+    ) -> Thread:
+        """Set the title and/or merge keys into the metadata."""
+        return self.storage.update_thread(
+            thread_id, title=title, metadata=metadata, resource_id=resource_id
+        )
+
+    async def aupdate_thread(
+        self,
+        thread_id: str,
+        *,
+        title: str | None = UNSET,
+        metadata: dict[str, Any] | None = None,
+        resource_id: str | None = None,
+    ) -> Thread:
+        """Async `update_thread`."""
+        return await self.storage.aupdate_thread(
+            thread_id, title=title, metadata=metadata, resource_id=resource_id
+        )
+
+    def delete_thread(self, thread_id: str, *, resource_id: str | None = None) -> bool:
+        """Delete a thread with its messages; False if it did not exist."""
+        return self.storage.delete_thread(thread_id, resource_id=resource_id)
+
+    async def adelete_thread(self, thread_id: str, *, resource_id: str | None = None) -> bool:
+        """Async `delete_thread`."""
+        return await self.storage.adelete_thread(thread_id, resource_id=resource_id)
+
+    def clone_thread(
+        self,
+        thread_id: str,
+        *,
+        new_thread_id: str | None = None,
+        resource_id: str | None = None,
+        title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Thread:
+        """Copy a thread and its messages (with new ids) under the same resource."""
+        thread, _ = self.storage.clone_thread(
+            thread_id,
+            new_thread_id=new_thread_id or str(uuid.uuid4()),
+            resource_id=resource_id,
+            title=title,
+            metadata=metadata,
+        )
+        return thread
+
+    async def aclone_thread(
+        self,
+        thread_id: str,
+        *,
+        new_thread_id: str | None = None,
+        resource_id: str | None = None,
+        title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Thread:
+        """Async `clone_thread`."""
+        thread, _ = await self.storage.aclone_thread(
+            thread_id,
+            new_thread_id=new_thread_id or str(uuid.uuid4()),
+            resource_id=resource_id,
+            title=title,
+            metadata=metadata,
+        )
+        return thread
+
+    # -- messages ------------------------------------------------------------------------------
+    def save_messages(
+        self, messages: Sequence[BaseMessage], *, thread_id: str, resource_id: str
+    ) -> list[BaseMessage]:
+        """Save messages to an existing thread of `resource_id`; returns them with ids."""
+        return _messages(
+            self.storage.save_messages(messages, thread_id=thread_id, resource_id=resource_id)
+        )
+
+    async def asave_messages(
+        self, messages: Sequence[BaseMessage], *, thread_id: str, resource_id: str
+    ) -> list[BaseMessage]:
+        """Async `save_messages`."""
+        stored = await self.storage.asave_messages(
+            messages, thread_id=thread_id, resource_id=resource_id
+        )
+        return _messages(stored)
+
+    def get_messages(
+        self, *, thread_id: str, last_messages: int | None = None, resource_id: str | None = None
+    ) -> list[BaseMessage]:
+        """The thread's messages in chronological order; with `last_messages`, the newest N."""
+        return _messages(
+            self.storage.list_messages(thread_id, last=last_messages, resource_id=resource_id)
+        )
+
+    async def aget_messages(
+        self, *, thread_id: str, last_messages: int | None = None, resource_id: str | None = None
+    ) -> list[BaseMessage]:
+        """Async `get_messages`."""
+        stored = await self.storage.alist_messages(
+            thread_id, last=last_messages, resource_id=resource_id
+        )
+        return _messages(stored)
+
+    def recall(self, *, thread_id: str, resource_id: str | None = None) -> list[BaseMessage]:
+        """The remembered context of a thread: the newest ``last_messages``, then the processors."""
+        last = self.options.last_messages
+        messages = [] if last is False else self.get_messages(
+            thread_id=thread_id, last_messages=last, resource_id=resource_id
+        )
+        for processor in self.processors:
+            messages = processor.invoke(messages)
+        return messages
+
+    async def arecall(self, *, thread_id: str, resource_id: str | None = None) -> list[BaseMessage]:
+        """Async `recall`."""
+        last = self.options.last_messages
+        messages = [] if last is False else await self.aget_messages(
+            thread_id=thread_id, last_messages=last, resource_id=resource_id
+        )
+        for processor in self.processors:
+            messages = await processor.ainvoke(messages)
+        return messages
+
+    def update_messages(
+        self, messages: Sequence[BaseMessage], *, resource_id: str | None = None
+    ) -> list[BaseMessage]:
+        """Replace stored messages by id (content, tool calls, metadata)."""
+        return _messages(self.storage.update_messages(messages, resource_id=resource_id))
+
+    async def aupdate_messages(
+        self, messages: Sequence[BaseMessage], *, resource_id: str | None = None
+    ) -> list[BaseMessage]:
+        """Async `update_messages`."""
+        return _messages(await self.storage.aupdate_messages(messages, resource_id=resource_id))
+
+    def delete_messages(self, message_ids: Sequence[str], *, resource_id: str | None = None) -> int:
+        """Delete messages by id; returns how many were deleted."""
+        return self.storage.delete_messages(message_ids, resource_id=resource_id)
+
+    async def adelete_messages(
+        self, message_ids: Sequence[str], *, resource_id: str | None = None
+    ) -> int:
+        """Async `delete_messages`."""
+        return await self.storage.adelete_messages(message_ids, resource_id=resource_id)
+
+    # -- shapes --------------------------------------------------------------------------------
+    def chat_history(self, *, thread_id: str, resource_id: str) -> MemoryChatMessageHistory:
+        """A `BaseChatMessageHistory` over one thread (created on the first message)."""
+        from .chat_history import MemoryChatMessageHistory
+
+        return MemoryChatMessageHistory(self, thread_id=thread_id, resource_id=resource_id)
+
+
+def _visible(thread: Thread | None, resource_id: str | None) -> Thread | None:
+    if thread is None or (resource_id is not None and thread.resource_id != resource_id):
+        return None
+    return thread
+
+
+def _owned(thread: Thread | None, thread_id: str, resource_id: str) -> Thread:
+    from .errors import ResourceMismatchError
+
+    if thread is None:
+        raise ThreadNotFoundError(f"no thread {thread_id!r}")
+    if thread.resource_id != resource_id:
+        msg = f"thread {thread_id!r} belongs to another resource than {resource_id!r}"
+        raise ResourceMismatchError(msg)
+    return thread

@@ -1,0 +1,156 @@
+"""Pure helpers over LangChain messages: validation, ids, JSON round-trip, roles and text."""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    message_to_dict,
+    messages_from_dict,
+)
+
+from .errors import InvalidMessageError
+
+_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "function": "tool"}
+TOOL_CALL_BLOCK_TYPES = frozenset({"tool_use", "tool_call"})
+
+
+def ensure_message(obj: object, *, where: str = "messages") -> BaseMessage:
+    """Return `obj` if it is a LangChain message, else raise `InvalidMessageError`."""
+    if not isinstance(obj, BaseMessage):
+        msg = (
+            f"{where} must hold LangChain messages (HumanMessage, AIMessage, ...), "
+            f"got {type(obj).__name__}: {obj!r:.80}"
+        )
+        raise InvalidMessageError(msg)
+    if isinstance(obj, ToolMessage) and not obj.tool_call_id:
+        raise InvalidMessageError("a ToolMessage needs a tool_call_id")
+    return obj
+
+
+def ensure_messages(objs: Iterable[object], *, where: str = "messages") -> list[BaseMessage]:
+    """Validate a sequence of messages (a lone message or a string is refused, not iterated)."""
+    if isinstance(objs, (str, bytes, BaseMessage, dict)):
+        msg = f"{where} must be a sequence of messages, not a single {type(objs).__name__}"
+        raise InvalidMessageError(msg)
+    return [ensure_message(m, where=where) for m in objs]
+
+
+def new_message_id() -> str:
+    """A fresh message id (a UUID4 string)."""
+    return str(uuid.uuid4())
+
+
+def with_id(message: BaseMessage) -> BaseMessage:
+    """The message itself if it has an id, else a copy with a new one (the input is not mutated)."""
+    if message.id:
+        return message
+    return message.model_copy(update={"id": new_message_id()})
+
+
+def mastra_role(message: BaseMessage) -> str:
+    """Mastra's role name: ``user``, ``assistant``, ``system`` or ``tool``."""
+    if isinstance(message, ChatMessage):
+        return message.role
+    return _ROLES.get(message.type, message.type)
+
+
+def message_to_json(message: BaseMessage) -> str:
+    """Serialize every field of a message (type, content blocks, tool calls, metadata, id)."""
+    try:
+        return json.dumps(message_to_dict(message), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        msg = f"message {message.id!r} holds a value that cannot be stored as JSON: {exc}"
+        raise InvalidMessageError(msg) from exc
+
+
+def message_from_json(text: str) -> BaseMessage:
+    """Inverse of `message_to_json`."""
+    return messages_from_dict([json.loads(text)])[0]
+
+
+def message_from_dict(data: dict[str, Any]) -> BaseMessage:
+    """Build a message from a ``{"type", "data"}`` dict or a flat ``{"role", "content"}`` dict."""
+    if "type" in data and "data" in data:
+        try:
+            return messages_from_dict([data])[0]
+        except (KeyError, ValueError, TypeError) as exc:
+            raise InvalidMessageError(f"not a message: {exc}") from exc
+    role = data.get("role")
+    fields = {k: v for k, v in data.items() if k != "role"}
+    builders: dict[str, type[BaseMessage]] = {
+        "user": HumanMessage, "human": HumanMessage, "assistant": AIMessage, "ai": AIMessage,
+        "system": SystemMessage, "tool": ToolMessage,
+    }  # fmt: skip
+    if role not in builders or "content" not in data:
+        raise InvalidMessageError(f"not a message (needs role and content): {data!r:.80}")
+    try:
+        return builders[role](**fields)
+    except (ValueError, TypeError) as exc:
+        raise InvalidMessageError(f"not a message: {exc}") from exc
+
+
+def message_text(message: BaseMessage) -> str:
+    """The human-readable text of a message (text blocks joined; no tool arguments)."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+    return "\n".join(p for p in parts if p)
+
+
+def tool_call_ids(message: BaseMessage) -> list[str]:
+    """Ids of the tool calls an AIMessage makes (``tool_calls`` and ``tool_use`` content blocks)."""
+    if not isinstance(message, AIMessage):
+        return []
+    ids = [c["id"] for c in message.tool_calls if c.get("id")]
+    if isinstance(message.content, list):
+        for block in message.content:
+            if isinstance(block, dict) and block.get("type") in TOOL_CALL_BLOCK_TYPES:
+                block_id = block.get("id")
+                if block_id and block_id not in ids:
+                    ids.append(block_id)
+    return ids
+
+
+def orphan_tool_results(messages: Sequence[BaseMessage], known_call_ids: Iterable[str] = ()) -> list[ToolMessage]:
+    """ToolMessages whose ``tool_call_id`` matches no tool call before them (or in `known_call_ids`)."""
+    seen = set(known_call_ids)
+    orphans = []
+    for message in messages:
+        seen.update(tool_call_ids(message))
+        if isinstance(message, ToolMessage) and message.tool_call_id not in seen:
+            orphans.append(message)
+    return orphans
+
+
+def js_json(value: Any) -> str:
+    """JSON as JavaScript's ``JSON.stringify`` writes it: compact, non-ASCII kept, ``1.0`` as ``1``."""
+    return json.dumps(_js_numbers(value), separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _js_numbers(value: Any) -> Any:
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return None
+        return int(value) if value.is_integer() and abs(value) < 1e21 else value
+    if isinstance(value, dict):
+        return {str(k): _js_numbers(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_js_numbers(v) for v in value]
+    return value

@@ -1,0 +1,49 @@
+"""`MemoryOptions`: Mastra's memory options with snake_case names, validated by pydantic."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from .errors import ConfigurationError
+
+
+class MemoryOptions(BaseModel):
+    """Options of `Memory` (Mastra's ``MemoryConfig``).
+
+    - ``last_messages``: how many recent messages of the thread go into the context
+      (default 40; ``False`` disables history).
+    - ``semantic_recall``: ``False``, ``True`` or a dict of `SemanticRecall` options.
+    - ``working_memory``: ``{"enabled": True, "template" | "schema": ..., "scope": ...}``.
+    - ``generate_title``: ``False``/``True`` or ``{"model": chat_model}``.
+
+    Example:
+        >>> MemoryOptions.parse({"last_messages": 10}).last_messages
+        10
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    last_messages: int | Literal[False] = 40
+    semantic_recall: bool | dict[str, Any] = False
+    working_memory: dict[str, Any] | None = None
+    generate_title: bool | dict[str, Any] = False
+
+    @field_validator("last_messages", mode="before")
+    @classmethod
+    def _check_last(cls, value: Any) -> Any:
+        if value is True or (not isinstance(value, int)) or (value is not False and value < 0):
+            msg = f"last_messages must be a non-negative int or False, got {value!r}"
+            raise ValueError(msg)
+        return value
+
+    @classmethod
+    def parse(cls, options: MemoryOptions | dict[str, Any] | None) -> MemoryOptions:
+        """Validate options given as a dict (or None for the defaults)."""
+        if isinstance(options, MemoryOptions):
+            return options
+        try:
+            return cls.model_validate(options or {})
+        except ValidationError as exc:
+            raise ConfigurationError(f"invalid memory options: {exc}") from exc

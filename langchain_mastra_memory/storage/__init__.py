@@ -1,0 +1,7 @@
+"""Storage backends for threads, messages and resources."""
+
+from .base import MemoryStorage
+from .records import StoredMessage
+from .sqlite import SQLiteStorage
+
+__all__ = ["MemoryStorage", "SQLiteStorage", "StoredMessage"]

@@ -1,0 +1,157 @@
+"""Pure helpers shared by the storage backends: timestamps, message rows, validation."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from ..errors import ConfigurationError, EncodingNotAvailableError
+from ..messages import ensure_messages, mastra_role, message_text, message_to_json, with_id
+from ..token_counting import TokenCounter
+
+_METADATA_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,128}$")
+ONE_MICROSECOND = timedelta(microseconds=1)
+ORDER_COLUMNS = ("created_at", "updated_at")
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """A message as stored: the LangChain message plus where and when it was stored."""
+
+    message: BaseMessage
+    thread_id: str
+    resource_id: str
+    created_at: datetime
+    token_count: float | None = None
+
+
+@dataclass(frozen=True)
+class MessageRow:
+    """The column values of one message, ready to bind."""
+
+    id: str
+    role: str
+    type: str
+    content: str
+    text: str
+    token_count: float | None
+    message: BaseMessage
+
+
+def now_utc() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(timezone.utc)
+
+
+def to_iso(moment: datetime) -> str:
+    """Fixed-width ISO 8601 in UTC (sorts as text)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+
+
+def from_iso(text: str | datetime) -> datetime:
+    """Parse a stored timestamp back to an aware datetime."""
+    if isinstance(text, datetime):
+        return text if text.tzinfo else text.replace(tzinfo=timezone.utc)
+    return datetime.fromisoformat(text)
+
+
+_counter: TokenCounter | None = None
+_counter_unavailable = False
+
+
+def default_counter() -> TokenCounter | None:
+    """The o200k_base counter used for stored token counts, or None if its file is missing."""
+    global _counter, _counter_unavailable
+    if _counter is None and not _counter_unavailable:
+        try:
+            _counter = TokenCounter()
+        except EncodingNotAvailableError:
+            _counter_unavailable = True
+    return _counter
+
+
+def message_rows(messages: Sequence[object]) -> list[MessageRow]:
+    """Validate messages, give each an id, and build their column values (last duplicate wins)."""
+    valid = ensure_messages(messages)
+    counter = default_counter()
+    rows: dict[str, MessageRow] = {}
+    for original in valid:
+        message = with_id(original)
+        assert message.id is not None
+        rows.pop(message.id, None)
+        rows[message.id] = MessageRow(
+            id=message.id,
+            role=mastra_role(message),
+            type=message.type,
+            content=message_to_json(message),
+            text=message_text(message),
+            token_count=counter.count(message) if counter else None,
+            message=message,
+        )
+    return list(rows.values())
+
+
+def stored_message(
+    message: BaseMessage, thread_id: str, resource_id: str, created_at: Any, tokens: float | None
+) -> StoredMessage:
+    """Build a `StoredMessage` from loaded columns, seeding the token-count cache."""
+    counter = default_counter()
+    if counter is not None and tokens is not None:
+        counter.seed(message, tokens)
+    return StoredMessage(message, thread_id, resource_id, from_iso(created_at), tokens)
+
+
+def next_timestamps(last: datetime | None, count: int) -> list[datetime]:
+    """`count` strictly increasing timestamps, all after `last`, starting from now if later."""
+    start = now_utc()
+    if last is not None and start <= last:
+        start = last + ONE_MICROSECOND
+    return [start + ONE_MICROSECOND * i for i in range(count)]
+
+
+def check_metadata_filter(metadata: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """Validate a metadata equality filter; return (key, JSON value) pairs to bind."""
+    if not metadata:
+        return []
+    pairs = []
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not _METADATA_KEY.match(key):
+            msg = f"metadata filter keys must match {_METADATA_KEY.pattern}, got {key!r}"
+            raise ConfigurationError(msg)
+        pairs.append((key, json.dumps(value)))
+    return pairs
+
+
+def check_order(order_by: str, limit: int | None, offset: int) -> None:
+    """Validate list_threads ordering and paging arguments."""
+    if order_by not in ORDER_COLUMNS:
+        raise ConfigurationError(f"order_by must be one of {ORDER_COLUMNS}, got {order_by!r}")
+    if limit is not None and (not isinstance(limit, int) or limit < 0):
+        raise ConfigurationError(f"limit must be a non-negative int or None, got {limit!r}")
+    if not isinstance(offset, int) or offset < 0:
+        raise ConfigurationError(f"offset must be a non-negative int, got {offset!r}")
+
+
+def check_id(value: object, what: str) -> str:
+    """Ids are non-empty strings."""
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigurationError(f"{what} must be a non-empty string, got {value!r}")
+    return value
+
+
+def dumps_metadata(metadata: dict[str, Any] | None) -> str:
+    """Thread metadata as JSON text."""
+    if metadata is not None and not isinstance(metadata, dict):
+        raise ConfigurationError(f"metadata must be a dict, got {type(metadata).__name__}")
+    try:
+        return json.dumps(metadata or {}, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"metadata is not JSON-serializable: {exc}") from exc

@@ -1,0 +1,28 @@
+"""The `Thread` record: one conversation, owned by one resource."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Thread(BaseModel):
+    """One conversation (Mastra's ``StorageThreadType``).
+
+    Example:
+        >>> from datetime import datetime, timezone
+        >>> now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+        >>> Thread(id="t1", resource_id="alice", created_at=now, updated_at=now).title is None
+        True
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    resource_id: str
+    title: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+    updated_at: datetime

@@ -1,0 +1,159 @@
+"""Mastra's token counting rule for messages, with a process-wide cache for stored messages.
+
+A conversation costs 24 tokens. A message costs the tokens of one string, plus 3.8 when it has
+text of its own, minus 12 for each tool-call argument object or tool result that is not a string.
+The string is Mastra's role name, the text, then each tool call's name and arguments (JSON as
+JavaScript writes it). See `message_token_string` for how LangChain messages map onto that.
+
+Example:
+    >>> from langchain_core.messages import HumanMessage
+    >>> counter = TokenCounter()
+    >>> counter.count(HumanMessage("hello"))  # "user" + "hello" is 2 tokens, plus 3.8
+    5.8
+    >>> counter.count_all([HumanMessage("hello")])  # plus 24 for the conversation
+    29.8
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import tiktoken
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from .messages import TOOL_CALL_BLOCK_TYPES, js_json, mastra_role
+from .tokenizers import get_encoding
+
+TOKENS_PER_MESSAGE = 3.8
+TOKENS_PER_CONVERSATION = 24
+TOKENS_SAVED_PER_TOOL_OBJECT = 12
+
+_CACHE_MAX = 500_000
+# (encoding name, message id) -> (hash of the token string, overhead, token count)
+_cache: dict[tuple[str, str], tuple[int, float, int]] = {}
+
+
+def message_token_string(message: BaseMessage) -> tuple[str, float]:
+    """The string Mastra tokenizes for a message, and the overhead added to its token count.
+
+    The mapping from LangChain to Mastra's message parts:
+
+    - string content is text (an ``AIMessage`` with tool calls counts it only when non-empty,
+      since Mastra holds such a message as parts and has no text part for empty text);
+    - list content: ``text`` blocks are text, ``tool_use``/``tool_call`` blocks are tool calls,
+      any other block (image, audio, ...) is written as its JSON and counts as text;
+    - ``AIMessage.tool_calls`` (and invalid ones) are tool calls: name then arguments;
+    - a ``ToolMessage``'s content is its tool result: a string as is, otherwise JSON and -12,
+      with no 3.8 (a tool message has no text of its own).
+    """
+    pieces = [mastra_role(message)]
+    overhead = 0.0
+    content = message.content
+    if isinstance(message, ToolMessage):
+        if isinstance(content, str):
+            pieces.append(content)
+        else:
+            pieces.append(js_json(content))
+            overhead -= TOKENS_SAVED_PER_TOOL_OBJECT
+        return "".join(pieces), overhead
+
+    has_text = False
+    block_call_ids: set[str] = set()
+    if isinstance(content, str):
+        pieces.append(content)
+        has_text = bool(content) or not _has_tool_calls(message)
+    else:
+        for block in content:
+            if isinstance(block, str):
+                pieces.append(block)
+                has_text = True
+            elif block.get("type") == "text":
+                pieces.append(str(block.get("text", "")))
+                has_text = True
+            elif block.get("type") in TOOL_CALL_BLOCK_TYPES:
+                if block.get("id"):
+                    block_call_ids.add(block["id"])
+                args = block.get("input", block.get("args"))
+                overhead += _add_call(pieces, block.get("name", ""), args)
+            else:
+                pieces.append(js_json(block))
+                has_text = True
+    if isinstance(message, AIMessage):
+        for call in message.tool_calls:
+            if call.get("id") not in block_call_ids:
+                overhead += _add_call(pieces, call["name"], call["args"])
+        for bad in message.invalid_tool_calls:
+            overhead += _add_call(pieces, bad.get("name") or "", bad.get("args"))
+    if has_text:
+        overhead += TOKENS_PER_MESSAGE
+    return "".join(pieces), overhead
+
+
+def _has_tool_calls(message: BaseMessage) -> bool:
+    return isinstance(message, AIMessage) and bool(message.tool_calls or message.invalid_tool_calls)
+
+
+def _add_call(pieces: list[str], name: str, args: Any) -> float:
+    """Append a tool call as Mastra does; returns its overhead (-12 for non-string arguments)."""
+    if not args and args != {}:  # JavaScript skips falsy arguments ("" / null), but {} is truthy
+        return 0.0
+    pieces.append(name)
+    if isinstance(args, str):
+        pieces.append(args)
+        return 0.0
+    pieces.append(js_json(args))
+    return -TOKENS_SAVED_PER_TOOL_OBJECT
+
+
+class TokenCounter:
+    """Counts tokens of messages by Mastra's rule with a tiktoken encoding (default o200k_base).
+
+    Counts of messages that have an id are cached process-wide per encoding, and checked against
+    a hash of the message's token string, so an edited message is never counted stale.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage
+        >>> TokenCounter("cl100k_base").count(AIMessage("hi", id="m1"))
+        5.8
+    """
+
+    def __init__(self, encoding: str | tiktoken.Encoding | None = None) -> None:
+        self.encoding = get_encoding(encoding)
+        self._name = self.encoding.name
+
+    def count(self, message: BaseMessage) -> float:
+        """Tokens of one message by Mastra's rule (cached for messages with an id)."""
+        text, overhead = message_token_string(message)
+        if message.id is None:
+            return len(self.encoding.encode_ordinary(text)) + overhead
+        key = (self._name, message.id)
+        fingerprint = hash(text)
+        hit = _cache.get(key)
+        if hit is not None and hit[0] == fingerprint and hit[1] == overhead:
+            return hit[2] + overhead
+        tokens = len(self.encoding.encode_ordinary(text))
+        _remember(key, (fingerprint, overhead, tokens))
+        return tokens + overhead
+
+    def count_all(self, messages: Iterable[BaseMessage]) -> float:
+        """Tokens of a conversation: 24 plus each message's count."""
+        return TOKENS_PER_CONVERSATION + sum(self.count(m) for m in messages)
+
+    def seed(self, message: BaseMessage, total: float) -> None:
+        """Record a stored count for `message` (its total, overhead included) without tokenizing."""
+        if message.id is None:
+            return
+        text, overhead = message_token_string(message)
+        _remember((self._name, message.id), (hash(text), overhead, round(total - overhead)))
+
+
+def _remember(key: tuple[str, str], value: tuple[int, float, int]) -> None:
+    if len(_cache) >= _CACHE_MAX:
+        _cache.clear()
+    _cache[key] = value
+
+
+def clear_token_cache() -> None:
+    """Forget every cached count (for tests and benchmarks)."""
+    _cache.clear()
