@@ -6,6 +6,7 @@ import logging
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from langchain_core.messages import ToolMessage
@@ -118,9 +119,18 @@ class MemoryStorage(ABC):
     # -- messages ------------------------------------------------------------------------------
     @abstractmethod
     def save_messages(
-        self, messages: Sequence[object], *, thread_id: str, resource_id: str
+        self,
+        messages: Sequence[object],
+        *,
+        thread_id: str,
+        resource_id: str,
+        created_at: Sequence[datetime | None] | None = None,
     ) -> list[StoredMessage]:
-        """Upsert messages into a thread (by id); returns them as stored, ids and times set."""
+        """Upsert messages into a thread (by id); returns them as stored, ids and times set.
+
+        New messages get strictly increasing timestamps after the thread's newest one, unless
+        `created_at` gives one per message (an import keeping its original times).
+        """
 
     @abstractmethod
     def list_messages(

