@@ -1,4 +1,4 @@
-"""Mastra's agent memory for LangChain and LangGraph: history, recall, working memory, processors."""
+"""Mastra's agent memory for LangChain/LangGraph: history, recall, working memory, processors."""
 
 from .chat_history import MemoryChatMessageHistory
 from .errors import (

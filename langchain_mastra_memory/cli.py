@@ -22,7 +22,9 @@ from .storage.sqlite import SQLiteStorage
 from .tokenizers import install_bpe_files
 from .transfer import export_thread, import_lines
 
-app = typer.Typer(help="Mastra-style agent memory for LangChain: inspect and manage it.", no_args_is_help=True)
+app = typer.Typer(
+    help="Mastra-style agent memory for LangChain: inspect and manage it.", no_args_is_help=True
+)
 threads_app = typer.Typer(help="List, show and delete threads.", no_args_is_help=True)
 app.add_typer(threads_app, name="threads")
 console = Console()
@@ -71,7 +73,9 @@ def threads_list(
         counts = {t.id: len(memory.storage.list_messages(t.id)) for t in threads}
     table = Table("thread", "resource", "title", "messages", "updated")
     for t in threads:
-        table.add_row(t.id, t.resource_id, t.title or "", str(counts[t.id]), f"{t.updated_at:%Y-%m-%d %H:%M}")
+        table.add_row(
+            t.id, t.resource_id, t.title or "", str(counts[t.id]), f"{t.updated_at:%Y-%m-%d %H:%M}"
+        )
     console.print(table)
 
 
@@ -124,7 +128,9 @@ def _print_messages(stored: list[Any]) -> None:
         text = message_text(message)
         calls = getattr(message, "tool_calls", None)
         if calls:
-            text = (text + " " if text else "") + " ".join(f"→ {c['name']}({c['args']})" for c in calls)
+            text = (text + " " if text else "") + " ".join(
+                f"→ {c['name']}({c['args']})" for c in calls
+            )
         table.add_row(
             f"{item.created_at:%Y-%m-%d %H:%M:%S}",
             mastra_role(message),
@@ -147,7 +153,9 @@ def import_(
     console.print(f"imported {count} messages")
 
 
-def _import_with_progress(memory: Memory, file: Path, thread: str | None, resource: str | None) -> int:
+def _import_with_progress(
+    memory: Memory, file: Path, thread: str | None, resource: str | None
+) -> int:
     lines = file.read_text(encoding="utf-8").splitlines()
     columns = (TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=not sys.stdout.isatty()) as bar:
@@ -176,7 +184,9 @@ def export(
 
 @app.command()
 def demo(
-    db: Annotated[Path | None, typer.Option(help="Database to fill (default: a temporary file).")] = None,
+    db: Annotated[
+        Path | None, typer.Option(help="Database to fill (default: a temporary file).")
+    ] = None,
 ) -> None:
     """Import the bundled sample conversation (several sessions of one user) and show it."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -186,7 +196,9 @@ def demo(
             with resources.as_file(sample) as sample_path:
                 count = _import_with_progress(memory, sample_path, None, None)
             console.rule(f"[bold]imported {count} messages into {path}")
-            threads = memory.list_threads(resource_id="alice", order_by="created_at", descending=False)
+            threads = memory.list_threads(
+                resource_id="alice", order_by="created_at", descending=False
+            )
             table = Table("thread", "title", "messages", "tokens", "first message")
             for t in threads:
                 stored = memory.storage.list_messages(t.id)

@@ -120,13 +120,15 @@ class Memory:
         thread = await self.storage.aget_thread(check_id(thread_id, "thread_id"))
         if thread is None:
             try:
-                return await self.storage.acreate_thread(thread_id=thread_id, resource_id=resource_id)
+                return await self.storage.acreate_thread(
+                    thread_id=thread_id, resource_id=resource_id
+                )
             except ThreadExistsError:
                 thread = await self.storage.aget_thread(thread_id)
         return _owned(thread, thread_id, resource_id)
 
     def list_threads(self, **filters: Any) -> list[Thread]:
-        """Threads by `resource_id` and `metadata` equality, `order_by`/`descending`, `limit`/`offset`."""
+        """Threads filtered by `resource_id` and `metadata`, ordered and paged (see storage)."""
         return self.storage.list_threads(**filters)
 
     async def alist_threads(self, **filters: Any) -> list[Thread]:
@@ -243,8 +245,10 @@ class Memory:
     def recall(self, *, thread_id: str, resource_id: str | None = None) -> list[BaseMessage]:
         """The remembered context of a thread: the newest ``last_messages``, then the processors."""
         last = self.options.last_messages
-        messages = [] if last is False else self.get_messages(
-            thread_id=thread_id, last_messages=last, resource_id=resource_id
+        messages = (
+            []
+            if last is False
+            else self.get_messages(thread_id=thread_id, last_messages=last, resource_id=resource_id)
         )
         for processor in self.processors:
             messages = processor.invoke(messages)
@@ -253,8 +257,12 @@ class Memory:
     async def arecall(self, *, thread_id: str, resource_id: str | None = None) -> list[BaseMessage]:
         """Async `recall`."""
         last = self.options.last_messages
-        messages = [] if last is False else await self.aget_messages(
-            thread_id=thread_id, last_messages=last, resource_id=resource_id
+        messages = (
+            []
+            if last is False
+            else await self.aget_messages(
+                thread_id=thread_id, last_messages=last, resource_id=resource_id
+            )
         )
         for processor in self.processors:
             messages = await processor.ainvoke(messages)

@@ -21,7 +21,13 @@ from langchain_core.messages import (
 
 from .errors import InvalidMessageError
 
-_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "function": "tool"}
+_ROLES = {
+    "human": "user",
+    "ai": "assistant",
+    "system": "system",
+    "tool": "tool",
+    "function": "tool",
+}
 TOOL_CALL_BLOCK_TYPES = frozenset({"tool_use", "tool_call"})
 
 
@@ -118,7 +124,7 @@ def tool_call_ids(message: BaseMessage) -> list[str]:
     """Ids of the tool calls an AIMessage makes (``tool_calls`` and ``tool_use`` content blocks)."""
     if not isinstance(message, AIMessage):
         return []
-    ids = [c["id"] for c in message.tool_calls if c.get("id")]
+    ids: list[str] = [c["id"] for c in message.tool_calls if c.get("id")]  # type: ignore[misc]
     if isinstance(message.content, list):
         for block in message.content:
             if isinstance(block, dict) and block.get("type") in TOOL_CALL_BLOCK_TYPES:
@@ -128,8 +134,10 @@ def tool_call_ids(message: BaseMessage) -> list[str]:
     return ids
 
 
-def orphan_tool_results(messages: Sequence[BaseMessage], known_call_ids: Iterable[str] = ()) -> list[ToolMessage]:
-    """ToolMessages whose ``tool_call_id`` matches no tool call before them (or in `known_call_ids`)."""
+def orphan_tool_results(
+    messages: Sequence[BaseMessage], known_call_ids: Iterable[str] = ()
+) -> list[ToolMessage]:
+    """ToolMessages whose ``tool_call_id`` matches no earlier tool call nor `known_call_ids`."""
     seen = set(known_call_ids)
     orphans = []
     for message in messages:
@@ -140,7 +148,7 @@ def orphan_tool_results(messages: Sequence[BaseMessage], known_call_ids: Iterabl
 
 
 def js_json(value: Any) -> str:
-    """JSON as JavaScript's ``JSON.stringify`` writes it: compact, non-ASCII kept, ``1.0`` as ``1``."""
+    """JSON as JavaScript's ``JSON.stringify`` writes it: compact, non-ASCII kept, 1.0 as 1."""
     return json.dumps(_js_numbers(value), separators=(",", ":"), ensure_ascii=False, default=str)
 
 

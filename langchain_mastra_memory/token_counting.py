@@ -114,8 +114,8 @@ class TokenCounter:
 
     Example:
         >>> from langchain_core.messages import AIMessage
-        >>> TokenCounter("cl100k_base").count(AIMessage("hi", id="m1"))
-        5.8
+        >>> TokenCounter("cl100k_base").count(AIMessage("hi", id="m1"))  # "assistanthi": 4 + 3.8
+        7.8
     """
 
     def __init__(self, encoding: str | tiktoken.Encoding | None = None) -> None:

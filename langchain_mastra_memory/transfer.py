@@ -118,7 +118,9 @@ def import_lines(
     return total
 
 
-def export_thread(memory: Memory, thread_id: str, out: IO[str], *, resource_id: str | None = None) -> int:
+def export_thread(
+    memory: Memory, thread_id: str, out: IO[str], *, resource_id: str | None = None
+) -> int:
     """Write a thread as JSON lines (lossless form); returns the message count."""
     thread = memory.storage.get_thread(thread_id)
     stored = memory.storage.list_messages(thread_id, resource_id=resource_id)

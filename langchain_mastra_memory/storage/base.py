@@ -189,7 +189,9 @@ class MemoryStorage(ABC):
         """Async `clone_thread`."""
         return await run_in_executor(None, lambda: self.clone_thread(thread_id, **kwargs))
 
-    async def asave_messages(self, messages: Sequence[object], **kwargs: Any) -> list[StoredMessage]:
+    async def asave_messages(
+        self, messages: Sequence[object], **kwargs: Any
+    ) -> list[StoredMessage]:
         """Async `save_messages`."""
         return await run_in_executor(None, lambda: self.save_messages(messages, **kwargs))
 
@@ -203,7 +205,9 @@ class MemoryStorage(ABC):
         """Async `get_messages_by_id`."""
         return await run_in_executor(None, lambda: self.get_messages_by_id(message_ids, **kwargs))
 
-    async def aupdate_messages(self, messages: Sequence[object], **kwargs: Any) -> list[StoredMessage]:
+    async def aupdate_messages(
+        self, messages: Sequence[object], **kwargs: Any
+    ) -> list[StoredMessage]:
         """Async `update_messages`."""
         return await run_in_executor(None, lambda: self.update_messages(messages, **kwargs))
 

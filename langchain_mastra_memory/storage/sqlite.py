@@ -21,7 +21,13 @@ from ..errors import (
     ThreadExistsError,
     ThreadNotFoundError,
 )
-from ..messages import message_from_json, message_to_json, new_message_id, orphan_tool_results, tool_call_ids
+from ..messages import (
+    message_from_json,
+    message_to_json,
+    new_message_id,
+    orphan_tool_results,
+    tool_call_ids,
+)
 from ..thread import Thread
 from .base import UNSET, MemoryStorage, report_orphans
 from .records import (
@@ -42,6 +48,7 @@ from .sqlite_schema import MIGRATIONS, SCHEMA_TABLE
 
 _CHUNK = 500
 _MESSAGE_COLUMNS = "id, thread_id, resource_id, content, created_at, token_count"
+_BY_IDS = "SELECT {columns} FROM memory_messages WHERE id IN ({marks})"
 
 
 def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
@@ -82,7 +89,9 @@ class SQLiteStorage(MemoryStorage):
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._conn.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.DatabaseError as exc:
-            raise StorageError(f"{self.path!r} cannot be opened as a SQLite database: {exc}") from exc
+            raise StorageError(
+                f"{self.path!r} cannot be opened as a SQLite database: {exc}"
+            ) from exc
         self.setup()
 
     def __repr__(self) -> str:
@@ -112,7 +121,9 @@ class SQLiteStorage(MemoryStorage):
         """Create or migrate the schema (safe to call twice)."""
         try:
             with self._write() as conn:
-                conn.execute(f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER NOT NULL)")
+                conn.execute(
+                    f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER NOT NULL)"
+                )
                 row = conn.execute(f"SELECT version FROM {SCHEMA_TABLE}").fetchone()
                 version = row[0] if row else 0
                 if version > len(MIGRATIONS):
@@ -223,7 +234,8 @@ class SQLiteStorage(MemoryStorage):
         offset: int = 0,
     ) -> list[Thread]:
         check_order(order_by, limit, offset)
-        where, params = [], []
+        where: list[str] = []
+        params: list[Any] = []
         if resource_id is not None:
             where.append("resource_id = ?")
             params.append(resource_id)
@@ -302,7 +314,11 @@ class SQLiteStorage(MemoryStorage):
                 )
                 copied.append(
                     StoredMessage(
-                        message, new_thread_id, source.resource_id, stored.created_at, stored.token_count
+                        message,
+                        new_thread_id,
+                        source.resource_id,
+                        stored.created_at,
+                        stored.token_count,
                     )
                 )
             return clone, copied
@@ -319,7 +335,8 @@ class SQLiteStorage(MemoryStorage):
             params: tuple[Any, ...] = (thread_id,)
         else:
             sql = (
-                f"SELECT {_MESSAGE_COLUMNS} FROM (SELECT {_MESSAGE_COLUMNS}, seq FROM memory_messages "
+                f"SELECT {_MESSAGE_COLUMNS} FROM (SELECT {_MESSAGE_COLUMNS}, seq "
+                "FROM memory_messages "
                 "WHERE thread_id = ? ORDER BY created_at DESC, seq DESC LIMIT ?) "
                 "ORDER BY created_at, seq"
             )
@@ -329,13 +346,15 @@ class SQLiteStorage(MemoryStorage):
     @staticmethod
     def _stored(row: tuple[Any, ...]) -> StoredMessage:
         _id, thread_id, resource_id, content, created_at, tokens = row
-        return stored_message(message_from_json(content), thread_id, resource_id, created_at, tokens)
+        return stored_message(
+            message_from_json(content), thread_id, resource_id, created_at, tokens
+        )
 
     def _existing(self, conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
         found: dict[str, tuple[str, str]] = {}
         for chunk in _chunks(ids):
             for id_, thread_id, resource_id in conn.execute(
-                f"SELECT id, thread_id, resource_id FROM memory_messages WHERE id IN ({_marks(len(chunk))})",
+                _BY_IDS.format(columns="id, thread_id, resource_id", marks=_marks(len(chunk))),
                 chunk,
             ):
                 found[id_] = (thread_id, resource_id)
@@ -405,7 +424,7 @@ class SQLiteStorage(MemoryStorage):
                 for s in map(
                     self._stored,
                     conn.execute(
-                        f"SELECT {_MESSAGE_COLUMNS} FROM memory_messages WHERE id IN ({_marks(len(chunk))})",
+                        _BY_IDS.format(columns=_MESSAGE_COLUMNS, marks=_marks(len(chunk))),
                         chunk,
                     ),
                 )
@@ -437,7 +456,7 @@ class SQLiteStorage(MemoryStorage):
         found: list[StoredMessage] = []
         with self._lock:
             for chunk in _chunks(ids):
-                sql = f"SELECT {_MESSAGE_COLUMNS} FROM memory_messages WHERE id IN ({_marks(len(chunk))})"
+                sql = _BY_IDS.format(columns=_MESSAGE_COLUMNS, marks=_marks(len(chunk)))
                 params: list[Any] = list(chunk)
                 if resource_id is not None:
                     sql += " AND resource_id = ?"

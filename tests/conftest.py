@@ -1,0 +1,53 @@
+"""Shared fixtures: storage over every backend, a Memory on it, sync/async parametrization."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from langchain_mastra_memory import Memory, MemoryStorage, SQLiteStorage
+
+BACKENDS = ["sqlite-memory", "sqlite-file"]
+if os.environ.get("LMM_TEST_POSTGRES_DSN"):
+    BACKENDS.append("postgres")
+
+
+def make_storage(kind: str, tmp_path: Path) -> MemoryStorage:
+    if kind == "sqlite-memory":
+        return SQLiteStorage(":memory:")
+    if kind == "sqlite-file":
+        return SQLiteStorage(tmp_path / "memory.db")
+    raise AssertionError(kind)
+
+
+@pytest.fixture(params=BACKENDS)
+def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryStorage]:
+    store = make_storage(request.param, tmp_path)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def memory(storage: MemoryStorage) -> Memory:
+    return Memory(storage=storage)
+
+
+Call = Callable[..., Any]
+
+
+@pytest.fixture(params=["sync", "async"])
+def call(request: pytest.FixtureRequest) -> Call:
+    """`call(obj, "save_messages", ...)` runs the method or, in the async run, its `a` twin."""
+
+    def run(obj: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+        if request.param == "sync":
+            return getattr(obj, name)(*args, **kwargs)
+        return asyncio.run(getattr(obj, "a" + name)(*args, **kwargs))
+
+    run.mode = request.param  # type: ignore[attr-defined]
+    return run

@@ -1,0 +1,98 @@
+"""The command line: import with progress, export round-trip, threads, messages, demo, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from langchain_mastra_memory import Memory, SQLiteStorage
+from langchain_mastra_memory.cli import app
+
+runner = CliRunner()
+
+
+def write_lines(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_import_then_export_round_trips(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    rows = [
+        {"role": "user", "content": "hi", "created_at": "2026-01-01T10:00:00+00:00"},
+        {"role": "assistant", "content": "hello", "created_at": "2026-01-01T10:00:05+00:00"},
+        {
+            "type": "ai",
+            "data": {"content": "", "tool_calls": [{"name": "f", "args": {"a": 1}, "id": "c1"}]},
+        },
+        {"type": "tool", "data": {"content": "42", "tool_call_id": "c1"}},
+    ]
+    source = write_lines(tmp_path / "conv.jsonl", rows)
+    result = runner.invoke(
+        app, ["import", str(source), "--db", str(db), "--thread", "t1", "--resource", "alice"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "imported 4 messages" in result.output
+    memory = Memory(storage=SQLiteStorage(db))
+    stored = memory.storage.list_messages("t1")
+    assert [s.message.content for s in stored] == ["hi", "hello", "", "42"]
+    assert stored[0].created_at.isoformat() == "2026-01-01T10:00:00+00:00"
+
+    out = tmp_path / "out.jsonl"
+    result = runner.invoke(app, ["export", "t1", "--db", str(db), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    db2 = tmp_path / "m2.db"
+    assert runner.invoke(app, ["import", str(out), "--db", str(db2)]).exit_code == 0
+    again = SQLiteStorage(db2).list_messages("t1")
+    assert [s.message for s in again] == [s.message for s in stored]
+    assert [s.created_at for s in again] == [s.created_at for s in stored]
+
+
+def test_import_reports_the_bad_line_and_keeps_earlier_data(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    source = tmp_path / "bad.jsonl"
+    source.write_text('{"role": "user", "content": "ok"}\n{"role": "robot", "content": "?"}\n')
+    result = runner.invoke(
+        app, ["import", str(source), "--db", str(db), "--thread", "t", "--resource", "r"]
+    )
+    assert result.exit_code == 1
+    assert "line 2" in result.output
+    assert SQLiteStorage(db).get_thread("t") is None  # parsed before anything was written
+
+
+def test_threads_and_messages_commands(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    memory = Memory(storage=SQLiteStorage(db))
+    memory.create_thread(resource_id="alice", thread_id="t1", title="Greetings")
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    memory.save_messages(
+        [HumanMessage("hi there"), AIMessage("hello back")], thread_id="t1", resource_id="alice"
+    )
+    listed = runner.invoke(app, ["threads", "list", "--db", str(db), "--resource", "alice"])
+    assert listed.exit_code == 0 and "Greetings" in listed.output and "t1" in listed.output
+    shown = runner.invoke(app, ["threads", "show", "t1", "--db", str(db)])
+    assert shown.exit_code == 0 and "2 messages" in shown.output
+    msgs = runner.invoke(app, ["messages", "t1", "--db", str(db), "--last", "1"])
+    assert msgs.exit_code == 0 and "hello back" in msgs.output and "hi there" not in msgs.output
+    missing = runner.invoke(app, ["threads", "show", "nope", "--db", str(db)])
+    assert missing.exit_code == 1
+    deleted = runner.invoke(app, ["threads", "delete", "t1", "--db", str(db), "--yes"])
+    assert deleted.exit_code == 0
+    assert SQLiteStorage(db).get_thread("t1") is None
+    unknown = runner.invoke(app, ["messages", "t1", "--db", str(db)])
+    assert unknown.exit_code == 1 and "no thread" in unknown.output
+
+
+def test_demo_imports_the_sample_conversation(tmp_path: Path) -> None:
+    db = tmp_path / "demo.db"
+    result = runner.invoke(app, ["demo", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    storage = SQLiteStorage(db)
+    threads = storage.list_threads(resource_id="alice")
+    assert len(threads) >= 5
+    total = sum(len(storage.list_messages(t.id)) for t in threads)
+    assert total >= 300
+    assert f"imported {total} messages" in result.output

@@ -1,0 +1,260 @@
+"""Messages through Memory and storage: round-trip, order, upsert, update, delete, bad input."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+
+from langchain_mastra_memory import (
+    InvalidMessageError,
+    Memory,
+    MessageConflictError,
+    MessageNotFoundError,
+    OrphanToolResultWarning,
+    ResourceMismatchError,
+    ThreadNotFoundError,
+)
+
+
+def rich_messages() -> list[BaseMessage]:
+    """One of every kind, with every field LangChain messages carry."""
+    return [
+        SystemMessage("You are helpful.", id="sys-1"),
+        HumanMessage(
+            content=[
+                {"type": "text", "text": "What is in this picture? Ünïcödé ✓"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            ],
+            additional_kwargs={"source": "mobile"},
+            name="alice",
+        ),
+        AIMessage(
+            content="Let me look that up.",
+            tool_calls=[
+                {
+                    "name": "search",
+                    "args": {"q": "cat", "n": 3},
+                    "id": "call-1",
+                    "type": "tool_call",
+                },
+                {"name": "weather", "args": {"city": "東京"}, "id": "call-2", "type": "tool_call"},
+            ],
+            response_metadata={"model_name": "gpt-4o", "finish_reason": "tool_calls"},
+            usage_metadata={"input_tokens": 10, "output_tokens": 5, "total_tokens": 15},
+        ),
+        ToolMessage("a cat", tool_call_id="call-1", name="search", artifact={"raw": [1, 2]}),
+        ToolMessage([{"type": "text", "text": "sunny"}], tool_call_id="call-2", status="success"),
+        AIMessage(
+            content=[{"type": "text", "text": "It is a cat, and it is sunny."}],
+            additional_kwargs={"refusal": None},
+        ),
+    ]
+
+
+def test_every_field_round_trips(memory: Memory, call) -> None:
+    call(memory, "create_thread", resource_id="alice", thread_id="t1")
+    sent = rich_messages()
+    saved = call(memory, "save_messages", sent, thread_id="t1", resource_id="alice")
+    loaded = call(memory, "get_messages", thread_id="t1")
+    assert [type(m) for m in loaded] == [type(m) for m in sent]
+    for original, back, returned in zip(sent, loaded, saved, strict=True):
+        assert back.id and back.id == returned.id
+        if original.id:
+            assert back.id == original.id
+        assert back.model_dump(exclude={"id"}) == original.model_dump(exclude={"id"})
+
+
+def test_ids_assigned_without_mutating_input(memory: Memory) -> None:
+    memory.create_thread(resource_id="alice", thread_id="t1")
+    message = HumanMessage("no id")
+    saved = memory.save_messages([message], thread_id="t1", resource_id="alice")
+    assert message.id is None
+    assert saved[0].id
+    stored = memory.storage.list_messages("t1")
+    assert stored[0].created_at.tzinfo is not None
+
+
+def test_chunks_round_trip_as_their_own_type(memory: Memory) -> None:
+    memory.create_thread(resource_id="alice", thread_id="t1")
+    chunk = AIMessageChunk(content="partial", id="c-1")
+    memory.save_messages([chunk], thread_id="t1", resource_id="alice")
+    (back,) = memory.get_messages(thread_id="t1")
+    assert isinstance(back, AIMessageChunk) and back.content == "partial"
+
+
+def test_get_messages_returns_newest_n_in_chronological_order(memory: Memory, call) -> None:
+    call(memory, "create_thread", resource_id="alice", thread_id="t1")
+    for i in range(10):  # ten separate saves, like ten turns
+        call(memory, "save_messages", [HumanMessage(f"m{i}")], thread_id="t1", resource_id="alice")
+    newest = call(memory, "get_messages", thread_id="t1", last_messages=3)
+    assert [m.content for m in newest] == ["m7", "m8", "m9"]  # not the oldest 3 (m0..m2)
+    everything = call(memory, "get_messages", thread_id="t1")
+    assert [m.content for m in everything] == [f"m{i}" for i in range(10)]
+    assert call(memory, "get_messages", thread_id="t1", last_messages=0) == []
+
+
+def test_recall_uses_last_messages_option(storage) -> None:
+    memory = Memory(storage=storage, options={"last_messages": 2})
+    memory.create_thread(resource_id="alice", thread_id="t1")
+    memory.save_messages(
+        [HumanMessage(str(i)) for i in range(5)], thread_id="t1", resource_id="alice"
+    )
+    assert [m.content for m in memory.recall(thread_id="t1")] == ["3", "4"]
+    disabled = Memory(storage=storage, options={"last_messages": False})
+    assert disabled.recall(thread_id="t1") == []
+
+
+def test_duplicate_ids_are_an_idempotent_upsert(memory: Memory, call) -> None:
+    call(memory, "create_thread", resource_id="alice", thread_id="t1")
+    first = [HumanMessage("hi", id="m1"), AIMessage("hello", id="m2")]
+    call(memory, "save_messages", first, thread_id="t1", resource_id="alice")
+    call(memory, "save_messages", first, thread_id="t1", resource_id="alice")
+    call(
+        memory,
+        "save_messages",
+        [AIMessage("hello again", id="m2")],
+        thread_id="t1",
+        resource_id="alice",
+    )
+    loaded = call(memory, "get_messages", thread_id="t1")
+    assert [(m.id, m.content) for m in loaded] == [("m1", "hi"), ("m2", "hello again")]
+
+
+def test_same_id_twice_in_one_batch_keeps_the_last(memory: Memory) -> None:
+    memory.create_thread(resource_id="alice", thread_id="t1")
+    memory.save_messages(
+        [HumanMessage("a", id="x"), HumanMessage("b", id="x")], thread_id="t1", resource_id="alice"
+    )
+    assert [m.content for m in memory.get_messages(thread_id="t1")] == ["b"]
+
+
+def test_update_and_delete_messages(memory: Memory, call) -> None:
+    call(memory, "create_thread", resource_id="alice", thread_id="t1")
+    saved = call(
+        memory,
+        "save_messages",
+        [HumanMessage("a"), HumanMessage("b")],
+        thread_id="t1",
+        resource_id="alice",
+    )
+    edited = saved[0].model_copy(update={"content": "a (edited)"})
+    call(memory, "update_messages", [edited])
+    assert [m.content for m in call(memory, "get_messages", thread_id="t1")] == ["a (edited)", "b"]
+    assert call(memory, "delete_messages", [saved[1].id, "unknown"]) == 1
+    assert [m.content for m in call(memory, "get_messages", thread_id="t1")] == ["a (edited)"]
+
+
+def test_update_of_unknown_message_changes_nothing(memory: Memory) -> None:
+    memory.create_thread(resource_id="alice", thread_id="t1")
+    (saved,) = memory.save_messages([HumanMessage("keep")], thread_id="t1", resource_id="alice")
+    with pytest.raises(MessageNotFoundError):
+        memory.update_messages(
+            [saved.model_copy(update={"content": "x"}), HumanMessage("?", id="nope")]
+        )
+    assert [m.content for m in memory.get_messages(thread_id="t1")] == ["keep"]
+    with pytest.raises(InvalidMessageError):
+        memory.update_messages([HumanMessage("no id")])
+
+
+def test_saving_to_another_resources_thread_is_refused(memory: Memory, call) -> None:
+    call(memory, "create_thread", resource_id="alice", thread_id="t1")
+    call(
+        memory,
+        "save_messages",
+        [HumanMessage("secret", id="s1")],
+        thread_id="t1",
+        resource_id="alice",
+    )
+    with pytest.raises(ResourceMismatchError):
+        call(
+            memory,
+            "save_messages",
+            [HumanMessage("intrusion")],
+            thread_id="t1",
+            resource_id="mallory",
+        )
+    with pytest.raises(ResourceMismatchError):
+        call(memory, "get_messages", thread_id="t1", resource_id="mallory")
+    with pytest.raises(ResourceMismatchError):
+        call(memory, "update_messages", [HumanMessage("overwrite", id="s1")], resource_id="mallory")
+    with pytest.raises(ResourceMismatchError):
+        call(memory, "delete_messages", ["s1"], resource_id="mallory")
+    assert [m.content for m in memory.get_messages(thread_id="t1")] == ["secret"]
+    assert memory.storage.get_messages_by_id(["s1"], resource_id="mallory") == []
+
+
+def test_message_id_of_another_thread_is_a_conflict(memory: Memory) -> None:
+    memory.create_thread(resource_id="alice", thread_id="t1")
+    memory.create_thread(resource_id="bob", thread_id="t2")
+    memory.save_messages([HumanMessage("alice's", id="m1")], thread_id="t1", resource_id="alice")
+    with pytest.raises(MessageConflictError):
+        memory.save_messages(
+            [HumanMessage("new"), HumanMessage("bob's", id="m1")], thread_id="t2", resource_id="bob"
+        )
+    assert [m.content for m in memory.get_messages(thread_id="t1")] == ["alice's"]
+    assert memory.get_messages(thread_id="t2") == []  # the whole batch was rolled back
+
+
+def test_unknown_thread(memory: Memory, call) -> None:
+    with pytest.raises(ThreadNotFoundError):
+        call(memory, "save_messages", [HumanMessage("x")], thread_id="ghost", resource_id="alice")
+    with pytest.raises(ThreadNotFoundError):
+        call(memory, "get_messages", thread_id="ghost")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ["just a string"],
+        [{"role": "user", "content": "a dict"}],
+        [HumanMessage("ok"), 42],
+        "a bare string",
+        HumanMessage("a lone message, not a list"),
+    ],
+)
+def test_non_messages_are_refused_and_nothing_is_stored(memory: Memory, bad) -> None:
+    memory.create_thread(resource_id="alice", thread_id="t1")
+    memory.save_messages([HumanMessage("before")], thread_id="t1", resource_id="alice")
+    with pytest.raises(InvalidMessageError):
+        memory.save_messages(bad, thread_id="t1", resource_id="alice")
+    assert [m.content for m in memory.get_messages(thread_id="t1")] == ["before"]
+
+
+def test_unserializable_content_is_refused(memory: Memory) -> None:
+    memory.create_thread(resource_id="alice", thread_id="t1")
+    weird = ToolMessage("x", tool_call_id="c", artifact=object())
+    with pytest.raises(InvalidMessageError):
+        memory.save_messages([weird], thread_id="t1", resource_id="alice")
+    assert memory.get_messages(thread_id="t1") == []
+
+
+def test_orphan_tool_result_is_stored_and_reported(memory: Memory) -> None:
+    memory.create_thread(resource_id="alice", thread_id="t1")
+    call_msg = AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "c1"}])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a matched result must not warn
+        memory.save_messages([call_msg], thread_id="t1", resource_id="alice")
+        memory.save_messages(
+            [ToolMessage("ok", tool_call_id="c1")], thread_id="t1", resource_id="alice"
+        )
+    with pytest.warns(OrphanToolResultWarning, match="'nope'"):
+        memory.save_messages(
+            [ToolMessage("?", tool_call_id="nope")], thread_id="t1", resource_id="alice"
+        )
+    assert [m.content for m in memory.get_messages(thread_id="t1")] == ["", "ok", "?"]
+
+
+def test_stored_token_counts_follow_mastras_rule(memory: Memory) -> None:
+    memory.create_thread(resource_id="alice", thread_id="t1")
+    memory.save_messages([HumanMessage("hello")], thread_id="t1", resource_id="alice")
+    (stored,) = memory.storage.list_messages("t1")
+    assert stored.token_count == pytest.approx(5.8)  # "user" + "hello" = 2 tokens, + 3.8

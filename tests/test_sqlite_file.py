@@ -1,0 +1,132 @@
+"""SQLite specifics: pragmas, migrations, foreign files, crash safety and concurrent writers."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from langchain_mastra_memory import (
+    SchemaVersionError,
+    SQLiteStorage,
+    StorageError,
+)
+from langchain_mastra_memory.storage.sqlite_schema import MIGRATIONS, SCHEMA_TABLE
+
+
+def test_file_uses_wal_and_foreign_keys(tmp_path: Path) -> None:
+    storage = SQLiteStorage(tmp_path / "m.db")
+    conn = storage._conn
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] > 0
+    assert storage.schema_version() == len(MIGRATIONS)
+
+
+def test_setup_twice_and_reopen_keep_data(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    storage = SQLiteStorage(path)
+    storage.create_thread(thread_id="t1", resource_id="alice")
+    storage.save_messages([HumanMessage("kept")], thread_id="t1", resource_id="alice")
+    storage.setup()
+    storage.close()
+    again = SQLiteStorage(path)
+    assert [s.message.content for s in again.list_messages("t1")] == ["kept"]
+
+
+def test_a_file_that_is_not_sqlite_is_refused_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "notes.db"
+    payload = b"these are my notes, not a database\n" * 200
+    path.write_bytes(payload)
+    with pytest.raises(StorageError, match=r"not a usable SQLite database|cannot be opened"):
+        SQLiteStorage(path)
+    assert path.read_bytes() == payload
+
+
+def test_a_newer_schema_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    storage = SQLiteStorage(path)
+    storage.create_thread(thread_id="t1", resource_id="alice")
+    storage.close()
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"UPDATE {SCHEMA_TABLE} SET version = ?", (len(MIGRATIONS) + 1,))
+    with pytest.raises(SchemaVersionError, match="upgrade"):
+        SQLiteStorage(path)
+    with sqlite3.connect(path) as conn:  # nothing was changed
+        assert conn.execute("SELECT id FROM memory_threads").fetchall() == [("t1",)]
+        assert (
+            conn.execute(f"SELECT version FROM {SCHEMA_TABLE}").fetchone()[0] == len(MIGRATIONS) + 1
+        )
+
+
+def _writer_then_crash(path: str, ack_path: str) -> None:  # runs in a child process
+    storage = SQLiteStorage(path)
+    with open(ack_path, "w") as acks:
+        for i in range(50):
+            storage.save_messages(
+                [HumanMessage(f"m{i}", id=f"m{i}")], thread_id="t1", resource_id="alice"
+            )
+            acks.write(f"m{i}\n")  # written only after save_messages returned
+            acks.flush()
+    # die in the middle of a transaction, as a killed process would
+    storage._conn.execute("BEGIN IMMEDIATE")
+    storage._conn.execute(
+        "INSERT INTO memory_messages (id, thread_id, resource_id, role, type, content, created_at) "
+        "VALUES ('torn', 't1', 'alice', 'user', 'human', '{}', '9999')"
+    )
+    os._exit(1)
+
+
+@pytest.mark.slow
+def test_killed_writer_loses_nothing_that_was_acknowledged(tmp_path: Path) -> None:
+    path = str(tmp_path / "m.db")
+    SQLiteStorage(path).create_thread(thread_id="t1", resource_id="alice")
+    ack_path = tmp_path / "acks.txt"
+    child = mp.get_context("spawn").Process(target=_writer_then_crash, args=(path, str(ack_path)))
+    child.start()
+    child.join(120)
+    assert child.exitcode == 1
+    acknowledged = ack_path.read_text().split()
+    assert len(acknowledged) == 50
+    storage = SQLiteStorage(path)
+    assert storage._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    ids = [s.message.id for s in storage.list_messages("t1")]
+    assert ids == acknowledged  # every acknowledged save is there, the torn one is not
+
+
+def _appender(path: str, worker: int, count: int) -> None:  # runs in a child process
+    storage = SQLiteStorage(path)
+    for i in range(count):
+        storage.save_messages(
+            [HumanMessage(f"w{worker}-{i}", id=f"w{worker}-{i}")],
+            thread_id="t1",
+            resource_id="alice",
+        )
+
+
+@pytest.mark.slow
+def test_four_processes_append_to_one_thread(tmp_path: Path) -> None:
+    path = str(tmp_path / "m.db")
+    SQLiteStorage(path).create_thread(thread_id="t1", resource_id="alice")
+    ctx = mp.get_context("spawn")
+    per_worker = 60
+    workers = [ctx.Process(target=_appender, args=(path, w, per_worker)) for w in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(180)
+        assert w.exitcode == 0
+    storage = SQLiteStorage(path)
+    stored = storage.list_messages("t1")
+    ids = [s.message.id for s in stored]
+    assert len(ids) == len(set(ids)) == 4 * per_worker
+    times = [s.created_at for s in stored]
+    assert times == sorted(times) and len(set(times)) == len(times)  # strictly increasing
+    for w in range(4):  # each writer's own messages keep their order
+        mine = [i for i in ids if i.startswith(f"w{w}-")]
+        assert mine == [f"w{w}-{i}" for i in range(per_worker)]
+    assert [s.message.id for s in storage.list_messages("t1")] == ids  # stable on re-read
