@@ -18,6 +18,14 @@ from .errors import (
 )
 from .memory import Memory
 from .options import MemoryOptions
+from .processors import (
+    FunctionProcessor,
+    MemoryProcessor,
+    TokenLimiter,
+    TokenLimiterProcessor,
+    ToolCallFilter,
+    processor,
+)
 from .storage import MemoryStorage, SQLiteStorage, StoredMessage
 from .thread import Thread
 from .token_counting import TokenCounter
@@ -25,11 +33,13 @@ from .token_counting import TokenCounter
 __all__ = [
     "ConfigurationError",
     "EncodingNotAvailableError",
+    "FunctionProcessor",
     "InvalidMessageError",
     "MastraMemoryError",
     "Memory",
     "MemoryChatMessageHistory",
     "MemoryOptions",
+    "MemoryProcessor",
     "MemoryStorage",
     "MessageConflictError",
     "MessageNotFoundError",
@@ -43,5 +53,9 @@ __all__ = [
     "ThreadExistsError",
     "ThreadNotFoundError",
     "TokenCounter",
+    "TokenLimiter",
+    "TokenLimiterProcessor",
+    "ToolCallFilter",
     "TripWire",
+    "processor",
 ]

@@ -1,0 +1,15 @@
+"""Memory processors: Runnables that shape remembered messages before they reach the model."""
+
+from .base import FunctionProcessor, MemoryProcessor, processor
+from .token_limiter import TokenLimiter
+from .token_limiter_processor import TokenLimiterProcessor
+from .tool_call_filter import ToolCallFilter
+
+__all__ = [
+    "FunctionProcessor",
+    "MemoryProcessor",
+    "TokenLimiter",
+    "TokenLimiterProcessor",
+    "ToolCallFilter",
+    "processor",
+]

@@ -1,0 +1,67 @@
+"""`TokenLimiter`: keep the newest remembered messages that fit a token budget."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import tiktoken
+from langchain_core.messages import BaseMessage
+
+from ..errors import ConfigurationError
+from ..token_counting import TokenCounter
+from .base import MemoryProcessor
+from .limiting import limit_messages
+
+logger = logging.getLogger("langchain_mastra_memory")
+
+
+def check_limit(limit: object) -> int:
+    """A token limit is a positive int."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
+        raise ConfigurationError(f"limit must be a positive integer, got {limit!r}")
+    return limit
+
+
+class TokenLimiter(MemoryProcessor):
+    """Drop the oldest messages until the rest fit in `limit` tokens (Mastra's ``TokenLimiter``).
+
+    Counts with tiktoken (``o200k_base`` by default; a name or a ``tiktoken.Encoding``) by
+    Mastra's rule (see `TokenCounter`). Walks from the newest message back and stops at the
+    first that does not fit; system messages are always kept and count against the limit; a
+    tool call and its results go or stay together, and orphan tool results are dropped. An empty
+    history gives an empty list; if no non-system message fits, only the system messages come
+    out. Raises `TripWire` (metadata ``system_tokens``, ``limit``) when the system messages
+    alone exceed the limit. Put it last in a processor chain, so it measures the final list.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> history = [HumanMessage("a long question " * 20), AIMessage("ok"), HumanMessage("hi")]
+        >>> [m.content for m in TokenLimiter(40).invoke(history)]
+        ['ok', 'hi']
+    """
+
+    name = "TokenLimiter"
+
+    def __init__(self, limit: int, *, encoding: str | tiktoken.Encoding | None = None) -> None:
+        self.limit = check_limit(limit)
+        self.counter = TokenCounter(encoding)
+
+    def __repr__(self) -> str:
+        return f"TokenLimiter(limit={self.limit}, encoding={self.counter.encoding.name!r})"
+
+    def process(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
+        """Limit `messages`; ``new_messages=[...]`` are counted first but not returned."""
+        result = limit_messages(
+            messages, self.counter, self.limit, new_messages=opts.get("new_messages") or ()
+        )
+        if result.dropped:
+            logger.info(
+                "TokenLimiter: filtered %d/%d messages, token limit of %d exceeded",
+                result.dropped, len(messages), self.limit,
+            )  # fmt: skip
+        return result.messages
+
+    async def aprocess(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
+        """CPU only: runs `process` inline."""
+        return self.process(messages, **opts)
