@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from .chat_history import MemoryChatMessageHistory
 
 DEFAULT_DATABASE = "memory.db"
+logger = logging.getLogger("langchain_mastra_memory")
 
 
 def _messages(stored: Sequence[Any]) -> list[BaseMessage]:
@@ -59,6 +61,7 @@ class Memory:
         self.vector = vector
         self.embedder = embedder
         self.processors = list(processors)
+        warn_if_limiter_not_last(self.processors)
 
     def __repr__(self) -> str:
         return f"Memory(storage={self.storage!r}, options={self.options!r})"
@@ -242,19 +245,36 @@ class Memory:
         )
         return _messages(stored)
 
-    def recall(self, *, thread_id: str, resource_id: str | None = None) -> list[BaseMessage]:
-        """The remembered context of a thread: the newest ``last_messages``, then the processors."""
+    def recall(
+        self,
+        *,
+        thread_id: str,
+        resource_id: str | None = None,
+        new_messages: Sequence[BaseMessage] = (),
+    ) -> list[BaseMessage]:
+        """The remembered context of a thread: the newest ``last_messages``, then the processors.
+
+        The processors run in order on the remembered messages only; `new_messages` (this turn's
+        input) are never changed or returned, but reach them as an option so a `TokenLimiter`
+        counts them against its budget first, as in Mastra.
+        """
         last = self.options.last_messages
         messages = (
             []
             if last is False
             else self.get_messages(thread_id=thread_id, last_messages=last, resource_id=resource_id)
         )
-        for processor in self.processors:
-            messages = processor.invoke(messages)
+        for step in self.processors:
+            messages = step.invoke(messages, **_processor_opts(step, new_messages))
         return messages
 
-    async def arecall(self, *, thread_id: str, resource_id: str | None = None) -> list[BaseMessage]:
+    async def arecall(
+        self,
+        *,
+        thread_id: str,
+        resource_id: str | None = None,
+        new_messages: Sequence[BaseMessage] = (),
+    ) -> list[BaseMessage]:
         """Async `recall`."""
         last = self.options.last_messages
         messages = (
@@ -264,8 +284,8 @@ class Memory:
                 thread_id=thread_id, last_messages=last, resource_id=resource_id
             )
         )
-        for processor in self.processors:
-            messages = await processor.ainvoke(messages)
+        for step in self.processors:
+            messages = await step.ainvoke(messages, **_processor_opts(step, new_messages))
         return messages
 
     def update_messages(
@@ -296,6 +316,34 @@ class Memory:
         from .chat_history import MemoryChatMessageHistory
 
         return MemoryChatMessageHistory(self, thread_id=thread_id, resource_id=resource_id)
+
+
+_warned: set[str] = set()
+
+
+def warn_if_limiter_not_last(processors: Sequence[Runnable[Any, Any]]) -> None:
+    """Log once when a TokenLimiter is followed by other processors.
+
+    The limiter measures the list it is given; a processor after it can add messages (blowing
+    the budget) or remove some (wasting it), so it belongs last, as Mastra advises.
+    """
+    from .processors import TokenLimiter
+
+    positions = [i for i, p in enumerate(processors) if isinstance(p, TokenLimiter)]
+    if positions and positions[-1] != len(processors) - 1 and "limiter" not in _warned:
+        _warned.add("limiter")
+        logger.warning(
+            "TokenLimiter is not the last memory processor; processors after it change the "
+            "list it measured. Put TokenLimiter last."
+        )
+
+
+def _processor_opts(
+    step: Runnable[Any, Any], new_messages: Sequence[BaseMessage]
+) -> dict[str, Any]:
+    from .processors import MemoryProcessor
+
+    return {"new_messages": list(new_messages)} if isinstance(step, MemoryProcessor) else {}
 
 
 def _visible(thread: Thread | None, resource_id: str | None) -> Thread | None:

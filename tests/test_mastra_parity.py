@@ -23,7 +23,9 @@ def to_langchain(message: dict[str, Any], index: int) -> BaseMessage | None:
     """Mastra CoreMessage -> the LangChain message a LangChain app would hold for it."""
     role, content = message["role"], message["content"]
     if isinstance(content, str):
-        return {"user": HumanMessage, "assistant": AIMessage, "system": SystemMessage}[role](content)
+        return {"user": HumanMessage, "assistant": AIMessage, "system": SystemMessage}[role](
+            content
+        )
     if role == "assistant":
         text = "".join(p["text"] for p in content if p["type"] == "text")
         calls, invalid = [], []
@@ -31,9 +33,18 @@ def to_langchain(message: dict[str, Any], index: int) -> BaseMessage | None:
             if part["type"] != "tool-call":
                 continue
             if isinstance(part["args"], str):  # LangChain keeps unparsed argument strings here
-                invalid.append({"name": part["toolName"], "args": part["args"], "id": part["toolCallId"], "error": None})
+                invalid.append(
+                    {
+                        "name": part["toolName"],
+                        "args": part["args"],
+                        "id": part["toolCallId"],
+                        "error": None,
+                    }
+                )
             else:
-                calls.append({"name": part["toolName"], "args": part["args"], "id": part["toolCallId"]})
+                calls.append(
+                    {"name": part["toolName"], "args": part["args"], "id": part["toolCallId"]}
+                )
         return AIMessage(text, tool_calls=calls, invalid_tool_calls=invalid)
     (result,) = content
     if not isinstance(result["result"], str):
@@ -48,11 +59,15 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("encoding", "index", "conversation"), CASES, ids=[f"{n}-{i}" for n, i, _ in CASES])
+@pytest.mark.parametrize(
+    ("encoding", "index", "conversation"), CASES, ids=[f"{n}-{i}" for n, i, _ in CASES]
+)
 def test_per_message_counts_equal_mastras(encoding: str, index: int, conversation: dict) -> None:
     counter = TokenCounter(encoding)
     compared = 0
-    for i, (raw, expected) in enumerate(zip(conversation["messages"], conversation["counts"], strict=True)):
+    for i, (raw, expected) in enumerate(
+        zip(conversation["messages"], conversation["counts"], strict=True)
+    ):
         message = to_langchain(raw, i)
         if message is None:
             continue
@@ -61,7 +76,9 @@ def test_per_message_counts_equal_mastras(encoding: str, index: int, conversatio
     assert compared >= len(conversation["messages"]) * 0.8
 
 
-@pytest.mark.parametrize(("encoding", "index", "conversation"), CASES, ids=[f"{n}-{i}" for n, i, _ in CASES])
+@pytest.mark.parametrize(
+    ("encoding", "index", "conversation"), CASES, ids=[f"{n}-{i}" for n, i, _ in CASES]
+)
 def test_kept_messages_equal_mastras(encoding: str, index: int, conversation: dict) -> None:
     plain = [to_langchain(conversation["messages"][i], i) for i in conversation["plain_indexes"]]
     for case in conversation["limits"]:

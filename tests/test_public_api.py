@@ -13,11 +13,13 @@ import langchain_mastra_memory
 EXPECTED = [
     "ConfigurationError",
     "EncodingNotAvailableError",
+    "FunctionProcessor",
     "InvalidMessageError",
     "MastraMemoryError",
     "Memory",
     "MemoryChatMessageHistory",
     "MemoryOptions",
+    "MemoryProcessor",
     "MemoryStorage",
     "MessageConflictError",
     "MessageNotFoundError",
@@ -31,7 +33,11 @@ EXPECTED = [
     "ThreadExistsError",
     "ThreadNotFoundError",
     "TokenCounter",
+    "TokenLimiter",
+    "TokenLimiterProcessor",
+    "ToolCallFilter",
     "TripWire",
+    "processor",
 ]
 
 

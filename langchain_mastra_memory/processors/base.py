@@ -31,7 +31,8 @@ class MemoryProcessor(Runnable[Sequence[BaseMessage], list[BaseMessage]]):
         ...     name = "ConversationOnlyFilter"
         ...     def process(self, messages, **opts):
         ...         return [m for m in messages if m.type in ("human", "ai")]
-        >>> ConversationOnlyFilter().invoke([SystemMessage("s"), HumanMessage("hi"), AIMessage("yo")])
+        >>> history = [SystemMessage("s"), HumanMessage("hi"), AIMessage("yo")]
+        >>> ConversationOnlyFilter().invoke(history)
         [HumanMessage(content='hi', ...), AIMessage(content='yo', ...)]
     """
 
@@ -46,11 +47,11 @@ class MemoryProcessor(Runnable[Sequence[BaseMessage], list[BaseMessage]]):
         return await run_in_executor(None, lambda: self.process(messages, **opts))
 
     @property
-    def InputType(self) -> type[Sequence[BaseMessage]]:  # noqa: N802 - Runnable's name
-        return Sequence[BaseMessage]  # type: ignore[return-value]
+    def InputType(self) -> type[Sequence[BaseMessage]]:
+        return Sequence[BaseMessage]
 
     @property
-    def OutputType(self) -> type[list[BaseMessage]]:  # noqa: N802 - Runnable's name
+    def OutputType(self) -> type[list[BaseMessage]]:
         return list[BaseMessage]
 
     def invoke(
@@ -73,7 +74,7 @@ class MemoryProcessor(Runnable[Sequence[BaseMessage], list[BaseMessage]]):
         async def run(msgs: list[BaseMessage], config: RunnableConfig) -> list[BaseMessage]:
             return await self.aprocess(list(msgs), config=config, **kwargs)
 
-        return await self._acall_with_config(run, messages, config)
+        return await self._acall_with_config(run, messages, config)  # type: ignore[arg-type]
 
 
 ProcessorFunc = Callable[..., list[BaseMessage]]
@@ -121,9 +122,7 @@ def _accepts_kwargs(func: Callable[..., Any] | None) -> bool:
     return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
-def processor(
-    func: ProcessorFunc | None = None, *, name: str | None = None
-) -> Any:
+def processor(func: ProcessorFunc | None = None, *, name: str | None = None) -> Any:
     """Turn a function ``(messages) -> messages`` into a `MemoryProcessor` (usable as a decorator).
 
     An ``async def`` function becomes the async path. A function that accepts ``**opts`` receives

@@ -1,4 +1,4 @@
-"""`TokenLimiterProcessor`: Mastra's two-sided limiter, for the prompt and for the model's output."""
+"""`TokenLimiterProcessor`: Mastra's two-sided limiter, for the prompt and the model's output."""
 
 from __future__ import annotations
 
@@ -54,7 +54,9 @@ class TokenLimiterProcessor(MemoryProcessor):
         if strategy not in ("truncate", "abort"):
             raise ConfigurationError(f"strategy must be 'truncate' or 'abort', got {strategy!r}")
         if count_mode not in ("cumulative", "part"):
-            raise ConfigurationError(f"count_mode must be 'cumulative' or 'part', got {count_mode!r}")
+            raise ConfigurationError(
+                f"count_mode must be 'cumulative' or 'part', got {count_mode!r}"
+            )
         self.strategy: Strategy = strategy
         self.count_mode: CountMode = count_mode
         self.counter = TokenCounter(encoding)
@@ -86,7 +88,7 @@ class TokenLimiterProcessor(MemoryProcessor):
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         """A message list: limit the prompt. A finished ``AIMessage``: cut its text to the limit."""
         if isinstance(input, BaseMessage):
-            return self._call_with_config(self.limit_output, input, config)
+            return self._call_with_config(self.limit_output, input, config)  # type: ignore[arg-type]
         return super().invoke(input, config, **kwargs)
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
@@ -134,14 +136,20 @@ class TokenLimiterProcessor(MemoryProcessor):
 
     def _chunk_tokens(self, chunk: AIMessageChunk) -> int:
         encoding = self.counter.encoding
-        text = chunk.content if isinstance(chunk.content, str) else "".join(
-            str(b.get("text", "")) if isinstance(b, dict) else str(b) for b in chunk.content
+        text = (
+            chunk.content
+            if isinstance(chunk.content, str)
+            else "".join(
+                str(b.get("text", "")) if isinstance(b, dict) else str(b) for b in chunk.content
+            )
         )
-        calls = "".join((c.get("name") or "") + (c.get("args") or "") for c in chunk.tool_call_chunks)
+        calls = "".join(
+            (c.get("name") or "") + (c.get("args") or "") for c in chunk.tool_call_chunks
+        )
         return len(encoding.encode_ordinary(text + calls)) if text or calls else 0
 
     def _admit(self, chunk: AIMessageChunk, state: dict[str, int]) -> bool:
-        """Count a streamed chunk; False drops it (truncate), `TripWire` stops the stream (abort)."""
+        """Count a streamed chunk: False drops it (truncate); `TripWire` ends the stream (abort)."""
         tokens = self._chunk_tokens(chunk)
         current = state["current"] + tokens if self.count_mode == "cumulative" else tokens
         state["current"] = current
@@ -190,7 +198,9 @@ class TokenLimiterProcessor(MemoryProcessor):
         async for item in self._atransform_stream_with_config(input, self._alimit_stream, config):
             yield item
 
-    def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
+    def stream(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Iterator[Any]:
         """A single input: yields the result of `invoke`."""
         yield self.invoke(input, config, **kwargs)
 

@@ -45,7 +45,9 @@ class ToolCallFilter(MemoryProcessor):
         self.exclude: frozenset[str] | None = None if exclude is None else frozenset(exclude)
 
     def __repr__(self) -> str:
-        return f"ToolCallFilter(exclude={sorted(self.exclude) if self.exclude is not None else None})"
+        return (
+            f"ToolCallFilter(exclude={sorted(self.exclude) if self.exclude is not None else None})"
+        )
 
     def _excluded(self, name: str | None) -> bool:
         return self.exclude is None or (name is not None and name in self.exclude)
@@ -77,16 +79,16 @@ class ToolCallFilter(MemoryProcessor):
         calls = [c for c in message.tool_calls if self._excluded(c["name"])]
         bad = [c for c in message.invalid_tool_calls if self._excluded(c.get("name"))]
         content = message.content
-        blocks = (
-            [b for b in content if _is_call_block(b) and self._excluded(b.get("name"))]
-            if isinstance(content, list)
-            else []
-        )
+        blocks: list[dict[str, Any]] = [
+            b
+            for b in (content if isinstance(content, list) else [])
+            if isinstance(b, dict) and _is_call_block(b) and self._excluded(b.get("name"))
+        ]
         raw = message.additional_kwargs.get("tool_calls") or []
         raw_removed = [r for r in raw if self._excluded((r.get("function") or {}).get("name"))]
         if not (calls or bad or blocks or raw_removed):
             return message
-        removed.update(c["id"] for c in calls if c.get("id"))
+        removed.update(c["id"] for c in calls if c.get("id"))  # type: ignore[misc]
         removed.update(b["id"] for b in blocks if b.get("id"))
         removed.update(r["id"] for r in raw_removed if r.get("id"))
         new_content: str | list[Any] = (
