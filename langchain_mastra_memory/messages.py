@@ -45,11 +45,18 @@ def ensure_message(obj: object, *, where: str = "messages") -> BaseMessage:
 
 
 def ensure_messages(objs: Iterable[object], *, where: str = "messages") -> list[BaseMessage]:
-    """Validate a sequence of messages (a lone message or a string is refused, not iterated)."""
+    """Validate a sequence of messages into a new list (a lone message or string is refused).
+
+    Checks each distinct type once, so validating a long stored history stays cheap.
+    """
     if isinstance(objs, (str, bytes, BaseMessage, dict)):
         msg = f"{where} must be a sequence of messages, not a single {type(objs).__name__}"
         raise InvalidMessageError(msg)
-    return [ensure_message(m, where=where) for m in objs]
+    items = list(objs)
+    kinds = set(map(type, items))
+    if all(issubclass(k, BaseMessage) and not issubclass(k, ToolMessage) for k in kinds):
+        return items  # type: ignore[return-value]
+    return [ensure_message(m, where=where) for m in items]
 
 
 def new_message_id() -> str:

@@ -60,7 +60,7 @@ class MemoryProcessor(Runnable[Sequence[BaseMessage], list[BaseMessage]]):
         """Validate the messages and run `process` with callbacks and tracing."""
         messages = ensure_messages(input, where=f"{self.get_name()} input")
         return self._call_with_config(
-            lambda msgs, config: self.process(list(msgs), config=config, **kwargs),
+            lambda msgs, config: self.process(msgs, config=config, **kwargs),
             messages,
             config,
         )
@@ -72,7 +72,7 @@ class MemoryProcessor(Runnable[Sequence[BaseMessage], list[BaseMessage]]):
         messages = ensure_messages(input, where=f"{self.get_name()} input")
 
         async def run(msgs: list[BaseMessage], config: RunnableConfig) -> list[BaseMessage]:
-            return await self.aprocess(list(msgs), config=config, **kwargs)
+            return await self.aprocess(msgs, config=config, **kwargs)
 
         return await self._acall_with_config(run, messages, config)  # type: ignore[arg-type]
 

@@ -44,7 +44,10 @@ def limit_messages(
     Raises:
         TripWire: the system messages alone (plus the conversation's 24) exceed the limit.
     """
-    systems = [i for i, m in enumerate(messages) if isinstance(m, SystemMessage)]
+    has_system = any(issubclass(k, SystemMessage) for k in set(map(type, messages)))
+    systems = (
+        [i for i, m in enumerate(messages) if isinstance(m, SystemMessage)] if has_system else []
+    )
     system_tokens = sum(counter.count(messages[i]) for i in systems)
     total = TOKENS_PER_CONVERSATION + system_tokens
     if total > limit:

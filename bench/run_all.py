@@ -1,0 +1,16 @@
+"""Run every benchmark in bench/ and print their tables (`make bench`)."""
+
+from __future__ import annotations
+
+import runpy
+import sys
+from pathlib import Path
+
+BENCHES = ["token_limiter_bench.py"]
+
+if __name__ == "__main__":
+    here = Path(__file__).parent
+    for name in BENCHES:
+        print(f"\n## {name}\n", flush=True)
+        sys.argv = [name]
+        runpy.run_path(str(here / name), run_name="__main__")
