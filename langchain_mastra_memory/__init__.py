@@ -15,6 +15,7 @@ from .errors import (
     ThreadExistsError,
     ThreadNotFoundError,
     TripWire,
+    WorkingMemoryError,
 )
 from .memory import Memory
 from .options import MemoryOptions
@@ -24,11 +25,13 @@ from .processors import (
     TokenLimiter,
     TokenLimiterProcessor,
     ToolCallFilter,
+    WorkingMemory,
     processor,
 )
 from .storage import MemoryStorage, SQLiteStorage, StoredMessage
 from .thread import Thread
 from .token_counting import TokenCounter
+from .working_memory import WorkingMemoryConfig
 
 __all__ = [
     "ConfigurationError",
@@ -57,5 +60,8 @@ __all__ = [
     "TokenLimiterProcessor",
     "ToolCallFilter",
     "TripWire",
+    "WorkingMemory",
+    "WorkingMemoryConfig",
+    "WorkingMemoryError",
     "processor",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -27,6 +28,8 @@ app = typer.Typer(
 )
 threads_app = typer.Typer(help="List, show and delete threads.", no_args_is_help=True)
 app.add_typer(threads_app, name="threads")
+wm_app = typer.Typer(help="Show and set working memory.", no_args_is_help=True)
+app.add_typer(wm_app, name="working-memory")
 console = Console()
 err_console = Console(stderr=True)
 
@@ -140,6 +143,46 @@ def _print_messages(stored: list[Any]) -> None:
     console.print(table)
 
 
+Resource = Annotated[str, typer.Option("--resource", help="The resource (owner).")]
+ThreadOpt = Annotated[
+    str | None, typer.Option("--thread", help="A thread, for thread-scoped working memory.")
+]
+
+
+def _wm_memory(db: Path, thread: str | None, as_json: bool) -> Memory:
+    options: dict[str, Any] = {"enabled": True, "scope": "thread" if thread else "resource"}
+    if as_json:
+        options["schema"] = {"type": "object"}
+    return Memory(storage=SQLiteStorage(db), options={"working_memory": options})
+
+
+@wm_app.command("show")
+def working_memory_show(resource: Resource, db: Db = DEFAULT_DB, thread: ThreadOpt = None) -> None:
+    """Print the stored working memory of a resource (or of one thread)."""
+    memory = _guard(lambda: Memory(storage=SQLiteStorage(db)))
+    text = _guard(lambda: memory.storage.get_working_memory(resource_id=resource, thread_id=thread))
+    if text is None:
+        err_console.print("no working memory stored")
+        raise typer.Exit(1)
+    console.print(text, markup=False, highlight=False)
+
+
+@wm_app.command("set")
+def working_memory_set(
+    resource: Resource,
+    text: Annotated[str, typer.Argument(help="Markdown document, or a JSON patch with --json.")],
+    db: Db = DEFAULT_DB,
+    thread: ThreadOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Merge a JSON object instead.")] = False,
+) -> None:
+    """Replace the Markdown working memory, or merge a JSON object into it (--json)."""
+    memory = _guard(lambda: _wm_memory(db, thread, as_json))
+    value = _guard(
+        lambda: memory.update_working_memory(text, resource_id=resource, thread_id=thread)
+    )
+    console.print(value if isinstance(value, str) else json.dumps(value, indent=2), markup=False)
+
+
 @app.command("import")
 def import_(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A JSON-lines file.")],
@@ -211,3 +254,36 @@ def demo(
             last = threads[-1]
             console.rule(f"[bold]the newest 6 messages of {last.id!r} (memory.get_messages)")
             _print_messages(memory.storage.list_messages(last.id, last=6))
+            _demo_working_memory(path)
+
+
+DEMO_PROFILE = """# User Information
+- **First Name**: Alice
+- **Location**: Lisbon (moved in March)
+- **Occupation**: marine biologist at the aquarium (octopuses)
+- **Facts**: allergic to peanuts; vegetarian (eats eggs and cheese); always books aisle seats
+- **Events**: sister Marta's wedding on June 14
+- **Projects**: training for a 10k (careful with the left knee)"""
+
+
+def _demo_working_memory(path: Path) -> None:
+    from .processors import WorkingMemory
+
+    memory = Memory(storage=SQLiteStorage(path), options={"working_memory": {"enabled": True}})
+    tool = memory.working_memory_tool()
+    call = {
+        "name": tool.name,
+        "args": {"memory": DEMO_PROFILE},
+        "id": "demo-1",
+        "type": "tool_call",
+    }
+    console.rule("[bold]working memory: the model calls update_working_memory (resource scope)")
+    result = tool.invoke(
+        call, {"configurable": {"thread_id": "recall-check", "resource_id": "alice"}}
+    )
+    console.print(f"tool → {result.status}", markup=False)
+    console.rule("[bold]what a brand-new thread of alice gets as its first system message")
+    injected = WorkingMemory(memory.storage).invoke(
+        [], {"configurable": {"thread_id": "new-thread", "resource_id": "alice"}}
+    )
+    console.print(injected[0].content, markup=False, highlight=False)

@@ -49,6 +49,10 @@ class SchemaVersionError(StorageError):
     """The database was written by a newer version of this package."""
 
 
+class WorkingMemoryError(MastraMemoryError, ValueError):
+    """A working-memory update was refused (invalid, too large, or would erase data)."""
+
+
 class TripWire(MastraMemoryError):
     """A processor refused to go on (Mastra's TripWire); `metadata` says why, in numbers.
 

@@ -10,13 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
+from langchain_core.tools import StructuredTool
 
-from .errors import ThreadExistsError, ThreadNotFoundError
+from .errors import ConfigurationError, ThreadExistsError, ThreadNotFoundError
 from .options import MemoryOptions
 from .storage.base import UNSET, MemoryStorage
 from .storage.records import check_id
 from .storage.sqlite import SQLiteStorage
 from .thread import Thread
+from .working_memory import TOOL_NAME, WorkingMemoryConfig, apply_update, load_data
 
 if TYPE_CHECKING:
     from .chat_history import MemoryChatMessageHistory
@@ -62,6 +64,7 @@ class Memory:
         self.embedder = embedder
         self.processors = list(processors)
         warn_if_limiter_not_last(self.processors)
+        self.working_memory = WorkingMemoryConfig.parse(self.options.working_memory)
 
     def __repr__(self) -> str:
         return f"Memory(storage={self.storage!r}, options={self.options!r})"
@@ -264,7 +267,7 @@ class Memory:
             if last is False
             else self.get_messages(thread_id=thread_id, last_messages=last, resource_id=resource_id)
         )
-        for step in self.processors:
+        for step in self._recall_steps():
             messages = step.invoke(messages, **_processor_opts(step, new_messages))
         return messages
 
@@ -284,9 +287,17 @@ class Memory:
                 thread_id=thread_id, last_messages=last, resource_id=resource_id
             )
         )
-        for step in self.processors:
+        for step in self._recall_steps():
             messages = await step.ainvoke(messages, **_processor_opts(step, new_messages))
         return messages
+
+    def _recall_steps(self) -> list[Runnable[Any, Any]]:
+        """The user's processors, after hiding working-memory tool traffic (as Mastra does)."""
+        if not self.working_memory.enabled:
+            return self.processors
+        from .processors import ToolCallFilter
+
+        return [ToolCallFilter(exclude=[TOOL_NAME]), *self.processors]
 
     def update_messages(
         self, messages: Sequence[BaseMessage], *, resource_id: str | None = None
@@ -309,6 +320,71 @@ class Memory:
     ) -> int:
         """Async `delete_messages`."""
         return await self.storage.adelete_messages(message_ids, resource_id=resource_id)
+
+    # -- working memory ------------------------------------------------------------------------
+    def _working_memory_thread(self, thread_id: str | None) -> str | None:
+        if not self.working_memory.enabled:
+            raise ConfigurationError(
+                "working memory is not enabled: pass "
+                'options={"working_memory": {"enabled": True}} to Memory'
+            )
+        if self.working_memory.scope == "resource":
+            return None
+        if thread_id is None:
+            raise ConfigurationError("working memory has scope 'thread': give thread_id")
+        return thread_id
+
+    def get_working_memory(self, *, resource_id: str, thread_id: str | None = None) -> Any:
+        """The working memory: the Markdown document, or a dict in schema mode (None if unset)."""
+        stored = self.storage.get_working_memory(
+            resource_id=resource_id, thread_id=self._working_memory_thread(thread_id)
+        )
+        return load_data(self.working_memory, stored)
+
+    async def aget_working_memory(self, *, resource_id: str, thread_id: str | None = None) -> Any:
+        """Async `get_working_memory`."""
+        stored = await self.storage.aget_working_memory(
+            resource_id=resource_id, thread_id=self._working_memory_thread(thread_id)
+        )
+        return load_data(self.working_memory, stored)
+
+    def update_working_memory(
+        self, memory: Any, *, resource_id: str, thread_id: str | None = None
+    ) -> Any:
+        """Replace (Markdown) or merge into (schema) the working memory; returns the new value.
+
+        Raises `WorkingMemoryError` (nothing stored) for an invalid, oversized or erasing update.
+        """
+        config = self.working_memory
+        stored = self.storage.modify_working_memory(
+            lambda current: apply_update(config, current, memory),
+            resource_id=resource_id,
+            thread_id=self._working_memory_thread(thread_id),
+        )
+        return load_data(config, stored)
+
+    async def aupdate_working_memory(
+        self, memory: Any, *, resource_id: str, thread_id: str | None = None
+    ) -> Any:
+        """Async `update_working_memory`."""
+        config = self.working_memory
+        stored = await self.storage.amodify_working_memory(
+            lambda current: apply_update(config, current, memory),
+            resource_id=resource_id,
+            thread_id=self._working_memory_thread(thread_id),
+        )
+        return load_data(config, stored)
+
+    def working_memory_tool(
+        self, *, thread_id: str | None = None, resource_id: str | None = None
+    ) -> StructuredTool:
+        """The ``update_working_memory`` StructuredTool (ids from here or the call's config)."""
+        self._working_memory_thread(thread_id or "unknown")
+        if self.working_memory.read_only:
+            raise ConfigurationError("working memory is read-only: there is no tool to offer")
+        from .working_memory_tool import create_working_memory_tool
+
+        return create_working_memory_tool(self, thread_id=thread_id, resource_id=resource_id)
 
     # -- shapes --------------------------------------------------------------------------------
     def chat_history(self, *, thread_id: str, resource_id: str) -> MemoryChatMessageHistory:

@@ -96,3 +96,41 @@ def test_demo_imports_the_sample_conversation(tmp_path: Path) -> None:
     total = sum(len(storage.list_messages(t.id)) for t in threads)
     assert total >= 300
     assert f"imported {total} messages" in result.output
+
+
+def test_working_memory_show_and_set(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    assert (
+        runner.invoke(app, ["working-memory", "show", "--resource", "alice", "--db", db]).exit_code
+        == 1
+    )
+    result = runner.invoke(
+        app, ["working-memory", "set", "--resource", "alice", "--db", db, "# Alice\n- City: Lisbon"]
+    )
+    assert result.exit_code == 0, result.output
+    shown = runner.invoke(app, ["working-memory", "show", "--resource", "alice", "--db", db])
+    assert shown.exit_code == 0 and "City: Lisbon" in shown.output
+    patch = runner.invoke(
+        app, ["working-memory", "set", "--resource", "bob", "--db", db, "--json", '{"a": {"b": 1}}']
+    )
+    assert patch.exit_code == 0, patch.output
+    runner.invoke(
+        app, ["working-memory", "set", "--resource", "bob", "--db", db, "--json", '{"a": {"c": 2}}']
+    )
+    bob = runner.invoke(app, ["working-memory", "show", "--resource", "bob", "--db", db])
+    assert json.loads(bob.output) == {"a": {"b": 1, "c": 2}}
+    bad = runner.invoke(
+        app, ["working-memory", "set", "--resource", "bob", "--db", db, "--json", "[1]"]
+    )
+    assert bad.exit_code == 1 and "object" in bad.output
+    unknown_thread = runner.invoke(
+        app, ["working-memory", "set", "--resource", "bob", "--thread", "nope", "--db", db, "x"]
+    )
+    assert unknown_thread.exit_code == 1 and "no thread" in unknown_thread.output
+
+
+def test_demo_shows_working_memory(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["demo", "--db", str(tmp_path / "d.db")])
+    assert result.exit_code == 0, result.output
+    assert "tool → success" in result.output
+    assert "Lisbon (moved in March)" in result.output

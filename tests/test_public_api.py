@@ -37,6 +37,9 @@ EXPECTED = [
     "TokenLimiterProcessor",
     "ToolCallFilter",
     "TripWire",
+    "WorkingMemory",
+    "WorkingMemoryConfig",
+    "WorkingMemoryError",
     "processor",
 ]
 

@@ -4,6 +4,7 @@ from .base import FunctionProcessor, MemoryProcessor, processor
 from .token_limiter import TokenLimiter
 from .token_limiter_processor import TokenLimiterProcessor
 from .tool_call_filter import ToolCallFilter
+from .working_memory import WorkingMemory
 
 __all__ = [
     "FunctionProcessor",
@@ -11,5 +12,6 @@ __all__ = [
     "TokenLimiter",
     "TokenLimiterProcessor",
     "ToolCallFilter",
+    "WorkingMemory",
     "processor",
 ]

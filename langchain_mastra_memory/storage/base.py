@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -154,6 +154,25 @@ class MemoryStorage(ABC):
     def delete_messages(self, message_ids: Sequence[str], *, resource_id: str | None = None) -> int:
         """Delete messages by id; returns how many were deleted."""
 
+    # -- working memory ------------------------------------------------------------------------
+    @abstractmethod
+    def get_working_memory(self, *, resource_id: str, thread_id: str | None = None) -> str | None:
+        """The stored working memory of a resource, or of one of its threads when `thread_id`."""
+
+    @abstractmethod
+    def modify_working_memory(
+        self,
+        update: Callable[[str | None], str],
+        *,
+        resource_id: str,
+        thread_id: str | None = None,
+    ) -> str:
+        """Read, transform with `update` and write the working memory in one transaction.
+
+        Updates of the same memory are serialized (threads, tasks and processes), so none is
+        lost; if `update` raises, nothing is written.
+        """
+
     # -- async twins (delegate to a worker thread unless a backend overrides them) --------------
     async def asetup(self) -> None:
         """Async `setup`."""
@@ -210,6 +229,16 @@ class MemoryStorage(ABC):
     ) -> list[StoredMessage]:
         """Async `update_messages`."""
         return await run_in_executor(None, lambda: self.update_messages(messages, **kwargs))
+
+    async def aget_working_memory(self, **kwargs: Any) -> str | None:
+        """Async `get_working_memory`."""
+        return await run_in_executor(None, lambda: self.get_working_memory(**kwargs))
+
+    async def amodify_working_memory(
+        self, update: Callable[[str | None], str], **kwargs: Any
+    ) -> str:
+        """Async `modify_working_memory`."""
+        return await run_in_executor(None, lambda: self.modify_working_memory(update, **kwargs))
 
     async def adelete_messages(self, message_ids: Sequence[str], **kwargs: Any) -> int:
         """Async `delete_messages`."""

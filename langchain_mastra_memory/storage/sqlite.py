@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -49,6 +49,9 @@ from .sqlite_schema import MIGRATIONS, SCHEMA_TABLE
 _CHUNK = 500
 _MESSAGE_COLUMNS = "id, thread_id, resource_id, content, created_at, token_count"
 _BY_IDS = "SELECT {columns} FROM memory_messages WHERE id IN ({marks})"
+_INSERT_RESOURCE = (
+    "INSERT OR IGNORE INTO memory_resources (id, created_at, updated_at) VALUES (?, ?, ?)"
+)
 
 
 def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
@@ -194,7 +197,7 @@ class SQLiteStorage(MemoryStorage):
             raise ThreadExistsError(f"a thread {thread_id!r} already exists")
         now = to_iso(now_utc())
         conn.execute(
-            "INSERT OR IGNORE INTO memory_resources (id, created_at, updated_at) VALUES (?, ?, ?)",
+            _INSERT_RESOURCE,
             (resource_id, now, now),
         )
         conn.execute(
@@ -502,6 +505,48 @@ class SQLiteStorage(MemoryStorage):
                     f"DELETE FROM memory_messages WHERE id IN ({_marks(len(chunk))})", chunk
                 )
         return len(existing)
+
+    # -- working memory ------------------------------------------------------------------------
+    def _working_memory_target(
+        self, conn: sqlite3.Connection, resource_id: str, thread_id: str | None
+    ) -> tuple[str, str]:
+        check_id(resource_id, "resource_id")
+        if thread_id is not None:
+            self._owned_thread(conn, thread_id, resource_id)
+            return "memory_threads", thread_id
+        return "memory_resources", resource_id
+
+    def get_working_memory(self, *, resource_id: str, thread_id: str | None = None) -> str | None:
+        with self._lock:
+            table, key = self._working_memory_target(self._conn, resource_id, thread_id)
+            row = self._conn.execute(
+                f"SELECT working_memory FROM {table} WHERE id = ?", (key,)
+            ).fetchone()
+        return row[0] if row else None
+
+    def modify_working_memory(
+        self,
+        update: Callable[[str | None], str],
+        *,
+        resource_id: str,
+        thread_id: str | None = None,
+    ) -> str:
+        with self._write() as conn:
+            table, key = self._working_memory_target(conn, resource_id, thread_id)
+            now = to_iso(now_utc())
+            conn.execute(
+                _INSERT_RESOURCE,
+                (resource_id, now, now),
+            )
+            row = conn.execute(
+                f"SELECT working_memory FROM {table} WHERE id = ?", (key,)
+            ).fetchone()
+            new = update(row[0] if row else None)
+            conn.execute(
+                f"UPDATE {table} SET working_memory = ?, updated_at = ? WHERE id = ?",
+                (new, now, key),
+            )
+            return new
 
 
 def _call_ids(row: MessageRow) -> str | None:

@@ -1,0 +1,96 @@
+"""`WorkingMemory`: inject the working memory as a system message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import BaseMessage, SystemMessage
+
+from ..errors import ConfigurationError
+from ..storage.base import MemoryStorage
+from ..working_memory import WorkingMemoryConfig, instructions
+from .base import MemoryProcessor
+
+SOURCE_KEY = "langchain_mastra_memory"
+
+
+def is_injected(message: BaseMessage) -> bool:
+    """Whether a message was added by memory (never to be saved back into the history)."""
+    return SOURCE_KEY in message.response_metadata
+
+
+class WorkingMemory(MemoryProcessor):
+    """Put the working memory first, as one system message (instructions, template, data).
+
+    Reads ``thread_id``/``resource_id`` from ``config["configurable"]``. The message is tagged
+    (``response_metadata["langchain_mastra_memory"] == "working_memory"``) so that saving a turn
+    skips it. With ``read_only=True`` the data is shown without update instructions.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> from langchain_mastra_memory import SQLiteStorage
+        >>> storage = SQLiteStorage(":memory:")
+        >>> wm = WorkingMemory(storage, template="# Profile\\n- Name:")
+        >>> out = wm.invoke([HumanMessage("hi")], {"configurable": {"resource_id": "alice"}})
+        >>> out[0].type, "# Profile" in out[0].content, out[1].content
+        ('system', True, 'hi')
+    """
+
+    name = "WorkingMemory"
+
+    def __init__(
+        self,
+        storage: MemoryStorage,
+        *,
+        template: str | None = None,
+        schema: Any = None,
+        scope: str = "resource",
+        read_only: bool = False,
+        config: WorkingMemoryConfig | None = None,
+    ) -> None:
+        self.storage = storage
+        self.config = config or WorkingMemoryConfig.parse(
+            {
+                "enabled": True,
+                "template": template,
+                "schema": schema,
+                "scope": scope,
+                "read_only": read_only,
+            }
+        )
+
+    def _target(self, opts: dict[str, Any]) -> tuple[str, str | None]:
+        configurable = (opts.get("config") or {}).get("configurable", {})
+        resource_id = opts.get("resource_id") or configurable.get("resource_id")
+        thread_id = opts.get("thread_id") or configurable.get("thread_id")
+        if not resource_id:
+            raise ConfigurationError("WorkingMemory needs config['configurable']['resource_id']")
+        if self.config.scope == "thread":
+            if not thread_id:
+                raise ConfigurationError("WorkingMemory with scope 'thread' needs a thread_id")
+            return resource_id, thread_id
+        return resource_id, None
+
+    def message(self, data: str | None) -> SystemMessage:
+        """The system message for stored working-memory text `data`."""
+        return SystemMessage(
+            instructions(self.config, data), response_metadata={SOURCE_KEY: "working_memory"}
+        )
+
+    def process(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
+        resource_id, thread_id = self._target(opts)
+        if thread_id is not None and self.storage.get_thread(thread_id) is None:
+            data = None  # a new thread has no memory yet
+        else:
+            data = self.storage.get_working_memory(resource_id=resource_id, thread_id=thread_id)
+        return [self.message(data), *messages]
+
+    async def aprocess(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
+        resource_id, thread_id = self._target(opts)
+        if thread_id is not None and await self.storage.aget_thread(thread_id) is None:
+            data = None
+        else:
+            data = await self.storage.aget_working_memory(
+                resource_id=resource_id, thread_id=thread_id
+            )
+        return [self.message(data), *messages]
