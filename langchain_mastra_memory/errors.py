@@ -53,6 +53,10 @@ class WorkingMemoryError(MastraMemoryError, ValueError):
     """A working-memory update was refused (invalid, too large, or would erase data)."""
 
 
+class VectorStoreError(MastraMemoryError):
+    """The vector store cannot be used (unreachable, or a collection of another dimension)."""
+
+
 class TripWire(MastraMemoryError):
     """A processor refused to go on (Mastra's TripWire); `metadata` says why, in numbers.
 

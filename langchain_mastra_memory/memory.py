@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ from langchain_core.tools import StructuredTool
 
 from .errors import ConfigurationError, ThreadExistsError, ThreadNotFoundError
 from .options import MemoryOptions
+from .recall_index import RecallIndex
 from .storage.base import UNSET, MemoryStorage
 from .storage.records import check_id
 from .storage.sqlite import SQLiteStorage
@@ -60,6 +62,12 @@ class Memory:
     ) -> None:
         self.options = MemoryOptions.parse(options)
         self.storage: MemoryStorage = storage or SQLiteStorage(Path(DEFAULT_DATABASE))
+        self.recall_index: RecallIndex | None = None
+        if self.options.semantic_recall:
+            self.recall_index = RecallIndex(
+                self.storage, self.options.semantic_recall, vector, embedder
+            )
+            vector, embedder = self.recall_index.vector, self.recall_index.embedder
         self.vector = vector
         self.embedder = embedder
         self.processors = list(processors)
@@ -168,12 +176,18 @@ class Memory:
         )
 
     def delete_thread(self, thread_id: str, *, resource_id: str | None = None) -> bool:
-        """Delete a thread with its messages; False if it did not exist."""
-        return self.storage.delete_thread(thread_id, resource_id=resource_id)
+        """Delete a thread with its messages (and their vectors); False if it did not exist."""
+        deleted = self.storage.delete_thread(thread_id, resource_id=resource_id)
+        if deleted and self.recall_index:
+            self.recall_index.forget(thread_id=thread_id)
+        return deleted
 
     async def adelete_thread(self, thread_id: str, *, resource_id: str | None = None) -> bool:
         """Async `delete_thread`."""
-        return await self.storage.adelete_thread(thread_id, resource_id=resource_id)
+        deleted = await self.storage.adelete_thread(thread_id, resource_id=resource_id)
+        if deleted and self.recall_index:
+            await self.recall_index.aforget(thread_id=thread_id)
+        return deleted
 
     def clone_thread(
         self,
@@ -215,20 +229,39 @@ class Memory:
 
     # -- messages ------------------------------------------------------------------------------
     def save_messages(
-        self, messages: Sequence[BaseMessage], *, thread_id: str, resource_id: str
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str,
+        resource_id: str,
+        created_at: Sequence[datetime | None] | None = None,
     ) -> list[BaseMessage]:
-        """Save messages to an existing thread of `resource_id`; returns them with ids."""
-        return _messages(
-            self.storage.save_messages(messages, thread_id=thread_id, resource_id=resource_id)
+        """Save messages to an existing thread of `resource_id`; returns them with ids.
+
+        `created_at` (one per message) keeps original times, e.g. on import. With semantic
+        recall on, user and assistant messages are embedded in one batch.
+        """
+        stored = self.storage.save_messages(
+            messages, thread_id=thread_id, resource_id=resource_id, created_at=created_at
         )
+        if self.recall_index:
+            self.recall_index.after_save(stored)
+        return _messages(stored)
 
     async def asave_messages(
-        self, messages: Sequence[BaseMessage], *, thread_id: str, resource_id: str
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str,
+        resource_id: str,
+        created_at: Sequence[datetime | None] | None = None,
     ) -> list[BaseMessage]:
         """Async `save_messages`."""
         stored = await self.storage.asave_messages(
-            messages, thread_id=thread_id, resource_id=resource_id
+            messages, thread_id=thread_id, resource_id=resource_id, created_at=created_at
         )
+        if self.recall_index:
+            await self.recall_index.aafter_save(stored)
         return _messages(stored)
 
     def get_messages(
@@ -255,11 +288,13 @@ class Memory:
         resource_id: str | None = None,
         new_messages: Sequence[BaseMessage] = (),
     ) -> list[BaseMessage]:
-        """The remembered context of a thread: the newest ``last_messages``, then the processors.
+        """The remembered context of a thread: recalled messages, the newest ``last_messages``,
+        then the processors.
 
-        The processors run in order on the remembered messages only; `new_messages` (this turn's
-        input) are never changed or returned, but reach them as an option so a `TokenLimiter`
-        counts them against its budget first, as in Mastra.
+        With semantic recall on, messages relevant to the last human message of `new_messages`
+        come first (other threads' as one system message). The processors run in order on the
+        remembered messages only; `new_messages` (this turn's input) are never changed or
+        returned, but reach them as an option so a `TokenLimiter` counts them first, as in Mastra.
         """
         last = self.options.last_messages
         messages = (
@@ -267,6 +302,11 @@ class Memory:
             if last is False
             else self.get_messages(thread_id=thread_id, last_messages=last, resource_id=resource_id)
         )
+        if self.recall_index:
+            owner = resource_id or self._owner(thread_id)
+            messages = (
+                self.recall_index.recalled(thread_id, owner, messages, new_messages) + messages
+            )
         for step in self._recall_steps():
             messages = step.invoke(messages, **_processor_opts(step, new_messages))
         return messages
@@ -287,9 +327,25 @@ class Memory:
                 thread_id=thread_id, last_messages=last, resource_id=resource_id
             )
         )
+        if self.recall_index:
+            owner = resource_id or self._owner(thread_id)
+            recalled = await self.recall_index.arecalled(thread_id, owner, messages, new_messages)
+            messages = recalled + messages
         for step in self._recall_steps():
             messages = await step.ainvoke(messages, **_processor_opts(step, new_messages))
         return messages
+
+    def _owner(self, thread_id: str) -> str:
+        thread = self.storage.get_thread(thread_id)
+        if thread is None:
+            raise ThreadNotFoundError(f"no thread {thread_id!r}")
+        return thread.resource_id
+
+    def backfill_embeddings(self) -> int:
+        """Embed every message whose vector is missing; returns how many were written."""
+        if not self.recall_index:
+            raise ConfigurationError("semantic recall is not enabled")
+        return self.recall_index.processor.backfill()
 
     def _recall_steps(self) -> list[Runnable[Any, Any]]:
         """The user's processors, after hiding working-memory tool traffic (as Mastra does)."""
@@ -302,24 +358,36 @@ class Memory:
     def update_messages(
         self, messages: Sequence[BaseMessage], *, resource_id: str | None = None
     ) -> list[BaseMessage]:
-        """Replace stored messages by id (content, tool calls, metadata)."""
-        return _messages(self.storage.update_messages(messages, resource_id=resource_id))
+        """Replace stored messages by id (content, tool calls, metadata); re-embeds them."""
+        stored = self.storage.update_messages(messages, resource_id=resource_id)
+        if self.recall_index:
+            self.recall_index.after_save(stored)
+        return _messages(stored)
 
     async def aupdate_messages(
         self, messages: Sequence[BaseMessage], *, resource_id: str | None = None
     ) -> list[BaseMessage]:
         """Async `update_messages`."""
-        return _messages(await self.storage.aupdate_messages(messages, resource_id=resource_id))
+        stored = await self.storage.aupdate_messages(messages, resource_id=resource_id)
+        if self.recall_index:
+            await self.recall_index.aafter_save(stored)
+        return _messages(stored)
 
     def delete_messages(self, message_ids: Sequence[str], *, resource_id: str | None = None) -> int:
-        """Delete messages by id; returns how many were deleted."""
-        return self.storage.delete_messages(message_ids, resource_id=resource_id)
+        """Delete messages (and their vectors) by id; returns how many were deleted."""
+        count = self.storage.delete_messages(message_ids, resource_id=resource_id)
+        if self.recall_index:
+            self.recall_index.forget(message_ids=message_ids)
+        return count
 
     async def adelete_messages(
         self, message_ids: Sequence[str], *, resource_id: str | None = None
     ) -> int:
         """Async `delete_messages`."""
-        return await self.storage.adelete_messages(message_ids, resource_id=resource_id)
+        count = await self.storage.adelete_messages(message_ids, resource_id=resource_id)
+        if self.recall_index:
+            await self.recall_index.aforget(message_ids=message_ids)
+        return count
 
     # -- working memory ------------------------------------------------------------------------
     def _working_memory_thread(self, thread_id: str | None) -> str | None:

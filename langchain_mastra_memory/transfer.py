@@ -96,7 +96,7 @@ def import_lines(
             memory.storage.create_thread(
                 thread_id=first.thread_id, resource_id=first.resource_id, title=first.title
             )
-        memory.storage.save_messages(
+        memory.save_messages(
             [item.message for item in batch],
             thread_id=first.thread_id,
             resource_id=first.resource_id,

