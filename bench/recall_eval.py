@@ -21,9 +21,9 @@ from pathlib import Path
 from langchain_core.messages import AIMessage, HumanMessage
 
 sys.path.insert(0, str(Path(__file__).parent))
-from recall_data import FACTS, build  # noqa: E402
+from recall_data import FACTS, build
 
-from langchain_mastra_memory import Memory, SQLiteStorage  # noqa: E402
+from langchain_mastra_memory import Memory, SQLiteStorage
 
 KS = (1, 3, 5)
 
@@ -48,13 +48,20 @@ def evaluate(seed: int) -> dict[str, dict[int, float]]:
                 evidence[turn.fact] = message.id or ""
     assert memory.recall_index is not None
     processor = memory.recall_index.processor
-    last = {m.id for m in memory.get_messages(thread_id=f"s{max(t.session for t in turns)}", last_messages=40)}
+    last = {
+        m.id
+        for m in memory.get_messages(
+            thread_id=f"s{max(t.session for t in turns)}", last_messages=40
+        )
+    }
     results: dict[str, dict[int, float]] = {}
     for mode in ("vector", "keyword", "hybrid"):
         processor.options = processor.options.model_copy(update={"mode": mode})
         hits_at = {k: 0 for k in KS}
         for i, (_fact, question, _distractor) in enumerate(FACTS):
-            ids = [h.message_id for h in processor.search(question, resource_id="user", limit=max(KS))]
+            ids = [
+                h.message_id for h in processor.search(question, resource_id="user", limit=max(KS))
+            ]
             for k in KS:
                 hits_at[k] += evidence[i] in ids[:k]
         results[mode] = {k: hits_at[k] / len(FACTS) for k in KS}

@@ -1,6 +1,7 @@
 """Mastra's agent memory for LangChain/LangGraph: history, recall, working memory, processors."""
 
 from .chat_history import MemoryChatMessageHistory
+from .embeddings import CachedEmbeddings, MiniLMEmbeddings
 from .errors import (
     ConfigurationError,
     EncodingNotAvailableError,
@@ -15,6 +16,7 @@ from .errors import (
     ThreadExistsError,
     ThreadNotFoundError,
     TripWire,
+    VectorStoreError,
     WorkingMemoryError,
 )
 from .memory import Memory
@@ -28,12 +30,16 @@ from .processors import (
     WorkingMemory,
     processor,
 )
+from .processors.semantic_recall import SemanticRecall
 from .storage import MemoryStorage, SQLiteStorage, StoredMessage
 from .thread import Thread
 from .token_counting import TokenCounter
+from .vector import ChromaVectorStore
 from .working_memory import WorkingMemoryConfig
 
 __all__ = [
+    "CachedEmbeddings",
+    "ChromaVectorStore",
     "ConfigurationError",
     "EncodingNotAvailableError",
     "FunctionProcessor",
@@ -46,10 +52,12 @@ __all__ = [
     "MemoryStorage",
     "MessageConflictError",
     "MessageNotFoundError",
+    "MiniLMEmbeddings",
     "OrphanToolResultWarning",
     "ResourceMismatchError",
     "SQLiteStorage",
     "SchemaVersionError",
+    "SemanticRecall",
     "StorageError",
     "StoredMessage",
     "Thread",
@@ -60,6 +68,7 @@ __all__ = [
     "TokenLimiterProcessor",
     "ToolCallFilter",
     "TripWire",
+    "VectorStoreError",
     "WorkingMemory",
     "WorkingMemoryConfig",
     "WorkingMemoryError",

@@ -105,10 +105,6 @@ class MiniLMEmbeddings(Embeddings):
             int(k.split(".")[2]) for k in self.w if k.startswith("encoder.layer.")
         )
 
-    def count_tokens(self, text: str) -> int:
-        """Word pieces of `text`, special tokens included, before truncation."""
-        return len(self.tokenizer.encode(text).ids) if text else 2
-
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         encodings = self.tokenizer.encode_batch(list(texts))
         length = max(len(e.ids) for e in encodings)

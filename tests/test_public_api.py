@@ -11,6 +11,8 @@ import pytest
 import langchain_mastra_memory
 
 EXPECTED = [
+    "CachedEmbeddings",
+    "ChromaVectorStore",
     "ConfigurationError",
     "EncodingNotAvailableError",
     "FunctionProcessor",
@@ -23,10 +25,12 @@ EXPECTED = [
     "MemoryStorage",
     "MessageConflictError",
     "MessageNotFoundError",
+    "MiniLMEmbeddings",
     "OrphanToolResultWarning",
     "ResourceMismatchError",
     "SQLiteStorage",
     "SchemaVersionError",
+    "SemanticRecall",
     "StorageError",
     "StoredMessage",
     "Thread",
@@ -37,6 +41,7 @@ EXPECTED = [
     "TokenLimiterProcessor",
     "ToolCallFilter",
     "TripWire",
+    "VectorStoreError",
     "WorkingMemory",
     "WorkingMemoryConfig",
     "WorkingMemoryError",

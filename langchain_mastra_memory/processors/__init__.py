@@ -1,6 +1,7 @@
 """Memory processors: Runnables that shape remembered messages before they reach the model."""
 
 from .base import FunctionProcessor, MemoryProcessor, processor
+from .semantic_recall import SemanticRecall
 from .token_limiter import TokenLimiter
 from .token_limiter_processor import TokenLimiterProcessor
 from .tool_call_filter import ToolCallFilter
@@ -9,6 +10,7 @@ from .working_memory import WorkingMemory
 __all__ = [
     "FunctionProcessor",
     "MemoryProcessor",
+    "SemanticRecall",
     "TokenLimiter",
     "TokenLimiterProcessor",
     "ToolCallFilter",

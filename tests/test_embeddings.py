@@ -1,0 +1,72 @@
+"""The offline embedder matches sentence-transformers, and the cache embeds a text once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from langchain_mastra_memory.embeddings import (
+    EMBEDDING_CACHE,
+    CachedEmbeddings,
+    MiniLMEmbeddings,
+    default_embedder,
+)
+
+REFERENCE = json.loads((Path(__file__).parent / "fixtures" / "minilm_reference.json").read_text())
+
+
+def test_vectors_match_sentence_transformers() -> None:
+    ours = MiniLMEmbeddings().embed_array(REFERENCE["texts"])
+    reference = np.array(REFERENCE["vectors"], dtype=np.float32)
+    assert ours.shape == reference.shape == (len(REFERENCE["texts"]), 384)
+    assert np.abs(ours - reference).max() < 1e-5  # measured: 2.3e-7
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+
+
+def test_long_inputs_are_truncated_like_the_model() -> None:
+    embedder = MiniLMEmbeddings()
+    long_text = "memory " * 2_000
+    assert len(embedder.tokenizer.encode(long_text).ids) == embedder.max_tokens
+    assert np.allclose(
+        embedder.embed_query(long_text), embedder.embed_query("memory " * 400), atol=1e-6
+    )
+
+
+async def test_async_matches_sync() -> None:
+    embedder = default_embedder()
+    assert np.allclose(await embedder.aembed_query("hello"), embedder.embed_query("hello"))
+    assert np.allclose(
+        await embedder.aembed_documents(["a", "b"]), embedder.embed_documents(["a", "b"])
+    )
+
+
+class Counting(Embeddings):
+    """Wraps the real model and counts the texts it is asked to embed."""
+
+    model_name = "counting-minilm"
+
+    def __init__(self) -> None:
+        self.inner, self.texts = MiniLMEmbeddings(), 0
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.texts += len(texts)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        self.texts += 1
+        return self.inner.embed_query(text)
+
+
+def test_the_cache_is_shared_across_instances_and_embeds_each_text_once() -> None:
+    counting = Counting()
+    first, second = CachedEmbeddings(counting), CachedEmbeddings(counting)
+    unique = f"a sentence seen for the first time {id(counting)}"
+    first.embed_documents([unique, unique, "hello world again"])
+    second.embed_query(unique)
+    second.embed_documents(["hello world again", unique])
+    assert counting.texts == 2
+    assert CachedEmbeddings(first).embedder is counting  # no cache stacked on a cache
+    assert EMBEDDING_CACHE.hits > 0

@@ -1,0 +1,295 @@
+"""Semantic recall on the real local model and embedded Chroma."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.embeddings import Embeddings
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+from langchain_mastra_memory import (
+    ConfigurationError,
+    Memory,
+    SQLiteStorage,
+    VectorStoreError,
+)
+from langchain_mastra_memory.processors.semantic_recall import SemanticRecall
+from langchain_mastra_memory.vector import ChromaVectorStore
+
+FILLER = [
+    ("Can you suggest a quick lunch?", "A chickpea salad takes ten minutes."),
+    ("How do I fix a squeaky door?", "A little oil on the hinge pins."),
+    ("Any podcast recommendations?", "Try a short daily science show."),
+    ("Suggest a board game for four.", "Ticket to Ride is easy to learn."),
+]
+
+
+def recall_memory(storage=None, **options) -> Memory:
+    opts = {"top_k": 3, "message_range": 1, **options}
+    return Memory(storage=storage or SQLiteStorage(":memory:"), options={"semantic_recall": opts})
+
+
+def fill(
+    memory: Memory, thread: str, resource: str, n: int, fact: str | None = None, at: int = 0
+) -> list:
+    memory.create_thread(resource_id=resource, thread_id=thread, title=f"{thread} title")
+    messages = []
+    for i in range(n // 2):
+        user, assistant = FILLER[i % len(FILLER)]
+        messages += [HumanMessage(f"{user} ({i})"), AIMessage(f"{assistant} ({i})")]
+    if fact is not None:
+        messages.insert(at, HumanMessage(fact))
+    return memory.save_messages(messages, thread_id=thread, resource_id=resource)
+
+
+@pytest.fixture(scope="module")
+def planted() -> Memory:
+    memory = recall_memory()
+    fill(memory, "old", "alice", 200, fact="By the way, I moved to Lisbon in March.", at=3)
+    fill(memory, "other", "bob", 40, fact="I moved to Berlin last winter.", at=5)
+    memory.create_thread(resource_id="alice", thread_id="new")
+    return memory
+
+
+def test_a_fact_from_another_thread_200_messages_back_is_recalled(planted: Memory) -> None:
+    out = planted.recall(
+        thread_id="new", new_messages=[HumanMessage("Which city is my home these days?")]
+    )
+    assert isinstance(out[0], SystemMessage)
+    assert "I moved to Lisbon in March" in out[0].content
+    assert '<remembered_from_other_conversation thread="old" title="old title">' in out[0].content
+    assert out[0].response_metadata["langchain_mastra_memory"] == "semantic_recall"
+    assert "Berlin" not in out[0].content  # bob's
+
+
+async def test_async_recall(planted: Memory) -> None:
+    out = await planted.arecall(
+        thread_id="new", new_messages=[HumanMessage("Where do I live now?")]
+    )
+    assert "Lisbon" in out[0].content
+
+
+def test_neighbours_come_back_in_order() -> None:
+    memory = recall_memory(top_k=1, message_range={"before": 2, "after": 1})
+    saved = fill(memory, "t1", "alice", 20, fact="My dog Biscuit is a beagle.", at=10)
+    memory.create_thread(resource_id="alice", thread_id="t2")
+    out = memory.recall(thread_id="t2", new_messages=[HumanMessage("What's my pet's name?")])
+    lines = [
+        line.split("] ", 1)[1] for line in out[0].content.splitlines() if line.startswith("  [")
+    ]
+    expected = [m.content for m in saved[8:12]]
+    assert [line.split(": ", 1)[1] for line in lines] == expected
+
+
+def test_same_thread_hits_are_messages_before_the_history() -> None:
+    memory = recall_memory(top_k=1, message_range=0)
+    fill(memory, "t1", "alice", 60, fact="My sister Marta is getting married on June 14.", at=2)
+    memory.options = memory.options.model_copy(update={"last_messages": 4})
+    out = memory.recall(thread_id="t1", new_messages=[HumanMessage("When is the family wedding?")])
+    assert out[0].content == "My sister Marta is getting married on June 14."
+    assert out[0].response_metadata["langchain_mastra_memory"] == "semantic_recall"
+    assert len(out) == 1 + 4
+    # a hit already in the recent history is not repeated
+    memory.options = memory.options.model_copy(update={"last_messages": 100})
+    out = memory.recall(thread_id="t1", new_messages=[HumanMessage("When is the family wedding?")])
+    assert sum("Marta" in str(m.content) for m in out) == 1
+
+
+def test_threshold_filters(planted: Memory) -> None:
+    processor = planted.recall_index.processor
+    query = "Which city is my home these days?"
+    assert processor.search(query, resource_id="alice")
+    strict = SemanticRecall(
+        planted.storage, planted.vector, planted.embedder, top_k=3, threshold=0.95
+    )
+    assert strict.search(query, resource_id="alice") == []
+    loose = SemanticRecall(
+        planted.storage, planted.vector, planted.embedder, top_k=3, threshold=0.2
+    )
+    assert all(h.score >= 0.2 for h in loose.search(query, resource_id="alice"))
+
+
+def test_thread_scope_stays_in_the_thread() -> None:
+    memory = recall_memory(scope="thread", top_k=3, message_range=0)
+    fill(memory, "t1", "alice", 10, fact="I play the cello in an amateur orchestra.", at=1)
+    fill(memory, "t2", "alice", 10)
+    out = memory.recall(
+        thread_id="t2", new_messages=[HumanMessage("What instrument do I practise?")]
+    )
+    assert not any("cello" in str(m.content) for m in out)
+    out = memory.recall(
+        thread_id="t1", new_messages=[HumanMessage("What instrument do I practise?")]
+    )
+    assert any("cello" in str(m.content) for m in out)
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t"])
+def test_blank_queries_recall_nothing(planted: Memory, query: str) -> None:
+    processor = planted.recall_index.processor
+    assert processor.search(query, resource_id="alice") == []
+    history = [HumanMessage(query)]
+    assert (
+        processor.invoke(history, {"configurable": {"thread_id": "new", "resource_id": "alice"}})
+        == history
+    )
+
+
+def test_a_query_longer_than_the_model_input(planted: Memory) -> None:
+    query = "Which city is my home these days? " + "and also tell me more please " * 500
+    out = planted.recall(thread_id="new", new_messages=[HumanMessage(query)])
+    assert out and "Lisbon" in out[0].content
+
+
+def test_scope_resource_needs_a_resource_id(planted: Memory) -> None:
+    processor = planted.recall_index.processor
+    with pytest.raises(ConfigurationError, match="resource_id"):
+        processor.invoke([HumanMessage("where do I live?")], {"configurable": {}})
+
+
+def test_processor_in_a_chain_reads_config(planted: Memory) -> None:
+    processor = planted.recall_index.processor
+    out = processor.invoke(
+        [HumanMessage("Which city is my home these days?")],
+        {"configurable": {"thread_id": "new", "resource_id": "alice"}},
+    )
+    assert "Lisbon" in out[0].content and out[-1].content == "Which city is my home these days?"
+
+
+class TinyEmbeddings(Embeddings):
+    """A third-party-style embedder of another dimension (8), deterministic."""
+
+    model_name = "tiny"
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.embed_query(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return [float((hash(text) >> i) & 1) + 0.1 for i in range(8)]
+
+
+def test_a_collection_of_another_dimension_is_a_clear_error() -> None:
+    vector = ChromaVectorStore()
+    memory = Memory(
+        storage=SQLiteStorage(":memory:"),
+        vector=vector,
+        options={"semantic_recall": {"index_name": "shared-index"}},
+    )
+    fill(memory, "t1", "alice", 4)
+    other = SemanticRecall(memory.storage, vector, TinyEmbeddings(), index_name="shared-index")
+    with pytest.raises(VectorStoreError, match="384-dimensional vectors but the embedder makes 8"):
+        other.search("hello", resource_id="alice")
+
+
+def test_deleted_messages_and_threads_are_never_recalled() -> None:
+    memory = recall_memory(top_k=5, message_range=0)
+    saved = fill(memory, "t1", "alice", 6, fact="My laptop is an old ThinkPad.", at=0)
+    fill(memory, "t2", "alice", 4, fact="I drive a blue Honda Civic.", at=0)
+    memory.create_thread(resource_id="alice", thread_id="t3")
+    index = memory.recall_index.processor.index_name()
+    before = memory.vector.count(index, 384)
+    memory.delete_messages([saved[0].id])
+    assert memory.vector.count(index, 384) == before - 1
+    out = memory.recall(thread_id="t3", new_messages=[HumanMessage("What computer do I use?")])
+    assert not any("ThinkPad" in str(m.content) for m in out)
+    memory.delete_thread("t2")
+    assert memory.vector.count(index, 384) == before - 1 - 5
+    out = memory.recall(thread_id="t3", new_messages=[HumanMessage("What car do I own?")])
+    assert not any("Civic" in str(m.content) for m in out)
+
+
+async def test_updated_messages_are_re_embedded() -> None:
+    memory = recall_memory(top_k=1, message_range=0)
+    saved = fill(memory, "t1", "alice", 6, fact="I support Benfica.", at=0)
+    memory.create_thread(resource_id="alice", thread_id="t2")
+    await memory.aupdate_messages(
+        [saved[0].model_copy(update={"content": "I grew up near Porto."})]
+    )
+    hits = memory.recall_index.processor.search("Where was I raised?", resource_id="alice")
+    assert hits[0].message_id == saved[0].id
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_keyword_and_hybrid_modes(mode: str) -> None:
+    memory = recall_memory(mode=mode, top_k=2, message_range=0)
+    fill(memory, "t1", "alice", 10, fact="My favourite author is Ursula K. Le Guin.", at=4)
+    memory.create_thread(resource_id="alice", thread_id="t2")
+    out = memory.recall(thread_id="t2", new_messages=[HumanMessage("Which author do I like?")])
+    assert "Le Guin" in out[0].content
+    if mode == "keyword":
+        assert memory.vector is None  # no embeddings needed
+
+
+# -- isolation -------------------------------------------------------------------------------------
+SECRETS = [
+    "my bank PIN is 4312",
+    "the alarm code for my flat is 9981",
+    "I am secretly planning to quit my job",
+    "my passport number is X1234567",
+    "my therapist says I should call my mother",
+]
+
+
+@pytest.fixture(scope="module")
+def crowd() -> Memory:
+    memory = recall_memory(top_k=10, message_range=2, mode="hybrid")
+    for r, secret in enumerate(SECRETS):
+        fill(memory, f"r{r}-t", f"r{r}", 6, fact=secret, at=2)
+        memory.create_thread(resource_id=f"r{r}", thread_id=f"r{r}-new")
+    return memory
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    asker=st.integers(0, len(SECRETS) - 1),
+    victim=st.integers(0, len(SECRETS) - 1),
+    mode=st.sampled_from(["vector", "keyword", "hybrid"]),
+)
+def test_no_resource_ever_sees_another_resources_messages(
+    crowd: Memory, asker: int, victim: int, mode: str
+) -> None:
+    processor = crowd.recall_index.processor
+    processor.options = processor.options.model_copy(update={"mode": mode})
+    query = f"Tell me again: {SECRETS[victim]}"  # quotes the victim's text verbatim
+    out = crowd.recall(
+        thread_id=f"r{asker}-new", resource_id=f"r{asker}", new_messages=[HumanMessage(query)]
+    )
+    text = "\n".join(str(m.content) for m in out)
+    for other, secret in enumerate(SECRETS):
+        if other != asker:
+            assert secret not in text
+    hits = processor.search(query, resource_id=f"r{asker}")
+    owners = {crowd.storage.get_thread(h.thread_id).resource_id for h in hits}
+    assert owners <= {f"r{asker}"}
+
+
+def test_logs_and_keeps_going_when_the_vector_store_fails(caplog) -> None:
+    storage = SQLiteStorage(":memory:")
+    broken = ChromaVectorStore()
+    memory = Memory(storage=storage, vector=broken, options={"semantic_recall": {"top_k": 2}})
+    memory.create_thread(resource_id="alice", thread_id="t1")
+    real_upsert = broken.upsert
+
+    def down(*args, **kwargs):
+        raise VectorStoreError("Chroma is unavailable (upsert): connection refused")
+
+    broken.upsert = down  # the store itself fails, as an unreachable server does
+    with caplog.at_level(logging.WARNING, logger="langchain_mastra_memory"):
+        memory.save_messages(
+            [HumanMessage("I moved to Lisbon in March.")], thread_id="t1", resource_id="alice"
+        )
+    assert "backfilled" in caplog.text
+    assert [m.content for m in memory.get_messages(thread_id="t1")] == [
+        "I moved to Lisbon in March."
+    ]
+    assert len(storage.unembedded()) == 1
+    broken.upsert = real_upsert
+    memory.save_messages(
+        [AIMessage("Lovely city.")], thread_id="t1", resource_id="alice"
+    )  # backfills
+    assert storage.unembedded() == []
+    assert memory.recall_index.processor.search("Where do I live?", resource_id="alice")
