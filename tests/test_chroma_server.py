@@ -1,0 +1,113 @@
+"""Semantic recall against a real Chroma server (HttpClient), including one that goes down.
+
+`.ci/run` starts a server and sets LMM_TEST_CHROMA_URL; without it these tests start their own
+(`chroma run`, from the chromadb package), so they never skip.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+
+from langchain_mastra_memory import ChromaVectorStore, Memory, SQLiteStorage, VectorStoreError
+
+pytestmark = pytest.mark.chroma_server
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(path: Path, port: int) -> subprocess.Popen:
+    chroma = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
+    env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
+    proc = subprocess.Popen(
+        [chroma, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return proc
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("chroma server did not start")
+
+
+@pytest.fixture(scope="module")
+def server_url(tmp_path_factory) -> Iterator[str]:
+    url = os.environ.get("LMM_TEST_CHROMA_URL")
+    if url:
+        yield url
+        return
+    port = free_port()
+    proc = start_server(tmp_path_factory.mktemp("chroma"), port)
+    yield f"http://127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(10)
+
+
+def test_recall_through_a_chroma_server(server_url: str) -> None:
+    index = f"server-test-{uuid.uuid4().hex[:8]}"
+    memory = Memory(
+        storage=SQLiteStorage(":memory:"),
+        vector=ChromaVectorStore.from_url(server_url),
+        options={"semantic_recall": {"top_k": 2, "index_name": index}},
+    )
+    for resource, fact in [("alice", "I moved to Lisbon in March."), ("bob", "I moved to Oslo in May.")]:
+        memory.create_thread(resource_id=resource, thread_id=f"{resource}-1")
+        memory.save_messages([HumanMessage(fact), AIMessage("Noted.")], thread_id=f"{resource}-1", resource_id=resource)
+        memory.create_thread(resource_id=resource, thread_id=f"{resource}-2")
+    out = memory.recall(thread_id="alice-2", new_messages=[HumanMessage("Where do I live now?")])
+    assert "Lisbon" in out[0].content and "Oslo" not in out[0].content
+
+
+def test_an_unreachable_server_is_a_clear_error() -> None:
+    with pytest.raises(VectorStoreError, match="not reachable"):
+        ChromaVectorStore.from_url(f"http://127.0.0.1:{free_port()}")
+
+
+def test_saving_while_the_server_is_down_then_backfilling(tmp_path: Path) -> None:
+    port = free_port()
+    data = tmp_path / "chroma"
+    proc = start_server(data, port)
+    url = f"http://127.0.0.1:{port}"
+    memory = Memory(
+        storage=SQLiteStorage(tmp_path / "m.db"),
+        vector=ChromaVectorStore.from_url(url),
+        options={"semantic_recall": {"top_k": 2}},
+    )
+    memory.create_thread(resource_id="alice", thread_id="t1")
+    memory.save_messages([HumanMessage("My dog is a beagle called Biscuit.")], thread_id="t1", resource_id="alice")
+    proc.terminate()
+    proc.wait(10)
+    saved = memory.save_messages(  # the server is down: the save still succeeds
+        [HumanMessage("I moved to Lisbon in March.")], thread_id="t1", resource_id="alice"
+    )
+    assert [m.content for m in memory.get_messages(thread_id="t1")][-1] == saved[0].content
+    assert [s.message.id for s in memory.storage.unembedded()] == [saved[0].id]
+    with pytest.raises(VectorStoreError):
+        memory.recall_index.processor.search("Where do I live?", resource_id="alice")
+    proc = start_server(data, port)
+    try:
+        assert memory.backfill_embeddings() == 1
+        assert memory.storage.unembedded() == []
+        hits = memory.recall_index.processor.search("Where do I live?", resource_id="alice")
+        assert hits[0].message_id == saved[0].id
+    finally:
+        proc.terminate()
+        proc.wait(10)
