@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from langchain_core.messages import HumanMessage
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -183,6 +184,52 @@ def working_memory_set(
     console.print(value if isinstance(value, str) else json.dumps(value, indent=2), markup=False)
 
 
+def _recall_memory(db: Path, mode: str, top_k: int, message_range: int) -> Memory:
+    options = {"mode": mode, "top_k": top_k, "message_range": message_range}
+    return Memory(storage=SQLiteStorage(db), options={"semantic_recall": options})
+
+
+@app.command()
+def recall(
+    query: Annotated[str, typer.Argument(help="What to remember, e.g. a user's question.")],
+    resource: Resource,
+    db: Db = DEFAULT_DB,
+    thread: Annotated[
+        str | None, typer.Option(help="The current thread (its own hits become messages).")
+    ] = None,
+    mode: Annotated[str, typer.Option(help="vector, keyword or hybrid.")] = "vector",
+    top_k: Annotated[int, typer.Option(help="How many hits.")] = 4,
+    message_range: Annotated[int, typer.Option(help="Neighbours before and after each hit.")] = 1,
+) -> None:
+    """Show the hits for a query (with scores) and the context block that would be injected."""
+    memory = _guard(lambda: _recall_memory(db, mode, top_k, message_range))
+    index = memory.recall_index
+    assert index is not None
+    _guard(memory.backfill_embeddings) if mode != "keyword" else None
+    hits = _guard(lambda: index.processor.search(query, resource_id=resource, thread_id=thread))
+    table = Table("score", "thread", "message")
+    found = {
+        s.message.id: s for s in memory.storage.get_messages_by_id([h.message_id for h in hits])
+    }
+    for hit in hits:
+        text = message_text(found[hit.message_id].message) if hit.message_id in found else "?"
+        table.add_row(f"{hit.score:.3f}", hit.thread_id, text)
+    console.print(table)
+    context = _guard(lambda: index.recalled(thread or "", resource, [], [HumanMessage(query)]))
+    console.rule("[bold]context injected before the history")
+    for message in context:
+        console.print(
+            f"[{mastra_role(message)}] {message_text(message)}", markup=False, highlight=False
+        )
+
+
+@app.command()
+def reindex(db: Db = DEFAULT_DB) -> None:
+    """Embed every message whose vector is missing (e.g. saved while Chroma was down)."""
+    memory = _guard(lambda: _recall_memory(db, "vector", 4, 1))
+    console.print(f"embedded {_guard(memory.backfill_embeddings)} messages")
+
+
 @app.command("import")
 def import_(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A JSON-lines file.")],
@@ -255,6 +302,7 @@ def demo(
             console.rule(f"[bold]the newest 6 messages of {last.id!r} (memory.get_messages)")
             _print_messages(memory.storage.list_messages(last.id, last=6))
             _demo_working_memory(path)
+            _demo_recall(path)
 
 
 DEMO_PROFILE = """# User Information
@@ -264,6 +312,20 @@ DEMO_PROFILE = """# User Information
 - **Facts**: allergic to peanuts; vegetarian (eats eggs and cheese); always books aisle seats
 - **Events**: sister Marta's wedding on June 14
 - **Projects**: training for a 10k (careful with the left knee)"""
+
+
+def _demo_recall(path: Path) -> None:
+    memory = _recall_memory(path, "vector", 3, 1)
+    with Progress(TextColumn("embedding the sample"), BarColumn(), console=console, transient=True):
+        embedded = memory.backfill_embeddings()
+    question = "Which city is my home these days?"
+    console.rule(
+        f"[bold]semantic recall across threads ({embedded} messages embedded, offline model)"
+    )
+    console.print(f"a new thread asks: {question!r}", markup=False)
+    memory.create_thread(resource_id="alice", thread_id="demo-new")
+    for message in memory.recall(thread_id="demo-new", new_messages=[HumanMessage(question)]):
+        console.print(message_text(message), markup=False, highlight=False)
 
 
 def _demo_working_memory(path: Path) -> None:

@@ -68,9 +68,16 @@ def test_recall_through_a_chroma_server(server_url: str) -> None:
         vector=ChromaVectorStore.from_url(server_url),
         options={"semantic_recall": {"top_k": 2, "index_name": index}},
     )
-    for resource, fact in [("alice", "I moved to Lisbon in March."), ("bob", "I moved to Oslo in May.")]:
+    for resource, fact in [
+        ("alice", "I moved to Lisbon in March."),
+        ("bob", "I moved to Oslo in May."),
+    ]:
         memory.create_thread(resource_id=resource, thread_id=f"{resource}-1")
-        memory.save_messages([HumanMessage(fact), AIMessage("Noted.")], thread_id=f"{resource}-1", resource_id=resource)
+        memory.save_messages(
+            [HumanMessage(fact), AIMessage("Noted.")],
+            thread_id=f"{resource}-1",
+            resource_id=resource,
+        )
         memory.create_thread(resource_id=resource, thread_id=f"{resource}-2")
     out = memory.recall(thread_id="alice-2", new_messages=[HumanMessage("Where do I live now?")])
     assert "Lisbon" in out[0].content and "Oslo" not in out[0].content
@@ -92,7 +99,9 @@ def test_saving_while_the_server_is_down_then_backfilling(tmp_path: Path) -> Non
         options={"semantic_recall": {"top_k": 2}},
     )
     memory.create_thread(resource_id="alice", thread_id="t1")
-    memory.save_messages([HumanMessage("My dog is a beagle called Biscuit.")], thread_id="t1", resource_id="alice")
+    memory.save_messages(
+        [HumanMessage("My dog is a beagle called Biscuit.")], thread_id="t1", resource_id="alice"
+    )
     proc.terminate()
     proc.wait(10)
     saved = memory.save_messages(  # the server is down: the save still succeeds

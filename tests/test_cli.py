@@ -134,3 +134,47 @@ def test_demo_shows_working_memory(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "tool → success" in result.output
     assert "Lisbon (moved in March)" in result.output
+    assert (
+        "semantic recall across threads" in result.output
+        and "remembered_from_other_conversation" in result.output
+    )
+
+
+def test_recall_and_reindex_commands(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    rows = [
+        {
+            "thread_id": "t1",
+            "resource_id": "alice",
+            "role": "user",
+            "content": "I moved to Lisbon in March.",
+        },
+        {"thread_id": "t1", "resource_id": "alice", "role": "assistant", "content": "Lovely city."},
+        {
+            "thread_id": "b1",
+            "resource_id": "bob",
+            "role": "user",
+            "content": "I moved to Oslo in May.",
+        },
+    ]
+    assert (
+        runner.invoke(
+            app, ["import", str(write_lines(tmp_path / "c.jsonl", rows)), "--db", db]
+        ).exit_code
+        == 0
+    )
+    reindexed = runner.invoke(app, ["reindex", "--db", db])
+    assert reindexed.exit_code == 0 and "embedded" in reindexed.output
+    result = runner.invoke(
+        app, ["recall", "Where do I live now?", "--resource", "alice", "--db", db, "--top-k", "1"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "Lisbon" in result.output and "Oslo" not in result.output
+    assert (
+        "context injected" in result.output
+        and "remembered_from_other_conversation" in result.output
+    )
+    keyword = runner.invoke(
+        app, ["recall", "Oslo", "--resource", "alice", "--db", db, "--mode", "keyword"]
+    )
+    assert keyword.exit_code == 0 and "Oslo" not in keyword.output  # bob's, never alice's
