@@ -11,19 +11,21 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
-from langchain_core.tools import StructuredTool
 
 from .errors import ConfigurationError, ThreadExistsError, ThreadNotFoundError
+from .memory_working import WorkingMemoryMethods
 from .options import MemoryOptions
 from .recall_index import RecallIndex
 from .storage.base import UNSET, MemoryStorage
 from .storage.records import check_id
 from .storage.sqlite import SQLiteStorage
 from .thread import Thread
-from .working_memory import TOOL_NAME, WorkingMemoryConfig, apply_update, load_data
+from .turn import to_save
+from .working_memory import TOOL_NAME, WorkingMemoryConfig
 
 if TYPE_CHECKING:
     from .chat_history import MemoryChatMessageHistory
+    from .checkpointer import MemoryCheckpointer
 
 DEFAULT_DATABASE = "memory.db"
 logger = logging.getLogger("langchain_mastra_memory")
@@ -33,7 +35,7 @@ def _messages(stored: Sequence[Any]) -> list[BaseMessage]:
     return [s.message for s in stored]
 
 
-class Memory:
+class Memory(WorkingMemoryMethods):
     """Agent memory: threads and messages in storage, recalled through processors.
 
     With no arguments the storage is a SQLite file ``memory.db`` in the current directory
@@ -287,6 +289,7 @@ class Memory:
         thread_id: str,
         resource_id: str | None = None,
         new_messages: Sequence[BaseMessage] = (),
+        history: Sequence[BaseMessage] | None = None,
     ) -> list[BaseMessage]:
         """The remembered context of a thread: recalled messages, the newest ``last_messages``,
         then the processors.
@@ -295,13 +298,17 @@ class Memory:
         come first (other threads' as one system message). The processors run in order on the
         remembered messages only; `new_messages` (this turn's input) are never changed or
         returned, but reach them as an option so a `TokenLimiter` counts them first, as in Mastra.
+        `history` replaces the stored history (a LangGraph state already holds it).
         """
         last = self.options.last_messages
-        messages = (
-            []
-            if last is False
-            else self.get_messages(thread_id=thread_id, last_messages=last, resource_id=resource_id)
-        )
+        if history is not None:
+            messages = _newest(history, last)
+        elif last is False:
+            messages = []
+        else:
+            messages = self.get_messages(
+                thread_id=thread_id, last_messages=last, resource_id=resource_id
+            )
         if self.recall_index:
             owner = resource_id or self._owner(thread_id)
             messages = (
@@ -317,16 +324,18 @@ class Memory:
         thread_id: str,
         resource_id: str | None = None,
         new_messages: Sequence[BaseMessage] = (),
+        history: Sequence[BaseMessage] | None = None,
     ) -> list[BaseMessage]:
         """Async `recall`."""
         last = self.options.last_messages
-        messages = (
-            []
-            if last is False
-            else await self.aget_messages(
+        if history is not None:
+            messages = _newest(history, last)
+        elif last is False:
+            messages = []
+        else:
+            messages = await self.aget_messages(
                 thread_id=thread_id, last_messages=last, resource_id=resource_id
             )
-        )
         if self.recall_index:
             owner = resource_id or self._owner(thread_id)
             recalled = await self.recall_index.arecalled(thread_id, owner, messages, new_messages)
@@ -389,77 +398,99 @@ class Memory:
             await self.recall_index.aforget(message_ids=message_ids)
         return count
 
-    # -- working memory ------------------------------------------------------------------------
-    def _working_memory_thread(self, thread_id: str | None) -> str | None:
-        if not self.working_memory.enabled:
-            raise ConfigurationError(
-                "working memory is not enabled: pass "
-                'options={"working_memory": {"enabled": True}} to Memory'
-            )
-        if self.working_memory.scope == "resource":
-            return None
-        if thread_id is None:
-            raise ConfigurationError("working memory has scope 'thread': give thread_id")
-        return thread_id
-
-    def get_working_memory(self, *, resource_id: str, thread_id: str | None = None) -> Any:
-        """The working memory: the Markdown document, or a dict in schema mode (None if unset)."""
-        stored = self.storage.get_working_memory(
-            resource_id=resource_id, thread_id=self._working_memory_thread(thread_id)
+    # -- the turn ------------------------------------------------------------------------------
+    def context(
+        self,
+        new_messages: Sequence[BaseMessage],
+        *,
+        thread_id: str,
+        resource_id: str,
+        history: Sequence[BaseMessage] | None = None,
+    ) -> list[BaseMessage]:
+        """The messages to send for a turn: working memory, recall, history, then the input."""
+        injected = self.working_memory_message(resource_id=resource_id, thread_id=thread_id)
+        remembered = self.recall(
+            thread_id=thread_id, resource_id=resource_id, new_messages=new_messages, history=history
         )
-        return load_data(self.working_memory, stored)
+        return [*([injected] if injected else []), *remembered, *new_messages]
 
-    async def aget_working_memory(self, *, resource_id: str, thread_id: str | None = None) -> Any:
-        """Async `get_working_memory`."""
-        stored = await self.storage.aget_working_memory(
-            resource_id=resource_id, thread_id=self._working_memory_thread(thread_id)
+    async def acontext(
+        self,
+        new_messages: Sequence[BaseMessage],
+        *,
+        thread_id: str,
+        resource_id: str,
+        history: Sequence[BaseMessage] | None = None,
+    ) -> list[BaseMessage]:
+        """Async `context`."""
+        injected = await self.aworking_memory_message(resource_id=resource_id, thread_id=thread_id)
+        remembered = await self.arecall(
+            thread_id=thread_id, resource_id=resource_id, new_messages=new_messages, history=history
         )
-        return load_data(self.working_memory, stored)
+        return [*([injected] if injected else []), *remembered, *new_messages]
 
-    def update_working_memory(
-        self, memory: Any, *, resource_id: str, thread_id: str | None = None
-    ) -> Any:
-        """Replace (Markdown) or merge into (schema) the working memory; returns the new value.
+    def save_turn(
+        self, messages: Sequence[BaseMessage], *, thread_id: str, resource_id: str
+    ) -> list[BaseMessage]:
+        """Save a turn (creating the thread on first use), skipping what memory injected."""
+        self.ensure_thread(thread_id=thread_id, resource_id=resource_id)
+        return self.save_messages(to_save(messages), thread_id=thread_id, resource_id=resource_id)
 
-        Raises `WorkingMemoryError` (nothing stored) for an invalid, oversized or erasing update.
+    async def asave_turn(
+        self, messages: Sequence[BaseMessage], *, thread_id: str, resource_id: str
+    ) -> list[BaseMessage]:
+        """Async `save_turn`."""
+        await self.aensure_thread(thread_id=thread_id, resource_id=resource_id)
+        return await self.asave_messages(
+            to_save(messages), thread_id=thread_id, resource_id=resource_id
+        )
+
+    def as_runnable(self) -> Runnable[Any, list[BaseMessage]]:
+        """LCEL: ``{"input": str | messages}`` (or messages) -> the messages to send.
+
+        Reads ``thread_id``/``resource_id`` from ``config["configurable"]``; saves nothing.
         """
-        config = self.working_memory
-        stored = self.storage.modify_working_memory(
-            lambda current: apply_update(config, current, memory),
-            resource_id=resource_id,
-            thread_id=self._working_memory_thread(thread_id),
-        )
-        return load_data(config, stored)
+        from .lcel import context_runnable
 
-    async def aupdate_working_memory(
-        self, memory: Any, *, resource_id: str, thread_id: str | None = None
-    ) -> Any:
-        """Async `update_working_memory`."""
-        config = self.working_memory
-        stored = await self.storage.amodify_working_memory(
-            lambda current: apply_update(config, current, memory),
-            resource_id=resource_id,
-            thread_id=self._working_memory_thread(thread_id),
-        )
-        return load_data(config, stored)
+        return context_runnable(self)
 
-    def working_memory_tool(
-        self, *, thread_id: str | None = None, resource_id: str | None = None
-    ) -> StructuredTool:
-        """The ``update_working_memory`` StructuredTool (ids from here or the call's config)."""
-        self._working_memory_thread(thread_id or "unknown")
-        if self.working_memory.read_only:
-            raise ConfigurationError("working memory is read-only: there is no tool to offer")
-        from .working_memory_tool import create_working_memory_tool
+    def wrap(self, runnable: Runnable[Any, Any]) -> Runnable[Any, Any]:
+        """Put memory around a chat model or chain: assemble, call, save the turn.
 
-        return create_working_memory_tool(self, thread_id=thread_id, resource_id=resource_id)
+        ``invoke``/``ainvoke`` and ``stream``/``astream`` pass through; a streamed turn is saved
+        when the stream ends.
+        """
+        from .lcel import MemoryWrapped
+
+        return MemoryWrapped(self, runnable)
 
     # -- shapes --------------------------------------------------------------------------------
+    def checkpointer(
+        self,
+        saver: Any = None,
+        *,
+        messages_key: str = "messages",
+        default_resource_id: str | None = None,
+    ) -> MemoryCheckpointer:
+        """A LangGraph checkpointer around `saver` (default: SQLite on this database, or
+        in memory) that mirrors each thread's messages into this memory."""
+        from .checkpointer import MemoryCheckpointer
+
+        return MemoryCheckpointer(
+            self, saver, messages_key=messages_key, default_resource_id=default_resource_id
+        )
+
     def chat_history(self, *, thread_id: str, resource_id: str) -> MemoryChatMessageHistory:
         """A `BaseChatMessageHistory` over one thread (created on the first message)."""
         from .chat_history import MemoryChatMessageHistory
 
         return MemoryChatMessageHistory(self, thread_id=thread_id, resource_id=resource_id)
+
+
+def _newest(messages: Sequence[BaseMessage], last: int | bool) -> list[BaseMessage]:
+    if last is False:
+        return []
+    return list(messages[-last:]) if last else []
 
 
 _warned: set[str] = set()

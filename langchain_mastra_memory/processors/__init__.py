@@ -1,6 +1,7 @@
 """Memory processors: Runnables that shape remembered messages before they reach the model."""
 
 from .base import FunctionProcessor, MemoryProcessor, processor
+from .message_history import MessageHistory
 from .semantic_recall import SemanticRecall
 from .token_limiter import TokenLimiter
 from .token_limiter_processor import TokenLimiterProcessor
@@ -10,6 +11,7 @@ from .working_memory import WorkingMemory
 __all__ = [
     "FunctionProcessor",
     "MemoryProcessor",
+    "MessageHistory",
     "SemanticRecall",
     "TokenLimiter",
     "TokenLimiterProcessor",

@@ -77,20 +77,22 @@ class WorkingMemory(MemoryProcessor):
             instructions(self.config, data), response_metadata={SOURCE_KEY: "working_memory"}
         )
 
-    def process(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
-        resource_id, thread_id = self._target(opts)
+    def current_message(self, resource_id: str, thread_id: str | None) -> SystemMessage:
+        """The message for the stored memory (`thread_id` only in thread scope)."""
         if thread_id is not None and self.storage.get_thread(thread_id) is None:
-            data = None  # a new thread has no memory yet
-        else:
-            data = self.storage.get_working_memory(resource_id=resource_id, thread_id=thread_id)
-        return [self.message(data), *messages]
+            return self.message(None)  # a new thread has no memory yet
+        data = self.storage.get_working_memory(resource_id=resource_id, thread_id=thread_id)
+        return self.message(data)
+
+    async def acurrent_message(self, resource_id: str, thread_id: str | None) -> SystemMessage:
+        """Async `current_message`."""
+        if thread_id is not None and await self.storage.aget_thread(thread_id) is None:
+            return self.message(None)
+        data = await self.storage.aget_working_memory(resource_id=resource_id, thread_id=thread_id)
+        return self.message(data)
+
+    def process(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
+        return [self.current_message(*self._target(opts)), *messages]
 
     async def aprocess(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
-        resource_id, thread_id = self._target(opts)
-        if thread_id is not None and await self.storage.aget_thread(thread_id) is None:
-            data = None
-        else:
-            data = await self.storage.aget_working_memory(
-                resource_id=resource_id, thread_id=thread_id
-            )
-        return [self.message(data), *messages]
+        return [await self.acurrent_message(*self._target(opts)), *messages]

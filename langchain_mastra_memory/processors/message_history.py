@@ -1,0 +1,84 @@
+"""`MessageHistory`: the recent messages of the thread in, the new messages saved out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from ..errors import ConfigurationError
+from ..storage.base import MemoryStorage
+from ..turn import ids_from_config, to_save
+from .base import MemoryProcessor
+
+
+class MessageHistory(MemoryProcessor):
+    """Load the newest `last_messages` of the thread before the input (Mastra's MessageHistory).
+
+    Input side: the thread's newest N messages, chronological, without those already in the
+    input (by id), then the input. Output side (`save`/`asave`): store the turn's new messages,
+    creating the thread for the resource on first use. ``thread_id``/``resource_id`` come from
+    ``config["configurable"]``.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage, AIMessage
+        >>> from langchain_mastra_memory import SQLiteStorage
+        >>> history = MessageHistory(SQLiteStorage(":memory:"), last_messages=2)
+        >>> config = {"configurable": {"thread_id": "t1", "resource_id": "alice"}}
+        >>> history.save([HumanMessage("a"), AIMessage("b"), HumanMessage("c")], config)
+        >>> [m.content for m in history.invoke([HumanMessage("d")], config)]
+        ['b', 'c', 'd']
+    """
+
+    name = "MessageHistory"
+
+    def __init__(self, storage: MemoryStorage, *, last_messages: int = 40) -> None:
+        if (
+            isinstance(last_messages, bool)
+            or not isinstance(last_messages, int)
+            or last_messages < 0
+        ):
+            raise ConfigurationError(
+                f"last_messages must be a non-negative int, got {last_messages!r}"
+            )
+        self.storage = storage
+        self.last_messages = last_messages
+
+    def _history(self, stored: Sequence[Any], messages: list[BaseMessage]) -> list[BaseMessage]:
+        present = {m.id for m in messages if m.id}
+        return [s.message for s in stored if s.message.id not in present] + list(messages)
+
+    def process(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
+        thread_id, resource_id = ids_from_config(opts.get("config"))
+        if self.storage.get_thread(thread_id) is None:
+            return list(messages)
+        stored = self.storage.list_messages(
+            thread_id, last=self.last_messages, resource_id=resource_id
+        )
+        return self._history(stored, messages)
+
+    async def aprocess(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
+        thread_id, resource_id = ids_from_config(opts.get("config"))
+        if await self.storage.aget_thread(thread_id) is None:
+            return list(messages)
+        stored = await self.storage.alist_messages(
+            thread_id, last=self.last_messages, resource_id=resource_id
+        )
+        return self._history(stored, messages)
+
+    def save(self, messages: Sequence[BaseMessage], config: Any) -> None:
+        """Store the turn's new messages (idempotent by id)."""
+        thread_id, resource_id = ids_from_config(config)
+        if self.storage.get_thread(thread_id) is None:
+            self.storage.create_thread(thread_id=thread_id, resource_id=resource_id)
+        self.storage.save_messages(to_save(messages), thread_id=thread_id, resource_id=resource_id)
+
+    async def asave(self, messages: Sequence[BaseMessage], config: Any) -> None:
+        """Async `save`."""
+        thread_id, resource_id = ids_from_config(config)
+        if await self.storage.aget_thread(thread_id) is None:
+            await self.storage.acreate_thread(thread_id=thread_id, resource_id=resource_id)
+        await self.storage.asave_messages(
+            to_save(messages), thread_id=thread_id, resource_id=resource_id
+        )

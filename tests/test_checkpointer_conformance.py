@@ -1,0 +1,59 @@
+"""LangGraph's own checkpointer conformance suite, run against MemoryCheckpointer.
+
+Wrapping InMemorySaver, SqliteSaver (sync only: our async methods delegate to a worker thread)
+and AsyncSqliteSaver. Every base capability must pass; extended ones must pass where detected.
+The report is printed (pytest -s, or in the captured output on failure).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from langgraph.checkpoint.conformance import checkpointer_test, validate
+from langgraph.checkpoint.conformance.capabilities import BASE_CAPABILITIES
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from langchain_mastra_memory import Memory, SQLiteStorage
+
+
+def make_factory(kind: str, tmp: Path):
+    async def factory():
+        memory = Memory(storage=SQLiteStorage(tmp / f"{kind}-memory.db"))
+        if kind == "InMemorySaver":
+            yield memory.checkpointer(InMemorySaver(), default_resource_id="conformance")
+        elif kind == "SqliteSaver":
+            conn = sqlite3.connect(tmp / f"{kind}-cp.db", check_same_thread=False)
+            yield memory.checkpointer(SqliteSaver(conn), default_resource_id="conformance")
+            conn.close()
+        else:
+            async with AsyncSqliteSaver.from_conn_string(str(tmp / f"{kind}-cp.db")) as saver:
+                yield memory.checkpointer(saver, default_resource_id="conformance")
+
+    return factory
+
+
+@pytest.mark.parametrize("kind", ["InMemorySaver", "SqliteSaver", "AsyncSqliteSaver"])
+async def test_conformance(kind: str, tmp_path: Path, capsys) -> None:
+    registered = checkpointer_test(name=f"MemoryCheckpointer({kind})")(make_factory(kind, tmp_path))
+    report = await validate(registered)
+    lines = [f"conformance report for {report.checkpointer_name}:"]
+    for capability, result in sorted(report.results.items()):
+        status = (
+            "n/a (not offered by the inner saver)"
+            if not result.detected
+            else ("PASS" if result.passed else f"FAIL {result.failures}")
+        )
+        lines.append(
+            f"  {capability:16} {status}  ({result.tests_passed} passed, {result.tests_failed} failed)"
+        )
+    with capsys.disabled():
+        print("\n" + "\n".join(lines))
+    for capability in BASE_CAPABILITIES:
+        result = report.results[capability.value]
+        assert result.detected and result.passed, (capability, result.failures)
+    for capability, result in report.results.items():
+        assert not result.detected or result.passed, (capability, result.failures)
