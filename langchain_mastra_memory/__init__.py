@@ -1,6 +1,7 @@
 """Mastra's agent memory for LangChain/LangGraph: history, recall, working memory, processors."""
 
 from .chat_history import MemoryChatMessageHistory
+from .checkpointer import MemoryCheckpointer
 from .embeddings import CachedEmbeddings, MiniLMEmbeddings
 from .errors import (
     ConfigurationError,
@@ -24,6 +25,7 @@ from .options import MemoryOptions
 from .processors import (
     FunctionProcessor,
     MemoryProcessor,
+    MessageHistory,
     TokenLimiter,
     TokenLimiterProcessor,
     ToolCallFilter,
@@ -47,10 +49,12 @@ __all__ = [
     "MastraMemoryError",
     "Memory",
     "MemoryChatMessageHistory",
+    "MemoryCheckpointer",
     "MemoryOptions",
     "MemoryProcessor",
     "MemoryStorage",
     "MessageConflictError",
+    "MessageHistory",
     "MessageNotFoundError",
     "MiniLMEmbeddings",
     "OrphanToolResultWarning",

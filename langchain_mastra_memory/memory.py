@@ -445,6 +445,29 @@ class Memory(WorkingMemoryMethods):
             to_save(messages), thread_id=thread_id, resource_id=resource_id
         )
 
+    def save_new(
+        self, messages: Sequence[BaseMessage], *, thread_id: str, resource_id: str
+    ) -> list[BaseMessage]:
+        """Save the messages (of a graph state, say) that this thread does not hold yet."""
+        self.ensure_thread(thread_id=thread_id, resource_id=resource_id)
+        ids = [m.id for m in messages if m.id]
+        held = {s.message.id for s in self.storage.get_messages_by_id(ids, resource_id=resource_id)}
+        fresh = [m for m in messages if m.id is None or m.id not in held]
+        return self.save_turn(fresh, thread_id=thread_id, resource_id=resource_id) if fresh else []
+
+    async def asave_new(
+        self, messages: Sequence[BaseMessage], *, thread_id: str, resource_id: str
+    ) -> list[BaseMessage]:
+        """Async `save_new`."""
+        await self.aensure_thread(thread_id=thread_id, resource_id=resource_id)
+        ids = [m.id for m in messages if m.id]
+        stored = await self.storage.aget_messages_by_id(ids, resource_id=resource_id)
+        held = {s.message.id for s in stored}
+        fresh = [m for m in messages if m.id is None or m.id not in held]
+        if not fresh:
+            return []
+        return await self.asave_turn(fresh, thread_id=thread_id, resource_id=resource_id)
+
     def as_runnable(self) -> Runnable[Any, list[BaseMessage]]:
         """LCEL: ``{"input": str | messages}`` (or messages) -> the messages to send.
 
@@ -465,6 +488,26 @@ class Memory(WorkingMemoryMethods):
         return MemoryWrapped(self, runnable)
 
     # -- shapes --------------------------------------------------------------------------------
+    def pre_model_hook(self, *, key: str = "messages") -> Runnable[Any, dict[str, Any]]:
+        """LangGraph ``pre_model_hook`` / node: ``{"llm_input_messages": context}``."""
+        from .graph import memory_hook
+
+        return memory_hook(self, key=key)
+
+    def as_node(
+        self, *, key: str = "messages", output_key: str = "llm_input_messages"
+    ) -> Runnable[Any, dict[str, Any]]:
+        """A graph node writing the model's input to `output_key` (the state is not rewritten)."""
+        from .graph import memory_hook
+
+        return memory_hook(self, key=key, output_key=output_key)
+
+    def middleware(self) -> Any:
+        """A ``langchain.agents`` middleware applying memory before and saving after each call."""
+        from .middleware import MemoryMiddleware
+
+        return MemoryMiddleware(self)
+
     def checkpointer(
         self,
         saver: Any = None,

@@ -52,7 +52,12 @@ def ensure_messages(objs: Iterable[object], *, where: str = "messages") -> list[
     if isinstance(objs, (str, bytes, BaseMessage, dict)):
         msg = f"{where} must be a sequence of messages, not a single {type(objs).__name__}"
         raise InvalidMessageError(msg)
-    items = list(objs)
+    try:
+        items = list(objs)
+    except TypeError as exc:
+        raise InvalidMessageError(
+            f"{where} must be a sequence of messages, not {objs!r:.60}"
+        ) from exc
     kinds = set(map(type, items))
     if all(issubclass(k, BaseMessage) and not issubclass(k, ToolMessage) for k in kinds):
         return items  # type: ignore[return-value]

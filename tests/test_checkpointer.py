@@ -1,0 +1,181 @@
+"""MemoryCheckpointer, sync paths and mirroring (the conformance suite covers the async ones)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import START, MessagesState, StateGraph
+
+from langchain_mastra_memory import (
+    ConfigurationError,
+    InvalidMessageError,
+    Memory,
+    MemoryCheckpointer,
+    ResourceMismatchError,
+    SQLiteStorage,
+)
+
+ALICE = {"configurable": {"thread_id": "t1", "resource_id": "alice"}}
+
+
+def echo_graph(checkpointer):
+    graph = StateGraph(MessagesState)
+    graph.add_node(
+        "reply", lambda s: {"messages": [AIMessage(f"echo: {s['messages'][-1].content}")]}
+    )
+    graph.add_edge(START, "reply")
+    return graph.compile(checkpointer=checkpointer)
+
+
+@pytest.mark.parametrize("inner", ["memory", "sqlite"])
+def test_graph_turns_are_mirrored_once_each(tmp_path: Path, inner: str) -> None:
+    memory = Memory(storage=SQLiteStorage(tmp_path / "m.db"))
+    saver = (
+        InMemorySaver()
+        if inner == "memory"
+        else SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False))
+    )
+    app = echo_graph(memory.checkpointer(saver))
+    app.invoke({"messages": [HumanMessage("one")]}, ALICE)
+    app.invoke({"messages": [HumanMessage("two")]}, ALICE)
+    assert [m.content for m in memory.get_messages(thread_id="t1")] == [
+        "one",
+        "echo: one",
+        "two",
+        "echo: two",
+    ]
+    assert memory.get_thread("t1").resource_id == "alice"
+    state = app.get_state(ALICE)  # checkpoints still come from the inner saver
+    assert [m.id for m in state.values["messages"]] == [
+        m.id for m in memory.get_messages(thread_id="t1")
+    ]
+
+
+def test_default_saver_is_sqlite_on_the_same_file_and_survives_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    app = echo_graph(Memory(storage=SQLiteStorage(path)).checkpointer())
+    app.invoke({"messages": [HumanMessage("before restart")]}, ALICE)
+    again = echo_graph(Memory(storage=SQLiteStorage(path)).checkpointer())  # a fresh "process"
+    out = again.invoke({"messages": [HumanMessage("after restart")]}, ALICE)
+    assert [m.content for m in out["messages"]] == [
+        "before restart",
+        "echo: before restart",
+        "after restart",
+        "echo: after restart",
+    ]
+    with sqlite3.connect(path) as conn:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"checkpoints", "writes", "memory_messages"} <= tables
+
+
+def test_remove_messages_are_mirrored() -> None:
+    memory = Memory(storage=SQLiteStorage(":memory:"))
+    graph = StateGraph(MessagesState)
+
+    def node(state):
+        if state["messages"][-1].content == "forget":
+            return {"messages": [RemoveMessage(id=m.id) for m in state["messages"][:2]]}
+        return {"messages": [AIMessage("ok")]}
+
+    graph.add_node("n", node)
+    graph.add_edge(START, "n")
+    app = graph.compile(checkpointer=memory.checkpointer(InMemorySaver()))
+    app.invoke({"messages": [HumanMessage("keep?")]}, ALICE)
+    app.invoke({"messages": [HumanMessage("forget")]}, ALICE)
+    assert [m.content for m in memory.get_messages(thread_id="t1")] == ["forget"]
+
+
+def test_delete_thread_deletes_both(tmp_path: Path) -> None:
+    memory = Memory(storage=SQLiteStorage(":memory:"))
+    cp = memory.checkpointer(InMemorySaver())
+    echo_graph(cp).invoke({"messages": [HumanMessage("x")]}, ALICE)
+    cp.delete_thread("t1")
+    assert memory.get_thread("t1") is None and cp.get_tuple(ALICE) is None
+
+
+def test_missing_ids_in_config_are_clear_errors() -> None:
+    memory = Memory(storage=SQLiteStorage(":memory:"))
+    app = echo_graph(memory.checkpointer(InMemorySaver()))
+    with pytest.raises(ConfigurationError, match="resource_id"):
+        app.invoke({"messages": [HumanMessage("x")]}, {"configurable": {"thread_id": "t9"}})
+    assert memory.get_thread("t9") is None
+    with_default = echo_graph(memory.checkpointer(InMemorySaver(), default_resource_id="anon"))
+    with_default.invoke({"messages": [HumanMessage("x")]}, {"configurable": {"thread_id": "t9"}})
+    assert memory.get_thread("t9").resource_id == "anon"
+
+
+def test_a_thread_of_another_resource_is_refused_and_nothing_written() -> None:
+    memory = Memory(storage=SQLiteStorage(":memory:"))
+    inner = InMemorySaver()
+    app = echo_graph(memory.checkpointer(inner))
+    app.invoke({"messages": [HumanMessage("mine")]}, ALICE)
+    mallory = {"configurable": {"thread_id": "t1", "resource_id": "mallory"}}
+    before = len(list(inner.list(None)))
+    with pytest.raises(ResourceMismatchError):
+        app.invoke({"messages": [HumanMessage("theirs")]}, mallory)
+    assert [m.content for m in memory.get_messages(thread_id="t1")] == ["mine", "echo: mine"]
+    assert len(list(inner.list(None))) == before  # the inner saver did not write either
+
+
+def test_non_message_values_in_the_messages_channel() -> None:
+    memory = Memory(storage=SQLiteStorage(":memory:"))
+    inner = InMemorySaver()
+    cp = memory.checkpointer(inner)
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    for bad in (["not a message"], "a string", {"k": 1}):
+        checkpoint = empty_checkpoint()
+        checkpoint["channel_values"] = {"messages": bad}
+        with pytest.raises(InvalidMessageError):
+            cp.put(
+                {"configurable": {"thread_id": "t1", "resource_id": "alice", "checkpoint_ns": ""}},
+                checkpoint,
+                {},
+                {},
+            )
+    assert list(inner.list(None)) == [] and memory.get_thread("t1") is None
+
+
+def test_a_state_without_messages_passes_through() -> None:
+    from typing import TypedDict
+
+    class Counter(TypedDict):
+        n: int
+
+    memory = Memory(storage=SQLiteStorage(":memory:"))
+    graph = StateGraph(Counter)
+    graph.add_node("inc", lambda s: {"n": s["n"] + 1})
+    graph.add_edge(START, "inc")
+    app = graph.compile(checkpointer=memory.checkpointer(InMemorySaver()))
+    assert app.invoke({"n": 1}, ALICE) == {"n": 2}
+    assert memory.get_thread("t1") is None
+
+
+class FailingSaver(InMemorySaver):
+    """A real saver whose storage fails on put."""
+
+    def put(self, *args, **kwargs):
+        raise OSError("disk full")
+
+
+def test_an_inner_saver_that_raises_surfaces_and_memory_is_untouched() -> None:
+    memory = Memory(storage=SQLiteStorage(":memory:"))
+    app = echo_graph(MemoryCheckpointer(memory, FailingSaver()))
+    with pytest.raises(OSError, match="disk full"):
+        app.invoke({"messages": [HumanMessage("x")]}, ALICE)
+    assert memory.get_thread("t1") is None
+
+
+async def test_async_graph_with_a_sync_only_saver(tmp_path: Path) -> None:
+    memory = Memory(storage=SQLiteStorage(tmp_path / "m.db"))
+    app = echo_graph(memory.checkpointer())  # SqliteSaver: async delegates to a worker thread
+    await app.ainvoke({"messages": [HumanMessage("async")]}, ALICE)
+    assert [m.content for m in await memory.aget_messages(thread_id="t1")] == [
+        "async",
+        "echo: async",
+    ]
