@@ -102,6 +102,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         self.messages_key = messages_key
         self.default_resource_id = default_resource_id
         self._known: OrderedDict[str, set[str]] = OrderedDict()
+        self._owners: dict[str, str] = {}  # threads whose owner was checked in storage
 
     def __repr__(self) -> str:
         return f"MemoryCheckpointer(saver={type(self.saver).__name__})"
@@ -144,9 +145,13 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         return ensure_messages(raw, where=f"the {self.messages_key!r} channel")
 
     def _check_owner(self, thread_id: str, resource_id: str) -> None:
+        if self._owners.get(thread_id) == resource_id:
+            return
         thread = self.memory.storage.get_thread(thread_id)
         if thread is not None and thread.resource_id != resource_id:
             raise ResourceMismatchError(f"thread {thread_id!r} belongs to another resource")
+        if thread is not None:
+            self._owners[thread_id] = resource_id
 
     def _prepare_put(
         self, config: RunnableConfig, checkpoint: Checkpoint
@@ -220,7 +225,13 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         if mirror is not None:
             thread_id, resource_id, messages = mirror
             if new := self._unsaved(thread_id, resource_id, messages):
-                saved = self.memory.save_turn(new, thread_id=thread_id, resource_id=resource_id)
+                if thread_id in self._owners:
+                    saved = self.memory.save_messages(
+                        new, thread_id=thread_id, resource_id=resource_id
+                    )
+                else:
+                    saved = self.memory.save_turn(new, thread_id=thread_id, resource_id=resource_id)
+                    self._owners[thread_id] = resource_id
                 self._remember(thread_id, saved)
         return result
 
@@ -252,6 +263,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         self.saver.delete_thread(thread_id)
         self.memory.delete_thread(thread_id)
         self._known.pop(thread_id, None)
+        self._owners.pop(thread_id, None)
 
     # -- async twins: the inner saver's own async methods, or its sync ones in a worker thread ---
     async def _inner(self, method: str, *args: Any, **kwargs: Any) -> Any:
@@ -323,6 +335,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         await self._inner("delete_thread", thread_id)
         await self.memory.adelete_thread(thread_id)
         self._known.pop(thread_id, None)
+        self._owners.pop(thread_id, None)
 
 
 class _CopyThread:

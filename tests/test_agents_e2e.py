@@ -9,9 +9,9 @@ import warnings
 from pathlib import Path
 
 import pytest
+from helpers import scripted
 from langchain_core.messages import AIMessage, HumanMessage
 
-from helpers import scripted
 from langchain_mastra_memory import Memory, SQLiteStorage, TokenCounter, TokenLimiter
 
 FACT_CALL = AIMessage(

@@ -51,7 +51,7 @@ def test_as_runnable_on_a_new_thread(storage) -> None:
     "config", [{}, {"configurable": {"resource_id": "a"}}, {"configurable": {"thread_id": "t"}}]
 )
 def test_config_without_ids_is_a_clear_error(storage, config) -> None:
-    with pytest.raises(ConfigurationError, match="thread_id|resource_id"):
+    with pytest.raises(ConfigurationError, match=r"thread_id|resource_id"):
         Memory(storage=storage).as_runnable().invoke({"input": "hi"}, config)
 
 

@@ -364,14 +364,19 @@ class SQLiteStorage(MemoryStorage):
             message_from_json(content), thread_id, resource_id, created_at, tokens
         )
 
-    def _existing(self, conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-        found: dict[str, tuple[str, str]] = {}
+    def _existing(
+        self, conn: sqlite3.Connection, ids: Sequence[str]
+    ) -> dict[str, tuple[str, str, datetime]]:
+        """Stored ids among `ids`, with their thread, resource and creation time."""
+        found: dict[str, tuple[str, str, datetime]] = {}
         for chunk in _chunks(ids):
-            for id_, thread_id, resource_id in conn.execute(
-                _BY_IDS.format(columns="id, thread_id, resource_id", marks=_marks(len(chunk))),
+            for id_, thread_id, resource_id, created_at in conn.execute(
+                _BY_IDS.format(
+                    columns="id, thread_id, resource_id, created_at", marks=_marks(len(chunk))
+                ),
                 chunk,
             ):
-                found[id_] = (thread_id, resource_id)
+                found[id_] = (thread_id, resource_id, from_iso(created_at))
         return found
 
     def save_messages(
@@ -432,19 +437,17 @@ class SQLiteStorage(MemoryStorage):
                 "UPDATE memory_threads SET updated_at = ? WHERE id = ?",
                 (to_iso(now_utc()), thread_id),
             )
-            stored = {
-                s.message.id: s
-                for chunk in _chunks([r.id for r in rows])
-                for s in map(
-                    self._stored,
-                    conn.execute(
-                        _BY_IDS.format(columns=_MESSAGE_COLUMNS, marks=_marks(len(chunk))),
-                        chunk,
-                    ),
-                )
-            }
         report_orphans(orphan_tool_results([r.message for r in rows], known_calls), thread_id)
-        return [stored[r.id] for r in rows]
+        return [
+            StoredMessage(
+                r.message,
+                thread_id,
+                resource_id,
+                existing[r.id][2] if r.id in existing else (r.created_at or times[r.id]),
+                r.token_count,
+            )
+            for r in rows
+        ]
 
     @staticmethod
     def _update_row(conn: sqlite3.Connection, row: MessageRow) -> None:
@@ -507,7 +510,7 @@ class SQLiteStorage(MemoryStorage):
         with self._write() as conn:
             existing = self._existing(conn, ids)
             if resource_id is not None:
-                for id_, (_thread, owner) in existing.items():
+                for id_, (_thread, owner, _created) in existing.items():
                     if owner != resource_id:
                         msg = f"message {id_!r} belongs to another resource than {resource_id!r}"
                         raise ResourceMismatchError(msg)
