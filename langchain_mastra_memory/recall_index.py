@@ -104,10 +104,9 @@ class RecallIndex:
         new: Sequence[BaseMessage],
     ) -> list[BaseMessage]:
         """Messages recalled for the last human message of `new` (or of the history)."""
-        query = last_human_text(new) or last_human_text(history)
-        if not query.strip():
+        query, exclude = _query(history, new)
+        if not query:
             return []
-        exclude = {m.id for m in [*history, *new] if m.id}
         found = self.processor.recall(
             query, resource_id=resource_id, thread_id=thread_id, exclude=exclude
         )
@@ -121,15 +120,20 @@ class RecallIndex:
         new: Sequence[BaseMessage],
     ) -> list[BaseMessage]:
         """Async `recalled`."""
-        query = last_human_text(new) or last_human_text(history)
-        if not query.strip():
+        query, exclude = _query(history, new)
+        if not query:
             return []
-        exclude = {m.id for m in [*history, *new] if m.id}
         found = await self.processor.arecall(
             query, resource_id=resource_id, thread_id=thread_id, exclude=exclude
         )
         titles = await _arun(self.processor._titles, found)
         return SemanticRecall.assemble(found, thread_id, titles)
+
+
+def _query(history: Sequence[BaseMessage], new: Sequence[BaseMessage]) -> tuple[str, set[str]]:
+    """The recall query (last human text, '' if blank) and the ids already in the context."""
+    query = last_human_text(new) or last_human_text(history)
+    return query if query.strip() else "", {m.id for m in [*history, *new] if m.id}
 
 
 async def _arun(func: Any, *args: Any, **kwargs: Any) -> Any:

@@ -177,8 +177,7 @@ class SemanticRecall(MemoryProcessor):
         """Hits for `query` (best first), by the configured mode; [] for a blank query."""
         if not query.strip():
             return []
-        k = limit or self.options.top_k
-        scoped = thread_id if self.options.scope == "thread" else None
+        k, scoped = self._plan(thread_id, limit)
         vector_hits = keyword_hits = []
         if self.options.mode != "keyword":
             assert self.embedder is not None
@@ -199,8 +198,7 @@ class SemanticRecall(MemoryProcessor):
         """Async `search`."""
         if not query.strip():
             return []
-        k = limit or self.options.top_k
-        scoped = thread_id if self.options.scope == "thread" else None
+        k, scoped = self._plan(thread_id, limit)
         vector_hits = keyword_hits = []
         if self.options.mode != "keyword":
             assert self.embedder is not None
@@ -209,6 +207,10 @@ class SemanticRecall(MemoryProcessor):
         if self.options.mode != "vector":
             keyword_hits = await self._akeyword_hits(query, resource_id, scoped, k)
         return self._fuse(vector_hits, keyword_hits, k)
+
+    def _plan(self, thread_id: str | None, limit: int | None) -> tuple[int, str | None]:
+        """How many hits, and the thread to filter on (only in thread scope)."""
+        return limit or self.options.top_k, thread_id if self.options.scope == "thread" else None
 
     def _pool(self, k: int) -> int:
         return k if self.options.mode != "hybrid" else k * 4
