@@ -33,7 +33,7 @@ from .processors import (
     processor,
 )
 from .processors.semantic_recall import SemanticRecall
-from .storage import MemoryStorage, SQLiteStorage, StoredMessage
+from .storage import MemoryStorage, PostgresStorage, SQLiteStorage, StoredMessage
 from .thread import Thread
 from .token_counting import TokenCounter
 from .vector import ChromaVectorStore
@@ -58,6 +58,7 @@ __all__ = [
     "MessageNotFoundError",
     "MiniLMEmbeddings",
     "OrphanToolResultWarning",
+    "PostgresStorage",
     "ResourceMismatchError",
     "SQLiteStorage",
     "SchemaVersionError",

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from langchain_mastra_memory import Memory, MemoryStorage, SQLiteStorage
+from langchain_mastra_memory import Memory, MemoryStorage, PostgresStorage, SQLiteStorage
 
 BACKENDS = ["sqlite-memory", "sqlite-file"]
 if os.environ.get("LMM_TEST_POSTGRES_DSN"):
@@ -22,13 +23,24 @@ def make_storage(kind: str, tmp_path: Path) -> MemoryStorage:
         return SQLiteStorage(":memory:")
     if kind == "sqlite-file":
         return SQLiteStorage(tmp_path / "memory.db")
+    if kind == "postgres":  # a fresh schema per test, dropped afterwards
+        return PostgresStorage(
+            os.environ["LMM_TEST_POSTGRES_DSN"], schema=f"t_{uuid.uuid4().hex[:12]}"
+        )
     raise AssertionError(kind)
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(
+    params=[
+        pytest.param(kind, marks=pytest.mark.postgres) if kind == "postgres" else kind
+        for kind in BACKENDS
+    ]
+)
 def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryStorage]:
     store = make_storage(request.param, tmp_path)
     yield store
+    if isinstance(store, PostgresStorage):
+        store.drop_schema()
     store.close()
 
 

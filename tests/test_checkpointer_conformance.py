@@ -7,7 +7,9 @@ The report is printed (pytest -s, or in the captured output on failure).
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import uuid
 from pathlib import Path
 
 import pytest
@@ -36,9 +38,46 @@ def make_factory(kind: str, tmp: Path):
     return factory
 
 
-@pytest.mark.parametrize("kind", ["InMemorySaver", "SqliteSaver", "AsyncSqliteSaver"])
+def postgres_factory(dsn: str, tmp: Path):
+    """PostgresSaver in a database of its own, created and dropped around the run."""
+    import psycopg
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    name = f"conformance_{uuid.uuid4().hex[:10]}"
+
+    async def lifespan():
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        yield
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+    async def factory():
+        target = psycopg.conninfo.make_conninfo(dsn, dbname=name)
+        async with AsyncPostgresSaver.from_conn_string(target) as saver:
+            await saver.setup()
+            memory = Memory(storage=SQLiteStorage(tmp / f"pg-memory-{uuid.uuid4().hex[:6]}.db"))
+            yield memory.checkpointer(saver, default_resource_id="conformance")
+
+    return factory, lifespan
+
+
+KINDS = ["InMemorySaver", "SqliteSaver", "AsyncSqliteSaver"]
+if os.environ.get("LMM_TEST_POSTGRES_DSN"):
+    KINDS.append(pytest.param("AsyncPostgresSaver", marks=pytest.mark.postgres))
+
+
+@pytest.mark.parametrize("kind", KINDS)
 async def test_conformance(kind: str, tmp_path: Path, capsys) -> None:
-    registered = checkpointer_test(name=f"MemoryCheckpointer({kind})")(make_factory(kind, tmp_path))
+    if kind == "AsyncPostgresSaver":
+        factory, lifespan = postgres_factory(os.environ["LMM_TEST_POSTGRES_DSN"], tmp_path)
+        registered = checkpointer_test(name=f"MemoryCheckpointer({kind})", lifespan=lifespan)(
+            factory
+        )
+    else:
+        registered = checkpointer_test(name=f"MemoryCheckpointer({kind})")(
+            make_factory(kind, tmp_path)
+        )
     report = await validate(registered)
     lines = [f"conformance report for {report.checkpointer_name}:"]
     for capability, result in sorted(report.results.items()):

@@ -29,6 +29,7 @@ EXPECTED = [
     "MessageNotFoundError",
     "MiniLMEmbeddings",
     "OrphanToolResultWarning",
+    "PostgresStorage",
     "ResourceMismatchError",
     "SQLiteStorage",
     "SchemaVersionError",

@@ -1,7 +1,8 @@
 """Storage backends for threads, messages and resources."""
 
 from .base import MemoryStorage
+from .postgres import PostgresStorage
 from .records import StoredMessage
 from .sqlite import SQLiteStorage
 
-__all__ = ["MemoryStorage", "SQLiteStorage", "StoredMessage"]
+__all__ = ["MemoryStorage", "PostgresStorage", "SQLiteStorage", "StoredMessage"]

@@ -154,14 +154,19 @@ STOPWORDS = frozenset(
 )
 
 
-def fts_query(text: str, *, max_terms: int = 64) -> str:
-    """A safe FTS5 query: the words of `text` (English stopwords dropped), quoted, OR-ed.
-
-    Every word is quoted, so no FTS5 syntax in `text` is interpreted; "" when no word is left.
-    """
+def query_words(text: str, *, max_terms: int = 64) -> list[str]:
+    """The distinct words of a keyword query, lower-cased, English stopwords dropped."""
     words = [w.lower() for w in _WORD.findall(text)]
     kept = [w for w in words if w not in STOPWORDS] or words
-    return " OR ".join(f'"{w}"' for w in list(dict.fromkeys(kept))[:max_terms])
+    return list(dict.fromkeys(kept))[:max_terms]
+
+
+def fts_query(text: str, *, max_terms: int = 64) -> str:
+    """A safe FTS5 query: the words of `text`, each quoted, OR-ed ("" when none is left).
+
+    Every word is quoted, so no FTS5 syntax in `text` is interpreted.
+    """
+    return " OR ".join(f'"{w}"' for w in query_words(text, max_terms=max_terms))
 
 
 def check_order(order_by: str, limit: int | None, offset: int) -> None:

@@ -1,0 +1,47 @@
+"""PostgreSQL schema: a list of migrations that only grows; its length is the schema version."""
+
+from __future__ import annotations
+
+SCHEMA_TABLE = "memory_schema"
+
+MIGRATIONS: list[str] = [
+    # 1: resources, threads, messages, keyword search, embedding backlog
+    """
+    CREATE TABLE memory_resources (
+        id TEXT PRIMARY KEY,
+        working_memory TEXT,
+        metadata JSONB NOT NULL DEFAULT '{}',
+        created_at TIMESTAMPTZ NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL
+    );
+    CREATE TABLE memory_threads (
+        id TEXT PRIMARY KEY,
+        resource_id TEXT NOT NULL REFERENCES memory_resources(id),
+        title TEXT,
+        metadata JSONB NOT NULL DEFAULT '{}',
+        working_memory TEXT,
+        created_at TIMESTAMPTZ NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL
+    );
+    CREATE INDEX memory_threads_by_resource ON memory_threads(resource_id, updated_at);
+    CREATE TABLE memory_messages (
+        seq BIGSERIAL PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        thread_id TEXT NOT NULL REFERENCES memory_threads(id) ON DELETE CASCADE,
+        resource_id TEXT NOT NULL,
+        role TEXT NOT NULL,
+        type TEXT NOT NULL,
+        content TEXT NOT NULL,
+        text TEXT NOT NULL DEFAULT '',
+        tool_call_ids TEXT,
+        token_count DOUBLE PRECISION,
+        created_at TIMESTAMPTZ NOT NULL,
+        embedded BOOLEAN NOT NULL DEFAULT FALSE,
+        tsv TSVECTOR GENERATED ALWAYS AS (to_tsvector('english', text)) STORED
+    );
+    CREATE INDEX memory_messages_by_thread ON memory_messages(thread_id, created_at, seq);
+    CREATE INDEX memory_messages_by_resource ON memory_messages(resource_id);
+    CREATE INDEX memory_messages_unembedded ON memory_messages(embedded, role);
+    CREATE INDEX memory_messages_tsv ON memory_messages USING GIN (tsv);
+    """,
+]
