@@ -8,6 +8,8 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
+from langchain_core.messages import ToolMessage
+
 from ..errors import (
     ConfigurationError,
     InvalidMessageError,
@@ -349,15 +351,19 @@ class PostgresStorage(MemoryStorage):
                     raise MessageConflictError(
                         f"message id {row.id!r} is already stored in another thread"
                     )
-            known_calls = [
-                call_id
-                for (ids,) in conn.execute(
-                    "SELECT tool_call_ids FROM memory_messages "
-                    "WHERE thread_id = %s AND tool_call_ids IS NOT NULL",
-                    (thread_id,),
-                ).fetchall()
-                for call_id in ids.split(" ")
-            ]
+            known_calls = (
+                [
+                    call_id
+                    for (ids,) in conn.execute(
+                        "SELECT tool_call_ids FROM memory_messages "
+                        "WHERE thread_id = %s AND tool_call_ids IS NOT NULL",
+                        (thread_id,),
+                    ).fetchall()
+                    for call_id in ids.split(" ")
+                ]
+                if any(isinstance(r.message, ToolMessage) for r in rows)
+                else []
+            )  # earlier calls matter only to tool results
             last = conn.execute(
                 "SELECT MAX(created_at) FROM memory_messages WHERE thread_id = %s", (thread_id,)
             ).fetchone()[0]

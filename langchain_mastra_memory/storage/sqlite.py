@@ -11,6 +11,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from langchain_core.messages import ToolMessage
+
 from ..errors import (
     InvalidMessageError,
     MessageConflictError,
@@ -399,15 +401,19 @@ class SQLiteStorage(MemoryStorage):
                 if owner is not None and owner[0] != thread_id:
                     msg = f"message id {row.id!r} is already stored in another thread"
                     raise MessageConflictError(msg)
-            known_calls = [
-                call_id
-                for (ids,) in conn.execute(
-                    "SELECT tool_call_ids FROM memory_messages "
-                    "WHERE thread_id = ? AND tool_call_ids IS NOT NULL",
-                    (thread_id,),
-                )
-                for call_id in ids.split(" ")
-            ]
+            known_calls = (
+                [
+                    call_id
+                    for (ids,) in conn.execute(
+                        "SELECT tool_call_ids FROM memory_messages "
+                        "WHERE thread_id = ? AND tool_call_ids IS NOT NULL",
+                        (thread_id,),
+                    )
+                    for call_id in ids.split(" ")
+                ]
+                if any(isinstance(r.message, ToolMessage) for r in rows)
+                else []
+            )  # earlier calls matter only to tool results
             last = conn.execute(
                 "SELECT MAX(created_at) FROM memory_messages WHERE thread_id = ?", (thread_id,)
             ).fetchone()[0]

@@ -1,0 +1,80 @@
+"""PostgreSQL specifics: several processes sharing one database, schema versioning."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import uuid
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from langchain_mastra_memory import (
+    ConfigurationError,
+    Memory,
+    PostgresStorage,
+    SchemaVersionError,
+)
+
+pytestmark = pytest.mark.postgres
+DSN = os.environ.get("LMM_TEST_POSTGRES_DSN", "")
+if not DSN:  # collected only where a server is configured; .ci/run always starts one
+    pytest.skip("LMM_TEST_POSTGRES_DSN is not set", allow_module_level=True)
+
+
+@pytest.fixture
+def schema() -> str:
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    yield name
+    import psycopg
+
+    with psycopg.connect(DSN, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+def _appender(schema: str, worker: int, count: int) -> None:  # runs in a child process
+    storage = PostgresStorage(DSN, schema=schema)
+    for i in range(count):
+        storage.save_messages([HumanMessage(f"w{worker}-{i}", id=f"w{worker}-{i}")], thread_id="t1", resource_id="alice")
+
+
+def _wm_updater(schema: str, worker: int) -> None:  # runs in a child process
+    memory = Memory(storage=PostgresStorage(DSN, schema=schema), options={"working_memory": {"enabled": True, "schema": {"type": "object"}}})
+    for i in range(25):
+        memory.update_working_memory({f"w{worker}": {f"k{i}": i}}, resource_id="alice")
+
+
+def test_four_processes_append_and_update_working_memory(schema: str) -> None:
+    storage = PostgresStorage(DSN, schema=schema)
+    storage.create_thread(thread_id="t1", resource_id="alice")
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_appender, args=(schema, w, 30)) for w in range(4)]
+    procs += [ctx.Process(target=_wm_updater, args=(schema, w)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(180)
+        assert p.exitcode == 0
+    stored = storage.list_messages("t1")
+    ids = [s.message.id for s in stored]
+    assert len(ids) == len(set(ids)) == 120
+    times = [s.created_at for s in stored]
+    assert times == sorted(times) and len(set(times)) == len(times)
+    for w in range(4):
+        assert [i for i in ids if i.startswith(f"w{w}-")] == [f"w{w}-{i}" for i in range(30)]
+    memory = Memory(storage=storage, options={"working_memory": {"enabled": True, "schema": {"type": "object"}}})
+    assert memory.get_working_memory(resource_id="alice") == {f"w{w}": {f"k{i}": i for i in range(25)} for w in range(4)}
+
+
+def test_newer_schema_version_is_refused(schema: str) -> None:
+    storage = PostgresStorage(DSN, schema=schema)
+    with storage._tx() as conn:
+        conn.execute("UPDATE memory_schema SET version = version + 1")
+    with pytest.raises(SchemaVersionError, match="upgrade"):
+        PostgresStorage(DSN, schema=schema)
+
+
+@pytest.mark.parametrize("bad", ["Public", "x; DROP TABLE y", "1abc", ""])
+def test_schema_names_are_checked(bad: str) -> None:
+    with pytest.raises(ConfigurationError):
+        PostgresStorage(DSN, schema=bad)
