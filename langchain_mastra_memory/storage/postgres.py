@@ -13,8 +13,6 @@ from langchain_core.messages import ToolMessage
 from ..errors import (
     ConfigurationError,
     InvalidMessageError,
-    MessageConflictError,
-    MessageNotFoundError,
     ResourceMismatchError,
     SchemaVersionError,
     StorageError,
@@ -26,7 +24,6 @@ from ..messages import (
     message_to_json,
     new_message_id,
     orphan_tool_results,
-    tool_call_ids,
 )
 from ..thread import Thread
 from .base import UNSET, MemoryStorage, report_orphans
@@ -34,15 +31,20 @@ from .postgres_schema import MIGRATIONS, SCHEMA_TABLE
 from .records import (
     MessageRow,
     StoredMessage,
+    call_ids_column,
+    check_conflicts,
     check_id,
     check_metadata_filter,
     check_order,
+    check_owners,
     dumps_metadata,
     message_rows,
     next_timestamps,
     now_utc,
     query_words,
+    saved_messages,
     stored_message,
+    thread_from_row,
 )
 
 _THREAD_COLUMNS = "id, resource_id, title, metadata, created_at, updated_at"
@@ -134,17 +136,7 @@ class PostgresStorage(MemoryStorage):
             conn.execute(f'DROP SCHEMA "{self.schema}" CASCADE')
 
     # -- threads -------------------------------------------------------------------------------
-    @staticmethod
-    def _thread(row: Sequence[Any]) -> Thread:
-        id_, resource_id, title, metadata, created_at, updated_at = row
-        return Thread(
-            id=id_,
-            resource_id=resource_id,
-            title=title,
-            metadata=metadata,
-            created_at=created_at,
-            updated_at=updated_at,
-        )
+    _thread = staticmethod(thread_from_row)
 
     def _owned_thread(
         self, conn: Any, thread_id: str, resource_id: str | None, *, lock: bool = False
@@ -345,12 +337,7 @@ class PostgresStorage(MemoryStorage):
             if not rows:
                 return []
             existing = self._existing(conn, [r.id for r in rows])
-            for row in rows:
-                owner = existing.get(row.id)
-                if owner is not None and owner[0] != thread_id:
-                    raise MessageConflictError(
-                        f"message id {row.id!r} is already stored in another thread"
-                    )
+            check_conflicts(rows, existing, thread_id)
             known_calls = (
                 [
                     call_id
@@ -379,7 +366,7 @@ class PostgresStorage(MemoryStorage):
                         "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                         (
                             row.id, thread_id, resource_id, row.role, row.type, row.content,
-                            row.text, _call_ids(row), row.token_count,
+                            row.text, call_ids_column(row), row.token_count,
                             row.created_at or times[row.id],
                         ),
                     )  # fmt: skip
@@ -387,23 +374,22 @@ class PostgresStorage(MemoryStorage):
                 "UPDATE memory_threads SET updated_at = %s WHERE id = %s", (now_utc(), thread_id)
             )
         report_orphans(orphan_tool_results([r.message for r in rows], known_calls), thread_id)
-        return [
-            StoredMessage(
-                r.message,
-                thread_id,
-                resource_id,
-                existing[r.id][2] if r.id in existing else (r.created_at or times[r.id]),
-                r.token_count,
-            )
-            for r in rows
-        ]
+        return saved_messages(rows, existing, times, thread_id, resource_id)
 
     @staticmethod
     def _update_row(conn: Any, row: MessageRow) -> None:
         conn.execute(
             "UPDATE memory_messages SET role = %s, type = %s, content = %s, text = %s, "
             "tool_call_ids = %s, token_count = %s, embedded = FALSE WHERE id = %s",
-            (row.role, row.type, row.content, row.text, _call_ids(row), row.token_count, row.id),
+            (
+                row.role,
+                row.type,
+                row.content,
+                row.text,
+                call_ids_column(row),
+                row.token_count,
+                row.id,
+            ),
         )
 
     def list_messages(
@@ -436,12 +422,7 @@ class PostgresStorage(MemoryStorage):
         rows = message_rows(messages)
         with self._tx() as conn:
             existing = self._existing(conn, [r.id for r in rows])
-            for row in rows:
-                if row.id not in existing:
-                    raise MessageNotFoundError(f"no stored message {row.id!r}")
-                if resource_id is not None and existing[row.id][1] != resource_id:
-                    msg = f"message {row.id!r} belongs to another resource than {resource_id!r}"
-                    raise ResourceMismatchError(msg)
+            check_owners([r.id for r in rows], existing, resource_id)
             for row in rows:
                 self._update_row(conn, row)
             conn.execute(
@@ -454,11 +435,7 @@ class PostgresStorage(MemoryStorage):
         ids = list(dict.fromkeys(message_ids))
         with self._tx() as conn:
             existing = self._existing(conn, ids)
-            if resource_id is not None:
-                for id_, (_thread, owner, _created) in existing.items():
-                    if owner != resource_id:
-                        msg = f"message {id_!r} belongs to another resource than {resource_id!r}"
-                        raise ResourceMismatchError(msg)
+            check_owners(existing, existing, resource_id)
             conn.execute("DELETE FROM memory_messages WHERE id = ANY(%s)", (list(existing),))
         return len(existing)
 
@@ -568,8 +545,3 @@ class PostgresStorage(MemoryStorage):
                 (new, now, key),
             )
             return new
-
-
-def _call_ids(row: MessageRow) -> str | None:
-    ids = tool_call_ids(row.message)
-    return " ".join(ids) if ids else None

@@ -4,15 +4,29 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from ..errors import ConfigurationError, EncodingNotAvailableError
-from ..messages import ensure_messages, mastra_role, message_text, message_to_json, with_id
+from ..errors import (
+    ConfigurationError,
+    EncodingNotAvailableError,
+    MessageConflictError,
+    MessageNotFoundError,
+    ResourceMismatchError,
+)
+from ..messages import (
+    ensure_messages,
+    mastra_role,
+    message_text,
+    message_to_json,
+    tool_call_ids,
+    with_id,
+)
+from ..thread import Thread
 from ..token_counting import TokenCounter
 
 _METADATA_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,128}$")
@@ -43,6 +57,68 @@ class MessageRow:
     token_count: float | None
     message: BaseMessage
     created_at: datetime | None = None
+
+
+def thread_from_row(row: Sequence[Any]) -> Thread:
+    """A `Thread` from ``id, resource_id, title, metadata, created_at, updated_at`` columns
+    (metadata as JSON text or already decoded; times as ISO text or datetimes)."""
+    id_, resource_id, title, metadata, created_at, updated_at = row
+    return Thread(
+        id=id_,
+        resource_id=resource_id,
+        title=title,
+        metadata=json.loads(metadata) if isinstance(metadata, str) else metadata,
+        created_at=from_iso(created_at),
+        updated_at=from_iso(updated_at),
+    )
+
+
+# id -> (thread_id, resource_id, created_at) of messages already stored
+Existing = dict[str, tuple[str, str, datetime]]
+
+
+def check_conflicts(rows: Sequence[MessageRow], existing: Existing, thread_id: str) -> None:
+    """A message id stored in another thread cannot be saved into this one."""
+    for row in rows:
+        owner = existing.get(row.id)
+        if owner is not None and owner[0] != thread_id:
+            raise MessageConflictError(f"message id {row.id!r} is already stored in another thread")
+
+
+def check_owners(ids: Iterable[str], existing: Existing, resource_id: str | None) -> None:
+    """Every id must be stored (when `ids` are updates) and owned by `resource_id` (if given)."""
+    for id_ in ids:
+        if id_ not in existing:
+            raise MessageNotFoundError(f"no stored message {id_!r}")
+        if resource_id is not None and existing[id_][1] != resource_id:
+            msg = f"message {id_!r} belongs to another resource than {resource_id!r}"
+            raise ResourceMismatchError(msg)
+
+
+def saved_messages(
+    rows: Sequence[MessageRow],
+    existing: Existing,
+    times: dict[str, datetime],
+    thread_id: str,
+    resource_id: str,
+) -> list[StoredMessage]:
+    """What a save returns: each row as stored (an upsert keeps its original time)."""
+    return [
+        StoredMessage(
+            r.message,
+            thread_id,
+            resource_id,
+            existing[r.id][2] if r.id in existing else (r.created_at or times[r.id]),
+            r.token_count,
+        )
+        for r in rows
+    ]
+
+
+def call_ids_column(row: MessageRow) -> str | None:
+    """The tool-call ids an AI message makes, space-separated (None for other messages)."""
+    ids = tool_call_ids(row.message)
+    return " ".join(ids) if ids else None
 
 
 def now_utc() -> datetime:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -15,8 +14,6 @@ from langchain_core.messages import ToolMessage
 
 from ..errors import (
     InvalidMessageError,
-    MessageConflictError,
-    MessageNotFoundError,
     ResourceMismatchError,
     SchemaVersionError,
     StorageError,
@@ -28,23 +25,27 @@ from ..messages import (
     message_to_json,
     new_message_id,
     orphan_tool_results,
-    tool_call_ids,
 )
 from ..thread import Thread
 from .base import UNSET, MemoryStorage, report_orphans
 from .records import (
     MessageRow,
     StoredMessage,
+    call_ids_column,
+    check_conflicts,
     check_id,
     check_metadata_filter,
     check_order,
+    check_owners,
     dumps_metadata,
     from_iso,
     fts_query,
     message_rows,
     next_timestamps,
     now_utc,
+    saved_messages,
     stored_message,
+    thread_from_row,
     to_iso,
 )
 from .sqlite_schema import MIGRATIONS, SCHEMA_TABLE
@@ -170,17 +171,7 @@ class SQLiteStorage(MemoryStorage):
             self._conn.close()
 
     # -- threads -------------------------------------------------------------------------------
-    @staticmethod
-    def _thread(row: tuple[Any, ...]) -> Thread:
-        id_, resource_id, title, metadata, created_at, updated_at = row
-        return Thread(
-            id=id_,
-            resource_id=resource_id,
-            title=title,
-            metadata=json.loads(metadata),
-            created_at=from_iso(created_at),
-            updated_at=from_iso(updated_at),
-        )
+    _thread = staticmethod(thread_from_row)
 
     _THREAD_COLUMNS = "id, resource_id, title, metadata, created_at, updated_at"
 
@@ -396,11 +387,7 @@ class SQLiteStorage(MemoryStorage):
         with self._write() as conn:
             self._owned_thread(conn, thread_id, resource_id)
             existing = self._existing(conn, [r.id for r in rows])
-            for row in rows:
-                owner = existing.get(row.id)
-                if owner is not None and owner[0] != thread_id:
-                    msg = f"message id {row.id!r} is already stored in another thread"
-                    raise MessageConflictError(msg)
+            check_conflicts(rows, existing, thread_id)
             known_calls = (
                 [
                     call_id
@@ -435,7 +422,7 @@ class SQLiteStorage(MemoryStorage):
                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (
                             row.id, thread_id, resource_id, row.role, row.type, row.content,
-                            row.text, _call_ids(row), row.token_count,
+                            row.text, call_ids_column(row), row.token_count,
                             to_iso(row.created_at or times[row.id]),
                         ),
                     )  # fmt: skip
@@ -444,23 +431,22 @@ class SQLiteStorage(MemoryStorage):
                 (to_iso(now_utc()), thread_id),
             )
         report_orphans(orphan_tool_results([r.message for r in rows], known_calls), thread_id)
-        return [
-            StoredMessage(
-                r.message,
-                thread_id,
-                resource_id,
-                existing[r.id][2] if r.id in existing else (r.created_at or times[r.id]),
-                r.token_count,
-            )
-            for r in rows
-        ]
+        return saved_messages(rows, existing, times, thread_id, resource_id)
 
     @staticmethod
     def _update_row(conn: sqlite3.Connection, row: MessageRow) -> None:
         conn.execute(
             "UPDATE memory_messages SET role = ?, type = ?, content = ?, text = ?, "
             "tool_call_ids = ?, token_count = ?, embedded = 0 WHERE id = ?",
-            (row.role, row.type, row.content, row.text, _call_ids(row), row.token_count, row.id),
+            (
+                row.role,
+                row.type,
+                row.content,
+                row.text,
+                call_ids_column(row),
+                row.token_count,
+                row.id,
+            ),
         )
 
     def list_messages(
@@ -496,12 +482,7 @@ class SQLiteStorage(MemoryStorage):
         rows = message_rows(messages)
         with self._write() as conn:
             existing = self._existing(conn, [r.id for r in rows])
-            for row in rows:
-                if row.id not in existing:
-                    raise MessageNotFoundError(f"no stored message {row.id!r}")
-                if resource_id is not None and existing[row.id][1] != resource_id:
-                    msg = f"message {row.id!r} belongs to another resource than {resource_id!r}"
-                    raise ResourceMismatchError(msg)
+            check_owners([r.id for r in rows], existing, resource_id)
             now = to_iso(now_utc())
             for row in rows:
                 self._update_row(conn, row)
@@ -515,11 +496,7 @@ class SQLiteStorage(MemoryStorage):
         ids = list(dict.fromkeys(message_ids))
         with self._write() as conn:
             existing = self._existing(conn, ids)
-            if resource_id is not None:
-                for id_, (_thread, owner, _created) in existing.items():
-                    if owner != resource_id:
-                        msg = f"message {id_!r} belongs to another resource than {resource_id!r}"
-                        raise ResourceMismatchError(msg)
+            check_owners(existing, existing, resource_id)
             for chunk in _chunks(list(existing)):
                 conn.execute(
                     f"DELETE FROM memory_messages WHERE id IN ({_marks(len(chunk))})", chunk
@@ -633,8 +610,3 @@ class SQLiteStorage(MemoryStorage):
                 (new, now, key),
             )
             return new
-
-
-def _call_ids(row: MessageRow) -> str | None:
-    ids = tool_call_ids(row.message)
-    return " ".join(ids) if ids else None
