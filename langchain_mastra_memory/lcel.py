@@ -9,7 +9,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import ensure_config
 
-from .turn import ids_from_config, input_messages, produced_messages
+from .turn import ids_from_config, input_messages, produced_messages, to_save
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -69,6 +69,7 @@ class MemoryWrapped(Runnable[Any, Any]):
         self.bound = bound
         self.name = f"Memory({bound.get_name()})"
 
+    # The thread is ensured once, in _prepare; saving then writes the turn directly.
     def _prepare(
         self, value: Any, config: RunnableConfig | None
     ) -> tuple[str, str, list[BaseMessage], list[BaseMessage]]:
@@ -91,8 +92,10 @@ class MemoryWrapped(Runnable[Any, Any]):
         config = ensure_config(config)
         thread_id, resource_id, new, sent = self._prepare(input, config)
         output = self.bound.invoke(sent, config, **kwargs)
-        self.memory.save_turn(
-            [*new, *produced_messages(output, sent)], thread_id=thread_id, resource_id=resource_id
+        self.memory.save_messages(
+            to_save([*new, *produced_messages(output, sent)]),
+            thread_id=thread_id,
+            resource_id=resource_id,
         )
         return output
 
@@ -100,8 +103,10 @@ class MemoryWrapped(Runnable[Any, Any]):
         config = ensure_config(config)
         thread_id, resource_id, new, sent = await self._aprepare(input, config)
         output = await self.bound.ainvoke(sent, config, **kwargs)
-        await self.memory.asave_turn(
-            [*new, *produced_messages(output, sent)], thread_id=thread_id, resource_id=resource_id
+        await self.memory.asave_messages(
+            to_save([*new, *produced_messages(output, sent)]),
+            thread_id=thread_id,
+            resource_id=resource_id,
         )
         return output
 
@@ -115,7 +120,9 @@ class MemoryWrapped(Runnable[Any, Any]):
             total = chunk if total is None else total + chunk
             yield chunk
         produced = produced_messages(total, sent) if total is not None else []
-        self.memory.save_turn([*new, *produced], thread_id=thread_id, resource_id=resource_id)
+        self.memory.save_messages(
+            to_save([*new, *produced]), thread_id=thread_id, resource_id=resource_id
+        )
 
     async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
@@ -127,6 +134,6 @@ class MemoryWrapped(Runnable[Any, Any]):
             total = chunk if total is None else total + chunk
             yield chunk
         produced = produced_messages(total, sent) if total is not None else []
-        await self.memory.asave_turn(
-            [*new, *produced], thread_id=thread_id, resource_id=resource_id
+        await self.memory.asave_messages(
+            to_save([*new, *produced]), thread_id=thread_id, resource_id=resource_id
         )

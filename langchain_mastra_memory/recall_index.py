@@ -110,7 +110,7 @@ class RecallIndex:
         found = self.processor.recall(
             query, resource_id=resource_id, thread_id=thread_id, exclude=exclude
         )
-        return SemanticRecall.assemble(found, thread_id, self.processor._titles(found))
+        return SemanticRecall.assemble(found, thread_id, self.processor.titles(found))
 
     async def arecalled(
         self,
@@ -126,7 +126,7 @@ class RecallIndex:
         found = await self.processor.arecall(
             query, resource_id=resource_id, thread_id=thread_id, exclude=exclude
         )
-        titles = await _arun(self.processor._titles, found)
+        titles = await self.processor.atitles(found)
         return SemanticRecall.assemble(found, thread_id, titles)
 
 

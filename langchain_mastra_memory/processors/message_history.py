@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, ThreadExistsError
 from ..storage.base import MemoryStorage
 from ..turn import ids_from_config, to_save
 from .base import MemoryProcessor
@@ -71,14 +72,16 @@ class MessageHistory(MemoryProcessor):
         """Store the turn's new messages (idempotent by id)."""
         thread_id, resource_id = ids_from_config(config)
         if self.storage.get_thread(thread_id) is None:
-            self.storage.create_thread(thread_id=thread_id, resource_id=resource_id)
+            with contextlib.suppress(ThreadExistsError):  # created by a concurrent save
+                self.storage.create_thread(thread_id=thread_id, resource_id=resource_id)
         self.storage.save_messages(to_save(messages), thread_id=thread_id, resource_id=resource_id)
 
     async def asave(self, messages: Sequence[BaseMessage], config: Any) -> None:
         """Async `save`."""
         thread_id, resource_id = ids_from_config(config)
         if await self.storage.aget_thread(thread_id) is None:
-            await self.storage.acreate_thread(thread_id=thread_id, resource_id=resource_id)
+            with contextlib.suppress(ThreadExistsError):
+                await self.storage.acreate_thread(thread_id=thread_id, resource_id=resource_id)
         await self.storage.asave_messages(
             to_save(messages), thread_id=thread_id, resource_id=resource_id
         )

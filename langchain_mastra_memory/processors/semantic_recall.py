@@ -314,7 +314,7 @@ class SemanticRecall(MemoryProcessor):
         found = self.recall(
             query, resource_id=resource_id, thread_id=thread_id, exclude=_ids_of(messages)
         )
-        return self.assemble(found, thread_id, self._titles(found)) + list(messages)
+        return self.assemble(found, thread_id, self.titles(found)) + list(messages)
 
     async def aprocess(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
         query = last_human_text(messages)
@@ -324,12 +324,21 @@ class SemanticRecall(MemoryProcessor):
         found = await self.arecall(
             query, resource_id=resource_id, thread_id=thread_id, exclude=_ids_of(messages)
         )
-        return self.assemble(found, thread_id, self._titles(found)) + list(messages)
+        return self.assemble(found, thread_id, await self.atitles(found)) + list(messages)
 
-    def _titles(self, found: list[StoredMessage]) -> dict[str, str | None]:
-        titles = {}
+    def titles(self, found: Sequence[StoredMessage]) -> dict[str, str | None]:
+        """The title of each thread the recalled messages come from."""
+        titles: dict[str, str | None] = {}
         for thread_id in {s.thread_id for s in found}:
             thread = self.storage.get_thread(thread_id)
+            titles[thread_id] = thread.title if thread else None
+        return titles
+
+    async def atitles(self, found: Sequence[StoredMessage]) -> dict[str, str | None]:
+        """Async `titles`."""
+        titles: dict[str, str | None] = {}
+        for thread_id in {s.thread_id for s in found}:
+            thread = await self.storage.aget_thread(thread_id)
             titles[thread_id] = thread.title if thread else None
         return titles
 
