@@ -2,16 +2,21 @@
 
 Checkpoints are stored by the wrapped saver (``InMemorySaver``, ``SqliteSaver``,
 ``PostgresSaver``, ...); every method delegates to it. On ``put`` the root graph's ``messages``
-channel is mirrored into `Memory`: the thread is created on first sight for the
-``resource_id`` in ``config["configurable"]``, and each message is saved once, by id, so graph
-conversations get history, semantic recall and working memory and show up in the CLI.
-``RemoveMessage`` writes delete the mirrored messages; ``delete_thread`` deletes the memory
-thread too.
+channel is mirrored into `Memory`: the thread is created on first sight for the owner the
+config names (the package's rule, `ids`: ``resource_id``, ``user_id``, the default, else the
+thread itself), and each message is saved once, by id, so graph conversations get history,
+semantic recall and working memory and show up in the CLI. ``RemoveMessage`` writes delete the
+mirrored messages; ``delete_thread`` deletes the memory thread too.
 
-Checks happen before anything is written (a missing ``thread_id`` or ``resource_id``, a thread
-of another resource, a ``messages`` channel holding non-messages), and the wrapped saver writes
-first: if it raises, memory is untouched. A checkpoint without a ``messages`` channel, and
-subgraph checkpoints (a non-empty ``checkpoint_ns``), pass through unmirrored.
+Isolation holds both ways: a put, and a read (``get_tuple``, ``list`` with a thread, so
+``get_state``, ``invoke`` and ``stream`` too), of a thread owned by another resource raises
+`ResourceMismatchError` before any checkpoint is written or returned; ``list`` without a thread
+lists only the threads of the resource the config names (all threads when it names none).
+
+Checks happen before anything is written (a missing ``thread_id``, a thread of another
+resource, a ``messages`` channel holding non-messages), and the wrapped saver writes first: if
+it raises, memory is untouched. A checkpoint without a ``messages`` channel, and subgraph
+checkpoints (a non-empty ``checkpoint_ns``), are not mirrored.
 """
 
 from __future__ import annotations
@@ -32,9 +37,10 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 
-from .errors import ConfigurationError, InvalidMessageError, ResourceMismatchError
+from .errors import InvalidMessageError, ResourceMismatchError
+from .ids import explicit_resource_id, resolve_ids
+from .injected import is_injected
 from .messages import ensure_messages
-from .processors.working_memory import is_injected
 from .storage.sqlite import SQLiteStorage
 
 if TYPE_CHECKING:
@@ -102,7 +108,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         self.messages_key = messages_key
         self.default_resource_id = default_resource_id
         self._known: OrderedDict[str, set[str]] = OrderedDict()
-        self._owners: dict[str, str] = {}  # threads whose owner was checked in storage
+        self._owners: dict[str, str] = {}  # thread -> owning resource, as read from storage
 
     def __repr__(self) -> str:
         return f"MemoryCheckpointer(saver={type(self.saver).__name__})"
@@ -114,23 +120,50 @@ class MemoryCheckpointer(BaseCheckpointSaver):
     def get_next_version(self, current: Any, channel: None) -> Any:
         return self.saver.get_next_version(current, channel)
 
-    # -- mirroring -----------------------------------------------------------------------------
-    def _target(self, config: RunnableConfig) -> tuple[str, str] | None:
-        configurable = config.get("configurable") or {}
-        thread_id = configurable.get("thread_id")
-        if not thread_id:
-            raise ConfigurationError('a checkpointer needs config["configurable"]["thread_id"]')
-        if configurable.get("checkpoint_ns"):
-            return None  # a subgraph: its messages are not the conversation
-        resource_id = configurable.get("resource_id") or self.default_resource_id
-        if not resource_id:
-            msg = (
-                'memory needs config["configurable"]["resource_id"] (the owner of the thread), '
-                "or MemoryCheckpointer(default_resource_id=...)"
-            )
-            raise ConfigurationError(msg)
-        return str(thread_id), str(resource_id)
+    # -- ids and owners ------------------------------------------------------------------------
+    def _ids(self, config: RunnableConfig) -> tuple[str, str]:
+        """``(thread_id, resource_id)`` by the package's rule (`ids`)."""
+        return resolve_ids(config, default_resource_id=self._default_resource_id())
 
+    def _default_resource_id(self) -> str | None:
+        return self.default_resource_id or self.memory.default_resource_id
+
+    def _owner(self, thread_id: str) -> str | None:
+        """The resource that owns the memory thread (None: memory has no such thread)."""
+        if thread_id not in self._owners:
+            thread = self.memory.storage.get_thread(thread_id)
+            if thread is None:
+                return None
+            self._owners[thread_id] = thread.resource_id
+        return self._owners[thread_id]
+
+    async def _aowner(self, thread_id: str) -> str | None:
+        """Async `_owner`."""
+        if thread_id not in self._owners:
+            thread = await self.memory.storage.aget_thread(thread_id)
+            if thread is None:
+                return None
+            self._owners[thread_id] = thread.resource_id
+        return self._owners[thread_id]
+
+    def _check_owner(self, thread_id: str, resource_id: str) -> None:
+        _verify(thread_id, resource_id, self._owner(thread_id))
+
+    async def _acheck_owner(self, thread_id: str, resource_id: str) -> None:
+        _verify(thread_id, resource_id, await self._aowner(thread_id))
+
+    def _read_target(self, config: RunnableConfig | None) -> tuple[str, str] | None:
+        """The thread a read names, with the reader's resource (None: no thread named)."""
+        if config is None or not (config.get("configurable") or {}).get("thread_id"):
+            return None
+        return self._ids(config)
+
+    def _list_owner(self, config: RunnableConfig | None) -> str | None:
+        """For a list without a thread filter: the resource whose threads alone are listed
+        (None: the config names no owner, so every thread is listed)."""
+        return explicit_resource_id(config, default_resource_id=self._default_resource_id())
+
+    # -- mirroring -----------------------------------------------------------------------------
     def _messages(self, checkpoint: Checkpoint) -> Messages | None:
         values = checkpoint.get("channel_values") or {}
         if self.messages_key not in values:
@@ -144,26 +177,13 @@ class MemoryCheckpointer(BaseCheckpointSaver):
             raise InvalidMessageError(msg)
         return ensure_messages(raw, where=f"the {self.messages_key!r} channel")
 
-    def _check_owner(self, thread_id: str, resource_id: str) -> None:
-        if self._owners.get(thread_id) == resource_id:
-            return
-        thread = self.memory.storage.get_thread(thread_id)
-        if thread is not None and thread.resource_id != resource_id:
-            raise ResourceMismatchError(f"thread {thread_id!r} belongs to another resource")
-        if thread is not None:
-            self._owners[thread_id] = resource_id
-
     def _prepare_put(
         self, config: RunnableConfig, checkpoint: Checkpoint
-    ) -> tuple[str, str, Messages] | None:
-        target = self._target(config)
-        if target is None:
-            return None
-        messages = self._messages(checkpoint)
-        if messages is None:
-            return None
-        self._check_owner(*target)
-        return target[0], target[1], messages
+    ) -> tuple[str, str, Messages | None]:
+        """Who the put is for and the messages to mirror (None: a subgraph, or no channel)."""
+        thread_id, resource_id = self._ids(config)
+        root = not (config.get("configurable") or {}).get("checkpoint_ns")
+        return thread_id, resource_id, self._messages(checkpoint) if root else None
 
     def _unsaved(self, thread_id: str, resource_id: str, messages: Messages) -> Messages:
         known = self._known.get(thread_id)
@@ -192,15 +212,14 @@ class MemoryCheckpointer(BaseCheckpointSaver):
             for item in value if isinstance(value, (list, tuple)) else [value]:
                 if isinstance(item, RemoveMessage) and item.id:
                     removed.append(item.id)
-        if not removed:
+        if not removed or (config.get("configurable") or {}).get("checkpoint_ns"):
             return None
-        target = self._target(config)
-        if target is None:
-            return None
-        return target[0], target[1], removed
+        thread_id, resource_id = self._ids(config)
+        return thread_id, resource_id, removed
 
     # -- base capabilities ---------------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        self._check_owner(*self._ids(config))
         return self.saver.get_tuple(config)
 
     def list(
@@ -211,7 +230,21 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        return self.saver.list(config, filter=filter, before=before, limit=limit)
+        if target := self._read_target(config):
+            self._check_owner(*target)
+            yield from self.saver.list(config, filter=filter, before=before, limit=limit)
+            return
+        owner = self._list_owner(config)
+        if owner is None:
+            yield from self.saver.list(config, filter=filter, before=before, limit=limit)
+            return
+        count = 0
+        for item in self.saver.list(config, filter=filter, before=before):
+            if limit is not None and count >= limit:
+                return
+            if self._owner(item.config["configurable"]["thread_id"]) == owner:
+                count += 1
+                yield item
 
     def put(
         self,
@@ -220,19 +253,15 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        mirror = self._prepare_put(config, checkpoint)
+        thread_id, resource_id, messages = self._prepare_put(config, checkpoint)
+        self._check_owner(thread_id, resource_id)
         result = self.saver.put(config, checkpoint, metadata, new_versions)
-        if mirror is not None:
-            thread_id, resource_id, messages = mirror
-            if new := self._unsaved(thread_id, resource_id, messages):
-                if thread_id in self._owners:
-                    saved = self.memory.save_messages(
-                        new, thread_id=thread_id, resource_id=resource_id
-                    )
-                else:
-                    saved = self.memory.save_turn(new, thread_id=thread_id, resource_id=resource_id)
-                    self._owners[thread_id] = resource_id
-                self._remember(thread_id, saved)
+        if thread_id not in self._owners:  # record the owner, so reads can be checked
+            self.memory.ensure_thread(thread_id=thread_id, resource_id=resource_id)
+            self._owners[thread_id] = resource_id
+        if messages and (new := self._unsaved(thread_id, resource_id, messages)):
+            saved = self.memory.save_messages(new, thread_id=thread_id, resource_id=resource_id)
+            self._remember(thread_id, saved)
         return result
 
     def put_writes(
@@ -275,15 +304,15 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         return await run_in_executor(None, lambda: getattr(self.saver, method)(*args, **kwargs))
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        await self._acheck_owner(*self._ids(config))
         return await self._inner("get_tuple", config)
 
-    async def alist(
+    async def _inner_alist(
         self,
         config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
     ) -> AsyncIterator[CheckpointTuple]:
         if _overrides(self.saver, "alist"):
             try:
@@ -300,6 +329,29 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         for item in items:
             yield item
 
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        if target := self._read_target(config):
+            await self._acheck_owner(*target)
+        owner = None if target else self._list_owner(config)
+        if owner is None:
+            async for item in self._inner_alist(config, filter, before, limit):
+                yield item
+            return
+        count = 0
+        async for item in self._inner_alist(config, filter, before, None):
+            if limit is not None and count >= limit:
+                return
+            if await self._aowner(item.config["configurable"]["thread_id"]) == owner:
+                count += 1
+                yield item
+
     async def aput(
         self,
         config: RunnableConfig,
@@ -307,13 +359,16 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        mirror = await run_in_executor(None, self._prepare_put, config, checkpoint)
+        thread_id, resource_id, messages = self._prepare_put(config, checkpoint)
+        await self._acheck_owner(thread_id, resource_id)
         result = await self._inner("put", config, checkpoint, metadata, new_versions)
-        if mirror is not None:
-            thread_id, resource_id, messages = mirror
+        if thread_id not in self._owners:
+            await self.memory.aensure_thread(thread_id=thread_id, resource_id=resource_id)
+            self._owners[thread_id] = resource_id
+        if messages:
             new = await run_in_executor(None, self._unsaved, thread_id, resource_id, messages)
             if new:
-                saved = await self.memory.asave_turn(
+                saved = await self.memory.asave_messages(
                     new, thread_id=thread_id, resource_id=resource_id
                 )
                 self._remember(thread_id, saved)
@@ -375,6 +430,13 @@ class _Prune:
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         await self._inner("prune", thread_ids, strategy=strategy)  # type: ignore[attr-defined]
+
+
+def _verify(thread_id: str, resource_id: str, owner: str | None) -> None:
+    """Refuse a thread owned by another resource (a thread memory does not hold is free)."""
+    if owner is not None and owner != resource_id:
+        msg = f"thread {thread_id!r} belongs to another resource than {resource_id!r}"
+        raise ResourceMismatchError(msg)
 
 
 _EXTENSIONS = {"copy_thread": _CopyThread, "delete_for_runs": _DeleteForRuns, "prune": _Prune}

@@ -73,3 +73,7 @@ class TripWire(MastraMemoryError):
 
 class OrphanToolResultWarning(UserWarning):
     """A `ToolMessage` was saved whose `tool_call_id` matches no earlier tool call in its thread."""
+
+
+class UnsavedTurnWarning(UserWarning):
+    """Memory builds the model's input, but nothing saves the conversation back into memory."""

@@ -1,28 +1,37 @@
 """Memory inside a LangGraph graph: a pre-model hook / node that builds the model's input.
 
-The hook reads the state's ``messages`` (the thread so far, kept by the checkpointer), splits
-off the new input (the messages after the last AI message), and returns
-``{"llm_input_messages": [...]}``: working memory, recalled messages, the history shaped by
-the processors, then the new input. The stored state is not rewritten: ``create_react_agent``
-sends ``llm_input_messages`` to the model and keeps ``messages`` as they are.
+The hook reads the state's ``messages``, splits off the current turn (the last human message
+and everything after it, the agent loop's tool traffic included), and returns
+``{"llm_input_messages": [...]}``: working memory, recalled messages and the history shaped by
+the processors, then the current turn untouched, as one provider-valid sequence. The stored
+state is not rewritten: ``create_react_agent`` sends ``llm_input_messages`` to the model and
+keeps ``messages`` as they are. When the state holds no earlier turns (a graph without a
+checkpointer), the history comes from storage.
+
+The hook saves nothing itself: ``memory.checkpointer()`` mirrors the graph's messages. Used
+under any other checkpointer (or none), it warns once with `UnsavedTurnWarning`.
 """
 
 from __future__ import annotations
 
+import logging
+import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 
-from .errors import ConfigurationError
+from .errors import ConfigurationError, UnsavedTurnWarning
 from .messages import ensure_messages
-from .turn import ids_from_config, split_new_input
+from .turn import split_turn
 
 if TYPE_CHECKING:
     from .memory import Memory
 
 INPUT_KEY = "llm_input_messages"
+logger = logging.getLogger(__name__)
 
 
 def state_messages(state: Any, key: str = "messages") -> list[BaseMessage]:
@@ -32,6 +41,28 @@ def state_messages(state: Any, key: str = "messages") -> list[BaseMessage]:
         msg = f"the graph state has no {key!r} key: memory works on a messages channel"
         raise ConfigurationError(msg)
     return ensure_messages(value, where=f"state[{key!r}]")
+
+
+def warn_if_nothing_saves(memory: Memory, config: RunnableConfig) -> None:
+    """Warn once per `memory` when the hook runs in a graph whose checkpointer is not memory's
+    (nothing would save the turn, and the next thread would recall nothing)."""
+    from .checkpointer import MemoryCheckpointer
+
+    configurable = config.get("configurable") or {}
+    if CONFIG_KEY_CHECKPOINTER not in configurable:  # not inside a graph run
+        return
+    saver = configurable[CONFIG_KEY_CHECKPOINTER]
+    if isinstance(saver, MemoryCheckpointer) or getattr(memory, "_warned_unsaved", False):
+        return
+    memory._warned_unsaved = True  # type: ignore[attr-defined]
+    found = "no checkpointer" if saver is None else f"checkpointer {type(saver).__name__}"
+    msg = (
+        f"memory.pre_model_hook() runs in a graph with {found}: nothing saves the conversation "
+        "into memory, so later turns and threads recall nothing. Compile the graph with "
+        "checkpointer=memory.checkpointer(your_saver) (it wraps any LangGraph saver)."
+    )
+    logger.warning(msg)
+    warnings.warn(msg, UnsavedTurnWarning, stacklevel=3)
 
 
 def memory_hook(
@@ -49,18 +80,21 @@ def memory_hook(
         ['hi']
     """
 
+    def plan(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        warn_if_nothing_saves(memory, config)
+        thread_id, resource_id = memory.ids(config)
+        history, current = split_turn(state_messages(state, key))
+        return {
+            "new_messages": current,
+            "thread_id": thread_id,
+            "resource_id": resource_id,
+            "history": history or None,
+        }
+
     def build(state: Any, config: RunnableConfig) -> dict[str, Any]:
-        thread_id, resource_id = ids_from_config(config)
-        history, new = split_new_input(state_messages(state, key))
-        context = memory.context(new, thread_id=thread_id, resource_id=resource_id, history=history)
-        return {output_key: context}
+        return {output_key: memory.context(**plan(state, config))}
 
     async def abuild(state: Any, config: RunnableConfig) -> dict[str, Any]:
-        thread_id, resource_id = ids_from_config(config)
-        history, new = split_new_input(state_messages(state, key))
-        context = await memory.acontext(
-            new, thread_id=thread_id, resource_id=resource_id, history=history
-        )
-        return {output_key: context}
+        return {output_key: await memory.acontext(**plan(state, config))}
 
     return RunnableLambda(build, afunc=abuild, name="MemoryPreModelHook")

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from langchain_core.language_models import BaseLanguageModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import ensure_config
 
-from .turn import ids_from_config, input_messages, produced_messages, to_save
+from .turn import input_messages, produced_messages, to_save
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -27,36 +28,57 @@ def context_runnable(memory: Memory) -> Runnable[Any, list[BaseMessage]]:
     """
 
     def build(value: Any, config: RunnableConfig) -> list[BaseMessage]:
-        thread_id, resource_id = ids_from_config(config)
-        history: list[BaseMessage] | None = None if memory.storage.get_thread(thread_id) else []
-        return memory.context(
-            input_messages(value), thread_id=thread_id, resource_id=resource_id, history=history
-        )
+        thread_id, resource_id = memory.ids(config)
+        return memory.context(input_messages(value), thread_id=thread_id, resource_id=resource_id)
 
     async def abuild(value: Any, config: RunnableConfig) -> list[BaseMessage]:
-        thread_id, resource_id = ids_from_config(config)
-        history: list[BaseMessage] | None = (
-            None if await memory.storage.aget_thread(thread_id) else []
-        )
+        thread_id, resource_id = memory.ids(config)
         return await memory.acontext(
-            input_messages(value), thread_id=thread_id, resource_id=resource_id, history=history
+            input_messages(value), thread_id=thread_id, resource_id=resource_id
         )
 
     return RunnableLambda(build, afunc=abuild, name="MemoryContext")
 
 
+class _Turn:
+    """One wrapped call: who it is for, what is new, what was sent."""
+
+    def __init__(self, memory: Memory, value: Any, config: RunnableConfig) -> None:
+        self.memory = memory
+        self.value = value
+        self.thread_id, self.resource_id = memory.ids(config)
+        self.new = input_messages(value)
+        self.sent: list[BaseMessage] = []
+
+    def payload(self, bound: Runnable[Any, Any]) -> Any:
+        """What the wrapped runnable receives: the messages, or the caller's dict with
+        ``messages`` set (so prompt variables such as ``{language}`` pass through)."""
+        if isinstance(self.value, Mapping) and not isinstance(bound, BaseLanguageModel):
+            return {**self.value, "messages": self.sent}
+        return self.sent
+
+    def to_save(self, output: Any) -> list[BaseMessage]:
+        produced = produced_messages(output, self.sent) if output is not None else []
+        return to_save([*self.new, *produced])
+
+
 class MemoryWrapped(Runnable[Any, Any]):
     """A model or chain with memory around it: assemble the context, call, save the turn.
 
-    The wrapped runnable receives the message list; its output is returned unchanged. What it
-    produced (an ``AIMessage``, a string, a list of messages, or a state with ``messages``) is
-    saved with the new input; a stream is accumulated and saved when it ends.
+    The input is a string, messages, or a dict with ``input`` (or ``messages``) and any other
+    prompt variables. A chat model receives the assembled messages; any other runnable receives
+    them too, or, when called with a dict, that dict with ``messages`` set to them. Its output
+    is returned unchanged; what it produced (an ``AIMessage``, a string, a list of messages, or
+    a state with ``messages``) is saved with the new input, a stream when it ends. The stages
+    are named runs in a trace: ``MemoryContext`` (with each processor inside), the wrapped
+    runnable, and ``MemorySave``.
 
     Example:
-        >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
+        >>> from langchain_core.messages import AIMessage
         >>> from langchain_mastra_memory import Memory, SQLiteStorage
+        >>> from langchain_mastra_memory.testing import strict_model
         >>> memory = Memory(storage=SQLiteStorage(":memory:"))
-        >>> chat = memory.wrap(FakeListChatModel(responses=["hello!"]))
+        >>> chat = memory.wrap(strict_model(AIMessage("hello!")))
         >>> config = {"configurable": {"thread_id": "t1", "resource_id": "alice"}}
         >>> chat.invoke("hi", config).content
         'hello!'
@@ -68,72 +90,96 @@ class MemoryWrapped(Runnable[Any, Any]):
         self.memory = memory
         self.bound = bound
         self.name = f"Memory({bound.get_name()})"
+        self._context = context_runnable(memory)
+        self._save = RunnableLambda(self._save_turn, afunc=self._asave_turn, name="MemorySave")
 
-    # The thread is ensured once, in _prepare; saving then writes the turn directly.
-    def _prepare(
-        self, value: Any, config: RunnableConfig | None
-    ) -> tuple[str, str, list[BaseMessage], list[BaseMessage]]:
-        thread_id, resource_id = ids_from_config(config)
-        new = input_messages(value)
-        self.memory.ensure_thread(thread_id=thread_id, resource_id=resource_id)
-        sent = self.memory.context(new, thread_id=thread_id, resource_id=resource_id)
-        return thread_id, resource_id, new, sent
+    def _save_turn(self, turn: tuple[_Turn, Any]) -> list[BaseMessage]:
+        call, output = turn  # the thread was ensured (and its owner checked) by _start
+        return self.memory.save_messages(
+            call.to_save(output), thread_id=call.thread_id, resource_id=call.resource_id
+        )
 
-    async def _aprepare(
-        self, value: Any, config: RunnableConfig | None
-    ) -> tuple[str, str, list[BaseMessage], list[BaseMessage]]:
-        thread_id, resource_id = ids_from_config(config)
-        new = input_messages(value)
-        await self.memory.aensure_thread(thread_id=thread_id, resource_id=resource_id)
-        sent = await self.memory.acontext(new, thread_id=thread_id, resource_id=resource_id)
-        return thread_id, resource_id, new, sent
+    async def _asave_turn(self, turn: tuple[_Turn, Any]) -> list[BaseMessage]:
+        call, output = turn
+        return await self.memory.asave_messages(
+            call.to_save(output), thread_id=call.thread_id, resource_id=call.resource_id
+        )
+
+    def _start(self, value: Any, config: RunnableConfig) -> _Turn:
+        turn = _Turn(self.memory, value, config)
+        self.memory.ensure_thread(thread_id=turn.thread_id, resource_id=turn.resource_id)
+        turn.sent = self._context.invoke(value, config)
+        return turn
+
+    async def _astart(self, value: Any, config: RunnableConfig) -> _Turn:
+        turn = _Turn(self.memory, value, config)
+        await self.memory.aensure_thread(thread_id=turn.thread_id, resource_id=turn.resource_id)
+        turn.sent = await self._context.ainvoke(value, config)
+        return turn
+
+    def _invoke(self, value: Any, config: RunnableConfig, **kwargs: Any) -> Any:
+        turn = self._start(value, config)
+        output = self.bound.invoke(turn.payload(self.bound), config, **kwargs)
+        self._save.invoke((turn, output), config)
+        return output
+
+    async def _ainvoke(self, value: Any, config: RunnableConfig, **kwargs: Any) -> Any:
+        turn = await self._astart(value, config)
+        output = await self.bound.ainvoke(turn.payload(self.bound), config, **kwargs)
+        await self._save.ainvoke((turn, output), config)
+        return output
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        config = ensure_config(config)
-        thread_id, resource_id, new, sent = self._prepare(input, config)
-        output = self.bound.invoke(sent, config, **kwargs)
-        self.memory.save_messages(
-            to_save([*new, *produced_messages(output, sent)]),
-            thread_id=thread_id,
-            resource_id=resource_id,
+        return self._call_with_config(
+            lambda value, config: self._invoke(value, config, **kwargs),
+            input,
+            ensure_config(config),
         )
-        return output
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        config = ensure_config(config)
-        thread_id, resource_id, new, sent = await self._aprepare(input, config)
-        output = await self.bound.ainvoke(sent, config, **kwargs)
-        await self.memory.asave_messages(
-            to_save([*new, *produced_messages(output, sent)]),
-            thread_id=thread_id,
-            resource_id=resource_id,
-        )
-        return output
+        async def run(value: Any, run_manager: Any, config: RunnableConfig) -> Any:
+            return await self._ainvoke(value, config, **kwargs)
+
+        return await self._acall_with_config(run, input, ensure_config(config))
+
+    def _stream(
+        self, inputs: Iterator[Any], config: RunnableConfig, **kwargs: Any
+    ) -> Iterator[Any]:
+        turn = self._start(next(inputs), config)
+        total = None
+        for chunk in self.bound.stream(turn.payload(self.bound), config, **kwargs):
+            total = chunk if total is None else total + chunk
+            yield chunk
+        self._save.invoke((turn, total), config)
+
+    async def _astream(
+        self, inputs: AsyncIterator[Any], config: RunnableConfig, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        turn = await self._astart(await anext(inputs), config)
+        total = None
+        async for chunk in self.bound.astream(turn.payload(self.bound), config, **kwargs):
+            total = chunk if total is None else total + chunk
+            yield chunk
+        await self._save.ainvoke((turn, total), config)
 
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Any]:
-        config = ensure_config(config)
-        thread_id, resource_id, new, sent = self._prepare(input, config)
-        total = None
-        for chunk in self.bound.stream(sent, config, **kwargs):
-            total = chunk if total is None else total + chunk
-            yield chunk
-        produced = produced_messages(total, sent) if total is not None else []
-        self.memory.save_messages(
-            to_save([*new, *produced]), thread_id=thread_id, resource_id=resource_id
+        yield from self._transform_stream_with_config(
+            iter([input]),
+            lambda inputs, config: self._stream(inputs, config, **kwargs),
+            ensure_config(config),
         )
 
     async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
-        config = ensure_config(config)
-        thread_id, resource_id, new, sent = await self._aprepare(input, config)
-        total = None
-        async for chunk in self.bound.astream(sent, config, **kwargs):
-            total = chunk if total is None else total + chunk
+        async def one() -> AsyncIterator[Any]:
+            yield input
+
+        async for chunk in self._atransform_stream_with_config(
+            one(),
+            lambda inputs, config: self._astream(inputs, config, **kwargs),
+            ensure_config(config),
+        ):
             yield chunk
-        produced = produced_messages(total, sent) if total is not None else []
-        await self.memory.asave_messages(
-            to_save([*new, *produced]), thread_id=thread_id, resource_id=resource_id
-        )

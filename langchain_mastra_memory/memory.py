@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableConfig
 
 from .errors import ConfigurationError, ThreadExistsError, ThreadNotFoundError
+from .ids import resolve_ids
 from .memory_working import WorkingMemoryMethods
 from .options import MemoryOptions
+from .provider_rules import provider_safe
 from .recall_index import RecallIndex
 from .storage.base import UNSET, MemoryStorage
 from .storage.records import check_id
@@ -61,8 +63,10 @@ class Memory(WorkingMemoryMethods):
         embedder: Any = None,
         options: MemoryOptions | dict[str, Any] | None = None,
         processors: Sequence[Runnable[Any, Any]] = (),
+        default_resource_id: str | None = None,
     ) -> None:
         self.options = MemoryOptions.parse(options)
+        self.default_resource_id = default_resource_id
         self.storage: MemoryStorage = storage or SQLiteStorage(Path(DEFAULT_DATABASE))
         self.recall_index: RecallIndex | None = None
         if self.options.semantic_recall:
@@ -78,6 +82,12 @@ class Memory(WorkingMemoryMethods):
 
     def __repr__(self) -> str:
         return f"Memory(storage={self.storage!r}, options={self.options!r})"
+
+    def ids(self, config: RunnableConfig | None, *, context: Any = None) -> tuple[str, str]:
+        """``(thread_id, resource_id)`` of a call, by the package's one rule (see `ids`):
+        configurable ``resource_id``, ``user_id``, the runtime context, `default_resource_id`,
+        else the thread id itself."""
+        return resolve_ids(config, default_resource_id=self.default_resource_id, context=context)
 
     # -- threads -------------------------------------------------------------------------------
     def create_thread(
@@ -306,9 +316,13 @@ class Memory(WorkingMemoryMethods):
         elif last is False:
             messages = []
         else:
-            messages = self.get_messages(
-                thread_id=thread_id, last_messages=last, resource_id=resource_id
-            )
+            try:
+                stored = self.storage.list_messages(
+                    thread_id, last=last + len(new_messages), resource_id=resource_id
+                )
+            except ThreadNotFoundError:
+                stored = []
+            messages = _history(stored, new_messages, last)
         if self.recall_index:
             owner = resource_id or self._owner(thread_id)
             messages = (
@@ -333,9 +347,13 @@ class Memory(WorkingMemoryMethods):
         elif last is False:
             messages = []
         else:
-            messages = await self.aget_messages(
-                thread_id=thread_id, last_messages=last, resource_id=resource_id
-            )
+            try:
+                stored = await self.storage.alist_messages(
+                    thread_id, last=last + len(new_messages), resource_id=resource_id
+                )
+            except ThreadNotFoundError:
+                stored = []
+            messages = _history(stored, new_messages, last)
         if self.recall_index:
             owner = resource_id or self._owner(thread_id)
             recalled = await self.recall_index.arecalled(thread_id, owner, messages, new_messages)
@@ -407,12 +425,18 @@ class Memory(WorkingMemoryMethods):
         resource_id: str,
         history: Sequence[BaseMessage] | None = None,
     ) -> list[BaseMessage]:
-        """The messages to send for a turn: working memory, recall, history, then the input."""
+        """The messages to send for a turn: working memory, recall, history, then the input.
+
+        `new_messages` is the current turn (the user's message and, in an agent loop, the tool
+        traffic since); processors never touch it. `history` replaces the stored history (a
+        graph state already holds it); None or empty reads it from storage. The result is a
+        sequence OpenAI and Anthropic accept (`provider_rules.provider_safe`).
+        """
         injected = self.working_memory_message(resource_id=resource_id, thread_id=thread_id)
         remembered = self.recall(
             thread_id=thread_id, resource_id=resource_id, new_messages=new_messages, history=history
         )
-        return [*([injected] if injected else []), *remembered, *new_messages]
+        return provider_safe([*([injected] if injected else []), *remembered], new_messages)
 
     async def acontext(
         self,
@@ -427,7 +451,7 @@ class Memory(WorkingMemoryMethods):
         remembered = await self.arecall(
             thread_id=thread_id, resource_id=resource_id, new_messages=new_messages, history=history
         )
-        return [*([injected] if injected else []), *remembered, *new_messages]
+        return provider_safe([*([injected] if injected else []), *remembered], new_messages)
 
     def save_turn(
         self, messages: Sequence[BaseMessage], *, thread_id: str, resource_id: str
@@ -519,6 +543,14 @@ class Memory(WorkingMemoryMethods):
         in memory) that mirrors each thread's messages into this memory."""
         from .checkpointer import MemoryCheckpointer
 
+        if default_resource_id is not None:
+            if self.default_resource_id not in (None, default_resource_id):
+                msg = (
+                    f"checkpointer(default_resource_id={default_resource_id!r}) disagrees with "
+                    f"Memory(default_resource_id={self.default_resource_id!r})"
+                )
+                raise ConfigurationError(msg)
+            self.default_resource_id = default_resource_id  # the hook and middleware use it too
         return MemoryCheckpointer(
             self, saver, messages_key=messages_key, default_resource_id=default_resource_id
         )
@@ -528,6 +560,13 @@ class Memory(WorkingMemoryMethods):
         from .chat_history import MemoryChatMessageHistory
 
         return MemoryChatMessageHistory(self, thread_id=thread_id, resource_id=resource_id)
+
+
+def _history(stored: Sequence[Any], current: Sequence[BaseMessage], last: int) -> list[BaseMessage]:
+    """The newest `last` stored messages that are not part of the current turn (a graph may
+    have saved the turn's first messages already)."""
+    current_ids = {m.id for m in current if m.id}
+    return _newest([s.message for s in stored if s.message.id not in current_ids], last)
 
 
 def _newest(messages: Sequence[BaseMessage], last: int | bool) -> list[BaseMessage]:

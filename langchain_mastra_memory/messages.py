@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from langchain_core.messages import (
@@ -174,3 +174,69 @@ def _js_numbers(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_js_numbers(v) for v in value]
     return value
+
+
+def without_tool_calls(
+    message: AIMessage, drop: Callable[[str | None, str | None], bool]
+) -> tuple[AIMessage | None, set[str]]:
+    """`message` without the tool calls for which ``drop(name, id)`` is true, and their ids.
+
+    Calls are removed from ``tool_calls``, ``invalid_tool_calls``, ``tool_use`` content blocks
+    and the provider's raw ``additional_kwargs["tool_calls"]``; the text stays. Returns the
+    message itself when nothing is dropped, and None when nothing (no text, no call) is left.
+    """
+    calls = [c for c in message.tool_calls if drop(c["name"], c.get("id"))]
+    bad = [c for c in message.invalid_tool_calls if drop(c.get("name"), c.get("id"))]
+    content = message.content
+    blocks: list[dict[str, Any]] = [
+        b
+        for b in (content if isinstance(content, list) else [])
+        if isinstance(b, dict)
+        and b.get("type") in TOOL_CALL_BLOCK_TYPES
+        and drop(b.get("name"), b.get("id"))
+    ]
+    raw = message.additional_kwargs.get("tool_calls") or []
+    raw_removed = [r for r in raw if drop((r.get("function") or {}).get("name"), r.get("id"))]
+    if not (calls or bad or blocks or raw_removed):
+        return message, set()
+    removed: set[str] = {str(c["id"]) for c in calls if c.get("id")}
+    removed.update(b["id"] for b in blocks if b.get("id"))
+    removed.update(r["id"] for r in raw_removed if r.get("id"))
+    new_content: str | list[Any] = (
+        [b for b in content if not any(b is x for x in blocks)]
+        if isinstance(content, list)
+        else content
+    )
+    kwargs = dict(message.additional_kwargs)
+    if raw_removed:
+        remaining_raw = [r for r in raw if not any(r is x for x in raw_removed)]
+        if remaining_raw:
+            kwargs["tool_calls"] = remaining_raw
+        else:
+            kwargs.pop("tool_calls", None)
+    stripped = message.model_copy(
+        update={
+            "content": new_content,
+            "tool_calls": [c for c in message.tool_calls if c not in calls],
+            "invalid_tool_calls": [c for c in message.invalid_tool_calls if c not in bad],
+            "additional_kwargs": kwargs,
+        }
+    )
+    if not stripped.tool_calls and not stripped.invalid_tool_calls and not has_content(stripped):
+        return None, removed
+    return stripped, removed
+
+
+def has_content(message: BaseMessage) -> bool:
+    """Whether the content holds anything a provider accepts: non-blank text or a non-text
+    block (an image, a tool call). Tool calls in ``tool_calls`` are not content."""
+    content = message.content
+    if isinstance(content, str):
+        return bool(content.strip())
+    for block in content:
+        if isinstance(block, str):
+            if block.strip():
+                return True
+        elif block.get("type") != "text" or str(block.get("text", "")).strip():
+            return True
+    return False

@@ -1,10 +1,12 @@
 """`MemoryMiddleware`: memory for ``langchain.agents.create_agent`` (needs the ``agents`` extra).
 
-Before each model call it replaces the request's messages with memory's context (working
-memory, recall and the processors, merged into the system message where they are system
-messages); after each model call it saves the messages of the thread that memory does not hold
-yet (the user's input, tool traffic, the model's answer). ``thread_id``/``resource_id`` come from
-the run's ``config["configurable"]``.
+Before each model call it replaces the request's messages with memory's context: the agent's
+system message with memory's blocks (working memory, recalled conversations) merged into it,
+the remembered history shaped by the processors, then the current turn (the last user message
+and the agent loop's tool traffic since) untouched. After each model call it saves the messages
+of the thread that memory does not hold yet (the user's input, tool traffic, the model's
+answer), so it needs no checkpointer to remember. Ids follow the package's rule (`ids`),
+including a ``context=`` carrying ``resource_id`` or ``user_id``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from langgraph.config import get_config
 
 from .graph import state_messages
-from .turn import ids_from_config, split_new_input
+from .provider_rules import merge_system_messages
+from .turn import split_turn
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -26,12 +29,12 @@ if TYPE_CHECKING:
 def _merge(request: ModelRequest, context: list[BaseMessage]) -> ModelRequest:
     systems = [m for m in context if isinstance(m, SystemMessage)]
     rest = [m for m in context if not isinstance(m, SystemMessage)]
-    parts = [request.system_message.content] if request.system_message else []
-    parts += [m.content for m in systems]
-    text = "\n\n".join(p if isinstance(p, str) else str(p) for p in parts)
+    if request.system_message is not None:
+        systems.insert(0, request.system_message)
+    merged = merge_system_messages(systems)
     return request.override(
         messages=rest,  # type: ignore[arg-type]  # BaseMessage subclasses, as AnyMessage lists
-        system_message=SystemMessage(text) if text else None,
+        system_message=merged[0] if merged else None,  # type: ignore[arg-type]
     )
 
 
@@ -40,12 +43,12 @@ class MemoryMiddleware(AgentMiddleware):
 
     Example:
         >>> from langchain.agents import create_agent
-        >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
+        >>> from langchain_core.messages import AIMessage
         >>> from langchain_mastra_memory import Memory, SQLiteStorage
+        >>> from langchain_mastra_memory.testing import strict_model
         >>> memory = Memory(storage=SQLiteStorage(":memory:"))
-        >>> model = FakeListChatModel(responses=["hi!"])
-        >>> agent = create_agent(model, middleware=[memory.middleware()])
-        >>> config = {"configurable": {"thread_id": "t1", "resource_id": "alice"}}
+        >>> agent = create_agent(strict_model(AIMessage("hi!")), middleware=[memory.middleware()])
+        >>> config = {"configurable": {"thread_id": "t1"}}
         >>> _ = agent.invoke({"messages": [("user", "hello")]}, config)
         >>> [m.content for m in memory.get_messages(thread_id="t1")]
         ['hello', 'hi!']
@@ -59,34 +62,38 @@ class MemoryMiddleware(AgentMiddleware):
     def name(self) -> str:
         return "MemoryMiddleware"
 
+    def _plan(self, request: ModelRequest) -> dict[str, Any]:
+        thread_id, resource_id = self.memory.ids(get_config(), context=_context(request.runtime))
+        history, current = split_turn(request.messages)
+        return {
+            "new_messages": current,
+            "thread_id": thread_id,
+            "resource_id": resource_id,
+            "history": history or None,
+        }
+
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse:
-        thread_id, resource_id = ids_from_config(get_config())
-        history, new = split_new_input(request.messages)
-        context = self.memory.context(
-            new, thread_id=thread_id, resource_id=resource_id, history=history
-        )
-        return handler(_merge(request, context))
+        return handler(_merge(request, self.memory.context(**self._plan(request))))
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
-        thread_id, resource_id = ids_from_config(get_config())
-        history, new = split_new_input(request.messages)
-        context = await self.memory.acontext(
-            new, thread_id=thread_id, resource_id=resource_id, history=history
-        )
-        return await handler(_merge(request, context))
+        return await handler(_merge(request, await self.memory.acontext(**self._plan(request))))
 
     def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        thread_id, resource_id = ids_from_config(get_config())
+        thread_id, resource_id = self.memory.ids(get_config(), context=_context(runtime))
         self.memory.save_new(state_messages(state), thread_id=thread_id, resource_id=resource_id)
         return None
 
     async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        thread_id, resource_id = ids_from_config(get_config())
+        thread_id, resource_id = self.memory.ids(get_config(), context=_context(runtime))
         await self.memory.asave_new(
             state_messages(state), thread_id=thread_id, resource_id=resource_id
         )
         return None
+
+
+def _context(runtime: Any) -> Any:
+    return getattr(runtime, "context", None)

@@ -1,8 +1,10 @@
 """One turn, assembled once: the pure pieces every integration shape shares.
 
 The context sent to the model is, in this order (SPEC §3): the working-memory system message,
-recalled messages, the recent history, all of which the user's processors shape, then the new
-input, which no processor touches. After the model answers, the turn (the new input and what
+recalled messages, the recent history, all of which the user's processors shape, then the
+current turn, which no processor touches; `provider_rules.provider_safe` then makes it a
+sequence OpenAI and Anthropic accept (one leading system message, tool calls and results in
+pairs). After the model answers, the turn (the new input and what
 the model produced, tool traffic included) is saved; messages that memory itself injected are
 never saved back.
 """
@@ -19,27 +21,10 @@ from langchain_core.messages import (
     HumanMessage,
     message_chunk_to_message,
 )
-from langchain_core.runnables import RunnableConfig
 
-from .errors import ConfigurationError, InvalidMessageError
+from .errors import InvalidMessageError
+from .injected import is_injected
 from .messages import ensure_messages
-from .processors.working_memory import is_injected
-
-
-def ids_from_config(
-    config: RunnableConfig | None, *, default_resource_id: str | None = None
-) -> tuple[str, str]:
-    """``(thread_id, resource_id)`` from ``config["configurable"]`` (LangGraph's convention)."""
-    configurable = (config or {}).get("configurable") or {}
-    thread_id = configurable.get("thread_id")
-    resource_id = configurable.get("resource_id") or default_resource_id
-    if not thread_id:
-        msg = 'memory needs config={"configurable": {"thread_id": ..., "resource_id": ...}}'
-        raise ConfigurationError(msg + ": thread_id is missing")
-    if not resource_id:
-        msg = 'memory needs config={"configurable": {"thread_id": ..., "resource_id": ...}}'
-        raise ConfigurationError(msg + ": resource_id is missing")
-    return str(thread_id), str(resource_id)
 
 
 def input_messages(value: Any) -> list[BaseMessage]:
@@ -79,15 +64,14 @@ def to_save(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     return [m for m in messages if not is_injected(m)]
 
 
-def split_new_input(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], list[BaseMessage]]:
-    """A graph state's messages as (history, new input): the input is the trailing run of
-    messages after the last AI message (usually the user's new message)."""
-    cut = len(messages)
-    while cut > 0 and not isinstance(messages[cut - 1], AIMessage):
-        cut -= 1
-    if cut == 0:
-        return [], list(messages)
-    tail = list(messages[cut:])
-    if not tail:  # the state ends with an AI message (e.g. after a tool call): no new input
-        return list(messages), []
-    return list(messages[:cut]), tail
+def split_turn(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], list[BaseMessage]]:
+    """A conversation as (remembered history, current turn).
+
+    The current turn starts at the last human message and holds everything after it, the tool
+    traffic of a running agent loop included: processors never filter or drop it. Without a
+    human message the whole list is the current turn.
+    """
+    for cut in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[cut], HumanMessage):
+            return list(messages[:cut]), list(messages[cut:])
+    return [], list(messages)

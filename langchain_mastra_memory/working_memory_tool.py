@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool, ToolException
 
-from .errors import MastraMemoryError
+from .errors import ConfigurationError, MastraMemoryError
+from .ids import explicit_resource_id
 from .working_memory import TOOL_NAME, tool_args_schema
 
 if TYPE_CHECKING:
@@ -32,53 +33,82 @@ def create_working_memory_tool(
     """Build the tool for `memory`.
 
     ``thread_id``/``resource_id`` come from the arguments given here, else from the tool call's
-    ``config["configurable"]`` (LangGraph passes the graph's config to tools). Invalid input
-    goes back to the model as the tool's text (an error ``ToolMessage``), and nothing is stored.
+    config by the package's rule (`ids`; LangGraph passes the graph's config to tools). Any bad
+    input from the model (missing, extra or mistyped arguments, an invalid update) goes back to
+    it as the tool's text (an error ``ToolMessage``), and nothing is stored; a tool run with no
+    ids at all raises `ConfigurationError` to the developer.
     """
     config = memory.working_memory
 
     def ids(run_config: RunnableConfig | None) -> tuple[str, str | None]:
-        configurable = (run_config or {}).get("configurable", {})
-        resource = resource_id or configurable.get("resource_id")
-        thread = thread_id or configurable.get("thread_id")
-        if not resource:
-            raise ToolException("working memory is unavailable: no resource_id in the config")
-        if config.scope == "thread" and not thread:
-            raise ToolException("working memory is unavailable: no thread_id in the config")
-        return resource, thread
+        """``(resource_id, thread_id or None)``: this tool's own ids over the call's config."""
+        configurable = dict((run_config or {}).get("configurable") or {})
+        configurable.update(
+            {k: v for k, v in (("thread_id", thread_id), ("resource_id", resource_id)) if v}
+        )
+        if configurable.get("thread_id"):
+            thread, resource = memory.ids({"configurable": configurable})
+            return resource, thread
+        owner = explicit_resource_id(
+            {"configurable": configurable}, default_resource_id=memory.default_resource_id
+        )
+        if owner is None or config.scope == "thread":
+            msg = (
+                f"the {TOOL_NAME} tool needs the conversation's ids: run it in a graph invoked "
+                'with config={"configurable": {"thread_id": ...}}, or pass thread_id= / '
+                "resource_id= to memory.working_memory_tool()"
+            )
+            raise ConfigurationError(msg)
+        return owner, None
+
+    def argument(kwargs: dict[str, Any]) -> Any:
+        """The ``memory`` argument, or an error the model can act on."""
+        extra = sorted(set(kwargs) - {"memory"})
+        if extra:
+            raise ToolException(
+                f"unexpected argument(s) {extra}: {TOOL_NAME} takes one argument, `memory`"
+            )
+        if "memory" not in kwargs:
+            raise ToolException(f"{TOOL_NAME} needs the `memory` argument")
+        value = kwargs["memory"]
+        if config.mode == "markdown" and not isinstance(value, str):
+            raise ToolException(
+                "`memory` must be the whole working memory as one Markdown string, "
+                f"not {type(value).__name__}"
+            )
+        if config.mode == "schema" and not isinstance(value, dict):
+            raise ToolException(
+                "`memory` must be an object holding the fields that changed, "
+                f"not {type(value).__name__}"
+            )
+        return value
 
     def done(data: Any) -> str:
         shown = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
         return f"Working memory updated. It now reads:\n{shown}"
 
-    def update(memory_arg: Any, run_config: RunnableConfig | None) -> str:
-        resource, thread = ids(run_config)
+    def func(config: RunnableConfig, **kwargs: Any) -> str:
+        value = argument(kwargs)
+        resource, thread = ids(config)
         try:
             if thread is not None:
                 memory.ensure_thread(thread_id=thread, resource_id=resource)
-            return done(
-                memory.update_working_memory(memory_arg, resource_id=resource, thread_id=thread)
-            )
+            return done(memory.update_working_memory(value, resource_id=resource, thread_id=thread))
         except MastraMemoryError as exc:
             raise ToolException(str(exc)) from exc
 
-    async def aupdate(memory_arg: Any, run_config: RunnableConfig | None) -> str:
-        resource, thread = ids(run_config)
+    async def coroutine(config: RunnableConfig, **kwargs: Any) -> str:
+        value = argument(kwargs)
+        resource, thread = ids(config)
         try:
             if thread is not None:
                 await memory.aensure_thread(thread_id=thread, resource_id=resource)
             data = await memory.aupdate_working_memory(
-                memory_arg, resource_id=resource, thread_id=thread
+                value, resource_id=resource, thread_id=thread
             )
             return done(data)
         except MastraMemoryError as exc:
             raise ToolException(str(exc)) from exc
-
-    def func(memory: Any, config: RunnableConfig) -> str:
-        return update(memory, config)
-
-    async def coroutine(memory: Any, config: RunnableConfig) -> str:
-        return await aupdate(memory, config)
 
     return StructuredTool.from_function(
         func=func,

@@ -98,15 +98,22 @@ def test_delete_thread_deletes_both(tmp_path: Path) -> None:
     assert memory.get_thread("t1") is None and cp.get_tuple(ALICE) is None
 
 
-def test_missing_ids_in_config_are_clear_errors() -> None:
+def test_owner_follows_the_resolution_rule() -> None:
     memory = Memory(storage=SQLiteStorage(":memory:"))
     app = echo_graph(memory.checkpointer(InMemorySaver()))
-    with pytest.raises(ConfigurationError, match="resource_id"):
-        app.invoke({"messages": [HumanMessage("x")]}, {"configurable": {"thread_id": "t9"}})
-    assert memory.get_thread("t9") is None
-    with_default = echo_graph(memory.checkpointer(InMemorySaver(), default_resource_id="anon"))
+    with pytest.raises(ConfigurationError, match="thread_id"):
+        app.invoke({"messages": [HumanMessage("x")]}, {"configurable": {"resource_id": "a"}})
+    app.invoke({"messages": [HumanMessage("x")]}, {"configurable": {"thread_id": "t9"}})
+    assert memory.get_thread("t9").resource_id == "t9"  # the thread owns itself
+    app.invoke({"messages": [HumanMessage("x")]}, {"configurable": {"thread_id": "u", "user_id": "bo"}})
+    assert memory.get_thread("u").resource_id == "bo"
+    other = Memory(storage=SQLiteStorage(":memory:"))
+    with_default = echo_graph(other.checkpointer(InMemorySaver(), default_resource_id="anon"))
     with_default.invoke({"messages": [HumanMessage("x")]}, {"configurable": {"thread_id": "t9"}})
-    assert memory.get_thread("t9").resource_id == "anon"
+    assert other.get_thread("t9").resource_id == "anon"
+    assert other.default_resource_id == "anon"  # so the hook and the middleware agree
+    with pytest.raises(ConfigurationError, match="disagrees"):
+        other.checkpointer(InMemorySaver(), default_resource_id="someone-else")
 
 
 def test_a_thread_of_another_resource_is_refused_and_nothing_written() -> None:
@@ -153,7 +160,11 @@ def test_a_state_without_messages_passes_through() -> None:
     graph.add_edge(START, "inc")
     app = graph.compile(checkpointer=memory.checkpointer(InMemorySaver()))
     assert app.invoke({"n": 1}, ALICE) == {"n": 2}
-    assert memory.get_thread("t1") is None
+    # no messages mirrored, but the owner is recorded so that reads can be checked
+    assert memory.get_thread("t1").resource_id == "alice"
+    assert memory.get_messages(thread_id="t1") == []
+    with pytest.raises(ResourceMismatchError):
+        app.get_state({"configurable": {"thread_id": "t1", "resource_id": "mallory"}})
 
 
 class FailingSaver(InMemorySaver):

@@ -47,11 +47,9 @@ def test_as_runnable_on_a_new_thread(storage) -> None:
     assert [m.content for m in out] == ["hi"]
 
 
-@pytest.mark.parametrize(
-    "config", [{}, {"configurable": {"resource_id": "a"}}, {"configurable": {"thread_id": "t"}}]
-)
-def test_config_without_ids_is_a_clear_error(storage, config) -> None:
-    with pytest.raises(ConfigurationError, match=r"thread_id|resource_id"):
+@pytest.mark.parametrize("config", [{}, {"configurable": {"resource_id": "a"}}])
+def test_config_without_a_thread_is_a_clear_error(storage, config) -> None:
+    with pytest.raises(ConfigurationError, match=r"thread_id"):
         Memory(storage=storage).as_runnable().invoke({"input": "hi"}, config)
 
 

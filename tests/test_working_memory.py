@@ -251,9 +251,9 @@ def test_tool_returns_errors_to_the_model_and_stores_nothing(storage, bad) -> No
     assert memory.get_working_memory(resource_id="alice") == {"name": "Ada"}
 
 
-def test_tool_without_ids_tells_the_model(storage) -> None:
-    out = markdown_memory(storage).working_memory_tool().invoke(tool_call({"memory": "x"}), {})
-    assert out.status == "error" and "resource_id" in out.content
+def test_tool_without_ids_is_a_developer_error(storage) -> None:
+    with pytest.raises(ConfigurationError, match="thread_id"):
+        markdown_memory(storage).working_memory_tool().invoke(tool_call({"memory": "x"}), {})
 
 
 def test_tool_refuses_another_resources_thread(storage) -> None:

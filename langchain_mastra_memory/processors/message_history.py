@@ -9,8 +9,9 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from ..errors import ConfigurationError, ThreadExistsError
+from ..ids import resolve_ids
+from ..injected import is_injected
 from ..storage.base import MemoryStorage
-from ..turn import ids_from_config, to_save
 from .base import MemoryProcessor
 
 
@@ -51,7 +52,7 @@ class MessageHistory(MemoryProcessor):
         return [s.message for s in stored if s.message.id not in present] + list(messages)
 
     def process(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
-        thread_id, resource_id = ids_from_config(opts.get("config"))
+        thread_id, resource_id = resolve_ids(opts.get("config"))
         if self.storage.get_thread(thread_id) is None:
             return list(messages)
         stored = self.storage.list_messages(
@@ -60,7 +61,7 @@ class MessageHistory(MemoryProcessor):
         return self._history(stored, messages)
 
     async def aprocess(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
-        thread_id, resource_id = ids_from_config(opts.get("config"))
+        thread_id, resource_id = resolve_ids(opts.get("config"))
         if await self.storage.aget_thread(thread_id) is None:
             return list(messages)
         stored = await self.storage.alist_messages(
@@ -70,18 +71,23 @@ class MessageHistory(MemoryProcessor):
 
     def save(self, messages: Sequence[BaseMessage], config: Any) -> None:
         """Store the turn's new messages (idempotent by id)."""
-        thread_id, resource_id = ids_from_config(config)
+        thread_id, resource_id = resolve_ids(config)
         if self.storage.get_thread(thread_id) is None:
             with contextlib.suppress(ThreadExistsError):  # created by a concurrent save
                 self.storage.create_thread(thread_id=thread_id, resource_id=resource_id)
-        self.storage.save_messages(to_save(messages), thread_id=thread_id, resource_id=resource_id)
+        self.storage.save_messages(_own(messages), thread_id=thread_id, resource_id=resource_id)
 
     async def asave(self, messages: Sequence[BaseMessage], config: Any) -> None:
         """Async `save`."""
-        thread_id, resource_id = ids_from_config(config)
+        thread_id, resource_id = resolve_ids(config)
         if await self.storage.aget_thread(thread_id) is None:
             with contextlib.suppress(ThreadExistsError):
                 await self.storage.acreate_thread(thread_id=thread_id, resource_id=resource_id)
         await self.storage.asave_messages(
-            to_save(messages), thread_id=thread_id, resource_id=resource_id
+            _own(messages), thread_id=thread_id, resource_id=resource_id
         )
+
+
+def _own(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """The turn's own messages: never those memory injected."""
+    return [m for m in messages if not is_injected(m)]

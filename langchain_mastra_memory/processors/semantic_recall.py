@@ -5,21 +5,23 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from langchain_core.embeddings import Embeddings
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..embeddings import CachedEmbeddings, model_id
 from ..errors import ConfigurationError
-from ..messages import mastra_role, message_text
+from ..ids import ids_from_options
+from ..injected import tag
+from ..messages import mastra_role, message_text, without_tool_calls
 from ..storage.base import MemoryStorage
 from ..storage.records import StoredMessage
 from ..vector import ChromaVectorStore, VectorRecord, index_name_for
+from ..working_memory import TOOL_NAME as WORKING_MEMORY_TOOL
 from .base import MemoryProcessor
-from .working_memory import SOURCE_KEY
 
 logger = logging.getLogger("langchain_mastra_memory")
 
@@ -151,18 +153,9 @@ class SemanticRecall(MemoryProcessor):
 
     # -- ids -----------------------------------------------------------------------------------
     def _ids(self, opts: dict[str, Any]) -> tuple[str, str | None]:
-        configurable = (opts.get("config") or {}).get("configurable", {})
-        resource_id = opts.get("resource_id") or configurable.get("resource_id")
-        thread_id = opts.get("thread_id") or configurable.get("thread_id")
-        if self.options.scope == "resource" and not resource_id:
-            raise ConfigurationError("SemanticRecall with scope 'resource' needs a resource_id")
+        thread_id, resource_id = ids_from_options(opts, processor="SemanticRecall")
         if self.options.scope == "thread" and not thread_id:
             raise ConfigurationError("SemanticRecall with scope 'thread' needs a thread_id")
-        if not resource_id:
-            thread = self.storage.get_thread(thread_id) if thread_id else None
-            if thread is None:
-                raise ConfigurationError("SemanticRecall needs a resource_id (or a known thread)")
-            resource_id = thread.resource_id
         return resource_id, thread_id
 
     # -- search --------------------------------------------------------------------------------
@@ -290,7 +283,7 @@ class SemanticRecall(MemoryProcessor):
             after=window.after,
             resource_id=resource_id,
         )
-        return [s for s in found if s.message.id not in exclude]
+        return hide_working_memory([s for s in found if s.message.id not in exclude])
 
     async def arecall(
         self, query: str, *, resource_id: str, thread_id: str | None, exclude: set[str]
@@ -304,7 +297,7 @@ class SemanticRecall(MemoryProcessor):
             after=window.after,
             resource_id=resource_id,
         )
-        return [s for s in found if s.message.id not in exclude]
+        return hide_working_memory([s for s in found if s.message.id not in exclude])
 
     def process(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
         query = last_human_text(messages)
@@ -425,6 +418,31 @@ def _vector_records(
     ]
 
 
+def hide_working_memory(found: Sequence[StoredMessage]) -> list[StoredMessage]:
+    """`found` without working-memory tool traffic: its calls are stripped from assistant
+    messages (dropped when nothing is left) and its results removed, as Mastra hides them."""
+    calls = {
+        c["id"]
+        for s in found
+        if isinstance(s.message, AIMessage)
+        for c in s.message.tool_calls
+        if c["name"] == WORKING_MEMORY_TOOL and c.get("id")
+    }
+    out: list[StoredMessage] = []
+    for s in found:
+        message: BaseMessage | None = s.message
+        if isinstance(message, ToolMessage):
+            if message.name == WORKING_MEMORY_TOOL or message.tool_call_id in calls:
+                continue
+        elif isinstance(message, AIMessage):
+            message, _ = without_tool_calls(message, lambda name, _id: name == WORKING_MEMORY_TOOL)
+        if message is s.message:
+            out.append(s)
+        elif message is not None:
+            out.append(replace(s, message=message))
+    return out
+
+
 def last_human_text(messages: Sequence[BaseMessage]) -> str:
     """The text of the last human message ('' when there is none)."""
     for message in reversed(messages):
@@ -435,13 +453,6 @@ def last_human_text(messages: Sequence[BaseMessage]) -> str:
 
 def _ids_of(messages: Sequence[BaseMessage]) -> set[str]:
     return {m.id for m in messages if m.id}
-
-
-def tag(message: BaseMessage, source: str) -> BaseMessage:
-    """A copy of `message` marked as coming from memory (never saved back as history)."""
-    return message.model_copy(
-        update={"response_metadata": {**message.response_metadata, SOURCE_KEY: source}}
-    )
 
 
 def format_other_threads(found: Sequence[StoredMessage], titles: dict[str, str | None]) -> str:
@@ -456,12 +467,13 @@ def format_other_threads(found: Sequence[StoredMessage], titles: dict[str, str |
         lines = [f'<remembered_from_other_conversation thread="{thread_id}"{label}>']
         day = None
         for s in sorted(items, key=lambda s: s.created_at):
+            text = message_text(s.message)
+            if not text.strip():  # an assistant message that only called tools
+                continue
             if s.created_at.date() != day:
                 day = s.created_at.date()
                 lines.append(f"{day:%Y-%m-%d}:")
-            lines.append(
-                f"  [{s.created_at:%H:%M}] {mastra_role(s.message)}: {message_text(s.message)}"
-            )
+            lines.append(f"  [{s.created_at:%H:%M}] {mastra_role(s.message)}: {text}")
         lines.append("</remembered_from_other_conversation>")
         parts.append("\n".join(lines))
     return "\n\n".join(parts)

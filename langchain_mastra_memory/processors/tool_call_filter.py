@@ -8,7 +8,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ..errors import ConfigurationError
-from ..messages import TOOL_CALL_BLOCK_TYPES
+from ..messages import without_tool_calls
 from .base import MemoryProcessor
 
 
@@ -64,7 +64,8 @@ class ToolCallFilter(MemoryProcessor):
                     continue
                 out.append(message)
             elif isinstance(message, AIMessage):
-                kept = self._strip_calls(message, removed_calls)
+                kept, removed = without_tool_calls(message, lambda name, _id: self._excluded(name))
+                removed_calls.update(removed)
                 if kept is not None:
                     out.append(kept)
             else:
@@ -74,59 +75,3 @@ class ToolCallFilter(MemoryProcessor):
     async def aprocess(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
         """CPU only: runs `process` inline."""
         return self.process(messages, **opts)
-
-    def _strip_calls(self, message: AIMessage, removed: set[str]) -> AIMessage | None:
-        calls = [c for c in message.tool_calls if self._excluded(c["name"])]
-        bad = [c for c in message.invalid_tool_calls if self._excluded(c.get("name"))]
-        content = message.content
-        blocks: list[dict[str, Any]] = [
-            b
-            for b in (content if isinstance(content, list) else [])
-            if isinstance(b, dict) and _is_call_block(b) and self._excluded(b.get("name"))
-        ]
-        raw = message.additional_kwargs.get("tool_calls") or []
-        raw_removed = [r for r in raw if self._excluded((r.get("function") or {}).get("name"))]
-        if not (calls or bad or blocks or raw_removed):
-            return message
-        removed.update(c["id"] for c in calls if c.get("id"))  # type: ignore[misc]
-        removed.update(b["id"] for b in blocks if b.get("id"))
-        removed.update(r["id"] for r in raw_removed if r.get("id"))
-        new_content: str | list[Any] = (
-            [b for b in content if not any(b is x for x in blocks)]
-            if isinstance(content, list)
-            else content
-        )
-        kwargs = dict(message.additional_kwargs)
-        if raw_removed:
-            remaining_raw = [r for r in raw if not any(r is x for x in raw_removed)]
-            if remaining_raw:
-                kwargs["tool_calls"] = remaining_raw
-            else:
-                kwargs.pop("tool_calls", None)
-        stripped = message.model_copy(
-            update={
-                "content": new_content,
-                "tool_calls": [c for c in message.tool_calls if c not in calls],
-                "invalid_tool_calls": [c for c in message.invalid_tool_calls if c not in bad],
-                "additional_kwargs": kwargs,
-            }
-        )
-        if not stripped.tool_calls and not stripped.invalid_tool_calls and _is_empty(new_content):
-            return None
-        return stripped
-
-
-def _is_call_block(block: object) -> bool:
-    return isinstance(block, dict) and block.get("type") in TOOL_CALL_BLOCK_TYPES
-
-
-def _is_empty(content: str | list[Any]) -> bool:
-    if isinstance(content, str):
-        return not content.strip()
-    for block in content:
-        if isinstance(block, str):
-            if block.strip():
-                return False
-        elif block.get("type") != "text" or str(block.get("text", "")).strip():
-            return False
-    return True

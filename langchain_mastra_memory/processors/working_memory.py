@@ -7,16 +7,11 @@ from typing import Any
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from ..errors import ConfigurationError
+from ..ids import ids_from_options
+from ..injected import SOURCE_KEY
 from ..storage.base import MemoryStorage
 from ..working_memory import WorkingMemoryConfig, instructions
 from .base import MemoryProcessor
-
-SOURCE_KEY = "langchain_mastra_memory"
-
-
-def is_injected(message: BaseMessage) -> bool:
-    """Whether a message was added by memory (never to be saved back into the history)."""
-    return SOURCE_KEY in message.response_metadata
 
 
 class WorkingMemory(MemoryProcessor):
@@ -60,11 +55,7 @@ class WorkingMemory(MemoryProcessor):
         )
 
     def _target(self, opts: dict[str, Any]) -> tuple[str, str | None]:
-        configurable = (opts.get("config") or {}).get("configurable", {})
-        resource_id = opts.get("resource_id") or configurable.get("resource_id")
-        thread_id = opts.get("thread_id") or configurable.get("thread_id")
-        if not resource_id:
-            raise ConfigurationError("WorkingMemory needs config['configurable']['resource_id']")
+        thread_id, resource_id = ids_from_options(opts, processor="WorkingMemory")
         if self.config.scope == "thread":
             if not thread_id:
                 raise ConfigurationError("WorkingMemory with scope 'thread' needs a thread_id")

@@ -1,0 +1,106 @@
+"""Which thread and which owner a call is about: one resolution rule for every shape.
+
+``thread_id`` is ``config["configurable"]["thread_id"]`` (LangGraph's convention). The owner
+(``resource_id``) is the first of:
+
+1. ``config["configurable"]["resource_id"]``,
+2. ``config["configurable"]["user_id"]``,
+3. the run's LangGraph runtime context (``create_agent(..., context_schema=...)`` invoked with
+   ``context=``): its ``resource_id`` or ``user_id`` attribute or key,
+4. ``Memory(default_resource_id=...)`` (or ``memory.checkpointer(default_resource_id=...)``),
+5. the thread id itself: the thread is its own owner, so a ``thread_id``-only config works, but
+   cross-thread recall and resource-scoped working memory then have nothing to share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+from .errors import ConfigurationError
+
+OWNER_KEYS = ("resource_id", "user_id")
+
+
+def runtime_context() -> Any:
+    """The LangGraph runtime context of the current run (None outside a graph)."""
+    try:
+        from langgraph.runtime import get_runtime
+
+        runtime = get_runtime()
+    except Exception:  # outside a runnable context, or no runtime in it
+        return None
+    return getattr(runtime, "context", None)
+
+
+def _field(source: Any, key: str) -> Any:
+    if isinstance(source, Mapping):
+        return source.get(key)
+    return getattr(source, key, None)
+
+
+def explicit_resource_id(
+    config: RunnableConfig | None,
+    *,
+    default_resource_id: str | None = None,
+    context: Any = None,
+) -> str | None:
+    """The owner named by steps 1-4 of the rule, or None when nothing names one."""
+    configurable = (config or {}).get("configurable") or {}
+    if context is None:
+        context = runtime_context()
+    for source in (configurable, context):
+        if source is None:
+            continue
+        for key in OWNER_KEYS:
+            value = _field(source, key)
+            if value:
+                return str(value)
+    return default_resource_id
+
+
+def resolve_ids(
+    config: RunnableConfig | None,
+    *,
+    default_resource_id: str | None = None,
+    context: Any = None,
+) -> tuple[str, str]:
+    """``(thread_id, resource_id)`` by the rule above; `ConfigurationError` without a thread.
+
+    Example:
+        >>> resolve_ids({"configurable": {"thread_id": "t1", "user_id": "alice"}})
+        ('t1', 'alice')
+        >>> resolve_ids({"configurable": {"thread_id": "t1"}})
+        ('t1', 't1')
+    """
+    configurable = (config or {}).get("configurable") or {}
+    thread_id = configurable.get("thread_id")
+    if not thread_id:
+        msg = (
+            'memory needs config={"configurable": {"thread_id": ...}} (and optionally '
+            '"resource_id" or "user_id"): thread_id is missing'
+        )
+        raise ConfigurationError(msg)
+    resource_id = explicit_resource_id(
+        config, default_resource_id=default_resource_id, context=context
+    )
+    return str(thread_id), resource_id or str(thread_id)
+
+
+def ids_from_options(opts: Mapping[str, Any], *, processor: str) -> tuple[str | None, str]:
+    """``(thread_id or None, resource_id)`` for a processor called with ``thread_id=`` /
+    ``resource_id=`` options or a ``config``: the same rule, and an error naming `processor`
+    when neither a thread nor an owner is known."""
+    config = opts.get("config")
+    configurable = (config or {}).get("configurable") or {}
+    thread_id = opts.get("thread_id") or configurable.get("thread_id")
+    resource_id = opts.get("resource_id") or explicit_resource_id(config) or thread_id
+    if not resource_id:
+        msg = (
+            f'{processor} needs config={{"configurable": {{"thread_id": ...}}}} '
+            '(and optionally "resource_id" or "user_id")'
+        )
+        raise ConfigurationError(msg)
+    return (str(thread_id) if thread_id else None), str(resource_id)

@@ -1,0 +1,68 @@
+"""A scripted chat model that refuses what OpenAI and Anthropic refuse, for tests and notebooks.
+
+Scripted models that accept any input hide the mistakes a real provider reports on the first
+call; this one checks every input with `provider_violations` before it replies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from .provider_rules import provider_violations
+
+
+class ProviderRejectedInput(ValueError):
+    """The input would be refused by a real provider (a 400 from OpenAI or Anthropic)."""
+
+
+class ProviderStrictChatModel(FakeMessagesListChatModel):
+    """Replies with the given messages in order, after checking each input as providers do.
+
+    Every input is recorded in `seen`; `bind_tools` records the tool names, and a scripted tool
+    call to a tool that was not bound is refused too (a real model cannot make one).
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage, ToolMessage
+        >>> model = ProviderStrictChatModel(responses=[AIMessage("hi")])
+        >>> model.invoke([HumanMessage("hello")]).content
+        'hi'
+        >>> model.invoke([ToolMessage("42", tool_call_id="c1")])
+        Traceback (most recent call last):
+        ...
+        langchain_mastra_memory.testing.ProviderRejectedInput: ...
+    """
+
+    seen: list[list[BaseMessage]] = []  # noqa: RUF012 - a pydantic field, copied per instance
+    tool_names: list[str] | None = None
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ProviderStrictChatModel:
+        """Record the tools' names (the model replies as scripted)."""
+        self.tool_names = [convert_to_openai_tool(t)["function"]["name"] for t in tools]
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        problems = provider_violations(messages)
+        if problems:
+            raise ProviderRejectedInput("invalid model input: " + "; ".join(problems))
+        self.seen.append(list(messages))
+        result = super()._generate(messages, *args, **kwargs)
+        reply = result.generations[0].message
+        if isinstance(reply, AIMessage) and reply.tool_calls:
+            unknown = [
+                c["name"] for c in reply.tool_calls if c["name"] not in (self.tool_names or [])
+            ]
+            if unknown:
+                raise ProviderRejectedInput(
+                    f"scripted call to tools that were not bound: {unknown}"
+                )
+        return result
+
+
+def strict_model(*replies: BaseMessage) -> ProviderStrictChatModel:
+    """A `ProviderStrictChatModel` replying `replies` in order."""
+    return ProviderStrictChatModel(responses=list(replies), seen=[])
