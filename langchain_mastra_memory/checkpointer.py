@@ -239,7 +239,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
             yield from self.saver.list(config, filter=filter, before=before, limit=limit)
             return
         count = 0
-        for item in self.saver.list(config, filter=filter, before=before):
+        for item in self.saver.list(None, filter=filter, before=before):  # every thread
             if limit is not None and count >= limit:
                 return
             if self._owner(item.config["configurable"]["thread_id"]) == owner:
@@ -345,7 +345,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
                 yield item
             return
         count = 0
-        async for item in self._inner_alist(config, filter, before, None):
+        async for item in self._inner_alist(None, filter, before, None):  # every thread
             if limit is not None and count >= limit:
                 return
             if await self._aowner(item.config["configurable"]["thread_id"]) == owner:

@@ -6,11 +6,16 @@ call; this one checks every input with `provider_violations` before it replies.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import re
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages.tool import tool_call_chunk
+from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from .provider_rules import provider_violations
@@ -61,6 +66,38 @@ class ProviderStrictChatModel(FakeMessagesListChatModel):
                     f"scripted call to tools that were not bound: {unknown}"
                 )
         return result
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        """The scripted reply word by word (tool calls arrive whole in one chunk)."""
+        reply = self._generate(messages, stop, run_manager, **kwargs).generations[0].message
+        if isinstance(reply.content, str) and not getattr(reply, "tool_calls", None):
+            pieces = re.findall(r"\S+\s*|\s+", reply.content) or [""]
+            chunks = [AIMessageChunk(content=piece, id=reply.id) for piece in pieces]
+        else:
+            calls = getattr(reply, "tool_calls", [])
+            chunks = [
+                AIMessageChunk(
+                    content=reply.content,
+                    id=reply.id,
+                    tool_call_chunks=[
+                        tool_call_chunk(
+                            name=c["name"], args=json.dumps(c["args"]), id=c["id"], index=i
+                        )
+                        for i, c in enumerate(calls)
+                    ],
+                )
+            ]
+        for message in chunks:
+            chunk = ChatGenerationChunk(message=message)
+            if run_manager:
+                run_manager.on_llm_new_token(str(message.content), chunk=chunk)
+            yield chunk
 
 
 def strict_model(*replies: BaseMessage) -> ProviderStrictChatModel:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from helpers import scripted
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import RunnableLambda
@@ -46,7 +46,7 @@ def test_history_refuses_another_resources_thread(memory: Memory) -> None:
 
 
 def _chain(memory: Memory, replies: list[str]) -> tuple[RunnableWithMessageHistory, list]:
-    model = FakeMessagesListChatModel(responses=[AIMessage(r) for r in replies])
+    model = scripted(*[AIMessage(r) for r in replies])
     prompts: list = []
     prompt = ChatPromptTemplate.from_messages(
         [("system", "You are terse."), MessagesPlaceholder("history"), ("human", "{question}")]

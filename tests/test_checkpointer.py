@@ -105,7 +105,9 @@ def test_owner_follows_the_resolution_rule() -> None:
         app.invoke({"messages": [HumanMessage("x")]}, {"configurable": {"resource_id": "a"}})
     app.invoke({"messages": [HumanMessage("x")]}, {"configurable": {"thread_id": "t9"}})
     assert memory.get_thread("t9").resource_id == "t9"  # the thread owns itself
-    app.invoke({"messages": [HumanMessage("x")]}, {"configurable": {"thread_id": "u", "user_id": "bo"}})
+    app.invoke(
+        {"messages": [HumanMessage("x")]}, {"configurable": {"thread_id": "u", "user_id": "bo"}}
+    )
     assert memory.get_thread("u").resource_id == "bo"
     other = Memory(storage=SQLiteStorage(":memory:"))
     with_default = echo_graph(other.checkpointer(InMemorySaver(), default_resource_id="anon"))

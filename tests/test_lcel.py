@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from helpers import scripted
-from langchain_core.language_models.fake_chat_models import FakeListChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
@@ -80,10 +79,7 @@ def test_wrap_around_a_chain_with_a_string_output(storage) -> None:
         [("system", "Be brief."), MessagesPlaceholder("messages")]
     )
     chain = memory.wrap(
-        (lambda msgs: {"messages": msgs})
-        | prompt
-        | FakeListChatModel(responses=["ok"])
-        | StrOutputParser()
+        (lambda msgs: {"messages": msgs}) | prompt | scripted(AIMessage("ok")) | StrOutputParser()
     )
     assert chain.invoke("hello", CONFIG) == "ok"
     assert [m.content for m in memory.get_messages(thread_id="t1")] == ["hello", "ok"]
@@ -91,7 +87,7 @@ def test_wrap_around_a_chain_with_a_string_output(storage) -> None:
 
 def test_wrap_streams_and_saves_when_the_stream_ends(storage) -> None:
     memory = Memory(storage=storage)
-    chat = memory.wrap(GenericFakeChatModel(messages=iter([AIMessage("streamed answer here")])))
+    chat = memory.wrap(scripted(AIMessage("streamed answer here")))
     chunks = []
     for chunk in chat.stream("go", CONFIG):
         chunks.append(chunk.content)
@@ -105,9 +101,7 @@ def test_wrap_streams_and_saves_when_the_stream_ends(storage) -> None:
 
 async def test_wrap_async_invoke_and_astream(storage) -> None:
     memory = Memory(storage=storage)
-    chat = memory.wrap(
-        GenericFakeChatModel(messages=iter([AIMessage("one"), AIMessage("two three")]))
-    )
+    chat = memory.wrap(scripted(AIMessage("one"), AIMessage("two three")))
     assert (await chat.ainvoke("first", CONFIG)).content == "one"
     text = "".join([c.content async for c in chat.astream("second", CONFIG)])
     assert text == "two three"

@@ -35,11 +35,18 @@ def schema() -> str:
 def _appender(schema: str, worker: int, count: int) -> None:  # runs in a child process
     storage = PostgresStorage(DSN, schema=schema)
     for i in range(count):
-        storage.save_messages([HumanMessage(f"w{worker}-{i}", id=f"w{worker}-{i}")], thread_id="t1", resource_id="alice")
+        storage.save_messages(
+            [HumanMessage(f"w{worker}-{i}", id=f"w{worker}-{i}")],
+            thread_id="t1",
+            resource_id="alice",
+        )
 
 
 def _wm_updater(schema: str, worker: int) -> None:  # runs in a child process
-    memory = Memory(storage=PostgresStorage(DSN, schema=schema), options={"working_memory": {"enabled": True, "schema": {"type": "object"}}})
+    memory = Memory(
+        storage=PostgresStorage(DSN, schema=schema),
+        options={"working_memory": {"enabled": True, "schema": {"type": "object"}}},
+    )
     for i in range(25):
         memory.update_working_memory({f"w{worker}": {f"k{i}": i}}, resource_id="alice")
 
@@ -62,8 +69,12 @@ def test_four_processes_append_and_update_working_memory(schema: str) -> None:
     assert times == sorted(times) and len(set(times)) == len(times)
     for w in range(4):
         assert [i for i in ids if i.startswith(f"w{w}-")] == [f"w{w}-{i}" for i in range(30)]
-    memory = Memory(storage=storage, options={"working_memory": {"enabled": True, "schema": {"type": "object"}}})
-    assert memory.get_working_memory(resource_id="alice") == {f"w{w}": {f"k{i}": i for i in range(25)} for w in range(4)}
+    memory = Memory(
+        storage=storage, options={"working_memory": {"enabled": True, "schema": {"type": "object"}}}
+    )
+    assert memory.get_working_memory(resource_id="alice") == {
+        f"w{w}": {f"k{i}": i for i in range(25)} for w in range(4)
+    }
 
 
 def test_newer_schema_version_is_refused(schema: str) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from helpers import scripted
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import RunnableLambda
@@ -71,7 +71,7 @@ def test_processors_compose_with_pipe_in_order() -> None:
 
 
 def test_processors_inside_an_lcel_chain_with_prompt_and_model() -> None:
-    model = FakeMessagesListChatModel(responses=[AIMessage("sure")])
+    model = scripted(AIMessage("sure"))
     seen = []
     prompt = ChatPromptTemplate.from_messages(
         [("system", "Be nice."), MessagesPlaceholder("history")]

@@ -374,3 +374,30 @@ def test_concurrent_partial_updates_from_four_processes(tmp_path) -> None:
     assert memory.get_working_memory(resource_id="alice") == {
         f"w{w}": {f"k{i}": i for i in range(50)} for w in range(4)
     }
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({}, "needs the `memory` argument"),
+        ({"memory": "# User", "name": "Ada"}, "unexpected argument"),
+        ({"memory": {"name": "Ada"}}, "one Markdown string"),
+        ({"memory": 42}, "one Markdown string"),
+    ],
+)
+def test_bad_tool_arguments_go_back_to_the_model(storage, call, args, message) -> None:
+    memory = markdown_memory(storage)
+    out = call(memory.working_memory_tool(), "invoke", tool_call(args), CONFIG)
+    assert out.status == "error" and message in out.content
+    assert memory.get_working_memory(resource_id="alice") is None
+
+
+@pytest.mark.parametrize("args", [{"memory": "a string"}, {"memory": [1]}, {"extra": 1}])
+def test_bad_schema_tool_arguments_go_back_to_the_model(storage, args) -> None:
+    memory = Memory(
+        storage=storage,
+        options={"working_memory": {"enabled": True, "schema": {"type": "object"}}},
+    )
+    out = memory.working_memory_tool().invoke(tool_call(args), CONFIG)
+    assert out.status == "error"
+    assert memory.get_working_memory(resource_id="alice") is None
