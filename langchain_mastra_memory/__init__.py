@@ -17,6 +17,7 @@ from .errors import (
     ThreadExistsError,
     ThreadNotFoundError,
     TripWire,
+    UnsavedTurnWarning,
     VectorStoreError,
     WorkingMemoryError,
 )
@@ -73,6 +74,7 @@ __all__ = [
     "TokenLimiterProcessor",
     "ToolCallFilter",
     "TripWire",
+    "UnsavedTurnWarning",
     "VectorStoreError",
     "WorkingMemory",
     "WorkingMemoryConfig",

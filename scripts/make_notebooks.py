@@ -11,22 +11,17 @@ OUT = Path(__file__).resolve().parents[1] / "notebooks"
 
 MODEL_CELL = '''import os
 
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage
+
+from langchain_mastra_memory.testing import strict_model
 
 OFFLINE = not os.environ.get("OPENAI_API_KEY")
 
 
-class ScriptedChatModel(FakeMessagesListChatModel):
-    """Offline stand-in for a chat model: replies from a script, accepts tools."""
-
-    def bind_tools(self, tools, **kwargs):
-        return self
-
-
 def chat_model(*script):
+    """Offline: a scripted model that refuses any input OpenAI or Anthropic would refuse."""
     if OFFLINE:
-        return ScriptedChatModel(responses=list(script))
+        return strict_model(*script)
     from langchain_openai import ChatOpenAI
 
     return ChatOpenAI(model="gpt-4o-mini", temperature=0)
@@ -49,12 +44,12 @@ memory = Memory(
     options={"last_messages": 20},
     processors=[ToolCallFilter(), TokenLimiter(8_000)],
 )
-prompt = ChatPromptTemplate.from_messages([("system", "You are a concise assistant."), MessagesPlaceholder("messages")])
+prompt = ChatPromptTemplate.from_messages([("system", "You are a {tone} assistant."), MessagesPlaceholder("messages")])
 model = chat_model(AIMessage("Nice to meet you, Ada!"), AIMessage("Your name is Ada."))
-chat = memory.wrap((lambda messages: {"messages": messages}) | prompt | model)
+chat = memory.wrap(prompt | model)  # gets {"tone": ..., "messages": [memory's context]}
 config = {"configurable": {"thread_id": "lcel-demo", "resource_id": "ada"}}"""),
-        new_code_cell("""print(chat.invoke("Hi, I'm Ada.", config).content)
-answer = chat.invoke("What's my name?", config).content
+        new_code_cell("""print(chat.invoke({"input": "Hi, I'm Ada.", "tone": "concise"}, config).content)
+answer = chat.invoke({"input": "What's my name?", "tone": "concise"}, config).content
 print(answer)"""),
         new_code_cell('''stored = memory.get_messages(thread_id="lcel-demo")
 for message in stored:

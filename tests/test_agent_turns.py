@@ -103,7 +103,10 @@ def test_react_agent_turns_are_provider_valid_and_remember(tmp_path: Path, key: 
     agent = react_agent(memory, model, prompt="You are a helpful assistant.")
     agent.invoke({"messages": [("user", "I just moved to Lisbon!")]}, cfg("t1", "alice", key))
     agent.invoke({"messages": [("user", "Where did I say I moved?")]}, cfg("t1", "alice", key))
-    agent.invoke({"messages": [("user", "Remind me, which city did I just move to?")]}, cfg("t2", "alice", key))
+    agent.invoke(
+        {"messages": [("user", "Remind me, which city did I just move to?")]},
+        cfg("t2", "alice", key),
+    )
 
     assert len(model.seen) == 5
     for sent in model.seen:
@@ -343,7 +346,7 @@ def test_another_resource_cannot_read_a_thread_sync(tmp_path: Path) -> None:
     }
     assert {c.config["configurable"]["thread_id"] for c in cp.list(None)} == {"t1", "m1"}
     assert len(list(cp.list(cfg_resource("alice"), limit=1))) == 1
-    assert [m.content for m in memory.get_messages(thread_id="t1")][0] == "my secret is 4242"
+    assert memory.get_messages(thread_id="t1")[0].content == "my secret is 4242"
 
 
 def cfg_resource(resource: str) -> dict:
@@ -389,9 +392,7 @@ def test_working_memory_traffic_never_appears_in_recall(
         [
             HumanMessage("Working memory: I moved to Lisbon, please remember it"),
             wm_call("# User\n- Location: Lisbon (working memory updated)"),
-            ToolMessage(
-                "Working memory updated. It now reads: Lisbon", tool_call_id="w1", name=WM
-            ),
+            ToolMessage("Working memory updated. It now reads: Lisbon", tool_call_id="w1", name=WM),
             AIMessage("Noted, working memory updated: you live in Lisbon."),
             HumanMessage("thanks"),
             AIMessage("You're welcome."),

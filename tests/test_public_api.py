@@ -44,6 +44,7 @@ EXPECTED = [
     "TokenLimiterProcessor",
     "ToolCallFilter",
     "TripWire",
+    "UnsavedTurnWarning",
     "VectorStoreError",
     "WorkingMemory",
     "WorkingMemoryConfig",

@@ -1,0 +1,82 @@
+"""The README's integration examples run as written, with `ChatOpenAI(...)` swapped for a
+scripted model that refuses any input OpenAI or Anthropic would refuse."""
+
+from __future__ import annotations
+
+import re
+import sys
+import types
+import warnings
+from pathlib import Path
+
+import pytest
+from helpers import scripted
+from langchain_core.messages import AIMessage
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+MODEL = 'ChatOpenAI(model="gpt-4o-mini")'
+WM_CALL = AIMessage(
+    "",
+    tool_calls=[
+        {
+            "name": "update_working_memory",
+            "args": {
+                "memory": "# User Information\n- **First Name**: Alice\n- **Location**: Lisbon"
+            },
+            "id": "w1",
+        }
+    ],
+)
+
+
+def examples() -> dict[str, str]:
+    """The python blocks of "Integration shapes" that use a chat model, by subsection."""
+    text = README.read_text()
+    section = text.split("## Integration shapes", 1)[1].split("\n## ", 1)[0]
+    found = {}
+    for part in section.split("\n### ")[1:]:
+        title = part.splitlines()[0].strip()
+        for block in re.findall(r"```python\n(.*?)```", part, flags=re.S):
+            if MODEL in block:
+                found[title] = block
+    return found
+
+
+SCRIPTS = {
+    "LCEL: memory around a chain": [
+        AIMessage("Lisbon is lovely."),
+        AIMessage("You live in Lisbon."),
+    ],
+    "LangGraph: the checkpointer adapter and the pre-model hook": [
+        WM_CALL,
+        AIMessage("Noted."),
+        AIMessage("You moved to Lisbon in March."),
+    ],
+    "LangChain agents: middleware": [WM_CALL, AIMessage("Hi Alice!"), AIMessage("In Lisbon.")],
+    "The agent tool": [WM_CALL, AIMessage("Nice to meet you, Ada.")],
+}
+
+
+def test_every_integration_example_is_covered() -> None:
+    assert set(examples()) == set(SCRIPTS)
+
+
+@pytest.mark.parametrize("title", sorted(SCRIPTS))
+def test_readme_example_runs_as_written(title: str, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the examples write memory.db in the current directory
+    model = scripted(*SCRIPTS[title])
+    code = examples()[title].replace(MODEL, "__model__")
+    module = types.ModuleType("readme_example")  # dataclasses look their module up
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    namespace = module.__dict__
+    namespace["__model__"] = model
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # create_react_agent's move notice
+        exec(compile(code, f"README: {title}", "exec"), namespace)
+    assert len(model.seen) == len(SCRIPTS[title])  # every scripted reply was asked for
+    memory = namespace["memory"]
+    threads = memory.list_threads()
+    assert threads and all(memory.get_messages(thread_id=t.id) for t in threads)
+    if any(m.tool_calls for m in SCRIPTS[title] if isinstance(m, AIMessage)):
+        owner = next(t.resource_id for t in threads)
+        assert "Lisbon" in memory.get_working_memory(resource_id=owner)
