@@ -9,6 +9,7 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
 from .errors import ThreadNotFoundError
+from .provider_rules import provider_safe
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -19,7 +20,9 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
 
     The thread is created for `resource_id` on the first `add_messages`; a thread that belongs to
     another resource raises `ResourceMismatchError` on every call. `last_messages` limits what
-    `messages` returns to the newest N (default: all).
+    `messages` returns to the newest N (default: all). `messages` is what a model can take
+    (`provider_rules.provider_safe`): system messages first, tool calls and results in whole
+    pairs even where the newest-N window cuts one; storage keeps everything as saved.
 
     Example:
         >>> from langchain_core.messages import HumanMessage
@@ -47,22 +50,24 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         """The thread's messages, oldest first ([] before the first message)."""
+        return provider_safe(self._stored(self.last_messages), [])
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        """Async `messages`."""
+        return provider_safe(await self._astored(self.last_messages), [])
+
+    def _stored(self, last: int | None) -> list[BaseMessage]:
         try:
             return self.memory.get_messages(
-                thread_id=self.thread_id,
-                last_messages=self.last_messages,
-                resource_id=self.resource_id,
+                thread_id=self.thread_id, last_messages=last, resource_id=self.resource_id
             )
         except ThreadNotFoundError:
             return []
 
-    async def aget_messages(self) -> list[BaseMessage]:
-        """Async `messages`."""
+    async def _astored(self, last: int | None) -> list[BaseMessage]:
         try:
             return await self.memory.aget_messages(
-                thread_id=self.thread_id,
-                last_messages=self.last_messages,
-                resource_id=self.resource_id,
+                thread_id=self.thread_id, last_messages=last, resource_id=self.resource_id
             )
         except ThreadNotFoundError:
             return []
@@ -81,10 +86,10 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
 
     def clear(self) -> None:
         """Delete every message of the thread (the thread itself stays)."""
-        ids = [m.id for m in self.messages if m.id]
+        ids = [m.id for m in self._stored(None) if m.id]
         self.memory.delete_messages(ids, resource_id=self.resource_id)
 
     async def aclear(self) -> None:
         """Async `clear`."""
-        ids = [m.id for m in await self.aget_messages() if m.id]
+        ids = [m.id for m in await self._astored(None) if m.id]
         await self.memory.adelete_messages(ids, resource_id=self.resource_id)

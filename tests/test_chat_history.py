@@ -86,3 +86,23 @@ async def test_runnable_with_message_history_async(memory: Memory) -> None:
     await chain.ainvoke({"question": "second"}, config)
     stored = await memory.aget_messages(thread_id="s2")
     assert [m.content for m in stored] == ["first", "one", "second", "two"]
+
+
+def test_a_window_that_cuts_a_tool_pair_still_reaches_the_model_whole(memory) -> None:
+    from langchain_core.messages import ToolMessage
+
+    from langchain_mastra_memory.provider_rules import provider_violations
+
+    call = AIMessage("", tool_calls=[{"name": "lookup", "args": {}, "id": "c1"}])
+    memory.create_thread(resource_id="alice", thread_id="t1")
+    memory.save_messages(
+        [HumanMessage("q"), call, ToolMessage("42", tool_call_id="c1"), AIMessage("It is 42.")],
+        thread_id="t1",
+        resource_id="alice",
+    )
+    history = memory.chat_history(thread_id="t1", resource_id="alice")
+    history.last_messages = 2  # the window starts at the tool result
+    assert [m.content for m in history.messages] == ["It is 42."]
+    assert provider_violations([*history.messages, HumanMessage("and?")]) == []
+    history.clear()  # clears everything stored, not only what the window shows
+    assert memory.get_messages(thread_id="t1") == []
