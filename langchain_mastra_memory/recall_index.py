@@ -108,7 +108,11 @@ class RecallIndex:
         if not query:
             return []
         found = self.processor.recall(
-            query, resource_id=resource_id, thread_id=thread_id, exclude=exclude
+            query,
+            resource_id=resource_id,
+            thread_id=thread_id,
+            exclude=exclude,
+            never_hits=frozenset(m.id for m in new if m.id),
         )
         return SemanticRecall.assemble(found, thread_id, self.processor.titles(found))
 
@@ -124,7 +128,11 @@ class RecallIndex:
         if not query:
             return []
         found = await self.processor.arecall(
-            query, resource_id=resource_id, thread_id=thread_id, exclude=exclude
+            query,
+            resource_id=resource_id,
+            thread_id=thread_id,
+            exclude=exclude,
+            never_hits=frozenset(m.id for m in new if m.id),
         )
         titles = await self.processor.atitles(found)
         return SemanticRecall.assemble(found, thread_id, titles)

@@ -79,7 +79,7 @@ def test_four_processes_append_and_update_working_memory(schema: str) -> None:
 
 def test_newer_schema_version_is_refused(schema: str) -> None:
     storage = PostgresStorage(DSN, schema=schema)
-    with storage._tx() as conn:
+    with storage._transaction(write=True) as conn:
         conn.execute("UPDATE memory_schema SET version = version + 1")
     with pytest.raises(SchemaVersionError, match="upgrade"):
         PostgresStorage(DSN, schema=schema)

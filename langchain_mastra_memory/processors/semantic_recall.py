@@ -272,10 +272,25 @@ class SemanticRecall(MemoryProcessor):
 
     # -- input side ----------------------------------------------------------------------------
     def recall(
-        self, query: str, *, resource_id: str, thread_id: str | None, exclude: set[str]
+        self,
+        query: str,
+        *,
+        resource_id: str,
+        thread_id: str | None,
+        exclude: set[str],
+        never_hits: frozenset[str] = frozenset(),
     ) -> list[StoredMessage]:
-        """The recalled messages (hits with neighbours), minus those in `exclude`."""
-        hits = self.search(query, resource_id=resource_id, thread_id=thread_id)
+        """The recalled messages (hits with neighbours), minus those in `exclude`.
+
+        `never_hits` (the current turn's messages, which the query comes from) are skipped as
+        hits without costing one of the `top_k` places."""
+        hits = self.search(
+            query,
+            resource_id=resource_id,
+            thread_id=thread_id,
+            limit=self.options.top_k + len(never_hits),
+        )
+        hits = [h for h in hits if h.message_id not in never_hits][: self.options.top_k]
         window = self.options.window
         found = self.storage.message_windows(
             [h.message_id for h in hits],
@@ -286,10 +301,22 @@ class SemanticRecall(MemoryProcessor):
         return hide_working_memory([s for s in found if s.message.id not in exclude])
 
     async def arecall(
-        self, query: str, *, resource_id: str, thread_id: str | None, exclude: set[str]
+        self,
+        query: str,
+        *,
+        resource_id: str,
+        thread_id: str | None,
+        exclude: set[str],
+        never_hits: frozenset[str] = frozenset(),
     ) -> list[StoredMessage]:
         """Async `recall`."""
-        hits = await self.asearch(query, resource_id=resource_id, thread_id=thread_id)
+        hits = await self.asearch(
+            query,
+            resource_id=resource_id,
+            thread_id=thread_id,
+            limit=self.options.top_k + len(never_hits),
+        )
+        hits = [h for h in hits if h.message_id not in never_hits][: self.options.top_k]
         window = self.options.window
         found = await self.storage.amessage_windows(
             [h.message_id for h in hits],

@@ -1,0 +1,557 @@
+"""The SQL backends' algorithms, written once over a small `Dialect`.
+
+`SQLStorage` holds every algorithm (saving with strictly increasing times, ownership checks,
+cloning, neighbour windows, the working-memory read-modify-write) as statements written with
+``?`` placeholders. A backend supplies only a connection and its transactions, a `Dialect`
+(placeholder, row locks, id-list binding, JSON casts, time codec, "no limit"), its schema
+migrations and its full-text query. A third backend costs a dialect, not a copy.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import lru_cache
+from typing import Any, Protocol
+
+from langchain_core.messages import ToolMessage
+
+from ..errors import (
+    InvalidMessageError,
+    ResourceMismatchError,
+    ThreadExistsError,
+    ThreadNotFoundError,
+)
+from ..messages import message_from_json, message_to_json, new_message_id, orphan_tool_results
+from ..thread import Thread
+from .base import UNSET, MemoryStorage, report_orphans
+from .records import (
+    MessageRow,
+    StoredMessage,
+    call_ids_column,
+    check_conflicts,
+    check_id,
+    check_metadata_filter,
+    check_order,
+    check_owners,
+    dumps_metadata,
+    from_iso,
+    message_rows,
+    next_timestamps,
+    now_utc,
+    saved_messages,
+    stored_message,
+    thread_from_row,
+)
+
+THREAD_COLUMNS = "id, resource_id, title, metadata, created_at, updated_at"
+MESSAGE_COLUMNS = "id, thread_id, resource_id, content, created_at, token_count"
+_INSERT_MESSAGE = (
+    "INSERT INTO memory_messages (id, thread_id, resource_id, role, type, content, text, "
+    "tool_call_ids, token_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_UPDATE_MESSAGE = (
+    "UPDATE memory_messages SET role = ?, type = ?, content = ?, text = ?, tool_call_ids = ?, "
+    "token_count = ?, embedded = ? WHERE id = ?"
+)
+_CLONE_MESSAGE = (
+    "INSERT INTO memory_messages (id, thread_id, resource_id, role, type, content, text, "
+    "tool_call_ids, token_count, created_at) SELECT ?, ?, resource_id, role, type, ?, text, "
+    "tool_call_ids, token_count, created_at FROM memory_messages WHERE id = ?"
+)
+_INSERT_RESOURCE = (
+    "INSERT INTO memory_resources (id, created_at, updated_at) VALUES (?, ?, ?) "
+    "ON CONFLICT (id) DO NOTHING"
+)
+_TOUCH_THREAD = "UPDATE memory_threads SET updated_at = ? WHERE id = ?"
+_WINDOW = (
+    f"SELECT {MESSAGE_COLUMNS} FROM (SELECT {MESSAGE_COLUMNS}, seq FROM memory_messages "
+    "WHERE thread_id = ? AND (created_at, seq) < (?, ?) "
+    "ORDER BY created_at DESC, seq DESC LIMIT ?) AS earlier "
+    f"UNION ALL SELECT {MESSAGE_COLUMNS} FROM (SELECT {MESSAGE_COLUMNS}, seq "
+    "FROM memory_messages WHERE thread_id = ? AND (created_at, seq) >= (?, ?) "
+    "ORDER BY created_at, seq LIMIT ?) AS later"
+)
+
+
+class Cursor(Protocol):
+    def fetchone(self) -> Any: ...
+    def fetchall(self) -> list[Any]: ...
+
+
+class Connection(Protocol):
+    def execute(self, sql: str, params: Sequence[Any] = ...) -> Cursor: ...
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What differs between SQL engines, and nothing else."""
+
+    placeholder: str = "?"
+    row_lock: str = ""  # appended to a SELECT that must lock its rows until commit
+    json_cast: str = ""  # appended to a placeholder bound to a JSON column
+    id_chunk: int | None = 500  # ids per IN (...) list; None: bind one array with = ANY(?)
+    no_limit: Any = -1  # the LIMIT value meaning "no limit"
+    metadata_equals: str = "json_extract(metadata, ?) IS json_extract(?, '$')"
+    metadata_key: Callable[[str], str] = field(default=lambda key: f'$."{key}"')
+    to_db_time: Callable[[datetime], Any] = field(default=lambda moment: moment)
+
+    def sql(self, statement: str) -> str:
+        """`statement` with this engine's placeholders."""
+        return _translate(statement, self.placeholder)
+
+    def ids_in(self, column: str, ids: Sequence[str]) -> Iterator[tuple[str, list[Any]]]:
+        """``column`` matches one of `ids`, as (condition, params) pieces covering all ids."""
+        if self.id_chunk is None:
+            yield f"{column} = ANY(?)", [list(ids)]
+            return
+        for start in range(0, len(ids), self.id_chunk):
+            chunk = list(ids[start : start + self.id_chunk])
+            yield f"{column} IN ({', '.join('?' * len(chunk))})", chunk
+
+
+@lru_cache(maxsize=512)
+def _translate(statement: str, placeholder: str) -> str:
+    return statement if placeholder == "?" else statement.replace("?", placeholder)
+
+
+class SQLStorage(MemoryStorage):
+    """A `MemoryStorage` over a SQL engine: every algorithm here, once.
+
+    Subclasses provide `dialect`, `_transaction` (a context manager yielding a connection that
+    executes ``dialect.sql(...)`` statements, one transaction; ``write=True`` for writes, which
+    must serialize with other writers of the same rows) and `_text_search`.
+    """
+
+    dialect: Dialect
+
+    @abstractmethod
+    def _transaction(self, *, write: bool) -> AbstractContextManager[Connection]:
+        """One transaction on a connection."""
+
+    @abstractmethod
+    def _text_search(
+        self, query: str, resource_id: str, thread_id: str | None, limit: int
+    ) -> tuple[str, list[Any]] | None:
+        """The engine's full-text statement and params (None when the query has no words);
+        rows are ``(message_id, thread_id, score)``, best first."""
+
+    # -- plumbing ------------------------------------------------------------------------------
+    def _run(self, conn: Connection, statement: str, params: Sequence[Any] = ()) -> Cursor:
+        return conn.execute(self.dialect.sql(statement), params)
+
+    def _time(self, moment: datetime) -> Any:
+        return self.dialect.to_db_time(moment)
+
+    def _owned_thread(
+        self, conn: Connection, thread_id: str, resource_id: str | None, *, lock: bool = False
+    ) -> Thread:
+        statement = f"SELECT {THREAD_COLUMNS} FROM memory_threads WHERE id = ?"
+        row = self._run(
+            conn, statement + (self.dialect.row_lock if lock else ""), (thread_id,)
+        ).fetchone()
+        if row is None:
+            raise ThreadNotFoundError(f"no thread {thread_id!r}; create it with create_thread()")
+        thread = thread_from_row(row)
+        if resource_id is not None and thread.resource_id != resource_id:
+            msg = f"thread {thread_id!r} belongs to another resource than {resource_id!r}"
+            raise ResourceMismatchError(msg)
+        return thread
+
+    def _insert_thread(
+        self,
+        conn: Connection,
+        thread_id: str,
+        resource_id: str,
+        title: str | None,
+        metadata_json: str,
+    ) -> Thread:
+        now = self._time(now_utc())
+        self._run(conn, _INSERT_RESOURCE, (resource_id, now, now))
+        inserted = self._run(
+            conn,
+            f"INSERT INTO memory_threads ({THREAD_COLUMNS}) "
+            f"VALUES (?, ?, ?, ?{self.dialect.json_cast}, ?, ?) "
+            "ON CONFLICT (id) DO NOTHING RETURNING id",
+            (thread_id, resource_id, title, metadata_json, now, now),
+        ).fetchone()
+        if inserted is None:
+            raise ThreadExistsError(f"a thread {thread_id!r} already exists")
+        return self._owned_thread(conn, thread_id, None)
+
+    @staticmethod
+    def _stored(row: Sequence[Any]) -> StoredMessage:
+        _id, thread_id, resource_id, content, created_at, tokens = row
+        return stored_message(
+            message_from_json(content), thread_id, resource_id, created_at, tokens
+        )
+
+    def _thread_messages(
+        self, conn: Connection, thread_id: str, last: int | None
+    ) -> list[StoredMessage]:
+        if last is None:
+            statement = (
+                f"SELECT {MESSAGE_COLUMNS} FROM memory_messages WHERE thread_id = ? "
+                "ORDER BY created_at, seq"
+            )
+            params: tuple[Any, ...] = (thread_id,)
+        else:
+            statement = (
+                f"SELECT {MESSAGE_COLUMNS} FROM (SELECT {MESSAGE_COLUMNS}, seq "
+                "FROM memory_messages WHERE thread_id = ? "
+                "ORDER BY created_at DESC, seq DESC LIMIT ?) AS newest ORDER BY created_at, seq"
+            )
+            params = (thread_id, last)
+        return [self._stored(row) for row in self._run(conn, statement, params).fetchall()]
+
+    def _existing(
+        self, conn: Connection, ids: Sequence[str]
+    ) -> dict[str, tuple[str, str, datetime]]:
+        """Stored ids among `ids`, with their thread, resource and creation time."""
+        found: dict[str, tuple[str, str, datetime]] = {}
+        for condition, params in self.dialect.ids_in("id", ids):
+            rows = self._run(
+                conn,
+                f"SELECT id, thread_id, resource_id, created_at FROM memory_messages "
+                f"WHERE {condition}",
+                params,
+            ).fetchall()
+            for id_, thread_id, resource_id, created_at in rows:
+                found[id_] = (thread_id, resource_id, from_iso(created_at))
+        return found
+
+    def _update_row(self, conn: Connection, row: MessageRow) -> None:
+        self._run(
+            conn,
+            _UPDATE_MESSAGE,
+            (
+                row.role, row.type, row.content, row.text, call_ids_column(row),
+                row.token_count, False, row.id,
+            ),
+        )  # fmt: skip
+
+    def _known_calls(self, conn: Connection, thread_id: str) -> list[str]:
+        rows = self._run(
+            conn,
+            "SELECT tool_call_ids FROM memory_messages "
+            "WHERE thread_id = ? AND tool_call_ids IS NOT NULL",
+            (thread_id,),
+        ).fetchall()
+        return [call_id for (ids,) in rows for call_id in ids.split(" ")]
+
+    # -- threads -------------------------------------------------------------------------------
+    def create_thread(
+        self,
+        *,
+        thread_id: str,
+        resource_id: str,
+        title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Thread:
+        check_id(thread_id, "thread_id")
+        check_id(resource_id, "resource_id")
+        metadata_json = dumps_metadata(metadata)
+        with self._transaction(write=True) as conn:
+            return self._insert_thread(conn, thread_id, resource_id, title, metadata_json)
+
+    def get_thread(self, thread_id: str) -> Thread | None:
+        with self._transaction(write=False) as conn:
+            row = self._run(
+                conn, f"SELECT {THREAD_COLUMNS} FROM memory_threads WHERE id = ?", (thread_id,)
+            ).fetchone()
+        return thread_from_row(row) if row else None
+
+    def list_threads(
+        self,
+        *,
+        resource_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        order_by: str = "updated_at",
+        descending: bool = True,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[Thread]:
+        check_order(order_by, limit, offset)
+        where: list[str] = []
+        params: list[Any] = []
+        if resource_id is not None:
+            where.append("resource_id = ?")
+            params.append(resource_id)
+        for key, value in check_metadata_filter(metadata):
+            where.append(self.dialect.metadata_equals)
+            params += [self.dialect.metadata_key(key), value]
+        statement = f"SELECT {THREAD_COLUMNS} FROM memory_threads"
+        if where:
+            statement += " WHERE " + " AND ".join(where)
+        direction = "DESC" if descending else "ASC"
+        statement += f" ORDER BY {order_by} {direction}, id {direction} LIMIT ? OFFSET ?"
+        params += [self.dialect.no_limit if limit is None else limit, offset]
+        with self._transaction(write=False) as conn:
+            return [thread_from_row(r) for r in self._run(conn, statement, params).fetchall()]
+
+    def update_thread(
+        self,
+        thread_id: str,
+        *,
+        title: str | None = UNSET,
+        metadata: dict[str, Any] | None = None,
+        resource_id: str | None = None,
+    ) -> Thread:
+        dumps_metadata(metadata)
+        with self._transaction(write=True) as conn:
+            thread = self._owned_thread(conn, thread_id, resource_id, lock=True)
+            merged = {**thread.metadata, **(metadata or {})}
+            new_title = thread.title if title is UNSET else title
+            self._run(
+                conn,
+                f"UPDATE memory_threads SET title = ?, metadata = ?{self.dialect.json_cast}, "
+                "updated_at = ? WHERE id = ?",
+                (new_title, dumps_metadata(merged), self._time(now_utc()), thread_id),
+            )
+            return self._owned_thread(conn, thread_id, None)
+
+    def delete_thread(self, thread_id: str, *, resource_id: str | None = None) -> bool:
+        with self._transaction(write=True) as conn:
+            try:
+                self._owned_thread(conn, thread_id, resource_id, lock=True)
+            except ThreadNotFoundError:
+                return False
+            self._run(conn, "DELETE FROM memory_threads WHERE id = ?", (thread_id,))
+            return True
+
+    def clone_thread(
+        self,
+        thread_id: str,
+        *,
+        new_thread_id: str,
+        resource_id: str | None = None,
+        title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> tuple[Thread, list[StoredMessage]]:
+        check_id(new_thread_id, "new_thread_id")
+        with self._transaction(write=True) as conn:
+            source = self._owned_thread(conn, thread_id, resource_id)
+            merged = {
+                **source.metadata,
+                **(metadata or {}),
+                "clone": {"source_thread_id": thread_id, "cloned_at": now_utc().isoformat()},
+            }
+            clone = self._insert_thread(
+                conn, new_thread_id, source.resource_id,
+                title if title is not None else source.title, dumps_metadata(merged),
+            )  # fmt: skip
+            copied = []
+            for stored in self._thread_messages(conn, thread_id, None):
+                message = stored.message.model_copy(update={"id": new_message_id()})
+                self._run(
+                    conn,
+                    _CLONE_MESSAGE,
+                    (message.id, new_thread_id, message_to_json(message), stored.message.id),
+                )
+                copied.append(
+                    StoredMessage(
+                        message,
+                        new_thread_id,
+                        source.resource_id,
+                        stored.created_at,
+                        stored.token_count,
+                    )
+                )
+            return clone, copied
+
+    # -- messages ------------------------------------------------------------------------------
+    def save_messages(
+        self,
+        messages: Sequence[object],
+        *,
+        thread_id: str,
+        resource_id: str,
+        created_at: Sequence[datetime | None] | None = None,
+    ) -> list[StoredMessage]:
+        rows = message_rows(messages, created_at)
+        with self._transaction(write=True) as conn:
+            self._owned_thread(conn, thread_id, resource_id, lock=True)  # serializes writers
+            if not rows:
+                return []
+            existing = self._existing(conn, [r.id for r in rows])
+            check_conflicts(rows, existing, thread_id)
+            has_results = any(isinstance(r.message, ToolMessage) for r in rows)
+            known_calls = self._known_calls(conn, thread_id) if has_results else []
+            last = self._run(
+                conn,
+                "SELECT MAX(created_at) FROM memory_messages WHERE thread_id = ?",
+                (thread_id,),
+            ).fetchone()[0]
+            fresh = [r for r in rows if r.id not in existing and r.created_at is None]
+            times = dict(
+                zip(
+                    (r.id for r in fresh),
+                    next_timestamps(from_iso(last) if last else None, len(fresh)),
+                    strict=True,
+                )
+            )
+            for row in rows:
+                if row.id in existing:
+                    self._update_row(conn, row)
+                else:
+                    self._run(
+                        conn,
+                        _INSERT_MESSAGE,
+                        (
+                            row.id, thread_id, resource_id, row.role, row.type, row.content,
+                            row.text, call_ids_column(row), row.token_count,
+                            self._time(row.created_at or times[row.id]),
+                        ),
+                    )  # fmt: skip
+            self._run(conn, _TOUCH_THREAD, (self._time(now_utc()), thread_id))
+        report_orphans(orphan_tool_results([r.message for r in rows], known_calls), thread_id)
+        return saved_messages(rows, existing, times, thread_id, resource_id)
+
+    def list_messages(
+        self, thread_id: str, *, last: int | None = None, resource_id: str | None = None
+    ) -> list[StoredMessage]:
+        if last is not None and (not isinstance(last, int) or isinstance(last, bool) or last < 0):
+            raise InvalidMessageError(f"last must be a non-negative int or None, got {last!r}")
+        with self._transaction(write=False) as conn:
+            self._owned_thread(conn, thread_id, resource_id)
+            return self._thread_messages(conn, thread_id, last)
+
+    def get_messages_by_id(
+        self, message_ids: Sequence[str], *, resource_id: str | None = None
+    ) -> list[StoredMessage]:
+        ids = list(dict.fromkeys(message_ids))
+        found: list[StoredMessage] = []
+        with self._transaction(write=False) as conn:
+            for condition, params in self.dialect.ids_in("id", ids):
+                statement = f"SELECT {MESSAGE_COLUMNS} FROM memory_messages WHERE {condition}"
+                if resource_id is not None:
+                    statement += " AND resource_id = ?"
+                    params = [*params, resource_id]
+                found += [self._stored(r) for r in self._run(conn, statement, params).fetchall()]
+        return sorted(found, key=lambda s: (s.thread_id, s.created_at))
+
+    def update_messages(
+        self, messages: Sequence[object], *, resource_id: str | None = None
+    ) -> list[StoredMessage]:
+        for message in messages:
+            if getattr(message, "id", None) is None:
+                raise InvalidMessageError("update_messages needs messages that have an id")
+        rows = message_rows(messages)
+        with self._transaction(write=True) as conn:
+            existing = self._existing(conn, [r.id for r in rows])
+            check_owners([r.id for r in rows], existing, resource_id)
+            for row in rows:
+                self._update_row(conn, row)
+            now = self._time(now_utc())
+            for thread_id in sorted({existing[r.id][0] for r in rows}):
+                self._run(conn, _TOUCH_THREAD, (now, thread_id))
+        return self.get_messages_by_id([r.id for r in rows])
+
+    def delete_messages(self, message_ids: Sequence[str], *, resource_id: str | None = None) -> int:
+        ids = list(dict.fromkeys(message_ids))
+        with self._transaction(write=True) as conn:
+            existing = self._existing(conn, ids)
+            check_owners(existing, existing, resource_id)
+            for condition, params in self.dialect.ids_in("id", list(existing)):
+                self._run(conn, f"DELETE FROM memory_messages WHERE {condition}", params)
+        return len(existing)
+
+    # -- recall --------------------------------------------------------------------------------
+    def search_text(
+        self, query: str, *, resource_id: str, thread_id: str | None = None, limit: int = 10
+    ) -> list[tuple[str, str, float]]:
+        planned = self._text_search(query, resource_id, thread_id, limit)
+        if planned is None:
+            return []
+        with self._transaction(write=False) as conn:
+            rows = self._run(conn, *planned).fetchall()
+        return [(r[0], r[1], float(r[2])) for r in rows]
+
+    def message_windows(
+        self, message_ids: Sequence[str], *, before: int, after: int, resource_id: str
+    ) -> list[StoredMessage]:
+        seen: dict[str, StoredMessage] = {}
+        with self._transaction(write=False) as conn:
+            for message_id in dict.fromkeys(message_ids):
+                anchor = self._run(
+                    conn,
+                    "SELECT thread_id, created_at, seq FROM memory_messages "
+                    "WHERE id = ? AND resource_id = ?",
+                    (message_id, resource_id),
+                ).fetchone()
+                if anchor is None:
+                    continue
+                thread_id, created_at, seq = anchor
+                rows = self._run(
+                    conn,
+                    _WINDOW,
+                    (thread_id, created_at, seq, before, thread_id, created_at, seq, after + 1),
+                ).fetchall()
+                for row in rows:
+                    if row[0] not in seen:
+                        seen[row[0]] = self._stored(row)
+        return sorted(seen.values(), key=lambda s: (s.thread_id, s.created_at))
+
+    def unembedded(self, *, limit: int = 500) -> list[StoredMessage]:
+        with self._transaction(write=False) as conn:
+            rows = self._run(
+                conn,
+                f"SELECT {MESSAGE_COLUMNS} FROM memory_messages WHERE embedded = ? "
+                "AND role IN ('user', 'assistant') ORDER BY seq LIMIT ?",
+                (False, limit),
+            ).fetchall()
+        return [self._stored(r) for r in rows]
+
+    def mark_embedded(self, message_ids: Sequence[str]) -> None:
+        with self._transaction(write=True) as conn:
+            for condition, params in self.dialect.ids_in("id", list(message_ids)):
+                self._run(
+                    conn,
+                    f"UPDATE memory_messages SET embedded = ? WHERE {condition}",
+                    [True, *params],
+                )
+
+    # -- working memory ------------------------------------------------------------------------
+    def _working_memory_target(
+        self, conn: Connection, resource_id: str, thread_id: str | None
+    ) -> tuple[str, str]:
+        check_id(resource_id, "resource_id")
+        if thread_id is not None:
+            self._owned_thread(conn, thread_id, resource_id)
+            return "memory_threads", thread_id
+        return "memory_resources", resource_id
+
+    def get_working_memory(self, *, resource_id: str, thread_id: str | None = None) -> str | None:
+        with self._transaction(write=False) as conn:
+            table, key = self._working_memory_target(conn, resource_id, thread_id)
+            row = self._run(
+                conn, f"SELECT working_memory FROM {table} WHERE id = ?", (key,)
+            ).fetchone()
+        return row[0] if row else None
+
+    def modify_working_memory(
+        self,
+        update: Callable[[str | None], str],
+        *,
+        resource_id: str,
+        thread_id: str | None = None,
+    ) -> str:
+        with self._transaction(write=True) as conn:
+            table, key = self._working_memory_target(conn, resource_id, thread_id)
+            now = self._time(now_utc())
+            self._run(conn, _INSERT_RESOURCE, (resource_id, now, now))
+            row = self._run(
+                conn,
+                f"SELECT working_memory FROM {table} WHERE id = ?{self.dialect.row_lock}",
+                (key,),
+            ).fetchone()
+            new = update(row[0] if row else None)
+            self._run(
+                conn,
+                f"UPDATE {table} SET working_memory = ?, updated_at = ? WHERE id = ?",
+                (new, now, key),
+            )
+            return new
