@@ -15,7 +15,8 @@ from langchain_mastra_memory import (
     SQLiteStorage,
     StorageError,
 )
-from langchain_mastra_memory.storage.sqlite_schema import MIGRATIONS, SCHEMA_TABLE
+from langchain_mastra_memory.storage.sql import SCHEMA_TABLE
+from langchain_mastra_memory.storage.sqlite_schema import MIGRATIONS
 
 
 def test_file_uses_wal_and_foreign_keys(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import ConfigurationError, SchemaVersionError, StorageError
-from .postgres_schema import MIGRATIONS, SCHEMA_TABLE
+from ..errors import ConfigurationError, StorageError
+from .postgres_schema import MIGRATIONS
 from .records import query_words
 from .sql import Dialect, SQLStorage
 
@@ -22,6 +22,11 @@ POSTGRES = Dialect(
     metadata_key=lambda key: key,
 )
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def _whole(script: str) -> list[str]:
+    """PostgreSQL runs a multi-statement migration as one."""
+    return [script]
 
 
 class PostgresStorage(SQLStorage):
@@ -102,21 +107,7 @@ class PostgresStorage(SQLStorage):
         with self._transaction(write=True) as conn:
             conn.execute("SELECT pg_advisory_xact_lock(hashtext('langchain_mastra_memory'))")
             conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
-            conn.execute(f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER NOT NULL)")
-            row = conn.execute(f"SELECT version FROM {SCHEMA_TABLE}").fetchone()
-            version = row[0] if row else 0
-            if version > len(MIGRATIONS):
-                msg = (
-                    f"schema {self.schema!r} has memory schema version {version}, newer than this "
-                    f"package knows ({len(MIGRATIONS)}); upgrade langchain-mastra-memory."
-                )
-                raise SchemaVersionError(msg)
-            for script in MIGRATIONS[version:]:
-                conn.execute(script)
-            if row is None:
-                conn.execute(f"INSERT INTO {SCHEMA_TABLE} VALUES (%s)", (len(MIGRATIONS),))
-            elif version < len(MIGRATIONS):
-                conn.execute(f"UPDATE {SCHEMA_TABLE} SET version = %s", (len(MIGRATIONS),))
+            self._migrate(conn, MIGRATIONS, where=f"schema {self.schema!r}", statements=_whole)
 
     def close(self) -> None:
         """Close the pool."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-SCHEMA_TABLE = "memory_schema"
-
 MIGRATIONS: list[str] = [
     # 1: resources, threads, messages, keyword search, embedding backlog
     """

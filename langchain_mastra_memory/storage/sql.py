@@ -10,7 +10,7 @@ migrations and its full-text query. A third backend costs a dialect, not a copy.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,6 +22,7 @@ from langchain_core.messages import ToolMessage
 from ..errors import (
     InvalidMessageError,
     ResourceMismatchError,
+    SchemaVersionError,
     ThreadExistsError,
     ThreadNotFoundError,
 )
@@ -47,6 +48,7 @@ from .records import (
     thread_from_row,
 )
 
+SCHEMA_TABLE = "memory_schema"  # one row: the number of migrations applied
 THREAD_COLUMNS = "id, resource_id, title, metadata, created_at, updated_at"
 MESSAGE_COLUMNS = "id, thread_id, resource_id, content, created_at, token_count"
 _INSERT_MESSAGE = (
@@ -75,6 +77,9 @@ _WINDOW = (
     "FROM memory_messages WHERE thread_id = ? AND (created_at, seq) >= (?, ?) "
     "ORDER BY created_at, seq LIMIT ?) AS later"
 )
+
+
+Splitter = Callable[[str], Iterable[str]]  # a migration script -> its statements
 
 
 class Cursor(Protocol):
@@ -138,6 +143,28 @@ class SQLStorage(MemoryStorage):
     ) -> tuple[str, list[Any]] | None:
         """The engine's full-text statement and params (None when the query has no words);
         rows are ``(message_id, thread_id, score)``, best first."""
+
+    # -- schema --------------------------------------------------------------------------------
+    def _migrate(
+        self, conn: Connection, migrations: Sequence[str], *, where: str, statements: Splitter
+    ) -> None:
+        """Bring the schema in `conn` to ``len(migrations)``; refuse a newer one (untouched)."""
+        self._run(conn, f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER NOT NULL)")
+        row = self._run(conn, f"SELECT version FROM {SCHEMA_TABLE}").fetchone()
+        version = row[0] if row else 0
+        if version > len(migrations):
+            msg = (
+                f"{where} has memory schema version {version}, newer than this package knows "
+                f"({len(migrations)}); upgrade langchain-mastra-memory."
+            )
+            raise SchemaVersionError(msg)
+        for script in migrations[version:]:
+            for statement in statements(script):
+                conn.execute(statement)
+        if row is None:
+            self._run(conn, f"INSERT INTO {SCHEMA_TABLE} VALUES (?)", (len(migrations),))
+        elif version < len(migrations):
+            self._run(conn, f"UPDATE {SCHEMA_TABLE} SET version = ?", (len(migrations),))
 
     # -- plumbing ------------------------------------------------------------------------------
     def _run(self, conn: Connection, statement: str, params: Sequence[Any] = ()) -> Cursor:

@@ -9,10 +9,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..errors import SchemaVersionError, StorageError
+from ..errors import StorageError
 from .records import fts_query, to_iso
-from .sql import Dialect, SQLStorage
-from .sqlite_schema import MIGRATIONS, SCHEMA_TABLE
+from .sql import SCHEMA_TABLE, Dialect, SQLStorage
+from .sqlite_schema import MIGRATIONS
 
 SQLITE = Dialect(to_db_time=to_iso)
 
@@ -111,24 +111,7 @@ class SQLiteStorage(SQLStorage):
         """Create or migrate the schema (safe to call twice)."""
         try:
             with self._transaction(write=True) as conn:
-                conn.execute(
-                    f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER NOT NULL)"
-                )
-                row = conn.execute(f"SELECT version FROM {SCHEMA_TABLE}").fetchone()
-                version = row[0] if row else 0
-                if version > len(MIGRATIONS):
-                    msg = (
-                        f"{self.path!r} has memory schema version {version}, newer than this "
-                        f"package knows ({len(MIGRATIONS)}); upgrade langchain-mastra-memory."
-                    )
-                    raise SchemaVersionError(msg)
-                for script in MIGRATIONS[version:]:
-                    for statement in _statements(script):
-                        conn.execute(statement)
-                if row is None:
-                    conn.execute(f"INSERT INTO {SCHEMA_TABLE} VALUES (?)", (len(MIGRATIONS),))
-                elif version < len(MIGRATIONS):
-                    conn.execute(f"UPDATE {SCHEMA_TABLE} SET version = ?", (len(MIGRATIONS),))
+                self._migrate(conn, MIGRATIONS, where=repr(self.path), statements=_statements)
         except sqlite3.DatabaseError as exc:
             msg = f"{self.path!r} is not a usable SQLite database: {exc}"
             raise StorageError(msg) from exc
