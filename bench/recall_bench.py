@@ -23,8 +23,8 @@ import numpy as np
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_mastra_memory import ChromaVectorStore, Memory, SQLiteStorage
-from langchain_mastra_memory.embeddings import MiniLMEmbeddings
-from langchain_mastra_memory.processors.semantic_recall import _vector_records
+from langchain_mastra_memory.recall.embeddings import MiniLMEmbeddings
+from langchain_mastra_memory.recall.index import _vector_records
 
 WORDS = (
     "lisbon porto dog beagle allergy peanut wedding sister cello orchestra climbing knee "

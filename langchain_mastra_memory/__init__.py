@@ -1,8 +1,26 @@
-"""Mastra's agent memory for LangChain/LangGraph: history, recall, working memory, processors."""
+"""Mastra's agent memory for LangChain/LangGraph: history, recall, working memory, processors.
 
-from .chat_history import MemoryChatMessageHistory
-from .checkpointer import MemoryCheckpointer
-from .embeddings import CachedEmbeddings, MiniLMEmbeddings
+The map, layers pointing one way (storage <- recall <- processors <- Memory <- integrations):
+
+- `storage/`: `MemoryStorage` (the interface, async twins, the blocking-call test mode),
+  `sql.SQLStorage` (every SQL algorithm once, over a `Dialect`), `SQLiteStorage`,
+  `PostgresStorage`, their schema migrations, and `records` (rows, times, validation).
+- `recall/`: `RecallIndex` (vector / keyword / hybrid search, neighbour windows, vectors kept in
+  step with storage), `SyncedStorage` (writes followed by the index), `ChromaVectorStore`,
+  `MiniLMEmbeddings` and the shared embedding cache.
+- `working_memory/`: `WorkingMemoryConfig`, the update `rules`, the `prompt`, the
+  `WorkingMemoryStore` and the ``update_working_memory`` `tool`.
+- `processors/`: the `Runnable` processors (`TokenLimiter`, `ToolCallFilter`,
+  `TokenLimiterProcessor`, `MessageHistory`, `SemanticRecall`, `WorkingMemory`).
+- `memory.Memory`: the facade over those parts; `turn.TurnContext` assembles a turn's context.
+- `integrations/`: the shapes built on `Memory`: LCEL (`as_runnable`, `wrap`), the LangGraph
+  hook/node, `MemoryCheckpointer`, `MemoryMiddleware`, `MemoryChatMessageHistory`.
+- Cross-cutting, small: `ids` (who owns a thread), `injected` (the tag on messages memory adds),
+  `provider_rules` (the input shape providers accept), `messages`, `token_counting`,
+  `tokenizers`, `params` (shared keyword arguments), `errors`, `testing` (a provider-strict
+  scripted model), `transfer` and `cli`.
+"""
+
 from .errors import (
     ConfigurationError,
     EncodingNotAvailableError,
@@ -21,6 +39,8 @@ from .errors import (
     VectorStoreError,
     WorkingMemoryError,
 )
+from .integrations.chat_history import MemoryChatMessageHistory
+from .integrations.checkpointer import MemoryCheckpointer
 from .memory import Memory
 from .options import MemoryOptions
 from .processors import (
@@ -34,10 +54,10 @@ from .processors import (
     processor,
 )
 from .processors.semantic_recall import SemanticRecall
+from .recall import CachedEmbeddings, ChromaVectorStore, MiniLMEmbeddings
 from .storage import MemoryStorage, PostgresStorage, SQLiteStorage, StoredMessage
 from .thread import Thread
 from .token_counting import TokenCounter
-from .vector import ChromaVectorStore
 from .working_memory import WorkingMemoryConfig
 
 __all__ = [

@@ -206,7 +206,7 @@ def recall(
     index = memory.recall_index
     assert index is not None
     _guard(memory.backfill_embeddings) if mode != "keyword" else None
-    hits = _guard(lambda: index.processor.search(query, resource_id=resource, thread_id=thread))
+    hits = _guard(lambda: index.search(query, resource_id=resource, thread_id=thread))
     table = Table("score", "thread", "message")
     found = {
         s.message.id: s for s in memory.storage.get_messages_by_id([h.message_id for h in hits])
@@ -215,7 +215,9 @@ def recall(
         text = message_text(found[hit.message_id].message) if hit.message_id in found else "?"
         table.add_row(f"{hit.score:.3f}", hit.thread_id, text)
     console.print(table)
-    context = _guard(lambda: index.recalled(thread or "", resource, [], [HumanMessage(query)]))
+    context = _guard(
+        lambda: memory.turns.recalled(thread or "", resource, [], [HumanMessage(query)])
+    )
     console.rule("[bold]context injected before the history")
     for message in context:
         console.print(

@@ -77,3 +77,8 @@ class OrphanToolResultWarning(UserWarning):
 
 class UnsavedTurnWarning(UserWarning):
     """Memory builds the model's input, but nothing saves the conversation back into memory."""
+
+
+class BlockingCallError(MastraMemoryError, RuntimeError):
+    """A blocking storage call ran on an event loop's thread (seen in the blocking-call test
+    mode, `storage.base.forbid_blocking_calls`); use the ``a``-prefixed twin."""

@@ -110,12 +110,12 @@ def test_saving_while_the_server_is_down_then_backfilling(tmp_path: Path) -> Non
     assert [m.content for m in memory.get_messages(thread_id="t1")][-1] == saved[0].content
     assert [s.message.id for s in memory.storage.unembedded()] == [saved[0].id]
     with pytest.raises(VectorStoreError):
-        memory.recall_index.processor.search("Where do I live?", resource_id="alice")
+        memory.recall_index.search("Where do I live?", resource_id="alice")
     proc = start_server(data, port)
     try:
         assert memory.backfill_embeddings() == 1
         assert memory.storage.unembedded() == []
-        hits = memory.recall_index.processor.search("Where do I live?", resource_id="alice")
+        hits = memory.recall_index.search("Where do I live?", resource_id="alice")
         assert hits[0].message_id == saved[0].id
     finally:
         proc.terminate()

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from langchain_mastra_memory.embeddings import (
+from langchain_mastra_memory.recall.embeddings import (
     EMBEDDING_CACHE,
     CachedEmbeddings,
     MiniLMEmbeddings,

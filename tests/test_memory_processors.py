@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableLambda
 
 from langchain_mastra_memory import Memory, TokenCounter, TokenLimiter, ToolCallFilter, processor
-from langchain_mastra_memory import memory as memory_module
+from langchain_mastra_memory import turn as turn_module
 
 
 def fill(memory: Memory) -> None:
@@ -73,7 +73,7 @@ def test_a_plain_function_processor_on_memory(storage) -> None:
 
 
 def test_warns_once_when_the_limiter_is_not_last(storage, caplog, monkeypatch) -> None:
-    monkeypatch.setattr(memory_module, "_warned", set())
+    monkeypatch.setattr(turn_module, "_warned", set())
     with caplog.at_level(logging.WARNING, logger="langchain_mastra_memory"):
         Memory(storage=storage, processors=[TokenLimiter(100), ToolCallFilter()])
         Memory(storage=storage, processors=[TokenLimiter(100), ToolCallFilter()])

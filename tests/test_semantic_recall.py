@@ -17,7 +17,7 @@ from langchain_mastra_memory import (
     VectorStoreError,
 )
 from langchain_mastra_memory.processors.semantic_recall import SemanticRecall
-from langchain_mastra_memory.vector import ChromaVectorStore
+from langchain_mastra_memory.recall.vector import ChromaVectorStore
 
 FILLER = [
     ("Can you suggest a quick lunch?", "A chickpea salad takes ten minutes."),
@@ -25,6 +25,17 @@ FILLER = [
     ("Any podcast recommendations?", "Try a short daily science show."),
     ("Suggest a board game for four.", "Ticket to Ride is easy to learn."),
 ]
+
+
+def as_processor(memory: Memory) -> SemanticRecall:
+    """The processor on the parts `memory` uses (SPEC §7)."""
+    assert memory.recall_index is not None
+    return SemanticRecall(
+        storage=memory.storage,
+        vector=memory.vector,
+        embedder=memory.embedder,
+        options=memory.recall_index.options,
+    )
 
 
 def recall_memory(storage=None, **options) -> Memory:
@@ -87,19 +98,19 @@ def test_neighbours_come_back_in_order() -> None:
 def test_same_thread_hits_are_messages_before_the_history() -> None:
     memory = recall_memory(top_k=1, message_range=0)
     fill(memory, "t1", "alice", 60, fact="My sister Marta is getting married on June 14.", at=2)
-    memory.options = memory.options.model_copy(update={"last_messages": 4})
+    memory.turns.last_messages = 4
     out = memory.recall(thread_id="t1", new_messages=[HumanMessage("When is the family wedding?")])
     assert out[0].content == "My sister Marta is getting married on June 14."
     assert out[0].response_metadata["langchain_mastra_memory"] == "semantic_recall"
     assert len(out) == 1 + 4
     # a hit already in the recent history is not repeated
-    memory.options = memory.options.model_copy(update={"last_messages": 100})
+    memory.turns.last_messages = 100
     out = memory.recall(thread_id="t1", new_messages=[HumanMessage("When is the family wedding?")])
     assert sum("Marta" in str(m.content) for m in out) == 1
 
 
 def test_threshold_filters(planted: Memory) -> None:
-    processor = planted.recall_index.processor
+    processor = as_processor(planted)
     query = "Which city is my home these days?"
     assert processor.search(query, resource_id="alice")
     strict = SemanticRecall(
@@ -128,7 +139,7 @@ def test_thread_scope_stays_in_the_thread() -> None:
 
 @pytest.mark.parametrize("query", ["", "   ", "\n\t"])
 def test_blank_queries_recall_nothing(planted: Memory, query: str) -> None:
-    processor = planted.recall_index.processor
+    processor = as_processor(planted)
     assert processor.search(query, resource_id="alice") == []
     history = [HumanMessage(query)]
     assert (
@@ -144,13 +155,13 @@ def test_a_query_longer_than_the_model_input(planted: Memory) -> None:
 
 
 def test_scope_resource_needs_a_resource_id(planted: Memory) -> None:
-    processor = planted.recall_index.processor
+    processor = as_processor(planted)
     with pytest.raises(ConfigurationError, match="resource_id"):
         processor.invoke([HumanMessage("where do I live?")], {"configurable": {}})
 
 
 def test_processor_in_a_chain_reads_config(planted: Memory) -> None:
-    processor = planted.recall_index.processor
+    processor = as_processor(planted)
     out = processor.invoke(
         [HumanMessage("Which city is my home these days?")],
         {"configurable": {"thread_id": "new", "resource_id": "alice"}},
@@ -188,7 +199,7 @@ def test_deleted_messages_and_threads_are_never_recalled() -> None:
     saved = fill(memory, "t1", "alice", 6, fact="My laptop is an old ThinkPad.", at=0)
     fill(memory, "t2", "alice", 4, fact="I drive a blue Honda Civic.", at=0)
     memory.create_thread(resource_id="alice", thread_id="t3")
-    index = memory.recall_index.processor.index_name()
+    index = memory.recall_index.index_name()
     before = memory.vector.count(index, 384)
     memory.delete_messages([saved[0].id])
     assert memory.vector.count(index, 384) == before - 1
@@ -207,7 +218,7 @@ async def test_updated_messages_are_re_embedded() -> None:
     await memory.aupdate_messages(
         [saved[0].model_copy(update={"content": "I grew up near Porto."})]
     )
-    hits = memory.recall_index.processor.search("Where was I raised?", resource_id="alice")
+    hits = memory.recall_index.search("Where was I raised?", resource_id="alice")
     assert hits[0].message_id == saved[0].id
 
 
@@ -252,7 +263,7 @@ def crowd() -> Memory:
 def test_no_resource_ever_sees_another_resources_messages(
     crowd: Memory, asker: int, victim: int, mode: str
 ) -> None:
-    processor = crowd.recall_index.processor
+    processor = crowd.recall_index
     processor.options = processor.options.model_copy(update={"mode": mode})
     query = f"Tell me again: {SECRETS[victim]}"  # quotes the victim's text verbatim
     out = crowd.recall(
@@ -292,4 +303,4 @@ def test_logs_and_keeps_going_when_the_vector_store_fails(caplog) -> None:
         [AIMessage("Lovely city.")], thread_id="t1", resource_id="alice"
     )  # backfills
     assert storage.unembedded() == []
-    assert memory.recall_index.processor.search("Where do I live?", resource_id="alice")
+    assert memory.recall_index.search("Where do I live?", resource_id="alice")

@@ -8,9 +8,10 @@ from langchain_core.messages import BaseMessage, SystemMessage
 
 from ..errors import ConfigurationError
 from ..ids import ids_from_options
-from ..injected import SOURCE_KEY
 from ..storage.base import MemoryStorage
-from ..working_memory import WorkingMemoryConfig, instructions
+from ..working_memory.config import WorkingMemoryConfig
+from ..working_memory.prompt import working_memory_message
+from ..working_memory.service import WorkingMemoryStore
 from .base import MemoryProcessor
 
 
@@ -44,7 +45,7 @@ class WorkingMemory(MemoryProcessor):
         config: WorkingMemoryConfig | None = None,
     ) -> None:
         self.storage = storage
-        self.config = config or WorkingMemoryConfig.parse(
+        config = config or WorkingMemoryConfig.parse(
             {
                 "enabled": True,
                 "template": template,
@@ -53,37 +54,29 @@ class WorkingMemory(MemoryProcessor):
                 "read_only": read_only,
             }
         )
-
-    def _target(self, opts: dict[str, Any]) -> tuple[str, str | None]:
-        thread_id, resource_id = ids_from_options(opts, processor="WorkingMemory")
-        if self.config.scope == "thread":
-            if not thread_id:
-                raise ConfigurationError("WorkingMemory with scope 'thread' needs a thread_id")
-            return resource_id, thread_id
-        return resource_id, None
+        self.config = config
+        self.store = WorkingMemoryStore(storage, config)
 
     def message(self, data: str | None) -> SystemMessage:
         """The system message for stored working-memory text `data`."""
-        return SystemMessage(
-            instructions(self.config, data), response_metadata={SOURCE_KEY: "working_memory"}
-        )
+        return working_memory_message(self.config, data)
 
-    def current_message(self, resource_id: str, thread_id: str | None) -> SystemMessage:
-        """The message for the stored memory (`thread_id` only in thread scope)."""
-        if thread_id is not None and self.storage.get_thread(thread_id) is None:
-            return self.message(None)  # a new thread has no memory yet
-        data = self.storage.get_working_memory(resource_id=resource_id, thread_id=thread_id)
-        return self.message(data)
-
-    async def acurrent_message(self, resource_id: str, thread_id: str | None) -> SystemMessage:
-        """Async `current_message`."""
-        if thread_id is not None and await self.storage.aget_thread(thread_id) is None:
-            return self.message(None)
-        data = await self.storage.aget_working_memory(resource_id=resource_id, thread_id=thread_id)
-        return self.message(data)
+    def _target(self, opts: dict[str, Any]) -> tuple[str, str | None]:
+        thread_id, resource_id = ids_from_options(opts, processor="WorkingMemory")
+        if self.config.scope == "thread" and not thread_id:
+            raise ConfigurationError("WorkingMemory with scope 'thread' needs a thread_id")
+        return resource_id, thread_id
 
     def process(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
-        return [self.current_message(*self._target(opts)), *messages]
+        resource_id, thread_id = self._target(opts)
+        found = self.store.message(resource_id=resource_id, thread_id=thread_id)
+        return [*_present(found), *messages]
 
     async def aprocess(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
-        return [await self.acurrent_message(*self._target(opts)), *messages]
+        resource_id, thread_id = self._target(opts)
+        found = await self.store.amessage(resource_id=resource_id, thread_id=thread_id)
+        return [*_present(found), *messages]
+
+
+def _present(message: SystemMessage | None) -> list[BaseMessage]:
+    return [message] if message is not None else []

@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables.config import run_in_executor
 
-from ..errors import OrphanToolResultWarning
+from ..errors import (
+    BlockingCallError,
+    OrphanToolResultWarning,
+    ResourceMismatchError,
+    ThreadExistsError,
+    ThreadNotFoundError,
+)
 from ..thread import Thread
-from .records import StoredMessage
+from .records import StoredMessage, check_id
 
-logger = logging.getLogger("langchain_mastra_memory")
+logger = logging.getLogger(__name__)
 
 
 class _Unset:
@@ -41,6 +50,9 @@ def report_orphans(orphans: Sequence[ToolMessage], thread_id: str) -> None:
     warnings.warn(text, OrphanToolResultWarning, stacklevel=4)
 
 
+T = TypeVar("T")
+
+
 class MemoryStorage(ABC):
     """Where threads, messages and resources live.
 
@@ -51,6 +63,10 @@ class MemoryStorage(ABC):
     Every method that takes ``resource_id`` checks ownership: a thread or message of another
     resource raises `ResourceMismatchError` and nothing is changed.
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _guard_subclass(cls)  # the blocking-call test mode sees every backend's sync I/O
 
     # -- lifecycle -----------------------------------------------------------------------------
     @abstractmethod
@@ -198,7 +214,27 @@ class MemoryStorage(ABC):
         lost; if `update` raises, nothing is written.
         """
 
-    # -- async twins (delegate to a worker thread unless a backend overrides them) --------------
+    # -- derived -----------------------------------------------------------------------------
+    def ensure_thread(self, *, thread_id: str, resource_id: str) -> Thread:
+        """The thread, created for `resource_id` if it does not exist yet (a thread of another
+        resource raises `ResourceMismatchError`)."""
+        if (thread := self.get_thread(check_id(thread_id, "thread_id"))) is None:
+            try:
+                return self.create_thread(thread_id=thread_id, resource_id=resource_id)
+            except ThreadExistsError:  # created by someone else meanwhile
+                thread = self.get_thread(thread_id)
+        return owned_thread(thread, thread_id=thread_id, resource_id=resource_id)
+
+    async def aensure_thread(self, *, thread_id: str, resource_id: str) -> Thread:
+        """Async `ensure_thread`."""
+        if (thread := await self.aget_thread(check_id(thread_id, "thread_id"))) is None:
+            try:
+                return await self.acreate_thread(thread_id=thread_id, resource_id=resource_id)
+            except ThreadExistsError:
+                thread = await self.aget_thread(thread_id)
+        return owned_thread(thread, thread_id=thread_id, resource_id=resource_id)
+
+    # -- async twins: the sync method in a worker thread, unless a backend overrides them -------
     async def asetup(self) -> None:
         """Async `setup`."""
         await run_in_executor(None, self.setup)
@@ -207,82 +243,232 @@ class MemoryStorage(ABC):
         """Async `close`."""
         await run_in_executor(None, self.close)
 
-    async def acreate_thread(self, **kwargs: Any) -> Thread:
+    async def acreate_thread(
+        self,
+        *,
+        thread_id: str,
+        resource_id: str,
+        title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Thread:
         """Async `create_thread`."""
-        return await run_in_executor(None, lambda: self.create_thread(**kwargs))
+        return await _off_loop(
+            self.create_thread,
+            thread_id=thread_id,
+            resource_id=resource_id,
+            title=title,
+            metadata=metadata,
+        )
 
     async def aget_thread(self, thread_id: str) -> Thread | None:
         """Async `get_thread`."""
-        return await run_in_executor(None, self.get_thread, thread_id)
+        return await _off_loop(self.get_thread, thread_id)
 
-    async def alist_threads(self, **kwargs: Any) -> list[Thread]:
+    async def alist_threads(
+        self,
+        *,
+        resource_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        order_by: str = "updated_at",
+        descending: bool = True,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[Thread]:
         """Async `list_threads`."""
-        return await run_in_executor(None, lambda: self.list_threads(**kwargs))
+        return await _off_loop(
+            self.list_threads,
+            resource_id=resource_id,
+            metadata=metadata,
+            order_by=order_by,
+            descending=descending,
+            limit=limit,
+            offset=offset,
+        )
 
-    async def aupdate_thread(self, thread_id: str, **kwargs: Any) -> Thread:
+    async def aupdate_thread(
+        self,
+        thread_id: str,
+        *,
+        title: str | None = UNSET,
+        metadata: dict[str, Any] | None = None,
+        resource_id: str | None = None,
+    ) -> Thread:
         """Async `update_thread`."""
-        return await run_in_executor(None, lambda: self.update_thread(thread_id, **kwargs))
+        return await _off_loop(
+            self.update_thread, thread_id, title=title, metadata=metadata, resource_id=resource_id
+        )
 
-    async def adelete_thread(self, thread_id: str, **kwargs: Any) -> bool:
+    async def adelete_thread(self, thread_id: str, *, resource_id: str | None = None) -> bool:
         """Async `delete_thread`."""
-        return await run_in_executor(None, lambda: self.delete_thread(thread_id, **kwargs))
+        return await _off_loop(self.delete_thread, thread_id, resource_id=resource_id)
 
     async def aclone_thread(
-        self, thread_id: str, **kwargs: Any
+        self,
+        thread_id: str,
+        *,
+        new_thread_id: str,
+        resource_id: str | None = None,
+        title: str | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> tuple[Thread, list[StoredMessage]]:
         """Async `clone_thread`."""
-        return await run_in_executor(None, lambda: self.clone_thread(thread_id, **kwargs))
+        return await _off_loop(
+            self.clone_thread,
+            thread_id,
+            new_thread_id=new_thread_id,
+            resource_id=resource_id,
+            title=title,
+            metadata=metadata,
+        )
 
     async def asave_messages(
-        self, messages: Sequence[object], **kwargs: Any
+        self,
+        messages: Sequence[object],
+        *,
+        thread_id: str,
+        resource_id: str,
+        created_at: Sequence[datetime | None] | None = None,
     ) -> list[StoredMessage]:
         """Async `save_messages`."""
-        return await run_in_executor(None, lambda: self.save_messages(messages, **kwargs))
+        return await _off_loop(
+            self.save_messages,
+            messages,
+            thread_id=thread_id,
+            resource_id=resource_id,
+            created_at=created_at,
+        )
 
-    async def alist_messages(self, thread_id: str, **kwargs: Any) -> list[StoredMessage]:
+    async def alist_messages(
+        self, thread_id: str, *, last: int | None = None, resource_id: str | None = None
+    ) -> list[StoredMessage]:
         """Async `list_messages`."""
-        return await run_in_executor(None, lambda: self.list_messages(thread_id, **kwargs))
+        return await _off_loop(self.list_messages, thread_id, last=last, resource_id=resource_id)
 
     async def aget_messages_by_id(
-        self, message_ids: Sequence[str], **kwargs: Any
+        self, message_ids: Sequence[str], *, resource_id: str | None = None
     ) -> list[StoredMessage]:
         """Async `get_messages_by_id`."""
-        return await run_in_executor(None, lambda: self.get_messages_by_id(message_ids, **kwargs))
+        return await _off_loop(self.get_messages_by_id, message_ids, resource_id=resource_id)
 
     async def aupdate_messages(
-        self, messages: Sequence[object], **kwargs: Any
+        self, messages: Sequence[object], *, resource_id: str | None = None
     ) -> list[StoredMessage]:
         """Async `update_messages`."""
-        return await run_in_executor(None, lambda: self.update_messages(messages, **kwargs))
+        return await _off_loop(self.update_messages, messages, resource_id=resource_id)
 
-    async def asearch_text(self, query: str, **kwargs: Any) -> list[tuple[str, str, float]]:
+    async def adelete_messages(
+        self, message_ids: Sequence[str], *, resource_id: str | None = None
+    ) -> int:
+        """Async `delete_messages`."""
+        return await _off_loop(self.delete_messages, message_ids, resource_id=resource_id)
+
+    async def asearch_text(
+        self, query: str, *, resource_id: str, thread_id: str | None = None, limit: int = 10
+    ) -> list[tuple[str, str, float]]:
         """Async `search_text`."""
-        return await run_in_executor(None, lambda: self.search_text(query, **kwargs))
+        return await _off_loop(
+            self.search_text, query, resource_id=resource_id, thread_id=thread_id, limit=limit
+        )
 
     async def amessage_windows(
-        self, message_ids: Sequence[str], **kwargs: Any
+        self, message_ids: Sequence[str], *, before: int, after: int, resource_id: str
     ) -> list[StoredMessage]:
         """Async `message_windows`."""
-        return await run_in_executor(None, lambda: self.message_windows(message_ids, **kwargs))
+        return await _off_loop(
+            self.message_windows, message_ids, before=before, after=after, resource_id=resource_id
+        )
 
-    async def aunembedded(self, **kwargs: Any) -> list[StoredMessage]:
+    async def aunembedded(self, *, limit: int = 500) -> list[StoredMessage]:
         """Async `unembedded`."""
-        return await run_in_executor(None, lambda: self.unembedded(**kwargs))
+        return await _off_loop(self.unembedded, limit=limit)
 
     async def amark_embedded(self, message_ids: Sequence[str]) -> None:
         """Async `mark_embedded`."""
-        await run_in_executor(None, self.mark_embedded, message_ids)
+        await _off_loop(self.mark_embedded, message_ids)
 
-    async def aget_working_memory(self, **kwargs: Any) -> str | None:
+    async def aget_working_memory(
+        self, *, resource_id: str, thread_id: str | None = None
+    ) -> str | None:
         """Async `get_working_memory`."""
-        return await run_in_executor(None, lambda: self.get_working_memory(**kwargs))
+        return await _off_loop(
+            self.get_working_memory, resource_id=resource_id, thread_id=thread_id
+        )
 
     async def amodify_working_memory(
-        self, update: Callable[[str | None], str], **kwargs: Any
+        self,
+        update: Callable[[str | None], str],
+        *,
+        resource_id: str,
+        thread_id: str | None = None,
     ) -> str:
         """Async `modify_working_memory`."""
-        return await run_in_executor(None, lambda: self.modify_working_memory(update, **kwargs))
+        return await _off_loop(
+            self.modify_working_memory, update, resource_id=resource_id, thread_id=thread_id
+        )
 
-    async def adelete_messages(self, message_ids: Sequence[str], **kwargs: Any) -> int:
-        """Async `delete_messages`."""
-        return await run_in_executor(None, lambda: self.delete_messages(message_ids, **kwargs))
+
+def owned_thread(thread: Thread | None, *, thread_id: str, resource_id: str) -> Thread:
+    """`thread` if `resource_id` owns it; `ThreadNotFoundError` / `ResourceMismatchError`."""
+    if thread is None:
+        raise ThreadNotFoundError(f"no thread {thread_id!r}")
+    if thread.resource_id != resource_id:
+        msg = f"thread {thread_id!r} belongs to another resource than {resource_id!r}"
+        raise ResourceMismatchError(msg)
+    return thread
+
+
+# -- never blocking the event loop ---------------------------------------------------------------
+_forbid_blocking = False
+
+
+@contextmanager
+def forbid_blocking_calls() -> Iterator[None]:
+    """While active, a storage method called on a thread that runs an event loop raises
+    `BlockingCallError` (a test mode: async code must use the ``a``-prefixed twins)."""
+    global _forbid_blocking
+    previous, _forbid_blocking = _forbid_blocking, True
+    try:
+        yield
+    finally:
+        _forbid_blocking = previous
+
+
+def _check_not_on_loop(name: str) -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return  # no loop runs on this thread: blocking is fine here
+    raise BlockingCallError(
+        f"storage.{name}() blocked the event loop's thread; await storage.a{name}() instead"
+    )
+
+
+def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if _forbid_blocking:
+            _check_not_on_loop(method.__name__)
+        return method(self, *args, **kwargs)
+
+    guarded.__wrapped_storage__ = True  # type: ignore[attr-defined]
+    return guarded
+
+
+_SYNC_IO = (
+    "setup", "close", "create_thread", "get_thread", "list_threads", "update_thread",
+    "delete_thread", "clone_thread", "save_messages", "list_messages", "get_messages_by_id",
+    "update_messages", "delete_messages", "search_text", "message_windows", "unembedded",
+    "mark_embedded", "get_working_memory", "modify_working_memory", "ensure_thread",
+)  # fmt: skip
+
+
+def _guard_subclass(cls: type) -> None:
+    for name in _SYNC_IO:
+        method = cls.__dict__.get(name)
+        if callable(method) and not getattr(method, "__wrapped_storage__", False):
+            setattr(cls, name, _guarded(method))
+
+
+async def _off_loop(func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run a sync storage call in a worker thread (langchain-core's executor)."""
+    return await run_in_executor(None, functools.partial(func, *args, **kwargs))

@@ -18,12 +18,12 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResp
 from langchain_core.messages import BaseMessage, SystemMessage
 from langgraph.config import get_config
 
+from ..provider_rules import merge_system_messages
+from ..turn import split_turn
 from .graph import state_messages
-from .provider_rules import merge_system_messages
-from .turn import split_turn
 
 if TYPE_CHECKING:
-    from .memory import Memory
+    from ..memory import Memory
 
 
 def _merge(request: ModelRequest, context: list[BaseMessage]) -> ModelRequest:

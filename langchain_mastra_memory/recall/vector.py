@@ -27,7 +27,7 @@ from typing import Any
 
 from langchain_core.runnables.config import run_in_executor
 
-from .errors import ConfigurationError, VectorStoreError
+from ..errors import ConfigurationError, VectorStoreError
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 

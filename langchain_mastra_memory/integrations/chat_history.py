@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
-from .errors import ThreadNotFoundError
-from .provider_rules import provider_safe
+from ..errors import ThreadNotFoundError
+from ..provider_rules import provider_safe
 
 if TYPE_CHECKING:
-    from .memory import Memory
+    from ..memory import Memory
 
 
 class MemoryChatMessageHistory(BaseChatMessageHistory):

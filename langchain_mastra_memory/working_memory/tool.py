@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool, ToolException
 
-from .errors import ConfigurationError, MastraMemoryError
-from .ids import explicit_resource_id
-from .working_memory import TOOL_NAME, tool_args_schema
+from ..errors import ConfigurationError, MastraMemoryError
+from ..ids import explicit_resource_id
+from .config import TOOL_NAME, WorkingMemoryConfig
 
 if TYPE_CHECKING:
-    from .memory import Memory
+    from ..memory import Memory
 
 DESCRIPTION = {
     "markdown": (
@@ -25,6 +25,41 @@ DESCRIPTION = {
         "the fields that changed: objects merge, arrays replace, null deletes a field."
     ),
 }
+
+
+def tool_args_schema(config: WorkingMemoryConfig) -> dict[str, Any]:
+    """The JSON Schema of the tool's arguments, which teaches the model the update rules."""
+    if config.mode == "markdown":
+        memory: dict[str, Any] = {
+            "type": "string",
+            "description": (
+                "The WHOLE working memory as a Markdown string, following the template. It "
+                "replaces what is stored: include every section, the old facts you keep and "
+                "the new ones. Never pass an object."
+            ),
+        }
+    else:
+        memory = {
+            **_optional(config.schema_dict),
+            "description": (
+                "Only the fields that changed, as an object. Objects are merged into the stored "
+                "memory recursively, arrays replace the stored array, null deletes a field."
+            ),
+        }
+    return {"type": "object", "properties": {"memory": memory}, "required": ["memory"]}
+
+
+def _optional(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with nothing required and every property nullable (a patch, not a document)."""
+    out = {k: v for k, v in schema.items() if k not in ("required", "title")}
+    if isinstance(out.get("properties"), dict):
+        out["properties"] = {
+            name: {"anyOf": [_optional(prop), {"type": "null"}]} if isinstance(prop, dict) else prop
+            for name, prop in out["properties"].items()
+        }
+    if isinstance(out.get("$defs"), dict):
+        out["$defs"] = {k: _optional(v) for k, v in out["$defs"].items()}
+    return out
 
 
 def create_working_memory_tool(
@@ -39,6 +74,9 @@ def create_working_memory_tool(
     ids at all raises `ConfigurationError` to the developer.
     """
     config = memory.working_memory
+    memory.working.thread_key(thread_id or "unknown")  # refuses a disabled working memory
+    if config.read_only:
+        raise ConfigurationError("working memory is read-only: there is no tool to offer")
 
     def ids(run_config: RunnableConfig | None) -> tuple[str, str | None]:
         """``(resource_id, thread_id or None)``: this tool's own ids over the call's config."""

@@ -37,14 +37,14 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 
-from .errors import InvalidMessageError, ResourceMismatchError
-from .ids import explicit_resource_id, resolve_ids
-from .injected import is_injected
-from .messages import ensure_messages
-from .storage.sqlite import SQLiteStorage
+from ..errors import ConfigurationError, InvalidMessageError, ResourceMismatchError
+from ..ids import explicit_resource_id, resolve_ids
+from ..injected import is_injected
+from ..messages import ensure_messages
+from ..storage.sqlite import SQLiteStorage
 
 if TYPE_CHECKING:
-    from .memory import Memory
+    from ..memory import Memory
 
 REMOVE_ALL = "__remove_all__"  # langgraph.graph.message.REMOVE_ALL_MESSAGES
 Messages = list[BaseMessage]  # aliases: inside the class, `list` is the checkpointer method
@@ -107,6 +107,14 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         super().__init__(serde=self.saver.serde)
         self.messages_key = messages_key
         self.default_resource_id = default_resource_id
+        if default_resource_id is not None:  # the hook and the middleware must agree with it
+            if memory.default_resource_id not in (None, default_resource_id):
+                msg = (
+                    f"checkpointer(default_resource_id={default_resource_id!r}) disagrees with "
+                    f"Memory(default_resource_id={memory.default_resource_id!r})"
+                )
+                raise ConfigurationError(msg)
+            memory.default_resource_id = default_resource_id
         self._known: OrderedDict[str, set[str]] = OrderedDict()
         self._owners: dict[str, str] = {}  # thread -> owning resource, as read from storage
 

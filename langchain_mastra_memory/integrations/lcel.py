@@ -10,10 +10,11 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import ensure_config
 
-from .turn import input_messages, produced_messages, to_save
+from ..recall.synced import to_save
+from ..turn import input_messages, produced_messages
 
 if TYPE_CHECKING:
-    from .memory import Memory
+    from ..memory import Memory
 
 
 def context_runnable(memory: Memory) -> Runnable[Any, list[BaseMessage]]:

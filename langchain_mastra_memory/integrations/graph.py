@@ -23,12 +23,12 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 
-from .errors import ConfigurationError, UnsavedTurnWarning
-from .messages import ensure_messages
-from .turn import split_turn
+from ..errors import ConfigurationError, UnsavedTurnWarning
+from ..messages import ensure_messages
+from ..turn import split_turn
 
 if TYPE_CHECKING:
-    from .memory import Memory
+    from ..memory import Memory
 
 INPUT_KEY = "llm_input_messages"
 logger = logging.getLogger(__name__)

@@ -30,7 +30,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 

@@ -1,0 +1,143 @@
+"""`SyncedStorage`: storage writes that keep the recall index in step (a part of `Memory`).
+
+Messages are stored first; their vectors follow (a vector-store failure warns and leaves the
+backlog to catch up, it never fails the save). Deleting messages or a thread removes their
+vectors. With semantic recall off it is storage alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.messages import BaseMessage
+from typing_extensions import Unpack
+
+from ..errors import ConfigurationError
+from ..injected import is_injected
+from ..params import SaveOptions, ThreadRef
+from ..storage.base import MemoryStorage
+from ..storage.records import StoredMessage
+from .index import RecallIndex
+
+Msgs = Sequence[BaseMessage]
+Saved = list[BaseMessage]
+
+
+def to_save(messages: Msgs) -> Saved:
+    """The messages of a turn worth saving: never those memory injected itself."""
+    return [m for m in messages if not is_injected(m)]
+
+
+def unsaved(messages: Msgs, held: set[str | None]) -> Saved:
+    """The messages (of a graph state) that the thread does not hold yet, never injected ones."""
+    return [m for m in to_save(messages) if m.id is None or m.id not in held]
+
+
+class SyncedStorage:
+    """Saves, updates and deletes on `storage`, followed by `index` (when there is one).
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> from langchain_mastra_memory import SQLiteStorage
+        >>> storage = SQLiteStorage(":memory:")
+        >>> _ = storage.create_thread(thread_id="t1", resource_id="alice")
+        >>> synced = SyncedStorage(storage, None)
+        >>> saved = synced.save([HumanMessage("hi")], thread_id="t1", resource_id="alice")
+        >>> [m.content for m in saved]
+        ['hi']
+    """
+
+    def __init__(self, storage: MemoryStorage, index: RecallIndex | None) -> None:
+        self.storage = storage
+        self.index = index
+
+    def save(self, messages: Msgs, **target: Unpack[SaveOptions]) -> Saved:
+        """Store messages in a thread, then embed them."""
+        return self._indexed(self.storage.save_messages(messages, **target))
+
+    async def asave(self, messages: Msgs, **target: Unpack[SaveOptions]) -> Saved:
+        """Async `save`."""
+        return await self._aindexed(await self.storage.asave_messages(messages, **target))
+
+    def update(self, messages: Msgs, *, resource_id: str | None) -> Saved:
+        """Replace stored messages by id, then re-embed them."""
+        return self._indexed(self.storage.update_messages(messages, resource_id=resource_id))
+
+    async def aupdate(self, messages: Msgs, *, resource_id: str | None) -> Saved:
+        """Async `update`."""
+        stored = await self.storage.aupdate_messages(messages, resource_id=resource_id)
+        return await self._aindexed(stored)
+
+    def delete(self, message_ids: Sequence[str], *, resource_id: str | None) -> int:
+        """Delete messages by id, then their vectors."""
+        count = self.storage.delete_messages(message_ids, resource_id=resource_id)
+        if self.index:
+            self.index.after_delete(message_ids=message_ids)
+        return count
+
+    async def adelete(self, message_ids: Sequence[str], *, resource_id: str | None) -> int:
+        """Async `delete`."""
+        count = await self.storage.adelete_messages(message_ids, resource_id=resource_id)
+        if self.index:
+            await self.index.aafter_delete(message_ids=message_ids)
+        return count
+
+    def delete_thread(self, thread_id: str, *, resource_id: str | None) -> bool:
+        """Delete a thread with its messages, then their vectors."""
+        deleted = self.storage.delete_thread(thread_id, resource_id=resource_id)
+        if deleted and self.index:
+            self.index.after_delete(thread_id=thread_id)
+        return deleted
+
+    async def adelete_thread(self, thread_id: str, *, resource_id: str | None) -> bool:
+        """Async `delete_thread`."""
+        deleted = await self.storage.adelete_thread(thread_id, resource_id=resource_id)
+        if deleted and self.index:
+            await self.index.aafter_delete(thread_id=thread_id)
+        return deleted
+
+    def save_turn(self, messages: Msgs, **ref: Unpack[ThreadRef]) -> Saved:
+        """Save a turn, creating the thread on first use; never what memory injected."""
+        self.storage.ensure_thread(**ref)
+        return self.save(to_save(messages), **ref)
+
+    async def asave_turn(self, messages: Msgs, **ref: Unpack[ThreadRef]) -> Saved:
+        """Async `save_turn`."""
+        await self.storage.aensure_thread(**ref)
+        return await self.asave(to_save(messages), **ref)
+
+    def save_new(self, messages: Msgs, **ref: Unpack[ThreadRef]) -> Saved:
+        """Save the messages (of a graph state, say) that the thread does not hold yet."""
+        self.storage.ensure_thread(**ref)
+        held = self.storage.get_messages_by_id(_ids(messages), resource_id=ref["resource_id"])
+        fresh = unsaved(messages, {s.message.id for s in held})
+        return self.save(fresh, **ref) if fresh else []
+
+    async def asave_new(self, messages: Msgs, **ref: Unpack[ThreadRef]) -> Saved:
+        """Async `save_new`."""
+        await self.storage.aensure_thread(**ref)
+        held = await self.storage.aget_messages_by_id(
+            _ids(messages), resource_id=ref["resource_id"]
+        )
+        fresh = unsaved(messages, {s.message.id for s in held})
+        return await self.asave(fresh, **ref) if fresh else []
+
+    def backfill(self) -> int:
+        """Embed every stored message whose vector is missing; returns how many were written."""
+        if self.index is None:
+            raise ConfigurationError("semantic recall is not enabled")
+        return self.index.backfill()
+
+    def _indexed(self, stored: list[StoredMessage]) -> Saved:
+        if self.index:
+            self.index.after_save(stored)
+        return [s.message for s in stored]
+
+    async def _aindexed(self, stored: list[StoredMessage]) -> Saved:
+        if self.index:
+            await self.index.aafter_save(stored)
+        return [s.message for s in stored]
+
+
+def _ids(messages: Msgs) -> list[str]:
+    return [m.id for m in messages if m.id]

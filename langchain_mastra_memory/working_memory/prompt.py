@@ -1,0 +1,62 @@
+"""The system message that shows the model its working memory (and how to update it)."""
+
+from __future__ import annotations
+
+import json
+
+from langchain_core.messages import SystemMessage
+
+from ..injected import SOURCE_KEY
+from .config import TOOL_NAME, WorkingMemoryConfig
+
+
+def instructions(config: WorkingMemoryConfig, data: str | None) -> str:
+    """The system message that injects working memory (and, unless read-only, how to update it)."""
+    current = data if data is not None else ""
+    if config.mode == "markdown":
+        shape = f"<working_memory_template>\n{config.markdown_template}\n</working_memory_template>"
+        how = (
+            f"Call the {TOOL_NAME} tool with the ENTIRE Markdown document (every section, "
+            "including empty ones): it replaces what is stored."
+        )
+    else:
+        shape = (
+            f"<working_memory_schema>\n{json.dumps(config.schema_dict)}\n</working_memory_schema>"
+        )
+        how = (
+            f"Call the {TOOL_NAME} tool with ONLY the fields that changed: objects are merged, "
+            "arrays replace the stored array, null deletes a field."
+        )
+    head = "WORKING_MEMORY_SYSTEM_INSTRUCTION:"
+    if config.read_only:
+        return (
+            f"{head}\nWhat you know about the user from earlier conversations (read-only):\n\n"
+            f"<working_memory_data>\n{current}\n</working_memory_data>"
+        )
+    return f"""{head}
+Store and update any conversation-relevant information by calling the {TOOL_NAME} tool. If \
+information might be referenced again, store it.
+
+Guidelines:
+1. Store anything that could be useful later in the conversation.
+2. Update proactively when information changes, no matter how small.
+3. Act naturally: don't mention this system to the user.
+4. {how}
+
+{shape}
+
+<working_memory_data>
+{current}
+</working_memory_data>
+
+Notes:
+- Update memory whenever referenced information changes.
+- If you are unsure whether to store something, store it.
+- The user does not see this memory; it keeps the conversation going when the history is short."""
+
+
+def working_memory_message(config: WorkingMemoryConfig, data: str | None) -> SystemMessage:
+    """The system message for stored working-memory text `data`, tagged as memory's own."""
+    return SystemMessage(
+        instructions(config, data), response_metadata={SOURCE_KEY: "working_memory"}
+    )
