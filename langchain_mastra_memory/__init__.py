@@ -22,6 +22,7 @@ The map, layers pointing one way (storage <- recall <- processors <- Memory <- i
 """
 
 from .errors import (
+    BlockingCallError,
     ConfigurationError,
     EncodingNotAvailableError,
     InvalidMessageError,
@@ -61,6 +62,7 @@ from .token_counting import TokenCounter
 from .working_memory import WorkingMemoryConfig
 
 __all__ = [
+    "BlockingCallError",
     "CachedEmbeddings",
     "ChromaVectorStore",
     "ConfigurationError",

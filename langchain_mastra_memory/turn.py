@@ -31,8 +31,8 @@ from .processors.semantic_recall import SemanticRecall, last_human_text
 from .provider_rules import provider_safe
 from .recall.index import RecallIndex
 from .storage.base import MemoryStorage
-from .storage.records import StoredMessage
 from .thread import Thread
+from .twins import Steps, call, run_async, run_sync
 from .working_memory.config import TOOL_NAME as WORKING_MEMORY_TOOL
 from .working_memory.service import WorkingMemoryStore
 
@@ -95,7 +95,7 @@ class TurnContext:
     """The read side of a turn, for `Memory`: working memory, recall, history, processors,
     then the current turn, made provider-valid (`provider_rules.provider_safe`).
 
-    The sync and async paths share every planning step; they differ only in the I/O calls.
+    Each algorithm is written once as steps (`twins`); the sync and async methods run them.
     """
 
     def __init__(
@@ -118,31 +118,79 @@ class TurnContext:
             return list(processors)
         return [ToolCallFilter(exclude=[WORKING_MEMORY_TOOL]), *processors]
 
-    # -- planning (pure) -----------------------------------------------------------------------
-    def _stored_window(self, new: Sequence[BaseMessage]) -> int | None:
-        """How many stored messages to read (None: use no stored history)."""
-        last = self.last_messages
-        return None if last is False else int(last) + len(new)
-
-    def _history(
-        self, stored: Sequence[StoredMessage], new: Sequence[BaseMessage]
-    ) -> list[BaseMessage]:
-        """The newest stored messages that are not part of the current turn (a graph may have
-        saved the turn's first messages already)."""
-        current = {m.id for m in new if m.id}
-        return newest(
-            [s.message for s in stored if s.message.id not in current], self.last_messages
-        )
-
-    def _assemble(
+    # -- the algorithms, once ------------------------------------------------------------------
+    def _remembered(
         self,
-        injected: BaseMessage | None,
-        remembered: list[BaseMessage],
+        thread_id: str,
+        resource_id: str | None,
         new: Sequence[BaseMessage],
-    ) -> list[BaseMessage]:
+        history: Sequence[BaseMessage] | None,
+    ) -> Steps[list[BaseMessage]]:
+        if resource_id is None:
+            resource_id = owner_of((yield call(self.storage, "get_thread", thread_id)), thread_id)
+        last = self.last_messages
+        if history is not None:
+            messages = newest(history, last)
+        elif last is False:
+            messages = []
+        else:
+            try:
+                stored = yield call(
+                    self.storage,
+                    "list_messages",
+                    thread_id,
+                    last=int(last) + len(new),
+                    resource_id=resource_id,
+                )
+            except ThreadNotFoundError:
+                stored = []
+            current = {m.id for m in new if m.id}  # a graph may have saved them already
+            messages = newest([s.message for s in stored if s.message.id not in current], last)
+        if self.recall_index is not None:
+            messages = (yield from self._recalled(thread_id, resource_id, messages, new)) + messages
+        for step in self.steps:
+            messages = yield call(step, "invoke", messages, **processor_options(step, new))
+        return messages
+
+    def _recalled(
+        self,
+        thread_id: str,
+        resource_id: str,
+        history: Sequence[BaseMessage],
+        new: Sequence[BaseMessage],
+    ) -> Steps[list[BaseMessage]]:
+        assert self.recall_index is not None
+        query, exclude = recall_query(history, new)
+        if not query:
+            return []
+        found = yield call(
+            self.recall_index,
+            "recall",
+            query,
+            resource_id=resource_id,
+            thread_id=thread_id,
+            exclude=exclude,
+            never_hits=frozenset(m.id for m in new if m.id),
+        )
+        titles = {}
+        for source in {s.thread_id for s in found}:
+            titles[source] = _title((yield call(self.storage, "get_thread", source)))
+        return SemanticRecall.assemble(found, thread_id, titles)
+
+    def _context(
+        self,
+        new: Sequence[BaseMessage],
+        thread_id: str,
+        resource_id: str,
+        history: Sequence[BaseMessage] | None,
+    ) -> Steps[list[BaseMessage]]:
+        injected = yield call(
+            self.working_memory, "message", resource_id=resource_id, thread_id=thread_id
+        )
+        remembered = yield from self._remembered(thread_id, resource_id, new, history)
         return provider_safe([*([injected] if injected else []), *remembered], new)
 
-    # -- sync ----------------------------------------------------------------------------------
+    # -- run sync or async ---------------------------------------------------------------------
     def remembered(
         self,
         *,
@@ -153,24 +201,18 @@ class TurnContext:
     ) -> list[BaseMessage]:
         """Recalled messages and the history, shaped by the processors (no current turn).
         Without `resource_id`, the thread's owner is looked up."""
-        new = new_messages
-        if resource_id is None:
-            resource_id = owner_of(self.storage.get_thread(thread_id), thread_id)
-        if history is not None:
-            messages = newest(history, self.last_messages)
-        elif (window := self._stored_window(new)) is None:
-            messages = []
-        else:
-            try:
-                stored = self.storage.list_messages(thread_id, last=window, resource_id=resource_id)
-            except ThreadNotFoundError:
-                stored = []
-            messages = self._history(stored, new)
-        if self.recall_index is not None:
-            messages = self.recalled(thread_id, resource_id, messages, new) + messages
-        for step in self.steps:
-            messages = step.invoke(messages, **processor_options(step, new))
-        return messages
+        return run_sync(self._remembered(thread_id, resource_id, new_messages, history))
+
+    async def aremembered(
+        self,
+        *,
+        thread_id: str,
+        resource_id: str | None = None,
+        new_messages: Sequence[BaseMessage] = (),
+        history: Sequence[BaseMessage] | None = None,
+    ) -> list[BaseMessage]:
+        """Async `remembered`."""
+        return await run_async(self._remembered(thread_id, resource_id, new_messages, history))
 
     def recalled(
         self,
@@ -179,19 +221,8 @@ class TurnContext:
         history: Sequence[BaseMessage],
         new: Sequence[BaseMessage],
     ) -> list[BaseMessage]:
-        assert self.recall_index is not None
-        query, exclude = recall_query(history, new)
-        if not query:
-            return []
-        found = self.recall_index.recall(
-            query,
-            resource_id=resource_id,
-            thread_id=thread_id,
-            exclude=exclude,
-            never_hits=frozenset(m.id for m in new if m.id),
-        )
-        titles = {t: _title(self.storage.get_thread(t)) for t in {s.thread_id for s in found}}
-        return SemanticRecall.assemble(found, thread_id, titles)
+        """What semantic recall adds for the last human message of `new` (or of `history`)."""
+        return run_sync(self._recalled(thread_id, resource_id, history, new))
 
     def context(
         self,
@@ -202,65 +233,7 @@ class TurnContext:
         history: Sequence[BaseMessage] | None = None,
     ) -> list[BaseMessage]:
         """The messages to send for a turn."""
-        injected = self.working_memory.message(resource_id=resource_id, thread_id=thread_id)
-        remembered = self.remembered(
-            thread_id=thread_id, resource_id=resource_id, new_messages=new, history=history
-        )
-        return self._assemble(injected, remembered, new)
-
-    # -- async: the same steps, awaiting the I/O -----------------------------------------------
-    async def aremembered(
-        self,
-        *,
-        thread_id: str,
-        resource_id: str | None = None,
-        new_messages: Sequence[BaseMessage] = (),
-        history: Sequence[BaseMessage] | None = None,
-    ) -> list[BaseMessage]:
-        """Async `remembered`."""
-        new = new_messages
-        if resource_id is None:
-            resource_id = owner_of(await self.storage.aget_thread(thread_id), thread_id)
-        if history is not None:
-            messages = newest(history, self.last_messages)
-        elif (window := self._stored_window(new)) is None:
-            messages = []
-        else:
-            try:
-                stored = await self.storage.alist_messages(
-                    thread_id, last=window, resource_id=resource_id
-                )
-            except ThreadNotFoundError:
-                stored = []
-            messages = self._history(stored, new)
-        if self.recall_index is not None:
-            messages = await self.arecalled(thread_id, resource_id, messages, new) + messages
-        for step in self.steps:
-            messages = await step.ainvoke(messages, **processor_options(step, new))
-        return messages
-
-    async def arecalled(
-        self,
-        thread_id: str,
-        resource_id: str,
-        history: Sequence[BaseMessage],
-        new: Sequence[BaseMessage],
-    ) -> list[BaseMessage]:
-        assert self.recall_index is not None
-        query, exclude = recall_query(history, new)
-        if not query:
-            return []
-        found = await self.recall_index.arecall(
-            query,
-            resource_id=resource_id,
-            thread_id=thread_id,
-            exclude=exclude,
-            never_hits=frozenset(m.id for m in new if m.id),
-        )
-        titles = {
-            t: _title(await self.storage.aget_thread(t)) for t in {s.thread_id for s in found}
-        }
-        return SemanticRecall.assemble(found, thread_id, titles)
+        return run_sync(self._context(new, thread_id, resource_id, history))
 
     async def acontext(
         self,
@@ -271,11 +244,7 @@ class TurnContext:
         history: Sequence[BaseMessage] | None = None,
     ) -> list[BaseMessage]:
         """Async `context`."""
-        injected = await self.working_memory.amessage(resource_id=resource_id, thread_id=thread_id)
-        remembered = await self.aremembered(
-            thread_id=thread_id, resource_id=resource_id, new_messages=new, history=history
-        )
-        return self._assemble(injected, remembered, new)
+        return await run_async(self._context(new, thread_id, resource_id, history))
 
 
 def owner_of(thread: Thread | None, thread_id: str) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from langchain_mastra_memory import Memory, MemoryStorage, PostgresStorage, SQLiteStorage
+from langchain_mastra_memory.storage.base import forbid_blocking_calls
 
 BACKENDS = ["sqlite-memory", "sqlite-file"]
 if os.environ.get("LMM_TEST_POSTGRES_DSN"):
@@ -59,7 +60,8 @@ def call(request: pytest.FixtureRequest) -> Call:
     def run(obj: Any, name: str, *args: Any, **kwargs: Any) -> Any:
         if request.param == "sync":
             return getattr(obj, name)(*args, **kwargs)
-        return asyncio.run(getattr(obj, "a" + name)(*args, **kwargs))
+        with forbid_blocking_calls():  # an async twin must never block its event loop
+            return asyncio.run(getattr(obj, "a" + name)(*args, **kwargs))
 
     run.mode = request.param  # type: ignore[attr-defined]
     return run

@@ -11,6 +11,7 @@ import pytest
 import langchain_mastra_memory
 
 EXPECTED = [
+    "BlockingCallError",
     "CachedEmbeddings",
     "ChromaVectorStore",
     "ConfigurationError",

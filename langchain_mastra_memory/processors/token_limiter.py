@@ -13,7 +13,7 @@ from ..token_counting import TokenCounter
 from .base import MemoryProcessor
 from .limiting import limit_messages
 
-logger = logging.getLogger("langchain_mastra_memory")
+logger = logging.getLogger(__name__)
 
 
 def check_limit(limit: object) -> int:

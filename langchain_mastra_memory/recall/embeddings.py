@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -57,9 +58,7 @@ def _gelu(x: np.ndarray) -> np.ndarray:
     return poly
 
 
-def _layer_norm(
-    x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float = 1e-12
-) -> np.ndarray:
+def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
     mean = x.mean(-1, keepdims=True)
     var = ((x - mean) ** 2).mean(-1, keepdims=True)
     return (x - mean) / np.sqrt(var + eps) * weight + bias
@@ -68,13 +67,12 @@ def _layer_norm(
 class MiniLMEmbeddings(Embeddings):
     """all-MiniLM-L6-v2 sentence embeddings (384 dimensions), offline, in numpy.
 
-    Inputs longer than the model's 256 tokens are truncated, as sentence-transformers does.
+    The shape (dimension, attention heads, layer-norm epsilon, layers) comes from the model's
+    own ``config.json``, and the input length from ``sentence_bert_config.json``: inputs longer
+    than it (256 tokens) are truncated, as sentence-transformers does.
     """
 
     model_name = MODEL_NAME
-    dimension = 384
-    max_tokens = 256
-    heads = 12
 
     def __init__(self, model_dir: str | Path | None = None, *, batch_size: int = 32) -> None:
         directory = Path(model_dir) if model_dir is not None else _package_model_dir()
@@ -88,6 +86,14 @@ class MiniLMEmbeddings(Embeddings):
             )
             raise ConfigurationError(msg) from exc
         self.batch_size = batch_size
+        config = json.loads((directory / "config.json").read_text())
+        sentence = directory / "sentence_bert_config.json"
+        self.dimension: int = config["hidden_size"]
+        self.heads: int = config["num_attention_heads"]
+        self.eps: float = config["layer_norm_eps"]
+        self.max_tokens: int = (
+            json.loads(sentence.read_text())["max_seq_length"] if sentence.exists() else 512
+        )
         self.tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
         self.tokenizer.enable_truncation(self.max_tokens)
         self.tokenizer.no_padding()
@@ -123,7 +129,9 @@ class MiniLMEmbeddings(Embeddings):
             + w["embeddings.position_embeddings.weight"][:length]
             + w["embeddings.token_type_embeddings.weight"][0]
         )
-        x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
+        x = _layer_norm(
+            x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], self.eps
+        )
         head = x.shape[-1] // self.heads
         bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
         for i in range(self.layers):
@@ -145,12 +153,14 @@ class MiniLMEmbeddings(Embeddings):
                 proj(context, "attention.output.dense") + x,
                 w[p + "attention.output.LayerNorm.weight"],
                 w[p + "attention.output.LayerNorm.bias"],
+                self.eps,
             )
             hidden = _gelu(proj(x, "intermediate.dense"))
             x = _layer_norm(
                 proj(hidden, "output.dense") + x,
                 w[p + "output.LayerNorm.weight"],
                 w[p + "output.LayerNorm.bias"],
+                self.eps,
             )
         pooled = (x * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
         return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)

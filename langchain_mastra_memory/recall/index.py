@@ -28,6 +28,7 @@ from ..messages import mastra_role, message_text, without_tool_calls
 from ..storage.base import MemoryStorage
 from ..storage.records import StoredMessage
 from ..storage.sqlite import SQLiteStorage
+from ..twins import Steps, call, run_async, run_sync
 from ..working_memory.config import TOOL_NAME as WORKING_MEMORY_TOOL
 from .embeddings import CachedEmbeddings, model_id
 from .vector import ChromaVectorStore, VectorRecord, index_name_for
@@ -152,15 +153,51 @@ class RecallIndex:
         return cls(storage, vector, embedder, options=parsed)
 
     # -- naming --------------------------------------------------------------------------------
-    def index_name(self) -> str:
-        """The vector collection in use (derived from the embedder's model and dimension)."""
+    def _index_name_steps(self) -> Steps[str]:
         if self._index_name is None:
             assert self.embedder is not None
-            dimension = len(self.embedder.embed_query("dimension"))
+            dimension = len((yield call(self.embedder, "embed_query", "dimension")))
             self._index_name = index_name_for(model_id(self.embedder), dimension)
         return self._index_name
 
+    def index_name(self) -> str:
+        """The vector collection in use (derived from the embedder's model and dimension)."""
+        return run_sync(self._index_name_steps())
+
+    async def aindex_name(self) -> str:
+        """Async `index_name` (the first call embeds a probe text off the event loop)."""
+        return await run_async(self._index_name_steps())
+
     # -- search --------------------------------------------------------------------------------
+    def _search(
+        self, query: str, resource_id: str, thread_id: str | None, limit: int | None
+    ) -> Steps[list[RecallHit]]:
+        if not query.strip():
+            return []
+        k = limit or self.options.top_k
+        scoped = thread_id if self.options.scope == "thread" else None  # resource scope: all
+        pool = k if self.options.mode != "hybrid" else k * 4
+        vector_hits: list[RecallHit] = []
+        keyword_hits: list[RecallHit] = []
+        if self.options.mode != "keyword":
+            assert self.vector is not None and self.embedder is not None
+            embedding = yield call(self.embedder, "embed_query", query)
+            name = yield from self._index_name_steps()
+            found = yield call(
+                self.vector, "query", name, embedding, top_k=pool,
+                resource_id=resource_id, thread_id=scoped,
+            )  # fmt: skip
+            vector_hits = self._threshold(
+                [RecallHit(h.message_id, h.thread_id, h.score) for h in found]
+            )
+        if self.options.mode != "vector":
+            rows = yield call(
+                self.storage, "search_text", query, resource_id=resource_id, thread_id=scoped,
+                limit=pool,
+            )  # fmt: skip
+            keyword_hits = [RecallHit(*row) for row in rows]
+        return self._fuse(vector_hits, keyword_hits, k)
+
     def search(
         self,
         query: str,
@@ -170,17 +207,7 @@ class RecallIndex:
         limit: int | None = None,
     ) -> list[RecallHit]:
         """Hits for `query` (best first), by the configured mode; [] for a blank query."""
-        if not query.strip():
-            return []
-        k, scoped = self._plan(thread_id, limit)
-        vector_hits = keyword_hits = []
-        if self.options.mode != "keyword":
-            assert self.embedder is not None
-            embedding = self.embedder.embed_query(query)
-            vector_hits = self._vector_hits(embedding, resource_id, scoped, k)
-        if self.options.mode != "vector":
-            keyword_hits = self._keyword_hits(query, resource_id, scoped, k)
-        return self._fuse(vector_hits, keyword_hits, k)
+        return run_sync(self._search(query, resource_id, thread_id, limit))
 
     async def asearch(
         self,
@@ -191,70 +218,11 @@ class RecallIndex:
         limit: int | None = None,
     ) -> list[RecallHit]:
         """Async `search`."""
-        if not query.strip():
-            return []
-        k, scoped = self._plan(thread_id, limit)
-        vector_hits = keyword_hits = []
-        if self.options.mode != "keyword":
-            assert self.embedder is not None
-            embedding = await self.embedder.aembed_query(query)
-            vector_hits = await self._avector_hits(embedding, resource_id, scoped, k)
-        if self.options.mode != "vector":
-            keyword_hits = await self._akeyword_hits(query, resource_id, scoped, k)
-        return self._fuse(vector_hits, keyword_hits, k)
-
-    def _plan(self, thread_id: str | None, limit: int | None) -> tuple[int, str | None]:
-        """How many hits, and the thread to filter on (only in thread scope)."""
-        return limit or self.options.top_k, thread_id if self.options.scope == "thread" else None
-
-    def _pool(self, k: int) -> int:
-        return k if self.options.mode != "hybrid" else k * 4
-
-    def _vector_hits(
-        self, embedding: list[float], resource_id: str, thread_id: str | None, k: int
-    ) -> list[RecallHit]:
-        assert self.vector is not None
-        hits = self.vector.query(
-            self.index_name(),
-            embedding,
-            top_k=self._pool(k),
-            resource_id=resource_id,
-            thread_id=thread_id,
-        )
-        return self._threshold([RecallHit(h.message_id, h.thread_id, h.score) for h in hits])
-
-    async def _avector_hits(
-        self, embedding: list[float], resource_id: str, thread_id: str | None, k: int
-    ) -> list[RecallHit]:
-        assert self.vector is not None
-        hits = await self.vector.aquery(
-            self.index_name(),
-            embedding,
-            top_k=self._pool(k),
-            resource_id=resource_id,
-            thread_id=thread_id,
-        )
-        return self._threshold([RecallHit(h.message_id, h.thread_id, h.score) for h in hits])
+        return await run_async(self._search(query, resource_id, thread_id, limit))
 
     def _threshold(self, hits: list[RecallHit]) -> list[RecallHit]:
         limit = self.options.threshold
         return hits if limit is None else [h for h in hits if h.score >= limit]
-
-    def _keyword_hits(
-        self, query: str, resource_id: str, thread_id: str | None, k: int
-    ) -> list[RecallHit]:
-        rows = self.storage.search_text(
-            query, resource_id=resource_id, thread_id=thread_id, limit=self._pool(k)
-        )
-        return [RecallHit(*row) for row in rows]
-
-    async def _akeyword_hits(
-        self, query: str, resource_id: str, thread_id: str | None, k: int
-    ) -> list[RecallHit]:
-        rows = await self.storage.asearch_text(
-            query, resource_id=resource_id, thread_id=thread_id, limit=self._pool(k)
-        )
-        return [RecallHit(*row) for row in rows]
 
     def _fuse(
         self, vector_hits: list[RecallHit], keyword_hits: list[RecallHit], k: int
@@ -273,6 +241,24 @@ class RecallIndex:
         return [RecallHit(m, threads[m], fused[m]) for m in best]
 
     # -- windows -------------------------------------------------------------------------------
+    def _recall(
+        self,
+        query: str,
+        resource_id: str,
+        thread_id: str | None,
+        exclude: set[str],
+        never_hits: frozenset[str],
+    ) -> Steps[list[StoredMessage]]:
+        limit = self.options.top_k + len(never_hits)
+        hits = yield from self._search(query, resource_id, thread_id, limit)
+        hits = [h for h in hits if h.message_id not in never_hits][: self.options.top_k]
+        window = self.options.window
+        found = yield call(
+            self.storage, "message_windows", [h.message_id for h in hits],
+            before=window.before, after=window.after, resource_id=resource_id,
+        )  # fmt: skip
+        return hide_working_memory([s for s in found if s.message.id not in exclude])
+
     def recall(
         self,
         query: str,
@@ -286,21 +272,7 @@ class RecallIndex:
 
         `never_hits` (the current turn's messages, which the query comes from) are skipped as
         hits without costing one of the `top_k` places."""
-        hits = self.search(
-            query,
-            resource_id=resource_id,
-            thread_id=thread_id,
-            limit=self.options.top_k + len(never_hits),
-        )
-        hits = [h for h in hits if h.message_id not in never_hits][: self.options.top_k]
-        window = self.options.window
-        found = self.storage.message_windows(
-            [h.message_id for h in hits],
-            before=window.before,
-            after=window.after,
-            resource_id=resource_id,
-        )
-        return hide_working_memory([s for s in found if s.message.id not in exclude])
+        return run_sync(self._recall(query, resource_id, thread_id, exclude, never_hits))
 
     async def arecall(
         self,
@@ -312,52 +284,32 @@ class RecallIndex:
         never_hits: frozenset[str] = frozenset(),
     ) -> list[StoredMessage]:
         """Async `recall`."""
-        hits = await self.asearch(
-            query,
-            resource_id=resource_id,
-            thread_id=thread_id,
-            limit=self.options.top_k + len(never_hits),
-        )
-        hits = [h for h in hits if h.message_id not in never_hits][: self.options.top_k]
-        window = self.options.window
-        found = await self.storage.amessage_windows(
-            [h.message_id for h in hits],
-            before=window.before,
-            after=window.after,
-            resource_id=resource_id,
-        )
-        return hide_working_memory([s for s in found if s.message.id not in exclude])
+        return await run_async(self._recall(query, resource_id, thread_id, exclude, never_hits))
 
     # -- keeping vectors in step ---------------------------------------------------------------
-    def _records(self, stored: Sequence[StoredMessage]) -> tuple[list[StoredMessage], list[str]]:
+    def _index(self, stored: Sequence[StoredMessage]) -> Steps[int]:
         todo = [
             s
             for s in stored
             if mastra_role(s.message) in EMBEDDED_ROLES and message_text(s.message).strip()
         ]
-        return todo, [message_text(s.message) for s in todo]
+        if self.vector is None or self.embedder is None:
+            return 0
+        if todo:
+            texts = [message_text(s.message) for s in todo]
+            vectors = yield call(self.embedder, "embed_documents", texts)
+            name = yield from self._index_name_steps()
+            yield call(self.vector, "upsert", name, _vector_records(todo, vectors))
+        yield call(self.storage, "mark_embedded", [s.message.id for s in stored if s.message.id])
+        return len(todo)
 
     def index(self, stored: Sequence[StoredMessage]) -> int:
         """Embed and store user/assistant messages (batched); returns how many were written."""
-        todo, texts = self._records(stored)
-        if self.vector is None or self.embedder is None:
-            return 0
-        if todo:
-            vectors = self.embedder.embed_documents(texts)
-            self.vector.upsert(self.index_name(), _vector_records(todo, vectors))
-        self.storage.mark_embedded([s.message.id for s in stored if s.message.id])
-        return len(todo)
+        return run_sync(self._index(stored))
 
     async def aindex(self, stored: Sequence[StoredMessage]) -> int:
         """Async `index`."""
-        todo, texts = self._records(stored)
-        if self.vector is None or self.embedder is None:
-            return 0
-        if todo:
-            vectors = await self.embedder.aembed_documents(texts)
-            await self.vector.aupsert(self.index_name(), _vector_records(todo, vectors))
-        await self.storage.amark_embedded([s.message.id for s in stored if s.message.id])
-        return len(todo)
+        return await run_async(self._index(stored))
 
     def backfill(self, *, limit: int = 500, max_batches: int | None = None) -> int:
         """Index messages whose embedding is missing (e.g. saved while Chroma was down)."""
@@ -371,17 +323,20 @@ class RecallIndex:
                 break
         return total
 
+    def _forget(self, message_ids: Sequence[str], thread_id: str | None) -> Steps[None]:
+        if self.vector is not None:
+            name = yield from self._index_name_steps()
+            yield call(self.vector, "delete", name, ids=message_ids, thread_id=thread_id)
+
     def forget(self, *, message_ids: Sequence[str] = (), thread_id: str | None = None) -> None:
         """Remove vectors of deleted messages or of a deleted thread."""
-        if self.vector is not None:
-            self.vector.delete(self.index_name(), ids=message_ids, thread_id=thread_id)
+        run_sync(self._forget(message_ids, thread_id))
 
     async def aforget(
         self, *, message_ids: Sequence[str] = (), thread_id: str | None = None
     ) -> None:
         """Async `forget`."""
-        if self.vector is not None:
-            await self.vector.adelete(self.index_name(), ids=message_ids, thread_id=thread_id)
+        await run_async(self._forget(message_ids, thread_id))
 
     # -- after storage writes (failures warn; the backlog catches up) --------------------------
     def _warn(self, exc: Exception) -> None:

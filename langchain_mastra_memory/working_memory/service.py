@@ -8,6 +8,7 @@ from langchain_core.messages import SystemMessage
 
 from ..errors import ConfigurationError
 from ..storage.base import MemoryStorage
+from ..twins import Steps, call, run_async, run_sync
 from .config import WorkingMemoryConfig
 from .prompt import working_memory_message
 from .rules import apply_update, load_data
@@ -45,56 +46,56 @@ class WorkingMemoryStore:
             raise ConfigurationError("working memory has scope 'thread': give thread_id")
         return thread_id
 
-    def get(self, *, resource_id: str, thread_id: str | None = None) -> Any:
-        """The working memory: the Markdown document, or a dict in schema mode (None if unset)."""
-        stored = self.storage.get_working_memory(
-            resource_id=resource_id, thread_id=self.thread_key(thread_id)
+    def _get(self, resource_id: str, thread_id: str | None) -> Steps[Any]:
+        key = self.thread_key(thread_id)
+        stored = yield call(
+            self.storage, "get_working_memory", resource_id=resource_id, thread_id=key
         )
         return load_data(self.config, stored)
 
-    async def aget(self, *, resource_id: str, thread_id: str | None = None) -> Any:
-        """Async `get`."""
-        stored = await self.storage.aget_working_memory(
-            resource_id=resource_id, thread_id=self.thread_key(thread_id)
-        )
-        return load_data(self.config, stored)
-
-    def update(self, value: Any, *, resource_id: str, thread_id: str | None = None) -> Any:
-        """Replace (Markdown) or merge into (schema) the working memory; returns the new value."""
-        stored = self.storage.modify_working_memory(
+    def _update(self, value: Any, resource_id: str, thread_id: str | None) -> Steps[Any]:
+        stored = yield call(
+            self.storage,
+            "modify_working_memory",
             lambda current: apply_update(self.config, current, value),
             resource_id=resource_id,
             thread_id=self.thread_key(thread_id),
         )
         return load_data(self.config, stored)
 
-    async def aupdate(self, value: Any, *, resource_id: str, thread_id: str | None = None) -> Any:
-        """Async `update`."""
-        stored = await self.storage.amodify_working_memory(
-            lambda current: apply_update(self.config, current, value),
-            resource_id=resource_id,
-            thread_id=self.thread_key(thread_id),
-        )
-        return load_data(self.config, stored)
-
-    def message(self, *, resource_id: str, thread_id: str | None = None) -> SystemMessage | None:
-        """The tagged system message that injects the memory (None when disabled)."""
+    def _message(self, resource_id: str, thread_id: str | None) -> Steps[SystemMessage | None]:
         if not self.config.enabled:
             return None
         key = self.thread_key(thread_id)
-        if key is not None and self.storage.get_thread(key) is None:
+        if key is not None and (yield call(self.storage, "get_thread", key)) is None:
             return working_memory_message(self.config, None)  # a new thread has none yet
-        stored = self.storage.get_working_memory(resource_id=resource_id, thread_id=key)
+        stored = yield call(
+            self.storage, "get_working_memory", resource_id=resource_id, thread_id=key
+        )
         return working_memory_message(self.config, stored)
+
+    def get(self, *, resource_id: str, thread_id: str | None = None) -> Any:
+        """The working memory: the Markdown document, or a dict in schema mode (None if unset)."""
+        return run_sync(self._get(resource_id, thread_id))
+
+    async def aget(self, *, resource_id: str, thread_id: str | None = None) -> Any:
+        """Async `get`."""
+        return await run_async(self._get(resource_id, thread_id))
+
+    def update(self, value: Any, *, resource_id: str, thread_id: str | None = None) -> Any:
+        """Replace (Markdown) or merge into (schema) the working memory; returns the new value."""
+        return run_sync(self._update(value, resource_id, thread_id))
+
+    async def aupdate(self, value: Any, *, resource_id: str, thread_id: str | None = None) -> Any:
+        """Async `update`."""
+        return await run_async(self._update(value, resource_id, thread_id))
+
+    def message(self, *, resource_id: str, thread_id: str | None = None) -> SystemMessage | None:
+        """The tagged system message that injects the memory (None when disabled)."""
+        return run_sync(self._message(resource_id, thread_id))
 
     async def amessage(
         self, *, resource_id: str, thread_id: str | None = None
     ) -> SystemMessage | None:
         """Async `message`."""
-        if not self.config.enabled:
-            return None
-        key = self.thread_key(thread_id)
-        if key is not None and await self.storage.aget_thread(key) is None:
-            return working_memory_message(self.config, None)
-        stored = await self.storage.aget_working_memory(resource_id=resource_id, thread_id=key)
-        return working_memory_message(self.config, stored)
+        return await run_async(self._message(resource_id, thread_id))

@@ -1,0 +1,100 @@
+"""The house's shape: no import circles, and layers that point one way
+(storage <- recall <- processors <- Memory <- integrations / CLI)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "langchain_mastra_memory"
+NAME = "langchain_mastra_memory"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_time_imports(path: Path) -> set[str]:
+    """Package modules `path` imports when it is imported (not inside functions, not under
+    ``if TYPE_CHECKING``)."""
+    tree = ast.parse(path.read_text())
+    here = module_name(path).split(".")
+    if path.name != "__init__.py":
+        here = here[:-1]
+    found: set[str] = set()
+
+    def visit(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                continue
+            if isinstance(node, (ast.If, ast.Try)):
+                visit(node.body)
+                visit(getattr(node, "orelse", []))
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+            elif isinstance(node, ast.ImportFrom):
+                base = here[: len(here) - node.level + 1] if node.level else []
+                target = ".".join([*base, *(node.module.split(".") if node.module else [])])
+                if not node.level and not target.startswith(NAME):
+                    continue
+                for alias in node.names:
+                    candidate = f"{target}.{alias.name}"
+                    found.add(candidate if _exists(candidate) else target)
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names if a.name.startswith(NAME))
+
+    visit(tree.body)
+    return {m for m in found if _exists(m)}
+
+
+def _exists(module: str) -> bool:
+    relative = Path(*module.split(".")[1:])
+    return (PACKAGE / relative).with_suffix(".py").exists() or (
+        PACKAGE / relative / "__init__.py"
+    ).exists()
+
+
+GRAPH = {module_name(p): import_time_imports(p) for p in PACKAGE.rglob("*.py")}
+
+
+def test_no_import_circles() -> None:
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for nxt in GRAPH.get(start, ()):
+            if nxt == goal or (nxt not in seen and not seen.add(nxt) and reaches(nxt, goal, seen)):
+                return True
+        return False
+
+    assert [m for m in GRAPH if reaches(m, m, set())] == []
+    assert GRAPH[f"{NAME}.memory"] >= {f"{NAME}.turn", f"{NAME}.storage.base"}  # edges are seen
+
+
+LAYERS = {  # a layer must not import the ones listed, at import time
+    "storage": ("recall", "processors", "memory", "turn", "integrations", "working_memory", "cli"),
+    "recall": ("processors", "memory", "turn", "integrations", "cli"),
+    "processors": ("memory", "turn", "integrations", "cli"),
+    "working_memory": ("processors", "memory", "turn", "integrations", "cli"),
+    "memory": ("integrations", "cli"),
+    "turn": ("memory", "integrations", "cli"),
+}
+
+
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_layers_point_one_way(layer: str) -> None:
+    forbidden = tuple(f"{NAME}.{name}" for name in LAYERS[layer])
+    offending = {
+        module: sorted(t for t in targets if t.startswith(forbidden))
+        for module, targets in GRAPH.items()
+        if module == f"{NAME}.{layer}" or module.startswith(f"{NAME}.{layer}.")
+    }
+    assert {m: t for m, t in offending.items() if t} == {}
+
+
+def test_memory_is_a_thin_facade() -> None:
+    source = (PACKAGE / "memory.py").read_text()
+    assert len(source.splitlines()) <= 300
+    tree = ast.parse(source)
+    memory = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Memory")
+    assert memory.bases == []  # composed of parts, no mixins
