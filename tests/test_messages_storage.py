@@ -258,3 +258,34 @@ def test_stored_token_counts_follow_mastras_rule(memory: Memory) -> None:
     memory.save_messages([HumanMessage("hello")], thread_id="t1", resource_id="alice")
     (stored,) = memory.storage.list_messages("t1")
     assert stored.token_count == pytest.approx(5.8)  # "user" + "hello" = 2 tokens, + 3.8
+
+
+def test_full_text_search_on_every_backend(storage, call) -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    for thread, resource in (("t1", "alice"), ("t2", "alice"), ("t3", "bob")):
+        storage.create_thread(thread_id=thread, resource_id=resource)
+    storage.save_messages(
+        [HumanMessage("My cat Tom loves sardines", id="a1"), AIMessage("Noted", id="a2")],
+        thread_id="t1",
+        resource_id="alice",
+    )
+    storage.save_messages(
+        [HumanMessage("The sardines market opens at nine", id="a3")],
+        thread_id="t2",
+        resource_id="alice",
+    )
+    storage.save_messages(
+        [HumanMessage("Bob's cat eats sardines too", id="b1")], thread_id="t3", resource_id="bob"
+    )
+    hits = call(storage, "search_text", "cat sardines", resource_id="alice")
+    assert [h[0] for h in hits][0] == "a1"  # both words beat one
+    assert {h[0] for h in hits} == {"a1", "a3"}  # never bob's
+    assert all(isinstance(h[2], float) for h in hits)
+    scoped = call(storage, "search_text", "sardines", resource_id="alice", thread_id="t2")
+    assert [h[0] for h in scoped] == ["a3"]
+    assert call(storage, "search_text", "the and of", resource_id="alice") == []
+    assert call(storage, "search_text", "sardines", resource_id="alice", limit=1)[0][0] in {
+        "a1",
+        "a3",
+    }

@@ -84,22 +84,15 @@ class PostgresStorage(SQLStorage):
         except psycopg.OperationalError as exc:
             raise StorageError(f"PostgreSQL is unavailable: {exc}") from exc
 
-    def _text_search(
-        self, query: str, resource_id: str, thread_id: str | None, limit: int
-    ) -> tuple[str, list[Any]] | None:
+    def _text_match(self, query: str) -> tuple[str, Any] | None:
         words = query_words(query)
         if not words:
             return None
-        statement = (
-            "SELECT id, thread_id, ts_rank(tsv, q) AS score "
-            "FROM memory_messages, to_tsquery('english', ?) q "
-            "WHERE tsv @@ q AND resource_id = ? AND role IN ('user', 'assistant')"
+        return (
+            "SELECT m.id, m.thread_id, ts_rank(m.tsv, q) AS score "
+            "FROM memory_messages m, to_tsquery('english', ?) q WHERE m.tsv @@ q",
+            " | ".join(words),
         )
-        params: list[Any] = [" | ".join(words), resource_id]
-        if thread_id is not None:
-            statement += " AND thread_id = ?"
-            params.append(thread_id)
-        return statement + " ORDER BY score DESC LIMIT ?", [*params, limit]
 
     # -- schema --------------------------------------------------------------------------------
     def setup(self) -> None:

@@ -231,9 +231,9 @@ STOPWORDS = frozenset(
 
 
 def query_words(text: str, *, max_terms: int = 64) -> list[str]:
-    """The distinct words of a keyword query, lower-cased, English stopwords dropped."""
-    words = [w.lower() for w in _WORD.findall(text)]
-    kept = [w for w in words if w not in STOPWORDS] or words
+    """The distinct words of a keyword query, lower-cased, English stopwords dropped (a query of
+    stopwords alone has none, on every backend: PostgreSQL's english index holds none)."""
+    kept = [w for w in (w.lower() for w in _WORD.findall(text)) if w not in STOPWORDS]
     return list(dict.fromkeys(kept))[:max_terms]
 
 

@@ -138,11 +138,10 @@ class SQLStorage(MemoryStorage):
         """One transaction on a connection."""
 
     @abstractmethod
-    def _text_search(
-        self, query: str, resource_id: str, thread_id: str | None, limit: int
-    ) -> tuple[str, list[Any]] | None:
-        """The engine's full-text statement and params (None when the query has no words);
-        rows are ``(message_id, thread_id, score)``, best first."""
+    def _text_match(self, query: str) -> tuple[str, Any] | None:
+        """The engine's full-text search as ``SELECT m.id, m.thread_id, <score> AS score FROM
+        ... WHERE <match>`` over messages aliased ``m``, and its one parameter (None when the
+        query has no words). Higher scores are better."""
 
     # -- schema --------------------------------------------------------------------------------
     def _migrate(
@@ -490,11 +489,17 @@ class SQLStorage(MemoryStorage):
     def search_text(
         self, query: str, *, resource_id: str, thread_id: str | None = None, limit: int = 10
     ) -> list[tuple[str, str, float]]:
-        planned = self._text_search(query, resource_id, thread_id, limit)
-        if planned is None:
+        match = self._text_match(query)
+        if match is None:
             return []
+        statement = match[0] + " AND m.resource_id = ? AND m.role IN ('user', 'assistant')"
+        params: list[Any] = [match[1], resource_id]
+        if thread_id is not None:
+            statement += " AND m.thread_id = ?"
+            params.append(thread_id)
         with self._transaction(write=False) as conn:
-            rows = self._run(conn, *planned).fetchall()
+            ranked = statement + " ORDER BY score DESC LIMIT ?"
+            rows = self._run(conn, ranked, [*params, limit]).fetchall()
         return [(r[0], r[1], float(r[2])) for r in rows]
 
     def message_windows(

@@ -88,23 +88,16 @@ class SQLiteStorage(SQLStorage):
             else:
                 self._conn.execute("COMMIT")
 
-    def _text_search(
-        self, query: str, resource_id: str, thread_id: str | None, limit: int
-    ) -> tuple[str, list[Any]] | None:
+    def _text_match(self, query: str) -> tuple[str, Any] | None:
         match = fts_query(query)
         if not match:
             return None
-        statement = (
+        return (
             "SELECT m.id, m.thread_id, -bm25(memory_messages_fts) AS score "
             "FROM memory_messages_fts JOIN memory_messages m ON m.seq = memory_messages_fts.rowid "
-            "WHERE memory_messages_fts MATCH ? AND m.resource_id = ? "
-            "AND m.role IN ('user', 'assistant')"
+            "WHERE memory_messages_fts MATCH ?",
+            match,
         )
-        params: list[Any] = [match, resource_id]
-        if thread_id is not None:
-            statement += " AND m.thread_id = ?"
-            params.append(thread_id)
-        return statement + " ORDER BY score DESC LIMIT ?", [*params, limit]
 
     # -- schema --------------------------------------------------------------------------------
     def setup(self) -> None:
