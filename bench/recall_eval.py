@@ -1,38 +1,124 @@
-"""Retrieval-quality evaluation: recall@k of the evidence message, per recall mode.
+"""Recall quality: evidence recall@k per recall mode, on real conversations and a synthetic set.
 
-Builds the multi-session set of `recall_data.py` (30 facts over 12 sessions of one user, with
-distractors), stores it through `Memory`, then asks each paraphrased question from a new
-session and checks whether the message that stated the fact is among the top k hits.
+**LoCoMo** (``../shared/eval/locomo-dev/``, real multi-session chat; its README gives the
+metric): one resource per conversation, one thread per session, every turn a message (the
+speaker as the message's ``name``, its time the session's), and for each question of categories
+1-4 the question is the recall query over the whole resource; evidence recall@k is the share of
+its evidence turns among the k recalled messages (no neighbours), averaged over questions.
+Compared: ``vector``, ``keyword`` and ``hybrid`` through `Memory`, and plain BM25 (rank_bm25
+over whitespace tokens, the eval README's baseline).
 
-Modes: ``vector`` (all-MiniLM-L6-v2 + Chroma), ``keyword`` (SQLite FTS5, BM25), ``hybrid``
-(reciprocal-rank fusion of both), and the ``last-N`` baseline (is the evidence among the last
-40 messages, i.e. plain message history with no recall).
+**Synthetic** (second table): 30 planted facts over 12 sessions with paraphrased questions
+(`recall_data.py`), recall@k of the fact's message, 3 seeds.
 
-    python bench/recall_eval.py [--seeds 1 2 3]
+    python bench/recall_eval.py [--data ../shared/eval/locomo-dev] [--skip-synthetic]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
+import time
+from datetime import datetime
 from pathlib import Path
 
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 sys.path.insert(0, str(Path(__file__).parent))
 from recall_data import FACTS, build
 
 from langchain_mastra_memory import Memory, SQLiteStorage
 
-KS = (1, 3, 5)
+MODES = ("vector", "keyword", "hybrid")
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "eval" / "locomo-dev"
 
 
-def evaluate(seed: int) -> dict[str, dict[int, float]]:
+def conversation_turns(data: dict) -> list[tuple[int, datetime | None, list[dict]]]:
+    """(session number, time, turns) for every session that has turns."""
+    sessions = []
+    n = 1
+    while f"session_{n}" in data or f"session_{n}_date_time" in data:
+        turns = data.get(f"session_{n}") or []
+        when = data.get(f"session_{n}_date_time")
+        stamp = datetime.strptime(when, "%I:%M %p on %d %B, %Y") if when else None
+        if turns:
+            sessions.append((n, stamp, turns))
+        n += 1
+    return sessions
+
+
+def turn_message(turn: dict, speaker_a: str) -> BaseMessage:
+    text = turn["text"]
+    if turn.get("blip_caption"):
+        text += f" [shares a photo: {turn['blip_caption']}]"
+    kind = HumanMessage if turn["speaker"] == speaker_a else AIMessage
+    return kind(text, name=turn["speaker"])
+
+
+def locomo(path: Path, ks: tuple[int, ...]) -> dict[str, list[float]]:
+    """Sum of per-question evidence recall@k per mode (and the question count)."""
+    from rank_bm25 import BM25Okapi
+
+    totals: dict[str, list[float]] = {m: [0.0] * len(ks) for m in (*MODES, "BM25")}
+    questions = 0
+    for file in sorted(path.glob("*.json")):
+        data = json.loads(file.read_text())
+        memory = Memory(
+            storage=SQLiteStorage(":memory:"),
+            options={"semantic_recall": {"top_k": max(ks), "message_range": 0}},
+        )
+        dia_of: dict[str, str] = {}
+        texts: list[str] = []
+        speaker_a = data["speaker_a"]
+        started = time.perf_counter()
+        for number, when, turns in conversation_turns(data):
+            thread = f"session-{number}"
+            memory.create_thread(resource_id=file.stem, thread_id=thread)
+            messages = [turn_message(t, speaker_a) for t in turns]
+            saved = memory.save_messages(
+                messages,
+                thread_id=thread,
+                resource_id=file.stem,
+                created_at=[when] * len(messages) if when else None,
+            )
+            for turn, message in zip(turns, saved, strict=True):
+                dia_of[message.id or ""] = turn["dia_id"]
+                texts.append(str(message.content))
+        ids = [t["dia_id"] for _n, _w, turns in conversation_turns(data) for t in turns]
+        bm25 = BM25Okapi([t.split() for t in texts])
+        qas = [q for q in data["qa"] if q.get("category") in (1, 2, 3, 4) and q.get("evidence")]
+        index = memory.recall_index
+        assert index is not None
+        for qa in qas:
+            evidence = set(qa["evidence"])
+            scores = bm25.get_scores(qa["question"].split())
+            ranked = [ids[i] for i in sorted(range(len(ids)), key=lambda i: -scores[i])]
+            for j, k in enumerate(ks):
+                totals["BM25"][j] += len(evidence & set(ranked[:k])) / len(evidence)
+        for mode in MODES:
+            index.options = index.options.model_copy(update={"mode": mode})
+            for qa in qas:
+                evidence = set(qa["evidence"])
+                hits = index.search(qa["question"], resource_id=file.stem, limit=max(ks))
+                found = [dia_of.get(h.message_id) for h in hits]
+                for j, k in enumerate(ks):
+                    totals[mode][j] += len(evidence & set(found[:k])) / len(evidence)
+        questions += len(qas)
+        print(
+            f"  {file.name}: {len(texts)} turns, {len(qas)} questions, "
+            f"{time.perf_counter() - started:.0f} s",
+            file=sys.stderr,
+        )
+    return {m: [t / questions for t in v] + [questions] for m, v in totals.items()}
+
+
+def synthetic(seed: int, ks: tuple[int, ...]) -> dict[str, list[float]]:
     turns = build(seed)
     memory = Memory(
         storage=SQLiteStorage(":memory:"),
-        options={"semantic_recall": {"mode": "vector", "top_k": max(KS)}},
+        options={"semantic_recall": {"top_k": max(ks)}},
     )
     evidence: dict[int, str] = {}
     for session in sorted({t.session for t in turns}):
@@ -46,41 +132,49 @@ def evaluate(seed: int) -> dict[str, dict[int, float]]:
         for turn, message in zip(batch, saved, strict=True):
             if turn.fact is not None:
                 evidence[turn.fact] = message.id or ""
-    assert memory.recall_index is not None
-    processor = memory.recall_index.processor
-    last = {
-        m.id
-        for m in memory.get_messages(
-            thread_id=f"s{max(t.session for t in turns)}", last_messages=40
-        )
-    }
-    results: dict[str, dict[int, float]] = {}
-    for mode in ("vector", "keyword", "hybrid"):
-        processor.options = processor.options.model_copy(update={"mode": mode})
-        hits_at = {k: 0 for k in KS}
+    index = memory.recall_index
+    assert index is not None
+    results: dict[str, list[float]] = {}
+    for mode in MODES:
+        index.options = index.options.model_copy(update={"mode": mode})
+        hits_at = [0] * len(ks)
         for i, (_fact, question, _distractor) in enumerate(FACTS):
-            ids = [
-                h.message_id for h in processor.search(question, resource_id="user", limit=max(KS))
+            found = [
+                h.message_id for h in index.search(question, resource_id="user", limit=max(ks))
             ]
-            for k in KS:
-                hits_at[k] += evidence[i] in ids[:k]
-        results[mode] = {k: hits_at[k] / len(FACTS) for k in KS}
-    base = sum(evidence[i] in last for i in range(len(FACTS))) / len(FACTS)
-    results["last-40 (no recall)"] = {k: base for k in KS}
+            for j, k in enumerate(ks):
+                hits_at[j] += evidence[i] in found[:k]
+        results[mode] = [h / len(FACTS) for h in hits_at]
     return results
+
+
+def table(title: str, rows: dict[str, list[float]], ks: tuple[int, ...]) -> None:
+    print(f"\n{title}")
+    print("| mode | " + " | ".join(f"@{k}" for k in ks) + " |")
+    print("|---|" + "---:|" * len(ks))
+    for mode, values in rows.items():
+        print(f"| {mode} | " + " | ".join(f"{v:.3f}" for v in values[: len(ks)]) + " |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--skip-synthetic", action="store_true")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     args = parser.parse_args()
-    runs = [evaluate(seed) for seed in args.seeds]
-    print(f"recall@k of the evidence message, {len(FACTS)} questions x {len(args.seeds)} seeds")
-    print("| mode | " + " | ".join(f"recall@{k}" for k in KS) + " |")
-    print("|---|" + "---:|" * len(KS))
-    for mode in runs[0]:
-        cells = [statistics.mean(r[mode][k] for r in runs) for k in KS]
-        print(f"| {mode} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
+    print(f"recall quality, {datetime.now():%Y-%m-%d}")
+    if args.data.is_dir() and any(args.data.glob("*.json")):
+        rows = locomo(args.data, (5, 10))
+        count = int(next(iter(rows.values()))[-1])
+        table(f"LoCoMo ({args.data.name}, {count} questions): evidence recall@k", rows, (5, 10))
+    else:
+        print(f"\nLoCoMo: no conversations in {args.data} (see ../shared/eval/README.md); skipped")
+    if not args.skip_synthetic:
+        runs = [synthetic(seed, (1, 3, 5)) for seed in args.seeds]
+        mean = {m: [statistics.mean(r[m][j] for r in runs) for j in range(3)] for m in MODES}
+        table(
+            f"synthetic paraphrases ({len(FACTS)} facts x {len(args.seeds)} seeds)", mean, (1, 3, 5)
+        )
 
 
 if __name__ == "__main__":

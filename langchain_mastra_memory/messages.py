@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -130,6 +131,33 @@ def message_text(message: BaseMessage) -> str:
         elif isinstance(block, dict) and block.get("type") == "text":
             parts.append(str(block.get("text", "")))
     return "\n".join(p for p in parts if p)
+
+
+def index_text(message: BaseMessage) -> str:
+    """What search indexes for a message: its text, after its author's ``name`` when it has one
+    ("Caroline: I went to a support group"), so a question naming the person finds it."""
+    text = message_text(message)
+    name = getattr(message, "name", None)
+    return f"{name}: {text}" if name and text.strip() else text
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+MAX_PIECES = 8
+
+
+def embedding_pieces(message: BaseMessage) -> list[str]:
+    """The pieces a message is embedded as: its sentences (at most `MAX_PIECES`, the last one
+    holding the rest), each after the author's name. A message's similarity to a query is its
+    best piece's, so one sentence about the topic is not drowned by the others, as one vector
+    for a whole chatty message would be."""
+    text = message_text(message).strip()
+    if not text:
+        return []
+    sentences = [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+    if len(sentences) > MAX_PIECES:
+        sentences = [*sentences[: MAX_PIECES - 1], " ".join(sentences[MAX_PIECES - 1 :])]
+    name = getattr(message, "name", None)
+    return [f"{name}: {s}" if name else s for s in sentences]
 
 
 def tool_call_ids(message: BaseMessage) -> list[str]:

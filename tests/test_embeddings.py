@@ -72,3 +72,16 @@ def test_the_cache_is_shared_across_instances_and_embeds_each_text_once() -> Non
     assert CachedEmbeddings(first).embedder is counting  # no cache stacked on a cache
     assert EMBEDDING_CACHE.hits - hits_before == 3  # the later query and batch (a repeat
     # inside the first batch is embedded once without a cache lookup)
+
+
+def test_the_cache_is_bounded_in_bytes_and_keeps_float32() -> None:
+    from langchain_mastra_memory.recall.embeddings import _LRU
+
+    cache = _LRU(max_bytes=10 * 384 * 4)  # room for ten 384-dimensional vectors
+    for i in range(25):
+        cache.put(("m", bytes([i])), [i / 100] * 384)
+    assert cache.bytes <= 10 * 384 * 4 and len(cache.data) == 10
+    assert cache.get(("m", bytes([0]))) is None  # the oldest went first
+    newest = cache.get(("m", bytes([24])))
+    assert newest is not None and abs(newest[0] - 0.24) < 1e-6
+    assert all(v.dtype.name == "float32" for v in cache.data.values())

@@ -279,7 +279,7 @@ def test_full_text_search_on_every_backend(storage, call) -> None:
         [HumanMessage("Bob's cat eats sardines too", id="b1")], thread_id="t3", resource_id="bob"
     )
     hits = call(storage, "search_text", "cat sardines", resource_id="alice")
-    assert [h[0] for h in hits][0] == "a1"  # both words beat one
+    assert hits[0][0] == "a1"  # both words beat one
     assert {h[0] for h in hits} == {"a1", "a3"}  # never bob's
     assert all(isinstance(h[2], float) for h in hits)
     scoped = call(storage, "search_text", "sardines", resource_id="alice", thread_id="t2")

@@ -16,6 +16,7 @@ from langchain_mastra_memory import (
     SQLiteStorage,
     VectorStoreError,
 )
+from langchain_mastra_memory.messages import embedding_pieces
 from langchain_mastra_memory.processors.semantic_recall import SemanticRecall
 from langchain_mastra_memory.recall.vector import ChromaVectorStore
 
@@ -114,11 +115,11 @@ def test_threshold_filters(planted: Memory) -> None:
     query = "Which city is my home these days?"
     assert processor.search(query, resource_id="alice")
     strict = SemanticRecall(
-        planted.storage, planted.vector, planted.embedder, top_k=3, threshold=0.95
+        planted.storage, planted.vector, planted.embedder, top_k=3, threshold=0.95, mode="vector"
     )
     assert strict.search(query, resource_id="alice") == []
     loose = SemanticRecall(
-        planted.storage, planted.vector, planted.embedder, top_k=3, threshold=0.2
+        planted.storage, planted.vector, planted.embedder, top_k=3, threshold=0.2, mode="vector"
     )
     loose_hits = loose.search(query, resource_id="alice")
     assert loose_hits, "a loose threshold keeps the relevant hits"
@@ -203,12 +204,14 @@ def test_deleted_messages_and_threads_are_never_recalled() -> None:
     memory.create_thread(resource_id="alice", thread_id="t3")
     index = memory.recall_index.index_name()
     before = memory.vector.count(index, 384)
+    in_t2 = sum(len(embedding_pieces(m)) for m in memory.get_messages(thread_id="t2"))
     memory.delete_messages([saved[0].id])
-    assert memory.vector.count(index, 384) == before - 1
+    gone = len(embedding_pieces(saved[0]))  # a message is stored as its sentences
+    assert gone >= 1 and memory.vector.count(index, 384) == before - gone
     out = memory.recall(thread_id="t3", new_messages=[HumanMessage("What computer do I use?")])
     assert not any("ThinkPad" in str(m.content) for m in out)
     memory.delete_thread("t2")
-    assert memory.vector.count(index, 384) == before - 1 - 5
+    assert memory.vector.count(index, 384) == before - gone - in_t2
     out = memory.recall(thread_id="t3", new_messages=[HumanMessage("What car do I own?")])
     assert not any("Civic" in str(m.content) for m in out)
 
@@ -306,3 +309,30 @@ def test_logs_and_keeps_going_when_the_vector_store_fails(caplog) -> None:
     )  # backfills
     assert storage.unembedded() == []
     assert memory.recall_index.search("Where do I live?", resource_id="alice")
+
+
+def test_a_message_is_embedded_as_its_sentences_and_an_update_replaces_them() -> None:
+    memory = recall_memory(top_k=3, message_range=0)
+    memory.create_thread(resource_id="alice", thread_id="t1")
+    (saved,) = memory.save_messages(
+        [HumanMessage("Hi there. My dog Rex loves the beach! Anyway, how are you?", name="Ana")],
+        thread_id="t1",
+        resource_id="alice",
+    )
+    index = memory.recall_index.index_name()
+    assert memory.vector.count(index, 384) == 3
+    hits = memory.recall_index.search("Which animal does Ana have?", resource_id="alice")
+    assert [h.message_id for h in hits] == [saved.id]  # the one sentence about it carries it
+    memory.update_messages([saved.model_copy(update={"content": "Never mind."})])
+    assert memory.vector.count(index, 384) == 1  # the old pieces are gone
+
+
+def test_hybrid_fusion_keeps_a_clear_winner() -> None:
+    from langchain_mastra_memory.recall.index import RecallHit, fuse
+
+    vector = [RecallHit("a", "t", 0.9), RecallHit("b", "t", 0.5), RecallHit("c", "t", 0.49)]
+    keyword = [RecallHit("c", "t", 12.0), RecallHit("a", "t", 11.0), RecallHit("d", "t", 1.0)]
+    ranked = fuse(vector, keyword, 4)
+    assert [h.message_id for h in ranked] == ["a", "c", "b", "d"]
+    assert fuse([], keyword, 2)[0].message_id == "c"  # one side alone still ranks
+    assert fuse([], [], 3) == []

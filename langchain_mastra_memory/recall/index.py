@@ -24,22 +24,24 @@ from langchain_core.runnables.config import run_in_executor
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigurationError, VectorStoreError
-from ..messages import mastra_role, message_text, without_tool_calls
+from ..messages import embedding_pieces, mastra_role, without_tool_calls
 from ..storage.base import MemoryStorage
 from ..storage.records import StoredMessage
 from ..storage.sqlite import SQLiteStorage
 from ..twins import Steps, call, run_async, run_sync
 from ..working_memory.config import TOOL_NAME as WORKING_MEMORY_TOOL
 from .embeddings import CachedEmbeddings, model_id
-from .vector import ChromaVectorStore, VectorRecord, index_name_for
+from .vector import ChromaVectorStore, VectorHit, VectorRecord, index_name_for
 
 logger = logging.getLogger(__name__)
 
 Mode = Literal["vector", "keyword", "hybrid"]
-# Chosen by bench/recall_eval.py (README, "Recall quality"): vector recall@3 0.80, hybrid 0.67,
-# keyword 0.13 on paraphrased questions over 12 sessions.
-DEFAULT_MODE: Mode = "vector"
-RRF_K = 60
+# Chosen by bench/recall_eval.py on real multi-session chat (LoCoMo dev; README, "Recall
+# quality"): hybrid beats keyword and vector alone.
+DEFAULT_MODE: Mode = "hybrid"
+HYBRID_POOL = 150  # candidates from each side before fusing (normalising over a deep pool)
+PIECES_PER_HIT = 2  # vector pieces asked for per message wanted
+KEYWORD_WEIGHT_HALF = 0.5  # both sides weigh the same
 EMBEDDED_ROLES = ("user", "assistant")
 BACKFILL_BATCH = 200
 
@@ -95,7 +97,7 @@ class RecallHit:
 def default_vector_store(storage: MemoryStorage) -> ChromaVectorStore:
     """Embedded Chroma beside a SQLite file (``<file>.chroma``), else in memory."""
     if isinstance(storage, SQLiteStorage) and storage.path != ":memory:":
-        return ChromaVectorStore(path=Path(storage.path).with_suffix(".chroma"))
+        return ChromaVectorStore(path=Path(storage.path).resolve().with_suffix(".chroma"))
     return ChromaVectorStore()
 
 
@@ -176,27 +178,29 @@ class RecallIndex:
             return []
         k = limit or self.options.top_k
         scoped = thread_id if self.options.scope == "thread" else None  # resource scope: all
-        pool = k if self.options.mode != "hybrid" else k * 4
+        pool = k if self.options.mode != "hybrid" else max(HYBRID_POOL, 4 * k)
         vector_hits: list[RecallHit] = []
         keyword_hits: list[RecallHit] = []
         if self.options.mode != "keyword":
             assert self.vector is not None and self.embedder is not None
             embedding = yield call(self.embedder, "embed_query", query)
             name = yield from self._index_name_steps()
-            found = yield call(
-                self.vector, "query", name, embedding, top_k=pool,
+            pieces = yield call(
+                self.vector, "query", name, embedding, top_k=pool * PIECES_PER_HIT,
                 resource_id=resource_id, thread_id=scoped,
             )  # fmt: skip
-            vector_hits = self._threshold(
-                [RecallHit(h.message_id, h.thread_id, h.score) for h in found]
-            )
+            vector_hits = self._threshold(best_piece_per_message(pieces))[:pool]
         if self.options.mode != "vector":
             rows = yield call(
                 self.storage, "search_text", query, resource_id=resource_id, thread_id=scoped,
                 limit=pool,
             )  # fmt: skip
             keyword_hits = [RecallHit(*row) for row in rows]
-        return self._fuse(vector_hits, keyword_hits, k)
+        if self.options.mode == "vector":
+            return vector_hits[:k]
+        if self.options.mode == "keyword":
+            return keyword_hits[:k]
+        return fuse(vector_hits, keyword_hits, k)
 
     def search(
         self,
@@ -223,22 +227,6 @@ class RecallIndex:
     def _threshold(self, hits: list[RecallHit]) -> list[RecallHit]:
         limit = self.options.threshold
         return hits if limit is None else [h for h in hits if h.score >= limit]
-
-    def _fuse(
-        self, vector_hits: list[RecallHit], keyword_hits: list[RecallHit], k: int
-    ) -> list[RecallHit]:
-        if self.options.mode == "vector":
-            return vector_hits[:k]
-        if self.options.mode == "keyword":
-            return keyword_hits[:k]
-        fused: dict[str, float] = defaultdict(float)
-        threads: dict[str, str] = {}
-        for hits in (vector_hits, keyword_hits):
-            for rank, hit in enumerate(hits):
-                fused[hit.message_id] += 1.0 / (RRF_K + rank + 1)
-                threads[hit.message_id] = hit.thread_id
-        best = sorted(fused, key=lambda m: fused[m], reverse=True)[:k]
-        return [RecallHit(m, threads[m], fused[m]) for m in best]
 
     # -- windows -------------------------------------------------------------------------------
     def _recall(
@@ -287,29 +275,39 @@ class RecallIndex:
         return await run_async(self._recall(query, resource_id, thread_id, exclude, never_hits))
 
     # -- keeping vectors in step ---------------------------------------------------------------
-    def _index(self, stored: Sequence[StoredMessage]) -> Steps[int]:
+    def _index(self, stored: Sequence[StoredMessage], replace: bool) -> Steps[int]:
         todo = [
-            s
+            (s, embedding_pieces(s.message))
             for s in stored
-            if mastra_role(s.message) in EMBEDDED_ROLES and message_text(s.message).strip()
+            if mastra_role(s.message) in EMBEDDED_ROLES
         ]
+        todo = [(s, pieces) for s, pieces in todo if pieces]
         if self.vector is None or self.embedder is None:
             return 0
+        name = yield from self._index_name_steps()
+        if replace and todo:  # an updated message may have fewer pieces than before
+            yield call(self.vector, "delete", name, ids=[s.message.id for s, _ in todo])
         if todo:
-            texts = [message_text(s.message) for s in todo]
-            vectors = yield call(self.embedder, "embed_documents", texts)
-            name = yield from self._index_name_steps()
-            yield call(self.vector, "upsert", name, _vector_records(todo, vectors))
+            texts = [text for _, pieces in todo for text in pieces]
+            vectors = iter((yield call(self.embedder, "embed_documents", texts)))
+            records = [
+                _vector_record(s, n, next(vectors))
+                for s, pieces in todo
+                for n in range(len(pieces))
+            ]
+            yield call(self.vector, "upsert", name, records)
         yield call(self.storage, "mark_embedded", [s.message.id for s in stored if s.message.id])
         return len(todo)
 
-    def index(self, stored: Sequence[StoredMessage]) -> int:
-        """Embed and store user/assistant messages (batched); returns how many were written."""
-        return run_sync(self._index(stored))
+    def index(self, stored: Sequence[StoredMessage], *, replace: bool = False) -> int:
+        """Embed and store user/assistant messages, piece by piece (`embedding_pieces`), in one
+        batch; returns how many messages were written. `replace` drops their old pieces first
+        (an update)."""
+        return run_sync(self._index(stored, replace))
 
-    async def aindex(self, stored: Sequence[StoredMessage]) -> int:
+    async def aindex(self, stored: Sequence[StoredMessage], *, replace: bool = False) -> int:
         """Async `index`."""
-        return await run_async(self._index(stored))
+        return await run_async(self._index(stored, replace))
 
     def backfill(self, *, limit: int = 500, max_batches: int | None = None) -> int:
         """Index messages whose embedding is missing (e.g. saved while Chroma was down)."""
@@ -342,23 +340,23 @@ class RecallIndex:
     def _warn(self, exc: Exception) -> None:
         logger.warning("semantic recall: embeddings not written (%s); they will be backfilled", exc)
 
-    def after_save(self, stored: Sequence[StoredMessage]) -> None:
+    def after_save(self, stored: Sequence[StoredMessage], *, replace: bool = False) -> None:
         """Embed what was just stored, and one batch of the backlog (a failure warns)."""
         if self.vector is None:  # keyword mode: the full-text index is kept by storage itself
             return
         try:
-            self.index(stored)
+            self.index(stored, replace=replace)
             if self.storage.unembedded(limit=1):
                 self.backfill(limit=BACKFILL_BATCH, max_batches=1)
         except VectorStoreError as exc:
             self._warn(exc)
 
-    async def aafter_save(self, stored: Sequence[StoredMessage]) -> None:
+    async def aafter_save(self, stored: Sequence[StoredMessage], *, replace: bool = False) -> None:
         """Async `after_save`."""
         if self.vector is None:
             return
         try:
-            await self.aindex(stored)
+            await self.aindex(stored, replace=replace)
             if await self.storage.aunembedded(limit=1):
                 await run_in_executor(
                     None, lambda: self.backfill(limit=BACKFILL_BATCH, max_batches=1)
@@ -385,20 +383,47 @@ class RecallIndex:
             logger.warning("semantic recall: vectors of deleted messages not removed (%s)", exc)
 
 
-def _vector_records(
-    stored: Sequence[StoredMessage], vectors: Sequence[Sequence[float]]
-) -> list[VectorRecord]:
-    return [
-        VectorRecord(
-            message_id=s.message.id or "",
-            vector=v,
-            thread_id=s.thread_id,
-            resource_id=s.resource_id,
-            role=mastra_role(s.message),
-            created_at=s.created_at.timestamp(),
-        )
-        for s, v in zip(stored, vectors, strict=True)
-    ]
+def _vector_record(stored: StoredMessage, piece: int, vector: Sequence[float]) -> VectorRecord:
+    return VectorRecord(
+        message_id=stored.message.id or "",
+        vector=vector,
+        thread_id=stored.thread_id,
+        resource_id=stored.resource_id,
+        role=mastra_role(stored.message),
+        created_at=stored.created_at.timestamp(),
+        piece=piece,
+    )
+
+
+def best_piece_per_message(hits: Sequence[VectorHit]) -> list[RecallHit]:
+    """Piece hits as message hits: each message scored by its best piece, best first."""
+    best: dict[str, RecallHit] = {}
+    for hit in hits:
+        if hit.message_id not in best or hit.score > best[hit.message_id].score:
+            best[hit.message_id] = RecallHit(hit.message_id, hit.thread_id, hit.score)
+    return sorted(best.values(), key=lambda h: -h.score)
+
+
+def fuse(
+    vector_hits: Sequence[RecallHit], keyword_hits: Sequence[RecallHit], k: int
+) -> list[RecallHit]:
+    """Hybrid ranking: each side's scores min-max normalised over its candidate pool (a
+    message the side did not return counts 0 there), then averaged. Unlike reciprocal-rank
+    fusion, a clear winner on one side stays a winner, and near-ties stay near."""
+    fused: dict[str, float] = defaultdict(float)
+    threads: dict[str, str] = {}
+    for hits in (vector_hits, keyword_hits):
+        if not hits:
+            continue
+        top, bottom = max(h.score for h in hits), min(h.score for h in hits)
+        spread = top - bottom
+        for hit in hits:
+            fused[hit.message_id] += KEYWORD_WEIGHT_HALF * (
+                (hit.score - bottom) / spread if spread > 0 else 1.0
+            )
+            threads[hit.message_id] = hit.thread_id
+    best = sorted(fused, key=lambda m: -fused[m])[:k]
+    return [RecallHit(m, threads[m], fused[m]) for m in best]
 
 
 def hide_working_memory(found: Sequence[StoredMessage]) -> list[StoredMessage]:

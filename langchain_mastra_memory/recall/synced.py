@@ -61,12 +61,14 @@ class SyncedStorage:
 
     def update(self, messages: Msgs, *, resource_id: str | None) -> Saved:
         """Replace stored messages by id, then re-embed them."""
-        return self._indexed(self.storage.update_messages(messages, resource_id=resource_id))
+        return self._indexed(
+            self.storage.update_messages(messages, resource_id=resource_id), replace=True
+        )
 
     async def aupdate(self, messages: Msgs, *, resource_id: str | None) -> Saved:
         """Async `update`."""
         stored = await self.storage.aupdate_messages(messages, resource_id=resource_id)
-        return await self._aindexed(stored)
+        return await self._aindexed(stored, replace=True)
 
     def delete(self, message_ids: Sequence[str], *, resource_id: str | None) -> int:
         """Delete messages by id, then their vectors."""
@@ -128,14 +130,14 @@ class SyncedStorage:
             raise ConfigurationError("semantic recall is not enabled")
         return self.index.backfill()
 
-    def _indexed(self, stored: list[StoredMessage]) -> Saved:
+    def _indexed(self, stored: list[StoredMessage], *, replace: bool = False) -> Saved:
         if self.index:
-            self.index.after_save(stored)
+            self.index.after_save(stored, replace=replace)
         return [s.message for s in stored]
 
-    async def _aindexed(self, stored: list[StoredMessage]) -> Saved:
+    async def _aindexed(self, stored: list[StoredMessage], *, replace: bool = False) -> Saved:
         if self.index:
-            await self.index.aafter_save(stored)
+            await self.index.aafter_save(stored, replace=replace)
         return [s.message for s in stored]
 
 

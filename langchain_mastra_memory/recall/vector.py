@@ -34,7 +34,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 @dataclass(frozen=True)
 class VectorRecord:
-    """One message's embedding and the metadata stored beside it."""
+    """The embedding of one piece of a message, and the metadata stored beside it."""
 
     message_id: str
     vector: Sequence[float]
@@ -42,6 +42,11 @@ class VectorRecord:
     resource_id: str
     role: str
     created_at: float  # seconds since the epoch
+    piece: int = 0  # which piece (sentence) of the message; 0 is stored under the message id
+
+    @property
+    def vector_id(self) -> str:
+        return self.message_id if self.piece == 0 else f"{self.message_id}#{self.piece}"
 
 
 @dataclass(frozen=True)
@@ -156,14 +161,14 @@ class ChromaVectorStore:
             raise VectorStoreError(f"Chroma is unavailable ({what}): {exc}") from exc
 
     def upsert(self, index_name: str, records: Sequence[VectorRecord]) -> None:
-        """Write (or overwrite) vectors by message id."""
+        """Write (or overwrite) vectors by piece (the first under the message id)."""
         if not records:
             return
         col = self.collection(index_name, len(records[0].vector))
         self._call(
             "upsert",
             col.upsert,
-            ids=[r.message_id for r in records],
+            ids=[r.vector_id for r in records],
             embeddings=[list(map(float, r.vector)) for r in records],
             metadatas=[
                 {
@@ -186,7 +191,8 @@ class ChromaVectorStore:
         resource_id: str,
         thread_id: str | None = None,
     ) -> list[VectorHit]:
-        """The `top_k` nearest messages of `resource_id` (and `thread_id` when given)."""
+        """The `top_k` nearest pieces of `resource_id`'s messages (and `thread_id`'s when
+        given), one hit per piece."""
         col = self.collection(index_name, len(vector))
         where: dict[str, Any] = {"resource_id": resource_id}
         if thread_id is not None:
@@ -211,7 +217,8 @@ class ChromaVectorStore:
     def delete(
         self, index_name: str, *, ids: Sequence[str] = (), thread_id: str | None = None
     ) -> None:
-        """Delete vectors by message id, or every vector of a thread (no collection: nothing)."""
+        """Delete every piece of these messages, or every vector of a thread (no collection:
+        nothing)."""
         try:
             col = self.client.get_collection(self._namespace + _check_name(index_name))
         except ConfigurationError:
@@ -220,8 +227,10 @@ class ChromaVectorStore:
             if "does not exist" in str(exc) or "not found" in str(exc).lower():
                 return
             raise VectorStoreError(f"Chroma is unavailable (delete): {exc}") from exc
-        if ids:
-            self._call("delete", col.delete, ids=list(ids))
+        ids = list(ids)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            self._call("delete", col.delete, where={"message_id": {"$in": chunk}})
         if thread_id is not None:
             self._call("delete", col.delete, where={"thread_id": thread_id})
 

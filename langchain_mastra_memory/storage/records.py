@@ -20,8 +20,8 @@ from ..errors import (
 )
 from ..messages import (
     ensure_messages,
+    index_text,
     mastra_role,
-    message_text,
     message_to_json,
     tool_call_ids,
     with_id,
@@ -177,7 +177,7 @@ def message_rows(
             role=mastra_role(message),
             type=message.type,
             content=message_to_json(message),
-            text=message_text(message),
+            text=index_text(message),
             token_count=counter.count(message) if counter else None,
             message=message,
             created_at=moment,
