@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from ..errors import ConfigurationError
 
@@ -50,7 +50,8 @@ def _gelu(x: np.ndarray) -> np.ndarray:
         poly += np.float32(c)
         poly *= t
     np.square(a, out=a)
-    np.negative(a, out=a)
+    np.minimum(a, np.float32(80.0), out=a)  # exp(-80) is still a normal float32: no denormals,
+    np.negative(a, out=a)  # which would slow every later matmul tenfold
     np.exp(a, out=a)
     poly *= a  # 1 - erf(|z|)
     np.copysign(1 - poly, z, out=poly)  # erf(z)
@@ -122,12 +123,21 @@ class MiniLMEmbeddings(Embeddings):
         self.layers = 1 + max(
             int(k.split(".")[2]) for k in self.w if k.startswith("encoder.layer.")
         )
+        for i in range(self.layers):  # query, key and value as one matmul
+            p = f"encoder.layer.{i}.attention.self."
+            for part in ("weight", "bias"):
+                self.w[f"{p}qkv.{part}"] = np.ascontiguousarray(
+                    np.concatenate(
+                        [self.w[f"{p}{n}.{part}"] for n in ("query", "key", "value")], axis=-1
+                    )
+                )
+        self._blas = ThreadpoolController()
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         # BLAS threads per call: a short query runs fastest on one thread (a busy machine
         # multiplies the latency of a multi-threaded one), a batch uses the cores.
         threads = 1 if len(texts) < SMALL_BATCH else self.threads
-        with threadpool_limits(limits=threads, user_api="blas"):
+        with self._blas.limit(limits=threads, user_api="blas"):
             return self._encode_unlimited(texts)
 
     def _encode_unlimited(self, texts: Sequence[str]) -> np.ndarray:
@@ -163,7 +173,8 @@ class MiniLMEmbeddings(Embeddings):
             def split(t: np.ndarray) -> np.ndarray:
                 return t.reshape(batch, length, self.heads, head).transpose(0, 2, 1, 3)
 
-            q, k, v = (split(proj(x, f"attention.self.{n}")) for n in ("query", "key", "value"))
+            q, k, v = np.split(proj(x, "attention.self.qkv"), 3, axis=-1)
+            q, k, v = split(q), split(k), split(v)
             scores = q @ k.transpose(0, 1, 3, 2) / np.float32(np.sqrt(head)) + bias
             scores = np.exp(scores - scores.max(-1, keepdims=True))
             attn = scores / scores.sum(-1, keepdims=True)
