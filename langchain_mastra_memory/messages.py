@@ -50,19 +50,46 @@ def ensure_messages(objs: Iterable[object], *, where: str = "messages") -> list[
 
     Checks each distinct type once, so validating a long stored history stays cheap.
     """
+    items = ensure_sequence(objs, where=where)
+    kinds = set(map(type, items))
+    if not all(issubclass(k, BaseMessage) for k in kinds):
+        return [ensure_message(m, where=where) for m in items]
+    for i in positions_of(items, ToolMessage):  # only tool results have more to check
+        ensure_message(items[i], where=where)
+    return items
+
+
+def ensure_sequence(objs: Iterable[object], *, where: str = "messages") -> list[Any]:
+    """`objs` as a new list, refusing a lone message or string; items are not checked (a
+    processor that checks what it reads, such as a limiter, stays proportional to that)."""
     if isinstance(objs, (str, bytes, BaseMessage, dict)):
         msg = f"{where} must be a sequence of messages, not a single {type(objs).__name__}"
         raise InvalidMessageError(msg)
     try:
-        items = list(objs)
+        return list(objs)
     except TypeError as exc:
         raise InvalidMessageError(
             f"{where} must be a sequence of messages, not {objs!r:.60}"
         ) from exc
-    kinds = set(map(type, items))
-    if all(issubclass(k, BaseMessage) and not issubclass(k, ToolMessage) for k in kinds):
-        return items  # type: ignore[return-value]
-    return [ensure_message(m, where=where) for m in items]
+
+
+def positions_of(items: Sequence[object], kind: type) -> list[int]:
+    """Indexes of the items of `kind`, found by C-level scans (``list.index``), so a long
+    history with few such items costs little more than one pass over its types."""
+    matches = {t for t in set(map(type, items)) if issubclass(t, kind)}
+    if not matches:
+        return []
+    types = list(map(type, items))
+    found: list[int] = []
+    for match in matches:
+        start = 0
+        try:
+            while True:
+                start = types.index(match, start) + 1
+                found.append(start - 1)
+        except ValueError:
+            pass
+    return sorted(found)
 
 
 def new_message_id() -> str:

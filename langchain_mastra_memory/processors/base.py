@@ -10,7 +10,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 
-from ..messages import ensure_messages
+from ..messages import ensure_messages, ensure_sequence
 
 Messages = Sequence[BaseMessage]
 
@@ -37,6 +37,7 @@ class MemoryProcessor(Runnable[Sequence[BaseMessage], list[BaseMessage]]):
     """
 
     name: str | None = None
+    checks_each_message = False  # True: `process` validates what it reads, not `invoke`
 
     def process(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
         """Return the processed messages (a new list; the input is left untouched)."""
@@ -54,11 +55,17 @@ class MemoryProcessor(Runnable[Sequence[BaseMessage], list[BaseMessage]]):
     def OutputType(self) -> type[list[BaseMessage]]:
         return list[BaseMessage]
 
+    def _checked(self, input: Sequence[BaseMessage]) -> list[BaseMessage]:
+        where = f"{self.get_name()} input"
+        if self.checks_each_message:
+            return ensure_sequence(input, where=where)
+        return ensure_messages(input, where=where)
+
     def invoke(
         self, input: Sequence[BaseMessage], config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[BaseMessage]:
         """Validate the messages and run `process` with callbacks and tracing."""
-        messages = ensure_messages(input, where=f"{self.get_name()} input")
+        messages = self._checked(input)
         return self._call_with_config(
             lambda msgs, config: self.process(msgs, config=config, **kwargs),
             messages,
@@ -69,7 +76,7 @@ class MemoryProcessor(Runnable[Sequence[BaseMessage], list[BaseMessage]]):
         self, input: Sequence[BaseMessage], config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[BaseMessage]:
         """Async `invoke`."""
-        messages = ensure_messages(input, where=f"{self.get_name()} input")
+        messages = self._checked(input)
 
         async def run(msgs: list[BaseMessage], config: RunnableConfig) -> list[BaseMessage]:
             return await self.aprocess(msgs, config=config, **kwargs)

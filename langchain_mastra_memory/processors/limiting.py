@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 
 from ..errors import TripWire
-from ..messages import tool_call_ids
+from ..messages import ensure_message, positions_of, tool_call_ids
 from ..token_counting import TOKENS_PER_CONVERSATION, TokenCounter
 
 
@@ -44,10 +44,7 @@ def limit_messages(
     Raises:
         TripWire: the system messages alone (plus the conversation's 24) exceed the limit.
     """
-    has_system = any(issubclass(k, SystemMessage) for k in set(map(type, messages)))
-    systems = (
-        [i for i, m in enumerate(messages) if isinstance(m, SystemMessage)] if has_system else []
-    )
+    systems = positions_of(messages, SystemMessage)
     system_tokens = sum(counter.count(messages[i]) for i in systems)
     total = TOKENS_PER_CONVERSATION + system_tokens
     if total > limit:
@@ -69,7 +66,7 @@ def limit_messages(
     kept: list[int] = []
     pending: dict[str, list[int]] = {}  # tool results seen, waiting for their call
     for i in range(len(messages) - 1, -1, -1) if room else ():
-        message = messages[i]
+        message = ensure_message(messages[i], where="the messages to limit")
         if isinstance(message, SystemMessage):
             continue
         if isinstance(message, ToolMessage):

@@ -42,6 +42,7 @@ class TokenLimiter(MemoryProcessor):
     """
 
     name = "TokenLimiter"
+    checks_each_message = True  # the walk checks the messages it reaches: cost follows the budget
 
     def __init__(self, limit: int, *, encoding: str | tiktoken.Encoding | None = None) -> None:
         self.limit = check_limit(limit)
