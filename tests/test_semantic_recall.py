@@ -336,3 +336,41 @@ def test_hybrid_fusion_keeps_a_clear_winner() -> None:
     assert [h.message_id for h in ranked] == ["a", "c", "b", "d"]
     assert fuse([], keyword, 2)[0].message_id == "c"  # one side alone still ranks
     assert fuse([], [], 3) == []
+
+
+def test_a_single_collection_from_before_partitioning_is_split_on_first_use(tmp_path) -> None:
+    import chromadb
+
+    from langchain_mastra_memory.recall.vector import partition_name
+
+    path = tmp_path / "vectors"
+    storage = SQLiteStorage(tmp_path / "m.db")
+    writer = recall_memory(storage=storage)  # embeds the messages (partitioned already)
+    fill(writer, "a1", "alice", 3, fact="My violin is from Cremona.", at=1)
+    fill(writer, "b1", "bob", 3, fact="My violin is a cheap student model.", at=1)
+    index = writer.recall_index
+    # the layout of earlier versions: one collection, every resource's vectors in it
+    client = chromadb.PersistentClient(path=str(path))
+    name = index.index_name()
+    legacy = client.create_collection(name, metadata={"hnsw:space": "cosine", "dimension": 384})
+    for part in writer.vector.partitions(name):
+        rows = part.get(include=["embeddings", "metadatas"])
+        legacy.add(ids=rows["ids"], embeddings=rows["embeddings"], metadatas=rows["metadatas"])
+    moved = legacy.count()
+    assert moved == writer.vector.count(name, 384) > 0
+    from langchain_mastra_memory import ChromaVectorStore
+
+    reopened = Memory(
+        storage=storage,
+        vector=ChromaVectorStore(path=path),
+        embedder=writer.embedder,
+        options={"semantic_recall": {"top_k": 2, "message_range": 0}},
+    )
+    hits = reopened.recall_index.search("Where is my violin from?", resource_id="alice")
+    found = reopened.get_messages(thread_id="a1")
+    assert hits and {h.message_id for h in hits} <= {m.id for m in found}
+    assert name not in [c.name for c in client.list_collections()]  # split, then dropped
+    alice = reopened.vector.count(name, 384, resource_id="alice")
+    bob = reopened.vector.count(name, 384, resource_id="bob")
+    assert alice > 0 and bob > 0 and alice + bob == moved
+    assert partition_name(name, "alice") != partition_name(name, "bob")

@@ -285,8 +285,10 @@ class RecallIndex:
         if self.vector is None or self.embedder is None:
             return 0
         name = yield from self._index_name_steps()
-        if replace and todo:  # an updated message may have fewer pieces than before
-            yield call(self.vector, "delete", name, ids=[s.message.id for s, _ in todo])
+        for resource_id in {s.resource_id for s, _ in todo} if replace else ():
+            # an updated message may have fewer pieces than before
+            old = [s.message.id for s, _ in todo if s.resource_id == resource_id]
+            yield call(self.vector, "delete", name, ids=old, resource_id=resource_id)
         if todo:
             texts = [text for _, pieces in todo for text in pieces]
             vectors = iter((yield call(self.embedder, "embed_documents", texts)))
@@ -321,20 +323,36 @@ class RecallIndex:
                 break
         return total
 
-    def _forget(self, message_ids: Sequence[str], thread_id: str | None) -> Steps[None]:
+    def _forget(
+        self, message_ids: Sequence[str], thread_id: str | None, resource_id: str | None
+    ) -> Steps[None]:
         if self.vector is not None:
             name = yield from self._index_name_steps()
-            yield call(self.vector, "delete", name, ids=message_ids, thread_id=thread_id)
+            yield call(
+                self.vector, "delete", name, ids=message_ids, thread_id=thread_id,
+                resource_id=resource_id,
+            )  # fmt: skip
 
-    def forget(self, *, message_ids: Sequence[str] = (), thread_id: str | None = None) -> None:
-        """Remove vectors of deleted messages or of a deleted thread."""
-        run_sync(self._forget(message_ids, thread_id))
+    def forget(
+        self,
+        *,
+        message_ids: Sequence[str] = (),
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+    ) -> None:
+        """Remove vectors of deleted messages or of a deleted thread (of `resource_id`: its
+        partition only; else every partition)."""
+        run_sync(self._forget(message_ids, thread_id, resource_id))
 
     async def aforget(
-        self, *, message_ids: Sequence[str] = (), thread_id: str | None = None
+        self,
+        *,
+        message_ids: Sequence[str] = (),
+        thread_id: str | None = None,
+        resource_id: str | None = None,
     ) -> None:
         """Async `forget`."""
-        await run_async(self._forget(message_ids, thread_id))
+        await run_async(self._forget(message_ids, thread_id, resource_id))
 
     # -- after storage writes (failures warn; the backlog catches up) --------------------------
     def _warn(self, exc: Exception) -> None:
@@ -365,20 +383,30 @@ class RecallIndex:
             self._warn(exc)
 
     def after_delete(
-        self, *, message_ids: Sequence[str] = (), thread_id: str | None = None
+        self,
+        *,
+        message_ids: Sequence[str] = (),
+        thread_id: str | None = None,
+        resource_id: str | None = None,
     ) -> None:
         """Remove the vectors of deleted messages or a deleted thread (a failure warns)."""
         try:
-            self.forget(message_ids=message_ids, thread_id=thread_id)
+            self.forget(message_ids=message_ids, thread_id=thread_id, resource_id=resource_id)
         except VectorStoreError as exc:
             logger.warning("semantic recall: vectors of deleted messages not removed (%s)", exc)
 
     async def aafter_delete(
-        self, *, message_ids: Sequence[str] = (), thread_id: str | None = None
+        self,
+        *,
+        message_ids: Sequence[str] = (),
+        thread_id: str | None = None,
+        resource_id: str | None = None,
     ) -> None:
         """Async `after_delete`."""
         try:
-            await self.aforget(message_ids=message_ids, thread_id=thread_id)
+            await self.aforget(
+                message_ids=message_ids, thread_id=thread_id, resource_id=resource_id
+            )
         except VectorStoreError as exc:
             logger.warning("semantic recall: vectors of deleted messages not removed (%s)", exc)
 

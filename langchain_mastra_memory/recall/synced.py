@@ -71,31 +71,50 @@ class SyncedStorage:
         return await self._aindexed(stored, replace=True)
 
     def delete(self, message_ids: Sequence[str], *, resource_id: str | None) -> int:
-        """Delete messages by id, then their vectors."""
+        """Delete messages by id, then their vectors (in their owners' partitions)."""
+        owners = self._owners(message_ids, resource_id)
         count = self.storage.delete_messages(message_ids, resource_id=resource_id)
-        if self.index:
-            self.index.after_delete(message_ids=message_ids)
+        for owner, ids in owners.items():
+            self.index.after_delete(message_ids=ids, resource_id=owner)  # type: ignore[union-attr]
         return count
 
     async def adelete(self, message_ids: Sequence[str], *, resource_id: str | None) -> int:
         """Async `delete`."""
+        owners = await self._aowners(message_ids, resource_id)
         count = await self.storage.adelete_messages(message_ids, resource_id=resource_id)
-        if self.index:
-            await self.index.aafter_delete(message_ids=message_ids)
+        for owner, ids in owners.items():
+            await self.index.aafter_delete(message_ids=ids, resource_id=owner)  # type: ignore[union-attr]
         return count
+
+    def _owners(self, ids: Sequence[str], resource_id: str | None) -> dict[str, list[str]]:
+        """Message ids by owner (nothing to do without an index)."""
+        if not self.index:
+            return {}
+        if resource_id is not None:
+            return {resource_id: list(ids)}
+        return _by_owner(self.storage.get_messages_by_id(ids))
+
+    async def _aowners(self, ids: Sequence[str], resource_id: str | None) -> dict[str, list[str]]:
+        if not self.index:
+            return {}
+        if resource_id is not None:
+            return {resource_id: list(ids)}
+        return _by_owner(await self.storage.aget_messages_by_id(ids))
 
     def delete_thread(self, thread_id: str, *, resource_id: str | None) -> bool:
         """Delete a thread with its messages, then their vectors."""
+        thread = self.storage.get_thread(thread_id) if self.index else None
         deleted = self.storage.delete_thread(thread_id, resource_id=resource_id)
-        if deleted and self.index:
-            self.index.after_delete(thread_id=thread_id)
+        if deleted and self.index and thread:
+            self.index.after_delete(thread_id=thread_id, resource_id=thread.resource_id)
         return deleted
 
     async def adelete_thread(self, thread_id: str, *, resource_id: str | None) -> bool:
         """Async `delete_thread`."""
+        thread = await self.storage.aget_thread(thread_id) if self.index else None
         deleted = await self.storage.adelete_thread(thread_id, resource_id=resource_id)
-        if deleted and self.index:
-            await self.index.aafter_delete(thread_id=thread_id)
+        if deleted and self.index and thread:
+            await self.index.aafter_delete(thread_id=thread_id, resource_id=thread.resource_id)
         return deleted
 
     def save_turn(self, messages: Msgs, **ref: Unpack[ThreadRef]) -> Saved:
@@ -143,3 +162,10 @@ class SyncedStorage:
 
 def _ids(messages: Msgs) -> list[str]:
     return [m.id for m in messages if m.id]
+
+
+def _by_owner(stored: Sequence[StoredMessage]) -> dict[str, list[str]]:
+    owners: dict[str, list[str]] = {}
+    for s in stored:
+        owners.setdefault(s.resource_id, []).append(s.message.id or "")
+    return owners

@@ -1,9 +1,15 @@
 """`ChromaVectorStore`: message embeddings in Chroma (embedded, in memory, or a server).
 
-One collection per embedding model and dimension (``memory_messages_<model>_<dim>``, or the
-``index_name`` given), cosine space. Each vector's id is the message id and its metadata is
-``message_id, thread_id, resource_id, role, created_at``; the text lives in storage. Filtering by
-resource and thread happens inside Chroma's query (``where``), never after fetching.
+Vectors are partitioned by resource: one cosine collection per index (embedding model and
+dimension, ``memory_messages_<model>_<dim>``, or the ``index_name`` given) and resource
+(``<index>-r<digest of the resource id>``), so a query searches only its owner's vectors and
+never filters a whole store; a thread filter applies inside the partition. HNSW is built and
+searched with a wide beam (``ef`` 256, 32 links), so hits are the true nearest neighbours in
+practice (`bench/recall_bench.py` measures it against an exact scan). Each vector is one piece
+of a message (its id the message id, ``#n`` after it for later pieces) with metadata
+``message_id, thread_id, resource_id, role, created_at``; the text lives in storage. A store
+written by an earlier version (one collection for every resource) is split into partitions the
+first time the index is used.
 
 Example:
     >>> store = ChromaVectorStore()  # in memory
@@ -16,6 +22,8 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import os
 import re
 import threading
@@ -28,6 +36,8 @@ from typing import Any
 from langchain_core.runnables.config import run_in_executor
 
 from ..errors import ConfigurationError, VectorStoreError
+
+logger = logging.getLogger(__name__)
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
@@ -72,6 +82,25 @@ def _check_name(name: str) -> str:
     return name
 
 
+HNSW = {"hnsw:space": "cosine", "hnsw:search_ef": 256, "hnsw:construction_ef": 256, "hnsw:M": 32}
+
+
+def _check_dimension(col: Any, name: str, dimension: int) -> None:
+    stored = (col.metadata or {}).get("dimension")
+    if stored is not None and int(stored) != dimension:
+        msg = (
+            f"vector collection {name!r} holds {stored}-dimensional vectors but the "
+            f"embedder makes {dimension}: use another index_name, or the same embedder"
+        )
+        raise VectorStoreError(msg)
+
+
+def partition_name(index_name: str, resource_id: str) -> str:
+    """The collection holding `resource_id`'s vectors of `index_name`."""
+    digest = hashlib.sha256(resource_id.encode("utf-8")).hexdigest()[:24]
+    return f"{index_name[:480]}-r{digest}"
+
+
 class ChromaVectorStore:
     """Message vectors in Chroma: ``path`` for an embedded ``PersistentClient``, nothing for an
     in-memory client, or ``client=chromadb.HttpClient(...)`` for a Chroma server.
@@ -99,7 +128,8 @@ class ChromaVectorStore:
         in_memory = client is None and path is None
         self._namespace = f"e{uuid.uuid4().hex[:12]}_" if in_memory else ""
         self._collections: dict[str, Any] = {}
-        self._lock = threading.Lock()
+        self._migrated: set[str] = set()
+        self._lock = threading.RLock()
 
     @classmethod
     def from_url(cls, url: str) -> ChromaVectorStore:
@@ -125,32 +155,89 @@ class ChromaVectorStore:
     def __repr__(self) -> str:
         return f"ChromaVectorStore(path={self.path!r})"
 
-    def collection(self, name: str, dimension: int) -> Any:
-        """Get or create a cosine collection; a collection of another dimension is an error."""
-        key = f"{name}/{dimension}"
+    def collection(self, name: str, dimension: int, resource_id: str | None = None) -> Any:
+        """Get or create the cosine collection of `resource_id`'s vectors (the bare index
+        without one); a collection of another dimension is an error."""
+        _check_name(name)
+        self._migrate(name, dimension)
+        full = name if resource_id is None else partition_name(name, resource_id)
+        key = f"{full}/{dimension}"
         cached = self._collections.get(key)
         if cached is not None:
             return cached
         with self._lock:
             try:
                 col = self.client.get_or_create_collection(
-                    self._namespace + _check_name(name),
-                    metadata={"hnsw:space": "cosine", "dimension": dimension},
+                    self._namespace + full,
+                    metadata={**HNSW, "dimension": dimension},
                     embedding_function=None,
                 )
-            except ConfigurationError:
-                raise
             except Exception as exc:
                 raise VectorStoreError(f"Chroma is unavailable: {exc}") from exc
-            stored = (col.metadata or {}).get("dimension")
-            if stored is not None and int(stored) != dimension:
-                msg = (
-                    f"vector collection {name!r} holds {stored}-dimensional vectors but the "
-                    f"embedder makes {dimension}: use another index_name, or the same embedder"
-                )
-                raise VectorStoreError(msg)
+            _check_dimension(col, name, dimension)
             self._collections[key] = col
             return col
+
+    def _existing(self, full_name: str) -> Any | None:
+        """The collection if it exists (None otherwise); never creates one."""
+        for key, col in self._collections.items():
+            if key.rsplit("/", 1)[0] == full_name:
+                return col
+        try:
+            return self.client.get_collection(self._namespace + full_name)
+        except Exception as exc:
+            if "does not exist" in str(exc) or "not found" in str(exc).lower():
+                return None
+            raise VectorStoreError(f"Chroma is unavailable: {exc}") from exc
+
+    def partitions(self, index_name: str) -> list[Any]:
+        """Every resource partition of `index_name`."""
+        prefix = self._namespace + _check_name(index_name)[:480] + "-r"
+        try:
+            names = [getattr(c, "name", c) for c in self.client.list_collections()]
+        except Exception as exc:
+            raise VectorStoreError(f"Chroma is unavailable (list): {exc}") from exc
+        found = [n for n in names if n.startswith(prefix) and len(n) == len(prefix) + 24]
+        return [self.client.get_collection(n) for n in found]
+
+    def _migrate(self, name: str, dimension: int) -> None:
+        """Split a collection written before partitioning (every resource's vectors in one)
+        into per-resource partitions, once per index and store, then drop it."""
+        if name in self._migrated:
+            return
+        with self._lock:
+            if name in self._migrated:
+                return
+            legacy = self._existing(name)
+            if legacy is not None and (legacy.metadata or {}).get("dimension") == dimension:
+                moved = 0
+                while True:
+                    page = self._call(
+                        "migrate", legacy.get, limit=2000, include=["embeddings", "metadatas"]
+                    )
+                    if not page["ids"]:
+                        break
+                    groups: dict[str, list[int]] = {}
+                    for i, meta in enumerate(page["metadatas"]):
+                        groups.setdefault(str(meta["resource_id"]), []).append(i)
+                    for resource_id, rows in groups.items():
+                        target = self.client.get_or_create_collection(
+                            self._namespace + partition_name(name, resource_id),
+                            metadata={**HNSW, "dimension": dimension},
+                            embedding_function=None,
+                        )
+                        self._call(
+                            "migrate",
+                            target.upsert,
+                            ids=[page["ids"][i] for i in rows],
+                            embeddings=[page["embeddings"][i] for i in rows],
+                            metadatas=[page["metadatas"][i] for i in rows],
+                        )
+                    self._call("migrate", legacy.delete, ids=list(page["ids"]))
+                    moved += len(page["ids"])
+                self._call("migrate", self.client.delete_collection, self._namespace + name)
+                logger.info("moved %d vectors of %r into per-resource partitions", moved, name)
+            self._migrated.add(name)
 
     def _call(self, what: str, func: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -161,26 +248,29 @@ class ChromaVectorStore:
             raise VectorStoreError(f"Chroma is unavailable ({what}): {exc}") from exc
 
     def upsert(self, index_name: str, records: Sequence[VectorRecord]) -> None:
-        """Write (or overwrite) vectors by piece (the first under the message id)."""
-        if not records:
-            return
-        col = self.collection(index_name, len(records[0].vector))
-        self._call(
-            "upsert",
-            col.upsert,
-            ids=[r.vector_id for r in records],
-            embeddings=[list(map(float, r.vector)) for r in records],
-            metadatas=[
-                {
-                    "message_id": r.message_id,
-                    "thread_id": r.thread_id,
-                    "resource_id": r.resource_id,
-                    "role": r.role,
-                    "created_at": r.created_at,
-                }
-                for r in records
-            ],
-        )
+        """Write (or overwrite) vectors by piece (the first under the message id), each into
+        its resource's partition."""
+        by_resource: dict[str, list[VectorRecord]] = {}
+        for record in records:
+            by_resource.setdefault(record.resource_id, []).append(record)
+        for resource_id, group in by_resource.items():
+            col = self.collection(index_name, len(group[0].vector), resource_id)
+            self._call(
+                "upsert",
+                col.upsert,
+                ids=[r.vector_id for r in group],
+                embeddings=[list(map(float, r.vector)) for r in group],
+                metadatas=[
+                    {
+                        "message_id": r.message_id,
+                        "thread_id": r.thread_id,
+                        "resource_id": r.resource_id,
+                        "role": r.role,
+                        "created_at": r.created_at,
+                    }
+                    for r in group
+                ],
+            )
 
     def query(
         self,
@@ -193,10 +283,13 @@ class ChromaVectorStore:
     ) -> list[VectorHit]:
         """The `top_k` nearest pieces of `resource_id`'s messages (and `thread_id`'s when
         given), one hit per piece."""
-        col = self.collection(index_name, len(vector))
-        where: dict[str, Any] = {"resource_id": resource_id}
-        if thread_id is not None:
-            where = {"$and": [{"resource_id": resource_id}, {"thread_id": thread_id}]}
+        _check_name(index_name)
+        self._migrate(index_name, len(vector))
+        col = self._existing(partition_name(index_name, resource_id))
+        if col is None:
+            return []  # this resource has no vectors yet
+        _check_dimension(col, index_name, len(vector))
+        where = {"thread_id": thread_id} if thread_id is not None else None
         result = self._call(
             "query",
             col.query,
@@ -215,28 +308,36 @@ class ChromaVectorStore:
         return hits
 
     def delete(
-        self, index_name: str, *, ids: Sequence[str] = (), thread_id: str | None = None
+        self,
+        index_name: str,
+        *,
+        ids: Sequence[str] = (),
+        thread_id: str | None = None,
+        resource_id: str | None = None,
     ) -> None:
-        """Delete every piece of these messages, or every vector of a thread (no collection:
-        nothing)."""
-        try:
-            col = self.client.get_collection(self._namespace + _check_name(index_name))
-        except ConfigurationError:
-            raise
-        except Exception as exc:
-            if "does not exist" in str(exc) or "not found" in str(exc).lower():
-                return
-            raise VectorStoreError(f"Chroma is unavailable (delete): {exc}") from exc
+        """Delete every piece of these messages, or every vector of a thread, in
+        `resource_id`'s partition (in every partition when the owner is not known)."""
+        _check_name(index_name)
+        if resource_id is not None:
+            col = self._existing(partition_name(index_name, resource_id))
+            targets = [col] if col is not None else []
+        else:
+            targets = self.partitions(index_name)
         ids = list(ids)
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            self._call("delete", col.delete, where={"message_id": {"$in": chunk}})
-        if thread_id is not None:
-            self._call("delete", col.delete, where={"thread_id": thread_id})
+        for col in targets:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                self._call("delete", col.delete, where={"message_id": {"$in": chunk}})
+            if thread_id is not None:
+                self._call("delete", col.delete, where={"thread_id": thread_id})
 
-    def count(self, index_name: str, dimension: int) -> int:
-        """How many vectors the collection holds."""
-        return int(self._call("count", self.collection(index_name, dimension).count))
+    def count(self, index_name: str, dimension: int, resource_id: str | None = None) -> int:
+        """How many vectors (pieces) the index holds, for one resource or in all."""
+        self._migrate(_check_name(index_name), dimension)
+        if resource_id is not None:
+            col = self._existing(partition_name(index_name, resource_id))
+            return 0 if col is None else int(self._call("count", col.count))
+        return sum(int(self._call("count", col.count)) for col in self.partitions(index_name))
 
     async def aupsert(self, index_name: str, records: Sequence[VectorRecord]) -> None:
         """Async `upsert`."""
