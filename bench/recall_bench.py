@@ -1,19 +1,22 @@
-"""Benchmark: semantic-recall ingest throughput and recall latency, embedded Chroma + SQLite.
+"""Benchmark: recall latency at scale, per mode and layout, and how true the ANN hits are.
 
-For each size (default 10k and 100k stored messages of one resource across 100 threads):
+Layouts: every message owned by ONE resource (the hard case: a partition of N vectors), and
+the same messages spread over many resources. Measured per query: search + neighbour windows
+through `RecallIndex.recall` for ``vector``, ``keyword`` and ``hybrid``, with the query
+embedding excluded (query vectors are computed first and served from the embedding cache),
+p50 / p95 over the queries, BLAS pinned to one thread. ANN quality: the share of the exact
+top-10 (a numpy scan of the partition) among Chroma's top-10.
 
-- ingest, embedding included: `Memory.save_messages` with the offline all-MiniLM-L6-v2 model,
-  measured on the first `--embed-sample` messages (the model dominates and scales linearly);
-- ingest, embedding excluded: storage save + Chroma upsert of precomputed vectors;
-- recall latency p50/p95 over 200 queries: vector search filtered to the resource plus the
-  neighbour fetch from SQLite (query embedding excluded), and the same with the query embedded.
+Vectors are synthetic but clustered (1,000 topics plus noise, queries near stored messages), so
+neighbours are meaningful; texts are random sentences over a small vocabulary.
 
-    python bench/recall_bench.py [--sizes 10000 100000] [--embed-sample 10000]
+    python bench/recall_bench.py [--sizes 10000 100000] [--spread 100] [--queries 200]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import random
 import tempfile
 import time
@@ -21,122 +24,123 @@ from pathlib import Path
 
 import numpy as np
 from langchain_core.messages import AIMessage, HumanMessage
+from threadpoolctl import threadpool_limits
 
-from langchain_mastra_memory import ChromaVectorStore, Memory, SQLiteStorage
-from langchain_mastra_memory.recall.embeddings import MiniLMEmbeddings
-from langchain_mastra_memory.recall.index import _vector_records
+from langchain_mastra_memory import ChromaVectorStore, SQLiteStorage
+from langchain_mastra_memory.recall.embeddings import EMBEDDING_CACHE, MiniLMEmbeddings
+from langchain_mastra_memory.recall.index import RecallIndex, RecallOptions
+from langchain_mastra_memory.recall.vector import VectorRecord
 
 WORDS = (
     "lisbon porto dog beagle allergy peanut wedding sister cello orchestra climbing knee "
     "coffee oat milk benfica thinkpad laptop flat sea saving book author train seat aisle"
 ).split()
+DIM = 384
 
 
-def texts(n: int, rng: random.Random) -> list[str]:
-    return [
-        f"{i}: " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 30))) for i in range(n)
-    ]
+def clustered(n: int, rng: np.random.Generator, centers: np.ndarray) -> np.ndarray:
+    picks = centers[rng.integers(0, len(centers), n)]
+    vectors = picks + 0.35 * rng.normal(size=(n, DIM)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-def percentile(values: list[float], q: float) -> float:
-    return float(np.percentile(values, q))
+def build(n: int, resources: int, tmp: Path, seed: int = 0) -> tuple[RecallIndex, dict]:
+    rng = np.random.default_rng(seed)
+    words = random.Random(seed)
+    centers = rng.normal(size=(1000, DIM)).astype(np.float32)
+    storage = SQLiteStorage(tmp / "bench.db")
+    vector = ChromaVectorStore(path=tmp / "chroma")
+    embedder = MiniLMEmbeddings()
+    index = RecallIndex(storage, vector, embedder, options=RecallOptions(top_k=4))
+    name = index.index_name()
+    vectors = clustered(n, rng, centers)
+    owners = [f"r{i % resources}" for i in range(n)]
+    kept: dict[str, list[tuple[str, np.ndarray]]] = {}
+    per_thread = 500
+    for r in range(resources):
+        mine = [i for i in range(r, n, resources)]
+        for start in range(0, len(mine), per_thread):
+            chunk = mine[start : start + per_thread]
+            thread = f"r{r}-t{start // per_thread}"
+            storage.create_thread(thread_id=thread, resource_id=f"r{r}")
+            texts = [
+                " ".join(words.choice(WORDS) for _ in range(words.randint(8, 30))) for _ in chunk
+            ]
+            messages = [(HumanMessage if j % 2 == 0 else AIMessage)(t) for j, t in enumerate(texts)]
+            stored = storage.save_messages(messages, thread_id=thread, resource_id=f"r{r}")
+            records = [
+                VectorRecord(s.message.id or "", vectors[i], thread, owners[i], "user", 0.0)
+                for s, i in zip(stored, chunk, strict=True)
+            ]
+            vector.upsert(name, records)
+            storage.mark_embedded([s.message.id for s in stored if s.message.id])
+            for s, i in zip(stored, chunk, strict=True):
+                kept.setdefault(owners[i], []).append((s.message.id or "", vectors[i]))
+    return index, {"kept": kept, "rng": rng, "embedder": embedder, "words": words}
 
 
-def run(n: int, embed_sample: int, rng: random.Random) -> dict[str, float]:
-    with tempfile.TemporaryDirectory() as tmp:
-        storage = SQLiteStorage(Path(tmp) / "bench.db")
-        vector = ChromaVectorStore(path=Path(tmp) / "chroma")
-        memory = Memory(storage=storage, vector=vector, options={"semantic_recall": {"top_k": 4}})
-        processor = memory.recall_index.processor  # type: ignore[union-attr]
-        corpus = texts(n, rng)
-        threads = 100
-        for t in range(threads):
-            memory.create_thread(resource_id="bench", thread_id=f"t{t}")
-        row: dict[str, float] = {"messages": n}
-
-        # ingest with embedding, on a sample (the model dominates; it scales linearly)
-        sample = corpus[: min(embed_sample, n)]
-        start = time.perf_counter()
-        for b in range(0, len(sample), 100):
-            chunk = sample[b : b + 100]
-            msgs = [HumanMessage(x) if i % 2 == 0 else AIMessage(x) for i, x in enumerate(chunk)]
-            memory.save_messages(msgs, thread_id=f"t{(b // 100) % threads}", resource_id="bench")
-        row["ingest_embedded_per_s"] = len(sample) / (time.perf_counter() - start)
-        row["embedded_sample"] = len(sample)
-
-        # ingest without embedding: precomputed unit vectors through the same storage + Chroma
-        rest = corpus[len(sample) :]
-        vectors = np.random.default_rng(0).normal(size=(len(rest), 384)).astype(np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        start = time.perf_counter()
-        for b in range(0, len(rest), 1000):
-            chunk = rest[b : b + 1000]
-            msgs = [HumanMessage(x) if i % 2 == 0 else AIMessage(x) for i, x in enumerate(chunk)]
-            stored = storage.save_messages(
-                msgs, thread_id=f"t{(b // 1000) % threads}", resource_id="bench"
-            )
-            vector.upsert(
-                processor.index_name(), _vector_records(stored, vectors[b : b + len(chunk)])
-            )
-            storage.mark_embedded([s.message.id for s in stored])
-        if rest:
-            row["ingest_vectors_per_s"] = len(rest) / (time.perf_counter() - start)
-
-        embedder = MiniLMEmbeddings()
-        queries = [
-            f"question {i} about {rng.choice(WORDS)} and {rng.choice(WORDS)}" for i in range(200)
-        ]
-        qvecs = embedder.embed_array(queries)
-        window = processor.options.window
-        search_only, with_embedding = [], []
-        for q, v in zip(queries, qvecs, strict=True):
-            start = time.perf_counter()
-            hits = vector.query(processor.index_name(), v.tolist(), top_k=4, resource_id="bench")
-            storage.message_windows(
-                [h.message_id for h in hits],
-                before=window.before,
-                after=window.after,
-                resource_id="bench",
-            )
-            search_only.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            qv = embedder.embed_query(q + " again")
-            hits = vector.query(processor.index_name(), qv, top_k=4, resource_id="bench")
-            storage.message_windows(
-                [h.message_id for h in hits],
-                before=window.before,
-                after=window.after,
-                resource_id="bench",
-            )
-            with_embedding.append(time.perf_counter() - start)
-        row["search_p50_ms"] = percentile(search_only, 50) * 1e3
-        row["search_p95_ms"] = percentile(search_only, 95) * 1e3
-        row["with_embedding_p50_ms"] = percentile(with_embedding, 50) * 1e3
-        row["with_embedding_p95_ms"] = percentile(with_embedding, 95) * 1e3
-        return row
+def measure(index: RecallIndex, data: dict, queries: int) -> dict[str, tuple[float, ...]]:
+    rng, kept, words = data["rng"], data["kept"], data["words"]
+    owners = list(kept)
+    asked = []
+    for q in range(queries):
+        owner = owners[q % len(owners)]
+        ids, vecs = zip(*kept[owner], strict=True)
+        near = np.asarray(vecs[rng.integers(0, len(vecs))]) + 0.2 * rng.normal(size=DIM)
+        near = (near / np.linalg.norm(near)).astype(np.float32)
+        text = f"question {q} about {words.choice(WORDS)} and {words.choice(WORDS)}"
+        asked.append((owner, text, near, ids, np.asarray(vecs)))
+    rows: dict[str, tuple[float, ...]] = {}
+    name = index.index_name()
+    assert index.vector is not None and index.embedder is not None
+    overlap = []
+    for owner, _text, near, ids, matrix in asked:  # ANN quality against an exact scan
+        exact = {ids[i] for i in np.argsort(-(matrix @ near))[:10]}
+        hits = index.vector.query(name, near.tolist(), top_k=10, resource_id=owner)
+        overlap.append(len(exact & {h.message_id for h in hits}) / 10)
+    for mode in ("vector", "keyword", "hybrid"):
+        index.options = index.options.model_copy(update={"mode": mode})
+        timings = []
+        for owner, text, near, _ids, _m in asked:
+            EMBEDDING_CACHE.clear()  # process-wide caches cleared between repetitions ...
+            index.embedder.cache.put(index.embedder._key(text), near)  # ... but the query's
+            with threadpool_limits(limits=1, user_api="blas"):
+                start = time.perf_counter()
+                index.recall(text, resource_id=owner, thread_id=None, exclude=set())
+                timings.append(time.perf_counter() - start)
+        rows[mode] = (np.percentile(timings, 50) * 1e3, np.percentile(timings, 95) * 1e3)
+    rows["ann"] = (float(np.mean(overlap)),)
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--embed-sample", type=int, default=2_000)
+    parser.add_argument("--spread", type=int, default=100, help="resources in the spread layout")
+    parser.add_argument("--queries", type=int, default=200)
     args = parser.parse_args()
-    rng = random.Random(0)
+    print(f"recall latency (search + neighbours, query embedding excluded), {time.strftime('%F')}")
     print(
-        "| stored messages | ingest, embedding included | ingest, vectors given "
-        "| search + neighbours p50 / p95 | with query embedding p50 / p95 |"
+        "| messages | layout | vector p50 / p95 | keyword p50 / p95 | hybrid p50 / p95 "
+        "| ANN recall@10 |"
     )
-    print("|---:|---:|---:|---:|---:|")
+    print("|---:|---|---:|---:|---:|---:|")
     for n in args.sizes:
-        r = run(n, args.embed_sample, rng)
-        print(
-            f"| {n:,} | {r['ingest_embedded_per_s']:.0f} msg/s "
-            f"(first {int(r['embedded_sample']):,}) "
-            f"| {r.get('ingest_vectors_per_s', float('nan')):.0f} msg/s "
-            f"| {r['search_p50_ms']:.1f} / {r['search_p95_ms']:.1f} ms "
-            f"| {r['with_embedding_p50_ms']:.1f} / {r['with_embedding_p95_ms']:.1f} ms |",
-            flush=True,
-        )
+        for resources in (1, args.spread):
+            with tempfile.TemporaryDirectory() as tmp:
+                started = time.perf_counter()
+                index, data = build(n, resources, Path(tmp))
+                built = time.perf_counter() - started
+                r = measure(index, data, args.queries)
+            layout = "one resource" if resources == 1 else f"{resources} resources"
+            cells = " | ".join(
+                f"{r[m][0]:.1f} / {r[m][1]:.1f} ms" for m in ("vector", "keyword", "hybrid")
+            )
+            digest = hashlib.sha1(str(r).encode()).hexdigest()[:6]
+            print(
+                f"| {n:,} | {layout} | {cells} | {r['ann'][0]:.3f} |  <!-- built in {built:.0f} s, {digest} -->",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

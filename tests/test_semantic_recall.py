@@ -374,3 +374,31 @@ def test_a_single_collection_from_before_partitioning_is_split_on_first_use(tmp_
     bob = reopened.vector.count(name, 384, resource_id="bob")
     assert alice > 0 and bob > 0 and alice + bob == moved
     assert partition_name(name, "alice") != partition_name(name, "bob")
+
+
+def test_reindex_rebuilds_vectors_the_store_lost(tmp_path) -> None:
+    from langchain_mastra_memory import ChromaVectorStore
+
+    store = ChromaVectorStore(path=tmp_path / "vectors")
+    memory = Memory(
+        storage=SQLiteStorage(tmp_path / "m.db"),
+        vector=store,
+        options={"semantic_recall": {"top_k": 2, "message_range": 0}},
+    )
+    fill(memory, "t1", "alice", 5, fact="My bike is a red Brompton.", at=2)
+    fill(memory, "t2", "bob", 3)
+    name = memory.recall_index.index_name()
+    before = store.count(name, 384)
+    for partition in store.partitions(name):  # the vector store loses everything
+        store.client.delete_collection(partition.name)
+    store._collections.clear()
+    assert store.count(name, 384) == 0
+    assert memory.recall_index.backfill() == 0  # the backlog flag alone sees nothing missing
+    stored = memory.get_messages(thread_id="t1") + memory.get_messages(thread_id="t2")
+    embeddable = sum(bool(embedding_pieces(m)) for m in stored if m.type in ("human", "ai"))
+    assert memory.backfill_embeddings() == embeddable > 0  # reindex checks the store itself
+    assert store.count(name, 384) == before
+    hits = memory.recall_index.search("What bike do I ride?", resource_id="alice")
+    assert hits and "Brompton" in str(
+        memory.storage.get_messages_by_id([hits[0].message_id])[0].message.content
+    )

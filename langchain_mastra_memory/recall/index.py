@@ -197,10 +197,25 @@ class RecallIndex:
             )  # fmt: skip
             keyword_hits = [RecallHit(*row) for row in rows]
         if self.options.mode == "vector":
-            return vector_hits[:k]
-        if self.options.mode == "keyword":
+            ranked = vector_hits[:k]
+        elif self.options.mode == "keyword":
             return keyword_hits[:k]
-        return fuse(vector_hits, keyword_hits, k)
+        else:
+            ranked = fuse(vector_hits, keyword_hits, k)
+        unknown = [h.message_id for h in ranked if not h.thread_id]
+        if unknown:  # vector hits do not carry their thread: storage knows it
+            stored = yield call(
+                self.storage, "get_messages_by_id", unknown, resource_id=resource_id
+            )
+            threads = {s.message.id: s.thread_id for s in stored}
+            ranked = [
+                h
+                if h.thread_id
+                else RecallHit(h.message_id, threads.get(h.message_id, ""), h.score)
+                for h in ranked
+                if h.thread_id or h.message_id in threads
+            ]
+        return ranked
 
     def search(
         self,
@@ -323,6 +338,26 @@ class RecallIndex:
                 break
         return total
 
+    def reindex(self, *, batch: int = 1000) -> int:
+        """Make the vector store tell the truth, then fill it: every message storage records as
+        embedded is checked against the vector store (a deleted or emptied collection, say), the
+        missing ones go back to the backlog, and the backlog is embedded. Returns how many
+        messages were embedded."""
+        if self.vector is None or self.embedder is None:
+            return 0
+        name = self.index_name()
+        after = 0
+        while rows := self.storage.embedded_ids(after=after, limit=batch):
+            after = rows[-1][0]
+            by_owner: dict[str, list[str]] = defaultdict(list)
+            for _seq, message_id, owner in rows:
+                by_owner[owner].append(message_id)
+            for owner, ids in by_owner.items():
+                missing = set(ids) - self.vector.present(name, owner, ids)
+                if missing:
+                    self.storage.mark_embedded(sorted(missing), embedded=False)
+        return self.backfill()
+
     def _forget(
         self, message_ids: Sequence[str], thread_id: str | None, resource_id: str | None
     ) -> Steps[None]:
@@ -428,7 +463,7 @@ def best_piece_per_message(hits: Sequence[VectorHit]) -> list[RecallHit]:
     best: dict[str, RecallHit] = {}
     for hit in hits:
         if hit.message_id not in best or hit.score > best[hit.message_id].score:
-            best[hit.message_id] = RecallHit(hit.message_id, hit.thread_id, hit.score)
+            best[hit.message_id] = RecallHit(hit.message_id, "", hit.score)
     return sorted(best.values(), key=lambda h: -h.score)
 
 
@@ -439,7 +474,7 @@ def fuse(
     message the side did not return counts 0 there), then averaged. Unlike reciprocal-rank
     fusion, a clear winner on one side stays a winner, and near-ties stay near."""
     fused: dict[str, float] = defaultdict(float)
-    threads: dict[str, str] = {}
+    threads: dict[str, str] = defaultdict(str)
     for hits in (vector_hits, keyword_hits):
         if not hits:
             continue
@@ -449,7 +484,7 @@ def fuse(
             fused[hit.message_id] += KEYWORD_WEIGHT_HALF * (
                 (hit.score - bottom) / spread if spread > 0 else 1.0
             )
-            threads[hit.message_id] = hit.thread_id
+            threads[hit.message_id] = threads[hit.message_id] or hit.thread_id
     best = sorted(fused, key=lambda m: -fused[m])[:k]
     return [RecallHit(m, threads[m], fused[m]) for m in best]
 

@@ -144,10 +144,11 @@ class SyncedStorage:
         return await self.asave(fresh, **ref) if fresh else []
 
     def backfill(self) -> int:
-        """Embed every stored message whose vector is missing; returns how many were written."""
+        """Embed every stored message whose vector is missing from the vector store (checked
+        there, not only by the backlog flag); returns how many were written."""
         if self.index is None:
             raise ConfigurationError("semantic recall is not enabled")
-        return self.index.backfill()
+        return self.index.reindex()
 
     def _indexed(self, stored: list[StoredMessage], *, replace: bool = False) -> Saved:
         if self.index:

@@ -61,10 +61,10 @@ class VectorRecord:
 
 @dataclass(frozen=True)
 class VectorHit:
-    """A search result: cosine similarity in [-1, 1] (1 is identical)."""
+    """A search result: cosine similarity in [-1, 1] (1 is identical). The thread is not
+    fetched (metadata would triple a deep query's cost): storage knows it."""
 
     message_id: str
-    thread_id: str
     resource_id: str
     score: float
 
@@ -296,16 +296,12 @@ class ChromaVectorStore:
             query_embeddings=[list(map(float, vector))],
             n_results=top_k,
             where=where,
-            include=["distances", "metadatas"],
+            include=["distances"],
         )
-        hits = []
-        for meta, distance in zip(result["metadatas"][0], result["distances"][0], strict=True):
-            hits.append(
-                VectorHit(
-                    meta["message_id"], meta["thread_id"], meta["resource_id"], 1.0 - distance
-                )
-            )
-        return hits
+        return [
+            VectorHit(vector_id.split("#", 1)[0], resource_id, 1.0 - distance)
+            for vector_id, distance in zip(result["ids"][0], result["distances"][0], strict=True)
+        ]
 
     def delete(
         self,
@@ -330,6 +326,14 @@ class ChromaVectorStore:
                 self._call("delete", col.delete, where={"message_id": {"$in": chunk}})
             if thread_id is not None:
                 self._call("delete", col.delete, where={"thread_id": thread_id})
+
+    def present(self, index_name: str, resource_id: str, message_ids: Sequence[str]) -> set[str]:
+        """Which of these messages have their (first) vector in `resource_id`'s partition."""
+        col = self._existing(partition_name(_check_name(index_name), resource_id))
+        if col is None or not message_ids:
+            return set()
+        found = self._call("get", col.get, ids=list(message_ids), include=[])
+        return set(found["ids"])
 
     def count(self, index_name: str, dimension: int, resource_id: str | None = None) -> int:
         """How many vectors (pieces) the index holds, for one resource or in all."""

@@ -192,8 +192,14 @@ class MemoryStorage(ABC):
         """User and assistant messages whose embedding is not written yet (oldest first)."""
 
     @abstractmethod
-    def mark_embedded(self, message_ids: Sequence[str]) -> None:
-        """Record that these messages' embeddings are in the vector store."""
+    def mark_embedded(self, message_ids: Sequence[str], *, embedded: bool = True) -> None:
+        """Record that these messages' embeddings are in the vector store (or, with
+        ``embedded=False``, that they are missing there and must be written again)."""
+
+    @abstractmethod
+    def embedded_ids(self, *, after: int = 0, limit: int = 1000) -> list[tuple[int, str, str]]:
+        """``(seq, message_id, resource_id)`` of user and assistant messages recorded as
+        embedded, after position `after`, in storage order (to check them against the vectors)."""
 
     # -- working memory ------------------------------------------------------------------------
     @abstractmethod
@@ -382,9 +388,15 @@ class MemoryStorage(ABC):
         """Async `unembedded`."""
         return await _off_loop(self.unembedded, limit=limit)
 
-    async def amark_embedded(self, message_ids: Sequence[str]) -> None:
+    async def amark_embedded(self, message_ids: Sequence[str], *, embedded: bool = True) -> None:
         """Async `mark_embedded`."""
-        await _off_loop(self.mark_embedded, message_ids)
+        await _off_loop(self.mark_embedded, message_ids, embedded=embedded)
+
+    async def aembedded_ids(
+        self, *, after: int = 0, limit: int = 1000
+    ) -> list[tuple[int, str, str]]:
+        """Async `embedded_ids`."""
+        return await _off_loop(self.embedded_ids, after=after, limit=limit)
 
     async def aget_working_memory(
         self, *, resource_id: str, thread_id: str | None = None
@@ -458,7 +470,7 @@ _SYNC_IO = (
     "setup", "close", "create_thread", "get_thread", "list_threads", "update_thread",
     "delete_thread", "clone_thread", "save_messages", "list_messages", "get_messages_by_id",
     "update_messages", "delete_messages", "search_text", "message_windows", "unembedded",
-    "mark_embedded", "get_working_memory", "modify_working_memory", "ensure_thread",
+    "mark_embedded", "embedded_ids", "get_working_memory", "modify_working_memory", "ensure_thread",
 )  # fmt: skip
 
 

@@ -537,14 +537,24 @@ class SQLStorage(MemoryStorage):
             ).fetchall()
         return [self._stored(r) for r in rows]
 
-    def mark_embedded(self, message_ids: Sequence[str]) -> None:
+    def mark_embedded(self, message_ids: Sequence[str], *, embedded: bool = True) -> None:
         with self._transaction(write=True) as conn:
             for condition, params in self.dialect.ids_in("id", list(message_ids)):
                 self._run(
                     conn,
                     f"UPDATE memory_messages SET embedded = ? WHERE {condition}",
-                    [True, *params],
+                    [embedded, *params],
                 )
+
+    def embedded_ids(self, *, after: int = 0, limit: int = 1000) -> list[tuple[int, str, str]]:
+        with self._transaction(write=False) as conn:
+            rows = self._run(
+                conn,
+                "SELECT seq, id, resource_id FROM memory_messages WHERE embedded = ? AND seq > ? "
+                "AND role IN ('user', 'assistant') ORDER BY seq LIMIT ?",
+                (True, after, limit),
+            ).fetchall()
+        return [(int(r[0]), r[1], r[2]) for r in rows]
 
     # -- working memory ------------------------------------------------------------------------
     def _working_memory_target(
