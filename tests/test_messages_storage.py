@@ -289,3 +289,23 @@ def test_full_text_search_on_every_backend(storage, call) -> None:
         "a1",
         "a3",
     }
+
+
+def test_very_common_query_words_are_left_out_of_large_sqlite_indexes(tmp_path) -> None:
+    from langchain_core.messages import HumanMessage
+
+    from langchain_mastra_memory import SQLiteStorage
+    from langchain_mastra_memory.storage.sqlite import _rare_words
+
+    storage = SQLiteStorage(tmp_path / "m.db")
+    storage.create_thread(thread_id="t", resource_id="a")
+    storage.save_messages(
+        [HumanMessage(f"weather report number {i}") for i in range(2100)]
+        + [HumanMessage("weather for the zebra parade", id="z")],
+        thread_id="t",
+        resource_id="a",
+    )
+    with storage._transaction(write=False) as conn:
+        assert _rare_words(conn, ["weather", "zebra"]) == ["zebra"]
+        assert _rare_words(conn, ["weather", "report"]) in (["weather"], ["report"])  # rarest
+    assert storage.search_text("weather zebra", resource_id="a", limit=1)[0][0] == "z"

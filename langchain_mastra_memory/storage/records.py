@@ -237,12 +237,10 @@ def query_words(text: str, *, max_terms: int = 64) -> list[str]:
     return list(dict.fromkeys(kept))[:max_terms]
 
 
-def fts_query(text: str, *, max_terms: int = 64) -> str:
-    """A safe FTS5 query: the words of `text`, each quoted, OR-ed ("" when none is left).
-
-    Every word is quoted, so no FTS5 syntax in `text` is interpreted.
-    """
-    return " OR ".join(f'"{w}"' for w in query_words(text, max_terms=max_terms))
+def fts_query(words: list[str]) -> str:
+    """A safe FTS5 query OR-ing `words` (from `query_words`), each quoted, so no FTS5 syntax is
+    ever interpreted."""
+    return " OR ".join(f'"{w}"' for w in words)
 
 
 def check_order(order_by: str, limit: int | None, offset: int) -> None:
