@@ -24,7 +24,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, trim_messages
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    trim_messages,
+)
 
 from langchain_mastra_memory import SQLiteStorage, TokenCounter, TokenLimiter
 from langchain_mastra_memory.token_counting import clear_token_cache, message_token_string
@@ -47,12 +54,22 @@ WORDS = [
 ]
 
 
-def make_messages(n: int, rng: random.Random) -> list[BaseMessage]:
-    out: list[BaseMessage] = []
-    for i in range(n):
+def make_messages(n: int, rng: random.Random, mix: str = "chat") -> list[BaseMessage]:
+    """`n` messages: user/assistant turns ("chat"), or with a system message first and a tool
+    call + result in every third exchange ("tools")."""
+    out: list[BaseMessage] = (
+        [SystemMessage("You are a helpful assistant.")] if mix == "tools" else []
+    )
+    i = 0
+    while len(out) < n:
         text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(10, 60)))
-        out.append(HumanMessage(f"{i}: {text}") if i % 2 == 0 else AIMessage(f"{i}: {text}"))
-    return out
+        if mix == "tools" and i % 6 == 1:
+            call = {"name": "lookup", "args": {"query": text[:40]}, "id": f"c{i}"}
+            out += [AIMessage("", tool_calls=[call]), ToolMessage(text, tool_call_id=f"c{i}")]
+        else:
+            out.append(HumanMessage(f"{i}: {text}") if i % 2 == 0 else AIMessage(f"{i}: {text}"))
+        i += 1
+    return out[:n]
 
 
 def best_of(func: Callable[[], object], repeat: int) -> float:
@@ -102,7 +119,7 @@ def measure(n: int, messages: list[BaseMessage], load: float) -> dict[str, float
     }
 
 
-def run(sizes: list[int]) -> list[dict[str, float]]:
+def run(sizes: list[int], mix: str) -> list[dict[str, float]]:
     rng = random.Random(0)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -110,7 +127,7 @@ def run(sizes: list[int]) -> list[dict[str, float]]:
         for n in sizes:
             thread = f"t{n}"
             storage.create_thread(thread_id=thread, resource_id="bench")
-            batch = make_messages(n, rng)
+            batch = make_messages(n, rng, mix)
             for start in range(0, n, 5_000):
                 chunk = batch[start : start + 5_000]
                 storage.save_messages(chunk, thread_id=thread, resource_id="bench")
@@ -136,14 +153,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--mix", choices=["chat", "tools"], default="chat")
     args = parser.parse_args()
-    print(f"limit {LIMIT} tokens, o200k_base; times are the best of several runs")
+    print(f"limit {LIMIT} tokens, o200k_base, {args.mix}; times are the best of several runs")
     print(
         "| stored messages | kept | TokenLimiter (cached) | TokenLimiter (uncached) "
         "| one tiktoken pass | trim_messages | cached vs trim | uncached vs trim |"
     )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
-    rows = run(args.sizes)
+    rows = run(args.sizes, args.mix)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
 
