@@ -6,7 +6,7 @@ import importlib
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -25,8 +25,6 @@ from .turn import TurnContext, warn_if_limiter_not_last
 from .working_memory import WorkingMemoryConfig, WorkingMemoryStore
 
 if TYPE_CHECKING:
-    from langchain_core.messages import SystemMessage
-
     from .integrations.chat_history import MemoryChatMessageHistory
     from .integrations.checkpointer import MemoryCheckpointer
 
@@ -34,7 +32,7 @@ DEFAULT_DATABASE = "memory.db"
 Messages = list[BaseMessage]
 In = Sequence[BaseMessage]  # messages given to a method
 Ids = Sequence[str]
-Opt = Optional[str]  # noqa: UP045 - a runtime alias (Python 3.10 has no `str | None` object)
+Opt = str | None
 Node = Runnable[Any, dict[str, Any]]
 
 
@@ -150,8 +148,7 @@ class Memory:
 
     # -- messages ------------------------------------------------------------------------------
     def save_messages(self, messages: In, **to: Unpack[kw.SaveOptions]) -> Messages:
-        """Save messages to an existing thread of `resource_id`; returns them with ids (and
-        embeds them with semantic recall on). `created_at` (one per message) keeps times."""
+        """Save to an existing thread of `resource_id`; returns the messages with ids."""
         return self.synced.save(messages, **to)
 
     async def asave_messages(self, messages: In, **to: Unpack[kw.SaveOptions]) -> Messages:
@@ -167,9 +164,8 @@ class Memory:
         return [s.message for s in await self.storage.alist_messages(**_listing(query))]
 
     def recall(self, **request: Unpack[kw.RecallOptions]) -> Messages:
-        """The remembered context of a thread: recalled messages and the newest
-        ``last_messages``, through the processors. `new_messages` (this turn's input) are never
-        changed or returned; `history` replaces the stored history (a graph state holds it)."""
+        """Recalled messages and the newest ``last_messages``, through the processors;
+        `new_messages` (the turn) are never changed or returned, `history` replaces storage's."""
         return self.turns.remembered(**request)
 
     async def arecall(self, **request: Unpack[kw.RecallOptions]) -> Messages:
@@ -192,6 +188,14 @@ class Memory:
         """Async `delete_messages`."""
         return await self.synced.adelete(message_ids, resource_id=resource_id)
 
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until saved messages are embedded (that runs behind the turn)."""
+        return self.synced.flush(timeout)
+
+    async def aflush(self, timeout: float | None = None) -> bool:
+        """Async `flush`."""
+        return await self.synced.aflush(timeout)
+
     def backfill_embeddings(self) -> int:
         """Embed every message whose vector is missing; returns how many were written."""
         return self.synced.backfill()
@@ -206,17 +210,12 @@ class Memory:
         return await self.working.aget(**ref)
 
     def update_working_memory(self, memory: Any, **ref: Unpack[kw.MemoryRef]) -> Any:
-        """Replace (Markdown) or merge into (schema) the working memory; returns the new value.
-        Raises `WorkingMemoryError` (nothing stored) for an invalid, oversized or erasing one."""
+        """Replace (Markdown) or merge into (schema) the working memory; `WorkingMemoryError`."""
         return self.working.update(memory, **ref)
 
     async def aupdate_working_memory(self, memory: Any, **ref: Unpack[kw.MemoryRef]) -> Any:
         """Async `update_working_memory`."""
         return await self.working.aupdate(memory, **ref)
-
-    def working_memory_message(self, **ref: Unpack[kw.MemoryRef]) -> SystemMessage | None:
-        """The system message that injects working memory (None when it is disabled)."""
-        return self.working.message(**ref)
 
     def working_memory_tool(self, **ids: Unpack[kw.ToolIds]) -> StructuredTool:
         """The ``update_working_memory`` StructuredTool (ids from here or the call's config)."""
@@ -224,8 +223,7 @@ class Memory:
 
     # -- the turn ------------------------------------------------------------------------------
     def context(self, new_messages: In, **turn: Unpack[kw.TurnRef]) -> Messages:
-        """Working memory, recall and history, then the current turn (untouched), as a sequence
-        OpenAI and Anthropic accept. `history`: a graph state's (None: read from storage)."""
+        """Working memory, recall, history, then the turn: what OpenAI and Anthropic accept."""
         return self.turns.context(new_messages, **turn)
 
     async def acontext(self, new_messages: In, **turn: Unpack[kw.TurnRef]) -> Messages:
@@ -270,8 +268,7 @@ class Memory:
         return _shape("middleware").MemoryMiddleware(self)
 
     def checkpointer(self, saver: Any = None, **opts: Unpack[kw.Mirroring]) -> MemoryCheckpointer:
-        """A LangGraph checkpointer around `saver` (default: SQLite on this database, or in
-        memory) mirroring each thread's messages here; see `MemoryCheckpointer`."""
+        """A LangGraph checkpointer around `saver` mirroring threads here (`MemoryCheckpointer`)."""
         return _shape("checkpointer").MemoryCheckpointer(self, saver, **opts)
 
     def chat_history(self, **ref: Unpack[kw.ThreadRef]) -> MemoryChatMessageHistory:

@@ -102,12 +102,14 @@ def test_saving_while_the_server_is_down_then_backfilling(tmp_path: Path) -> Non
     memory.save_messages(
         [HumanMessage("My dog is a beagle called Biscuit.")], thread_id="t1", resource_id="alice"
     )
+    memory.flush()
     proc.terminate()
     proc.wait(10)
     saved = memory.save_messages(  # the server is down: the save still succeeds
         [HumanMessage("I moved to Lisbon in March.")], thread_id="t1", resource_id="alice"
     )
     assert [m.content for m in memory.get_messages(thread_id="t1")][-1] == saved[0].content
+    assert memory.flush(timeout=60)  # the writer tried, failed and left the backlog
     assert [s.message.id for s in memory.storage.unembedded()] == [saved[0].id]
     with pytest.raises(VectorStoreError):
         memory.recall_index.search("Where do I live?", resource_id="alice")

@@ -54,7 +54,9 @@ def fill(
         messages += [HumanMessage(f"{user} ({i})"), AIMessage(f"{assistant} ({i})")]
     if fact is not None:
         messages.insert(at, HumanMessage(fact))
-    return memory.save_messages(messages, thread_id=thread, resource_id=resource)
+    saved = memory.save_messages(messages, thread_id=thread, resource_id=resource)
+    memory.flush()  # embeddings are written behind the save
+    return saved
 
 
 @pytest.fixture(scope="module")
@@ -298,7 +300,8 @@ def test_logs_and_keeps_going_when_the_vector_store_fails(caplog) -> None:
         memory.save_messages(
             [HumanMessage("I moved to Lisbon in March.")], thread_id="t1", resource_id="alice"
         )
-    assert "backfilled" in caplog.text
+        assert memory.flush(timeout=30)  # the writer ran, failed, and said so
+    assert "stay in the backlog" in caplog.text
     assert [m.content for m in memory.get_messages(thread_id="t1")] == [
         "I moved to Lisbon in March."
     ]
@@ -306,7 +309,8 @@ def test_logs_and_keeps_going_when_the_vector_store_fails(caplog) -> None:
     broken.upsert = real_upsert
     memory.save_messages(
         [AIMessage("Lovely city.")], thread_id="t1", resource_id="alice"
-    )  # backfills
+    )  # wakes the writer, which drains the backlog
+    memory.flush()
     assert storage.unembedded() == []
     assert memory.recall_index.search("Where do I live?", resource_id="alice")
 
@@ -319,6 +323,7 @@ def test_a_message_is_embedded_as_its_sentences_and_an_update_replaces_them() ->
         thread_id="t1",
         resource_id="alice",
     )
+    memory.flush()
     index = memory.recall_index.index_name()
     assert memory.vector.count(index, 384) == 3
     hits = memory.recall_index.search("Which animal does Ana have?", resource_id="alice")

@@ -32,6 +32,7 @@ from ..twins import Steps, call, run_async, run_sync
 from ..working_memory.config import TOOL_NAME as WORKING_MEMORY_TOOL
 from .embeddings import CachedEmbeddings, model_id
 from .vector import ChromaVectorStore, VectorHit, VectorRecord, index_name_for
+from .writer import BacklogWriter
 
 logger = logging.getLogger(__name__)
 
@@ -133,6 +134,7 @@ class RecallIndex:
         self.vector = vector
         self.embedder = CachedEmbeddings(embedder) if embedder is not None else None
         self._index_name: str | None = self.options.index_name
+        self.writer = BacklogWriter(self)
 
     @classmethod
     def with_defaults(
@@ -176,6 +178,7 @@ class RecallIndex:
     ) -> Steps[list[RecallHit]]:
         if not query.strip():
             return []
+        yield call(self.writer, "flush")  # what this process saved is searchable
         k = limit or self.options.top_k
         scoped = thread_id if self.options.scope == "thread" else None  # resource scope: all
         pool = k if self.options.mode != "hybrid" else max(HYBRID_POOL, 4 * k)

@@ -151,14 +151,26 @@ class SyncedStorage:
         return self.index.reindex()
 
     def _indexed(self, stored: list[StoredMessage], *, replace: bool = False) -> Saved:
-        if self.index:
-            self.index.after_save(stored, replace=replace)
+        if self.index and replace:  # an update rewrites its pieces now (updates are rare)
+            self.index.after_save(stored, replace=True)
+        elif self.index and self.index.vector is not None:
+            self.index.writer.notify()  # new messages: embedded behind the turn
         return [s.message for s in stored]
 
     async def _aindexed(self, stored: list[StoredMessage], *, replace: bool = False) -> Saved:
-        if self.index:
-            await self.index.aafter_save(stored, replace=replace)
+        if self.index and replace:
+            await self.index.aafter_save(stored, replace=True)
+        elif self.index and self.index.vector is not None:
+            self.index.writer.notify()
         return [s.message for s in stored]
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until the embeddings queued by this process are written."""
+        return self.index.writer.flush(timeout) if self.index else True
+
+    async def aflush(self, timeout: float | None = None) -> bool:
+        """Async `flush`."""
+        return await self.index.writer.aflush(timeout) if self.index else True
 
 
 def _ids(messages: Msgs) -> list[str]:

@@ -1,0 +1,107 @@
+"""`BacklogWriter`: embeddings and vector writes behind the turn, from a durable backlog.
+
+Saving a message stores it with ``embedded = 0`` (the backlog, in storage, so a crash loses
+nothing) and wakes this writer; a per-index background thread embeds the backlog in batches
+(bounded memory) and marks what it wrote. Searching first waits for the writes this process
+has queued (usually done already: they run during the user's think time), so a message saved
+by this process is found by the next recall. `flush()` drains the whole backlog, and so does
+interpreter exit. A vector-store failure is logged and leaves the backlog for the next wake-up.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+import weakref
+from typing import TYPE_CHECKING
+
+from langchain_core.runnables.config import run_in_executor
+
+from ..errors import VectorStoreError
+
+if TYPE_CHECKING:
+    from .index import RecallIndex
+
+logger = logging.getLogger(__name__)
+BATCH = 200
+
+
+class BacklogWriter:
+    """Drains `index`'s backlog in a daemon thread; `flush` waits for it.
+
+    Example:
+        >>> from langchain_mastra_memory import Memory, SQLiteStorage
+        >>> memory = Memory(storage=SQLiteStorage(":memory:"), options={"semantic_recall": True})
+        >>> memory.flush()  # nothing queued: returns at once
+        True
+    """
+
+    def __init__(self, index: RecallIndex, *, batch: int = BATCH) -> None:
+        self.index = index
+        self.batch = batch
+        self._state = threading.Condition()
+        self._dirty = False  # woken and not drained yet
+        self._busy = False
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        atexit.register(_drain_at_exit, weakref.ref(self))
+
+    def notify(self) -> None:
+        """New messages are in the backlog: embed them soon."""
+        with self._state:
+            self._dirty = True
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="lmm-backlog-writer", daemon=True
+                )
+                self._thread.start()
+            self._state.notify_all()
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until what was queued is written; False if `timeout` ran out first."""
+        with self._state:
+            return self._state.wait_for(lambda: not (self._dirty or self._busy), timeout)
+
+    async def aflush(self, timeout: float | None = None) -> bool:
+        """Async `flush` (waits in a worker thread)."""
+        return await run_in_executor(None, self.flush, timeout)
+
+    def close(self, timeout: float | None = 30.0) -> None:
+        """Drain what is queued, then stop the thread."""
+        self.flush(timeout)
+        with self._state:
+            self._closed = True
+            self._state.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._state:
+                self._state.wait_for(lambda: self._dirty or self._closed)
+                if self._closed:
+                    return
+                self._dirty, self._busy = False, True
+            try:
+                while batch := self.index.storage.unembedded(limit=self.batch):
+                    self.index.index(batch)
+                    if len(batch) < self.batch:
+                        break
+            except VectorStoreError as exc:
+                logger.warning(
+                    "semantic recall: embeddings not written (%s); they stay in the backlog for "
+                    "the next save, memory.backfill_embeddings() or `langchain-mastra-memory "
+                    "reindex`",
+                    exc,
+                )
+            except Exception:  # never let the writer die silently
+                logger.exception("semantic recall: the background writer failed")
+            finally:
+                with self._state:
+                    self._busy = False
+                    self._state.notify_all()
+
+
+def _drain_at_exit(ref: weakref.ref[BacklogWriter]) -> None:
+    writer = ref()
+    if writer is not None and writer._thread is not None:
+        writer.close()
