@@ -72,16 +72,15 @@ def main() -> None:
                 bare_times.append(timings["bare"])
             time.sleep(args.think)
         memory.flush()
-    ms = 1e3
-    print(
-        f"turn overhead of memory.wrap(model), {args.size:,}-message thread, {time.strftime('%F')}"
-    )
+
+    def ms(values: list[float], q: int) -> str:
+        return f"{np.percentile(values, q) * 1e3:.1f} ms"
+
+    print(f"memory.wrap(model) overhead, {args.size:,} messages in the resource")
     print("| bare model p50 | overhead p50 | overhead p95 | query embedding p50 (beside) |")
     print("|---:|---:|---:|---:|")
-    print(
-        f"| {np.percentile(bare_times, 50) * ms:.2f} ms | {np.percentile(overhead, 50) * ms:.1f} ms "
-        f"| {np.percentile(overhead, 95) * ms:.1f} ms | {np.percentile(embed_times, 50) * ms:.1f} ms |"
-    )
+    row = [ms(bare_times, 50), ms(overhead, 50), ms(overhead, 95), ms(embed_times, 50)]
+    print("| " + " | ".join(row) + " |")
 
 
 if __name__ == "__main__":
