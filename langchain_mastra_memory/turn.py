@@ -27,7 +27,7 @@ from langchain_core.runnables import Runnable
 from .errors import InvalidMessageError, ThreadNotFoundError
 from .messages import ensure_messages
 from .processors import MemoryProcessor, TokenLimiter, ToolCallFilter
-from .processors.semantic_recall import SemanticRecall, last_human_text
+from .processors.semantic_recall import last_human_text, recalled_block
 from .provider_rules import provider_safe
 from .recall.index import RecallIndex
 from .storage.base import MemoryStorage
@@ -163,19 +163,17 @@ class TurnContext:
         query, exclude = recall_query(history, new)
         if not query:
             return []
-        found = yield call(
-            self.recall_index,
-            "recall",
-            query,
-            resource_id=resource_id,
-            thread_id=thread_id,
-            exclude=exclude,
-            never_hits=frozenset(m.id for m in new if m.id),
+        return (
+            yield from recalled_block(
+                self.recall_index,
+                self.storage,
+                query,
+                resource_id=resource_id,
+                thread_id=thread_id,
+                exclude=exclude,
+                never_hits=frozenset(m.id for m in new if m.id),
+            )
         )
-        titles = {}
-        for source in {s.thread_id for s in found}:
-            titles[source] = _title((yield call(self.storage, "get_thread", source)))
-        return SemanticRecall.assemble(found, thread_id, titles)
 
     def _context(
         self,
@@ -252,10 +250,6 @@ def owner_of(thread: Thread | None, thread_id: str) -> str:
     if thread is None:
         raise ThreadNotFoundError(f"no thread {thread_id!r}")
     return thread.resource_id
-
-
-def _title(thread: Thread | None) -> str | None:
-    return thread.title if thread else None
 
 
 def recall_query(

@@ -109,13 +109,13 @@ class MemoryWrapped(Runnable[Any, Any]):
     def _start(self, value: Any, config: RunnableConfig) -> _Turn:
         turn = _Turn(self.memory, value, config)
         self.memory.ensure_thread(thread_id=turn.thread_id, resource_id=turn.resource_id)
-        turn.sent = self._context.invoke(value, config)
+        turn.sent = self._context.invoke(turn.new, config)  # parsed once, by _Turn
         return turn
 
     async def _astart(self, value: Any, config: RunnableConfig) -> _Turn:
         turn = _Turn(self.memory, value, config)
         await self.memory.aensure_thread(thread_id=turn.thread_id, resource_id=turn.resource_id)
-        turn.sent = await self._context.ainvoke(value, config)
+        turn.sent = await self._context.ainvoke(turn.new, config)
         return turn
 
     def _invoke(self, value: Any, config: RunnableConfig, **kwargs: Any) -> Any:

@@ -17,7 +17,10 @@ from ..recall.index import DEFAULT_MODE, Mode, RecallHit, RecallIndex, RecallOpt
 from ..recall.vector import ChromaVectorStore
 from ..storage.base import MemoryStorage
 from ..storage.records import StoredMessage
+from ..twins import Steps, call, run_async, run_sync
 from .base import MemoryProcessor
+
+Messages = list[BaseMessage]
 
 
 class SemanticRecall(MemoryProcessor):
@@ -137,41 +140,24 @@ class SemanticRecall(MemoryProcessor):
             raise ConfigurationError("SemanticRecall with scope 'thread' needs a thread_id")
         return resource_id, thread_id
 
-    def process(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
+    def _process(
+        self, messages: list[BaseMessage], opts: dict[str, Any]
+    ) -> Steps[list[BaseMessage]]:
         query = last_human_text(messages)
         if not query.strip():
             return list(messages)
         resource_id, thread_id = self._ids(opts)
-        found = self.recall_index.recall(
-            query, resource_id=resource_id, thread_id=thread_id, exclude=_ids_of(messages)
-        )
-        return self.assemble(found, thread_id, self.titles(found)) + list(messages)
+        block = yield from recalled_block(
+            self.recall_index, self.storage, query,
+            resource_id=resource_id, thread_id=thread_id, exclude=_ids_of(messages),
+        )  # fmt: skip
+        return block + list(messages)
+
+    def process(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
+        return run_sync(self._process(messages, opts))
 
     async def aprocess(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
-        query = last_human_text(messages)
-        if not query.strip():
-            return list(messages)
-        resource_id, thread_id = self._ids(opts)
-        found = await self.recall_index.arecall(
-            query, resource_id=resource_id, thread_id=thread_id, exclude=_ids_of(messages)
-        )
-        return self.assemble(found, thread_id, await self.atitles(found)) + list(messages)
-
-    def titles(self, found: Sequence[StoredMessage]) -> dict[str, str | None]:
-        """The title of each thread the recalled messages come from."""
-        titles: dict[str, str | None] = {}
-        for thread_id in {s.thread_id for s in found}:
-            thread = self.storage.get_thread(thread_id)
-            titles[thread_id] = thread.title if thread else None
-        return titles
-
-    async def atitles(self, found: Sequence[StoredMessage]) -> dict[str, str | None]:
-        """Async `titles`."""
-        titles: dict[str, str | None] = {}
-        for thread_id in {s.thread_id for s in found}:
-            thread = await self.storage.aget_thread(thread_id)
-            titles[thread_id] = thread.title if thread else None
-        return titles
+        return await run_async(self._process(messages, opts))
 
     @staticmethod
     def assemble(
@@ -183,6 +169,29 @@ class SemanticRecall(MemoryProcessor):
         if not other:
             return same
         return [tag(SystemMessage(format_other_threads(other, titles)), "semantic_recall"), *same]
+
+
+def recalled_block(
+    index: RecallIndex,
+    storage: MemoryStorage,
+    query: str,
+    *,
+    resource_id: str,
+    thread_id: str | None,
+    exclude: set[str],
+    never_hits: frozenset[str] = frozenset(),
+) -> Steps[list[BaseMessage]]:
+    """Recall for `query` and assemble it: the thread's own hits as messages, other threads'
+    as one labelled system block (their titles read from storage). Run with `twins`."""
+    found = yield call(
+        index, "recall", query, resource_id=resource_id, thread_id=thread_id,
+        exclude=exclude, never_hits=never_hits,
+    )  # fmt: skip
+    titles: dict[str, str | None] = {}
+    for source in {s.thread_id for s in found}:
+        thread = yield call(storage, "get_thread", source)
+        titles[source] = thread.title if thread else None
+    return SemanticRecall.assemble(found, thread_id, titles)
 
 
 def last_human_text(messages: Sequence[BaseMessage]) -> str:

@@ -20,7 +20,6 @@ from typing import Any, Literal
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from langchain_core.runnables.config import run_in_executor
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigurationError, VectorStoreError
@@ -44,7 +43,6 @@ HYBRID_POOL = 150  # candidates from each side before fusing (normalising over a
 PIECES_PER_HIT = 2  # vector pieces asked for per message wanted
 KEYWORD_WEIGHT_HALF = 0.5  # both sides weigh the same
 EMBEDDED_ROLES = ("user", "assistant")
-BACKFILL_BATCH = 200
 
 
 class MessageRange(BaseModel):
@@ -397,13 +395,11 @@ class RecallIndex:
         logger.warning("semantic recall: embeddings not written (%s); they will be backfilled", exc)
 
     def after_save(self, stored: Sequence[StoredMessage], *, replace: bool = False) -> None:
-        """Embed what was just stored, and one batch of the backlog (a failure warns)."""
+        """Embed what was just stored now (a failure warns; the backlog keeps it)."""
         if self.vector is None:  # keyword mode: the full-text index is kept by storage itself
             return
         try:
             self.index(stored, replace=replace)
-            if self.storage.unembedded(limit=1):
-                self.backfill(limit=BACKFILL_BATCH, max_batches=1)
         except VectorStoreError as exc:
             self._warn(exc)
 
@@ -413,10 +409,6 @@ class RecallIndex:
             return
         try:
             await self.aindex(stored, replace=replace)
-            if await self.storage.aunembedded(limit=1):
-                await run_in_executor(
-                    None, lambda: self.backfill(limit=BACKFILL_BATCH, max_batches=1)
-                )
         except VectorStoreError as exc:
             self._warn(exc)
 

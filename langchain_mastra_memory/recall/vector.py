@@ -127,7 +127,7 @@ class ChromaVectorStore:
         # namespace so two in-memory stores never see each other's vectors.
         in_memory = client is None and path is None
         self._namespace = f"e{uuid.uuid4().hex[:12]}_" if in_memory else ""
-        self._collections: dict[str, Any] = {}
+        self._collections: dict[str, Any] = {}  # by full collection name
         self._migrated: set[str] = set()
         self._lock = threading.RLock()
 
@@ -161,9 +161,9 @@ class ChromaVectorStore:
         _check_name(name)
         self._migrate(name, dimension)
         full = name if resource_id is None else partition_name(name, resource_id)
-        key = f"{full}/{dimension}"
-        cached = self._collections.get(key)
+        cached = self._collections.get(full)
         if cached is not None:
+            _check_dimension(cached, name, dimension)
             return cached
         with self._lock:
             try:
@@ -175,14 +175,13 @@ class ChromaVectorStore:
             except Exception as exc:
                 raise VectorStoreError(f"Chroma is unavailable: {exc}") from exc
             _check_dimension(col, name, dimension)
-            self._collections[key] = col
+            self._collections[full] = col
             return col
 
     def _existing(self, full_name: str) -> Any | None:
         """The collection if it exists (None otherwise); never creates one."""
-        for key, col in self._collections.items():
-            if key.rsplit("/", 1)[0] == full_name:
-                return col
+        if (cached := self._collections.get(full_name)) is not None:
+            return cached
         try:
             return self.client.get_collection(self._namespace + full_name)
         except Exception as exc:
