@@ -43,6 +43,7 @@ from .errors import (
 from .integrations.chat_history import MemoryChatMessageHistory
 from .integrations.checkpointer import MemoryCheckpointer
 from .memory import Memory
+from .messages import MessageList
 from .options import MemoryOptions
 from .processors import (
     FunctionProcessor,
@@ -78,6 +79,7 @@ __all__ = [
     "MemoryStorage",
     "MessageConflictError",
     "MessageHistory",
+    "MessageList",
     "MessageNotFoundError",
     "MiniLMEmbeddings",
     "OrphanToolResultWarning",

@@ -15,6 +15,7 @@ from typing_extensions import Unpack
 
 from . import params as kw
 from .ids import resolve_ids
+from .messages import MessageList
 from .options import MemoryOptions
 from .recall.index import RecallIndex
 from .recall.synced import SyncedStorage
@@ -156,12 +157,13 @@ class Memory:
         return await self.synced.asave(messages, **to)
 
     def get_messages(self, **query: Unpack[kw.MessageQuery]) -> Messages:
-        """The thread's messages in chronological order; with `last_messages`, the newest N."""
-        return [s.message for s in self.storage.list_messages(**_listing(query))]
+        """The thread's messages in chronological order; with `last_messages`, the newest N (a
+        `MessageList`: a list that knows its system messages, so limiting it follows the budget)."""
+        return MessageList(s.message for s in self.storage.list_messages(**_listing(query)))
 
     async def aget_messages(self, **query: Unpack[kw.MessageQuery]) -> Messages:
         """Async `get_messages`."""
-        return [s.message for s in await self.storage.alist_messages(**_listing(query))]
+        return MessageList(s.message for s in await self.storage.alist_messages(**_listing(query)))
 
     def recall(self, **request: Unpack[kw.RecallOptions]) -> Messages:
         """Recalled messages and the newest ``last_messages``, through the processors;

@@ -65,6 +65,8 @@ def ensure_sequence(objs: Iterable[object], *, where: str = "messages") -> list[
     if isinstance(objs, (str, bytes, BaseMessage, dict)):
         msg = f"{where} must be a sequence of messages, not a single {type(objs).__name__}"
         raise InvalidMessageError(msg)
+    if isinstance(objs, MessageList):
+        return objs.copy()  # keeps the known system positions
     try:
         return list(objs)
     except TypeError as exc:
@@ -90,6 +92,57 @@ def positions_of(items: Sequence[object], kind: type) -> list[int]:
         except ValueError:
             pass
     return sorted(found)
+
+
+class MessageList(list[BaseMessage]):
+    """A list of messages that knows where its system messages are.
+
+    `Memory.get_messages` returns one: the positions are found while loading, so `TokenLimiter`
+    walks only as far back as its budget reaches instead of scanning a 100k-message thread for
+    system messages. Any change to the list forgets the positions (they are found by a scan
+    again); otherwise it is a plain list.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage, SystemMessage
+        >>> history = MessageList([SystemMessage("be brief"), HumanMessage("hi")])
+        >>> system_positions(history), isinstance(history, list)
+        ([0], True)
+    """
+
+    __slots__ = ("_systems",)
+    _systems: list[int] | None
+
+    def __init__(self, messages: Iterable[BaseMessage] = (), systems: list[int] | None = None):
+        super().__init__(messages)
+        self._systems = systems if systems is not None else positions_of(self, SystemMessage)
+
+    def copy(self) -> MessageList:
+        return MessageList(self, list(self._systems) if self._systems is not None else None)
+
+
+def _forgets_positions(name: str) -> Callable[..., Any]:
+    method = getattr(list, name)
+
+    def changed(self: MessageList, *args: Any, **kwargs: Any) -> Any:
+        self._systems = None
+        return method(self, *args, **kwargs)
+
+    changed.__name__ = name
+    changed.__doc__ = method.__doc__
+    return changed
+
+
+for _name in (
+    "__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "extend", "insert", "pop",
+    "remove", "clear", "sort", "reverse",
+):  # fmt: skip
+    setattr(MessageList, _name, _forgets_positions(_name))
+
+
+def system_positions(messages: Sequence[BaseMessage]) -> list[int]:
+    """Indexes of the system messages: known by a `MessageList`, else found by a C-level scan."""
+    known = messages._systems if isinstance(messages, MessageList) else None
+    return list(known) if known is not None else positions_of(messages, SystemMessage)
 
 
 def new_message_id() -> str:

@@ -124,14 +124,15 @@ class TokenCounter:
 
     def count(self, message: BaseMessage) -> float:
         """Tokens of one message by Mastra's rule (cached for messages with an id)."""
-        text, overhead = message_token_string(message)
         if message.id is None:
+            text, overhead = message_token_string(message)
             return len(self.encoding.encode_ordinary(text)) + overhead
         key = (self._name, message.id)
-        fingerprint = hash(text)
+        fingerprint, overhead, built = _fingerprint(message)
         hit = _cache.get(key)
         if hit is not None and hit[0] == fingerprint and hit[1] == overhead:
             return hit[2] + overhead
+        text = built if built is not None else message_token_string(message)[0]
         tokens = len(self.encoding.encode_ordinary(text))
         _remember(key, (fingerprint, overhead, tokens))
         return tokens + overhead
@@ -144,8 +145,24 @@ class TokenCounter:
         """Record a stored count for `message` (its total, overhead included) without tokenizing."""
         if message.id is None:
             return
-        text, overhead = message_token_string(message)
-        _remember((self._name, message.id), (hash(text), overhead, round(total - overhead)))
+        fingerprint, overhead, _ = _fingerprint(message)
+        _remember((self._name, message.id), (fingerprint, overhead, round(total - overhead)))
+
+
+def _fingerprint(message: BaseMessage) -> tuple[int, float, str | None]:
+    """What a cached count is checked against: a hash of the token string and the overhead.
+
+    A message with plain string content and no tool calls (most of a history) is fingerprinted
+    from its role and content without building the token string: Python caches a string's hash,
+    so checking a stored count costs no pass over the text. Others build the string (returned,
+    so a miss does not build it twice).
+    """
+    content = message.content
+    if isinstance(content, str) and not _has_tool_calls(message):
+        overhead = 0.0 if isinstance(message, ToolMessage) else TOKENS_PER_MESSAGE
+        return hash((mastra_role(message), content)), overhead, None
+    text, overhead = message_token_string(message)
+    return hash(text), overhead, text
 
 
 def _remember(key: tuple[str, str], value: tuple[int, float, int]) -> None:

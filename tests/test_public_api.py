@@ -27,6 +27,7 @@ EXPECTED = [
     "MemoryStorage",
     "MessageConflictError",
     "MessageHistory",
+    "MessageList",
     "MessageNotFoundError",
     "MiniLMEmbeddings",
     "OrphanToolResultWarning",

@@ -7,15 +7,19 @@ import math
 
 import pytest
 import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_mastra_memory import (
     ConfigurationError,
     EncodingNotAvailableError,
+    MessageList,
     TokenCounter,
     TokenLimiter,
     TripWire,
 )
+from langchain_mastra_memory.messages import system_positions
 
 COUNTER = TokenCounter()
 
@@ -152,3 +156,72 @@ def test_logs_how_many_were_filtered(caplog) -> None:
     with caplog.at_level(logging.INFO, logger="langchain_mastra_memory"):
         TokenLimiter(40).invoke([HumanMessage("x " * 100), AIMessage("y")])
     assert "filtered 1/2 messages, token limit of 40 exceeded" in caplog.text
+
+
+# -- MessageList: stored histories know their system messages -----------------------------------
+
+KINDS = {
+    "human": lambda i: HumanMessage(f"question {i} " * (i % 5 + 1)),
+    "ai": lambda i: AIMessage(f"answer {i} " * (i % 3 + 1)),
+    "system": lambda i: SystemMessage(f"rule {i}"),
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    kinds=st.lists(st.sampled_from(sorted(KINDS)), max_size=30),
+    edits=st.lists(
+        st.tuples(
+            st.sampled_from(["append", "insert", "setitem", "delitem", "pop", "reverse"]),
+            st.integers(0, 40),
+            st.sampled_from(sorted(KINDS)),
+        ),
+        max_size=4,
+    ),
+    limit=st.integers(30, 200),
+)
+def test_a_message_list_limits_exactly_like_a_plain_list(kinds, edits, limit) -> None:
+    messages = [KINDS[k](i) for i, k in enumerate(kinds)]
+    listed = MessageList(messages)
+    plain = list(messages)
+    for op, at, kind in edits:  # every change forgets the positions: no stale hint survives
+        new = KINDS[kind](at)
+        for target in (listed, plain):
+            if op == "append":
+                target.append(new)
+            elif op == "insert":
+                target.insert(at, new)
+            elif target and op == "setitem":
+                target[at % len(target)] = new
+            elif target and op == "delitem":
+                del target[at % len(target)]
+            elif target and op == "pop":
+                target.pop(at % len(target))
+            elif op == "reverse":
+                target.reverse()
+    assert listed == plain
+    assert system_positions(listed) == [i for i, m in enumerate(plain) if m.type == "system"]
+    limiter = TokenLimiter(limit)
+    try:
+        expected = limiter.invoke(plain)
+    except TripWire:
+        with pytest.raises(TripWire):
+            limiter.invoke(listed)
+        return
+    assert limiter.invoke(listed) == expected
+
+
+def test_get_messages_returns_a_message_list_that_keeps_stored_system_messages(tmp_path) -> None:
+    from langchain_mastra_memory import Memory, SQLiteStorage
+
+    memory = Memory(storage=SQLiteStorage(tmp_path / "m.db"), options={"semantic_recall": False})
+    memory.create_thread(thread_id="t", resource_id="r")
+    rule = SystemMessage("always answer in French")
+    memory.save_messages(
+        [rule] + [m for i in range(50) for m in turn(i)], thread_id="t", resource_id="r"
+    )
+    history = memory.get_messages(thread_id="t")
+    assert isinstance(history, MessageList) and system_positions(history) == [0]
+    kept = TokenLimiter(60).invoke(history)
+    assert kept[0].content == rule.content and kept[-1].content == "answer 49"
+    assert len(kept) < len(history)

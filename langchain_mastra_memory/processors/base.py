@@ -10,7 +10,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 
-from ..messages import ensure_messages, ensure_sequence
+from ..messages import MessageList, ensure_messages, ensure_sequence
 
 Messages = Sequence[BaseMessage]
 
@@ -37,7 +37,8 @@ class MemoryProcessor(Runnable[Sequence[BaseMessage], list[BaseMessage]]):
     """
 
     name: str | None = None
-    checks_each_message = False  # True: `process` validates what it reads, not `invoke`
+    # True: `process` validates what it reads (not `invoke`) and never changes its input
+    checks_each_message = False
 
     def process(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
         """Return the processed messages (a new list; the input is left untouched)."""
@@ -58,6 +59,8 @@ class MemoryProcessor(Runnable[Sequence[BaseMessage], list[BaseMessage]]):
     def _checked(self, input: Sequence[BaseMessage]) -> list[BaseMessage]:
         where = f"{self.get_name()} input"
         if self.checks_each_message:
+            if isinstance(input, MessageList):
+                return input  # such a processor only reads its input: no 100k-item copy
             return ensure_sequence(input, where=where)
         return ensure_messages(input, where=where)
 

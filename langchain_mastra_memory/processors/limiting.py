@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 
 from ..errors import TripWire
-from ..messages import ensure_message, positions_of, tool_call_ids
+from ..messages import ensure_message, system_positions, tool_call_ids
 from ..token_counting import TOKENS_PER_CONVERSATION, TokenCounter
 
 
@@ -44,7 +44,7 @@ def limit_messages(
     Raises:
         TripWire: the system messages alone (plus the conversation's 24) exceed the limit.
     """
-    systems = positions_of(messages, SystemMessage)
+    systems = system_positions(messages)
     system_tokens = sum(counter.count(messages[i]) for i in systems)
     total = TOKENS_PER_CONVERSATION + system_tokens
     if total > limit:
