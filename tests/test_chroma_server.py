@@ -122,3 +122,48 @@ def test_saving_while_the_server_is_down_then_backfilling(tmp_path: Path) -> Non
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGSTOP is POSIX")
+def test_a_frozen_server_never_blocks_a_save_and_bounds_a_search(tmp_path: Path) -> None:
+    import signal
+
+    port = free_port()
+    proc = start_server(tmp_path / "chroma", port)
+    memory = Memory(
+        storage=SQLiteStorage(tmp_path / "m.db"),
+        vector=ChromaVectorStore.from_url(f"http://127.0.0.1:{port}", timeout=1.0),
+        options={"semantic_recall": {"top_k": 2}},
+    )
+    memory.create_thread(resource_id="alice", thread_id="t1")
+    memory.save_messages(
+        [HumanMessage("My dog is called Biscuit.")], thread_id="t1", resource_id="alice"
+    )
+    assert memory.flush(timeout=60)
+    os.kill(proc.pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        saved = memory.save_messages(
+            [HumanMessage("I moved to Lisbon in March.")], thread_id="t1", resource_id="alice"
+        )
+        assert time.monotonic() - started < 5  # acknowledged without waiting on the server
+        assert memory.get_messages(thread_id="t1")[-1].id == saved[0].id
+        started = time.monotonic()
+        with pytest.raises(VectorStoreError):
+            memory.recall_index.search("Where do I live?", resource_id="alice")
+        assert time.monotonic() - started < 20  # bounded by the timeout, not forever
+        assert [s.message.id for s in memory.storage.unembedded()] == [saved[0].id]
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+    assert memory.backfill_embeddings() == 1  # the backlog kept the vector
+    hits = memory.recall_index.search("Where do I live?", resource_id="alice")
+    assert hits[0].message_id == saved[0].id
+    proc.terminate()
+    proc.wait(10)
+
+
+def test_the_timeout_must_be_positive(server_url: str) -> None:
+    from langchain_mastra_memory import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="timeout"):
+        ChromaVectorStore.from_url(server_url, timeout=0)

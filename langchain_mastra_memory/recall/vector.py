@@ -95,6 +95,19 @@ def _check_dimension(col: Any, name: str, dimension: int) -> None:
         raise VectorStoreError(msg)
 
 
+DEFAULT_TIMEOUT = 5.0  # seconds a call to a Chroma server may take
+
+
+def set_http_timeout(client: Any, seconds: float) -> None:
+    """Bound every request of a Chroma ``HttpClient``: its httpx session is made with no timeout
+    at all (chromadb 1.x, ``FastAPI._session``); other clients are left as they are."""
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if session is not None and hasattr(session, "timeout"):
+        import httpx
+
+        session.timeout = httpx.Timeout(seconds)
+
+
 def partition_name(index_name: str, resource_id: str) -> str:
     """The collection holding `resource_id`'s vectors of `index_name`."""
     digest = hashlib.sha256(resource_id.encode("utf-8")).hexdigest()[:24]
@@ -103,19 +116,31 @@ def partition_name(index_name: str, resource_id: str) -> str:
 
 class ChromaVectorStore:
     """Message vectors in Chroma: ``path`` for an embedded ``PersistentClient``, nothing for an
-    in-memory client, or ``client=chromadb.HttpClient(...)`` for a Chroma server.
+    in-memory client, or ``client=chromadb.HttpClient(...)`` (or `from_url`) for a Chroma
+    server, whose calls then give up after `timeout` seconds.
 
     Every method has an ``a``-prefixed async twin (run in a worker thread).
     """
 
-    def __init__(self, path: str | Path | None = None, *, client: Any = None) -> None:
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        client: Any = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
         import chromadb
         from chromadb.config import Settings
 
         settings = Settings(anonymized_telemetry=False, allow_reset=False)
+        if not timeout > 0:
+            raise ConfigurationError(
+                f"timeout must be a positive number of seconds, got {timeout!r}"
+            )
         try:
             if client is not None:
                 self.client = client
+                set_http_timeout(client, timeout)
             elif path is not None:
                 self.client = chromadb.PersistentClient(path=str(path), settings=settings)
             else:
@@ -132,8 +157,13 @@ class ChromaVectorStore:
         self._lock = threading.RLock()
 
     @classmethod
-    def from_url(cls, url: str) -> ChromaVectorStore:
-        """Connect to a Chroma server (``http://host:port``); `VectorStoreError` if it is down."""
+    def from_url(cls, url: str, *, timeout: float = DEFAULT_TIMEOUT) -> ChromaVectorStore:
+        """Connect to a Chroma server (``http://host:port``); `VectorStoreError` if it is down.
+
+        Every call to the server gives up after `timeout` seconds (Chroma's client waits
+        forever), so a frozen server costs a search `timeout` and then a `VectorStoreError`;
+        saves never wait on it (the background writer keeps the backlog and retries).
+        """
         import chromadb
         from chromadb.config import Settings
 
@@ -150,7 +180,7 @@ class ChromaVectorStore:
             )
         except Exception as exc:
             raise VectorStoreError(f"the Chroma server at {url} is not reachable: {exc}") from exc
-        return cls(client=client)
+        return cls(client=client, timeout=timeout)
 
     def __repr__(self) -> str:
         return f"ChromaVectorStore(path={self.path!r})"
