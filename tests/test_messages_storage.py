@@ -291,21 +291,81 @@ def test_full_text_search_on_every_backend(storage, call) -> None:
     }
 
 
-def test_very_common_query_words_are_left_out_of_large_sqlite_indexes(tmp_path) -> None:
+def test_large_sqlite_indexes_score_only_the_words_a_search_can_afford(tmp_path) -> None:
     from langchain_core.messages import HumanMessage
 
     from langchain_mastra_memory import SQLiteStorage
-    from langchain_mastra_memory.storage.sqlite import _rare_words
+    from langchain_mastra_memory.storage.sqlite import _affordable_words, owner_token
 
     storage = SQLiteStorage(tmp_path / "m.db")
-    storage.create_thread(thread_id="t", resource_id="a")
-    storage.save_messages(
-        [HumanMessage(f"weather report number {i}") for i in range(2100)]
-        + [HumanMessage("weather for the zebra parade", id="z")],
-        thread_id="t",
-        resource_id="a",
-    )
+    for resource in ("a", "b"):
+        storage.create_thread(thread_id=f"t-{resource}", resource_id=resource)
+        storage.save_messages(
+            [HumanMessage(f"weather report number {i}") for i in range(300)]
+            + [HumanMessage("weather for the zebra parade", id=f"z-{resource}")],
+            thread_id=f"t-{resource}",
+            resource_id=resource,
+        )
     with storage._transaction(write=False) as conn:
-        assert _rare_words(conn, ["weather", "zebra"]) == ["zebra"]
-        assert _rare_words(conn, ["weather", "report"]) in (["weather"], ["report"])  # rarest
-    assert storage.search_text("weather zebra", resource_id="a", limit=1)[0][0] == "z"
+        # store-wide: "weather" (602 messages) does not fit beside "zebra" (2)
+        assert _affordable_words(conn, ["weather", "zebra"], None, store_budget=500) == ["zebra"]
+        # the rarest word is kept even when it alone is over the budget
+        assert _affordable_words(conn, ["weather", "report"], None, store_budget=10) in (
+            ["weather"], ["report"],
+        )  # fmt: skip
+        # per resource: "weather" is 301 of a's messages
+        owner = owner_token("a")
+        assert _affordable_words(
+            conn, ["weather", "zebra"], owner, store_budget=10_000, owner_budget=100
+        ) == ["zebra"]
+        assert _affordable_words(
+            conn, ["weather", "zebra"], owner, store_budget=10_000, owner_budget=1_000
+        ) == ["zebra", "weather"]
+    assert storage.search_text("weather zebra", resource_id="a", limit=1)[0][0] == "z-a"
+    assert {h[0] for h in storage.search_text("zebra", resource_id="b")} == {"z-b"}
+
+
+def test_keyword_search_migrates_from_the_unpartitioned_index(tmp_path) -> None:
+    """A file written by schema 2 (one FTS table without owners) is migrated on open: every
+    message is searchable by its owner only, and the per-resource counts are filled in."""
+    import sqlite3
+
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from langchain_mastra_memory import SQLiteStorage
+    from langchain_mastra_memory.storage import sqlite_schema
+
+    path = tmp_path / "old.db"
+    current = sqlite_schema.MIGRATIONS
+    try:
+        sqlite_schema.MIGRATIONS = current[:2]
+        import langchain_mastra_memory.storage.sqlite as sqlite_module
+
+        sqlite_module.MIGRATIONS = current[:2]
+        old = SQLiteStorage(path)
+        for resource, fact in (("a", "my zebra is called Stripes"), ("b", "my zebra is Zed")):
+            old.create_thread(thread_id=f"t-{resource}", resource_id=resource)
+            old.save_messages(
+                [HumanMessage(fact, id=f"{resource}1"), AIMessage("noted", id=f"{resource}2")],
+                thread_id=f"t-{resource}",
+                resource_id=resource,
+            )
+        old.close()
+    finally:
+        sqlite_schema.MIGRATIONS = current
+        sqlite_module.MIGRATIONS = current
+    assert sqlite3.connect(path).execute("SELECT version FROM memory_schema").fetchone()[0] == 2
+    storage = SQLiteStorage(path)
+    assert storage.schema_version() == len(current)
+    assert [h[0] for h in storage.search_text("zebra", resource_id="a")] == ["a1"]
+    assert [h[0] for h in storage.search_text("zebra", resource_id="b")] == ["b1"]
+    with storage._transaction(write=False) as conn:
+        counts = dict(conn.execute("SELECT id, message_count FROM memory_resources"))
+    assert counts == {"a": 2, "b": 2}
+    storage.delete_messages(["a1"])
+    assert storage.search_text("zebra", resource_id="a") == []
+    with storage._transaction(write=False) as conn:
+        assert (
+            conn.execute("SELECT message_count FROM memory_resources WHERE id = 'a'").fetchone()[0]
+            == 1
+        )

@@ -84,7 +84,7 @@ class PostgresStorage(SQLStorage):
         except psycopg.OperationalError as exc:
             raise StorageError(f"PostgreSQL is unavailable: {exc}") from exc
 
-    def _text_match(self, query: str, conn: Any) -> tuple[str, Any] | None:
+    def _text_match(self, query: str, conn: Any, resource_id: str) -> tuple[str, Any] | None:
         words = query_words(query)
         if not words:
             return None

@@ -138,10 +138,11 @@ class SQLStorage(MemoryStorage):
         """One transaction on a connection."""
 
     @abstractmethod
-    def _text_match(self, query: str, conn: Connection) -> tuple[str, Any] | None:
-        """The engine's full-text search as ``SELECT m.id, m.thread_id, <score> AS score FROM
-        ... WHERE <match>`` over messages aliased ``m``, and its one parameter (None when the
-        query has no words). Higher scores are better."""
+    def _text_match(self, query: str, conn: Connection, resource_id: str) -> tuple[str, Any] | None:
+        """The engine's full-text search for `resource_id` as ``SELECT m.id, m.thread_id,
+        <score> AS score FROM ... WHERE <match>`` over messages aliased ``m``, and its one
+        parameter (None when the query has no words). Higher scores are better; the caller
+        still filters by resource, role and thread."""
 
     # -- schema --------------------------------------------------------------------------------
     def _migrate(
@@ -490,7 +491,7 @@ class SQLStorage(MemoryStorage):
         self, query: str, *, resource_id: str, thread_id: str | None = None, limit: int = 10
     ) -> list[tuple[str, str, float]]:
         with self._transaction(write=False) as conn:
-            match = self._text_match(query, conn)
+            match = self._text_match(query, conn, resource_id)
         if match is None:
             return []
         statement = match[0] + " AND m.resource_id = ? AND m.role IN ('user', 'assistant')"

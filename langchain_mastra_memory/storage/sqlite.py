@@ -28,27 +28,56 @@ def _statements(script: str) -> Iterator[str]:
             pending = ""
 
 
-COMMON_SHARE = 0.15  # a query word in more of the messages than this is left out ...
-SMALL_INDEX = 2_000  # ... once the index holds more messages than this
+SMALL_INDEX = 10_000  # up to this many messages, every query word is scored
+STORE_BUDGET = 5_000  # otherwise: index entries a search may read per word set, store-wide ...
+OWNER_BUDGET = 2_000  # ... and of its own resource's messages
 
 
-def _rare_words(conn: sqlite3.Connection, words: list[str]) -> list[str]:
-    """The query words without the very common ones (in over `COMMON_SHARE` of the messages).
-    BM25 gives such words little weight anyway, but scoring every message they match costs
-    time proportional to the history (230 ms at 100k messages); on LoCoMo the cap changes
-    evidence recall by less than 0.005. The rarest word is kept if all are common."""
-    total = conn.execute("SELECT max(seq) FROM memory_messages").fetchone()[0] or 0
-    if total <= SMALL_INDEX or len(words) == 1:
-        return words
-    counts = {
-        w: conn.execute(
-            "SELECT count(*) FROM memory_messages_fts WHERE memory_messages_fts MATCH ?",
-            (fts_query([w]),),
+def owner_token(resource_id: str) -> str:
+    """The FTS token standing for `resource_id` (what the schema's triggers index)."""
+    return "o" + resource_id.encode("utf-8", "surrogatepass").hex() + "0"
+
+
+def _matches(conn: sqlite3.Connection, match: str, cap: int) -> int:
+    """How many messages `match` finds, counting no further than `cap` + 1 (bounded cost)."""
+    return int(
+        conn.execute(
+            "SELECT count(*) FROM (SELECT rowid FROM memory_messages_fts "
+            "WHERE memory_messages_fts MATCH ? LIMIT ?)",
+            (match, cap + 1),
         ).fetchone()[0]
-        for w in words
-    }
-    rare = [w for w in words if counts[w] <= COMMON_SHARE * total]
-    return rare or [min(words, key=lambda w: counts[w])]
+    )
+
+
+def _affordable_words(
+    conn: sqlite3.Connection,
+    words: list[str],
+    owner: str | None,
+    *,
+    store_budget: int,
+    owner_budget: int = OWNER_BUDGET,
+) -> list[str]:
+    """The rarest query words whose messages fit the budgets (the rarest one always).
+
+    BM25 scores every message a word matches and reads every entry of a word's list to weigh
+    it, so a very common word costs time proportional to the history while adding little to
+    the ranking (its weight is low). Words are taken rarest first while the entries they add
+    stay within `store_budget` store-wide and, for a resource that is not most of the index
+    (`owner` given), within `owner_budget` of its own messages. Counting is capped the same
+    way, so choosing costs little too.
+    """
+    store = {w: _matches(conn, f'"{w}"', store_budget) for w in words}
+    kept: list[str] = []
+    spent = mine = 0
+    for word in sorted(words, key=store.__getitem__):
+        own = 0
+        if owner is not None:
+            own = _matches(conn, f'owner : "{owner}" AND text : "{word}"', owner_budget)
+        if kept and (spent + store[word] > store_budget or mine + own > owner_budget):
+            break
+        kept.append(word)
+        spent, mine = spent + store[word], mine + own
+    return kept
 
 
 class SQLiteStorage(SQLStorage):
@@ -111,16 +140,31 @@ class SQLiteStorage(SQLStorage):
             else:
                 self._conn.execute("COMMIT")
 
-    def _text_match(self, query: str, conn: Any) -> tuple[str, Any] | None:
+    def _text_match(self, query: str, conn: Any, resource_id: str) -> tuple[str, Any] | None:
         words = query_words(query)
         if not words:
             return None
-        words = _rare_words(conn, words)
+        # messages ever stored (max of the autoincrement key: no scan; deletions make it high)
+        total = conn.execute("SELECT max(seq) FROM memory_messages").fetchone()[0] or 0
+        row = conn.execute(
+            "SELECT message_count FROM memory_resources WHERE id = ?", (resource_id,)
+        ).fetchone()
+        owned = row[0] if row else 0
+        owner = owner_token(resource_id)
+        dominant = owned * 2 >= total  # its own token would select nearly every message
+        if total > SMALL_INDEX:
+            words = _affordable_words(
+                conn, words, None if dominant else owner,
+                store_budget=OWNER_BUDGET if dominant else STORE_BUDGET,
+            )  # fmt: skip
+        match = (
+            fts_query(words) if dominant else f'owner : "{owner}" AND text : ({fts_query(words)})'
+        )
         return (
-            "SELECT m.id, m.thread_id, -bm25(memory_messages_fts) AS score "
+            "SELECT m.id, m.thread_id, -bm25(memory_messages_fts, 1.0, 0.0) AS score "
             "FROM memory_messages_fts JOIN memory_messages m ON m.seq = memory_messages_fts.rowid "
             "WHERE memory_messages_fts MATCH ?",
-            fts_query(words),
+            match,
         )
 
     # -- schema --------------------------------------------------------------------------------

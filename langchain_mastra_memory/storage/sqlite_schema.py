@@ -59,4 +59,54 @@ MIGRATIONS: list[str] = [
         INSERT INTO memory_messages_fts(rowid, text) VALUES (new.seq, new.text);
     END;
     """,
+    # 3: keyword search partitioned by owner: a contentless FTS5 table with an `owner` column
+    #    holding one token per resource (user and assistant messages only), so a search ANDs
+    #    it and scores only its resource's messages; and a message count per resource, so a
+    #    search knows whether its resource is most of the index.
+    """
+    ALTER TABLE memory_resources ADD COLUMN message_count INTEGER NOT NULL DEFAULT 0;
+    UPDATE memory_resources SET message_count =
+        (SELECT count(*) FROM memory_messages m WHERE m.resource_id = memory_resources.id);
+    DROP TRIGGER memory_messages_fts_insert;
+    DROP TRIGGER memory_messages_fts_delete;
+    DROP TRIGGER memory_messages_fts_update;
+    DROP TABLE memory_messages_fts;
+    CREATE VIRTUAL TABLE memory_messages_fts USING fts5(
+        text, owner, content='', tokenize='porter unicode61'
+    );
+    INSERT INTO memory_messages_fts(rowid, text, owner)
+        SELECT seq, text, OWNER(memory_messages) FROM memory_messages;
+    CREATE TRIGGER memory_messages_fts_insert AFTER INSERT ON memory_messages BEGIN
+        INSERT INTO memory_messages_fts(rowid, text, owner) VALUES (new.seq, new.text, OWNER(new));
+        UPDATE memory_resources SET message_count = message_count + 1 WHERE id = new.resource_id;
+    END;
+    CREATE TRIGGER memory_messages_fts_delete AFTER DELETE ON memory_messages BEGIN
+        INSERT INTO memory_messages_fts(memory_messages_fts, rowid, text, owner)
+        VALUES ('delete', old.seq, old.text, OWNER(old));
+        UPDATE memory_resources SET message_count = message_count - 1 WHERE id = old.resource_id;
+    END;
+    CREATE TRIGGER memory_messages_fts_update AFTER UPDATE OF text, role, resource_id
+    ON memory_messages BEGIN
+        INSERT INTO memory_messages_fts(memory_messages_fts, rowid, text, owner)
+        VALUES ('delete', old.seq, old.text, OWNER(old));
+        INSERT INTO memory_messages_fts(rowid, text, owner) VALUES (new.seq, new.text, OWNER(new));
+    END;
+    """,
+]
+
+
+def _owner(row: str) -> str:
+    """The FTS owner token of a message row (SQL): ``o<hex of resource id>0`` for user and
+    assistant messages (the trailing digit keeps the stemmer off it), empty for the others."""
+    return (
+        f"CASE WHEN {row}.role IN ('user', 'assistant') "
+        f"THEN 'o' || lower(hex({row}.resource_id)) || '0' ELSE '' END"
+    )
+
+
+MIGRATIONS = [
+    script.replace("OWNER(memory_messages)", _owner("memory_messages"))
+    .replace("OWNER(new)", _owner("new"))
+    .replace("OWNER(old)", _owner("old"))
+    for script in MIGRATIONS
 ]
