@@ -12,6 +12,7 @@ neighbours are meaningful; texts are 8-30 words drawn Zipf-like from a 5,000-wor
 (as chat is: a few very common words, many rare ones), questions 4-8 of them.
 
     python bench/recall_bench.py [--sizes 10000 100000] [--spread 100] [--queries 200]
+    python bench/recall_bench.py --sizes 1000000 --spread 1000 --layouts spread
 """
 
 from __future__ import annotations
@@ -86,13 +87,17 @@ def measure(index: RecallIndex, data: dict, queries: int) -> dict[str, tuple[flo
     rng, kept, words = data["rng"], data["kept"], data["words"]
     owners = list(kept)
     asked = []
+    matrices: dict[str, tuple[tuple[str, ...], np.ndarray]] = {}  # one per owner, not per query
     for q in range(queries):
         owner = owners[q % len(owners)]
-        ids, vecs = zip(*kept[owner], strict=True)
-        near = np.asarray(vecs[rng.integers(0, len(vecs))]) + 0.2 * rng.normal(size=DIM)
+        if owner not in matrices:
+            ids, vecs = zip(*kept[owner], strict=True)
+            matrices[owner] = (ids, np.asarray(vecs, dtype=np.float32))
+        ids, matrix = matrices[owner]
+        near = matrix[rng.integers(0, len(matrix))] + 0.2 * rng.normal(size=DIM)
         near = (near / np.linalg.norm(near)).astype(np.float32)
         text = f"question {q}: " + sentence(words, 4, 8)
-        asked.append((owner, text, near, ids, np.asarray(vecs)))
+        asked.append((owner, text, near, ids, matrix))
     rows: dict[str, tuple[float, ...]] = {}
     name = index.index_name()
     assert index.vector is not None and index.embedder is not None
@@ -121,6 +126,9 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--spread", type=int, default=100, help="resources in the spread layout")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--layouts", nargs="+", choices=["one", "spread"], default=["one", "spread"]
+    )
     args = parser.parse_args()
     print(f"recall latency (search + neighbours, query embedding excluded), {time.strftime('%F')}")
     print(
@@ -129,7 +137,8 @@ def main() -> None:
     )
     print("|---:|---|---:|---:|---:|---:|")
     for n in args.sizes:
-        for resources in (1, args.spread):
+        layouts = {"one": 1, "spread": args.spread}
+        for resources in [layouts[name] for name in args.layouts]:
             with tempfile.TemporaryDirectory() as tmp:
                 started = time.perf_counter()
                 index, data = build(n, resources, Path(tmp))

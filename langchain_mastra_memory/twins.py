@@ -6,6 +6,8 @@ and receives their results. `run_sync` performs each call as is; `run_async` awa
 use everywhere. An exception raised by a step is thrown into the generator where it yielded,
 so the algorithm handles errors once too. A sync method and its async twin are then one-line
 shells over the same logic, and the async one cannot block the event loop by accident.
+`both(a, b)` yields two independent steps (calls or whole sub-algorithms) that run at the
+same time: on a worker thread beside the caller's when sync, gathered when async.
 
 Example:
     >>> import asyncio
@@ -21,9 +23,12 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Generator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from functools import lru_cache
+from typing import Any, TypeVar, Union
 
 T = TypeVar("T")
 
@@ -43,7 +48,55 @@ def call(target: Any, name: str, *args: Any, **kwargs: Any) -> Call:
     return Call(target, name, args, kwargs)
 
 
-Steps = Generator[Call, Any, T]
+@dataclass(frozen=True)
+class Both:
+    """Two independent steps run at the same time; the algorithm receives both results."""
+
+    first: Call | Generator[Any, Any, Any]
+    second: Call | Generator[Any, Any, Any]
+
+
+def both(first: Call | Steps[Any], second: Call | Steps[Any]) -> Both:
+    """The step running `first` and `second` concurrently: ``a, b = yield both(x, y)``. If
+    either fails, its exception is thrown into the algorithm (after both have finished)."""
+    return Both(first, second)
+
+
+Step = Union[Call, Both]  # noqa: UP007 - the alias is evaluated at import time
+Steps = Generator[Step, Any, T]
+
+
+@lru_cache(maxsize=1)
+def _pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=4, thread_name_prefix="langchain-mastra-memory")
+
+
+def _perform(step: Any) -> Any:
+    if isinstance(step, Call):
+        return getattr(step.target, step.name)(*step.args, **step.kwargs)
+    if isinstance(step, Both):
+        second = _pool().submit(_perform, step.second)
+        try:
+            first = _perform(step.first)
+        except Exception:
+            second.exception()  # wait, so nothing runs on after the failure is reported
+            raise
+        return first, second.result()
+    return run_sync(step)
+
+
+async def _aperform(step: Any) -> Any:
+    if isinstance(step, Call):
+        return await getattr(step.target, "a" + step.name)(*step.args, **step.kwargs)
+    if isinstance(step, Both):
+        results = await asyncio.gather(
+            _aperform(step.first), _aperform(step.second), return_exceptions=True
+        )
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return tuple(results)
+    return await run_async(step)
 
 
 def run_sync(steps: Steps[T]) -> T:
@@ -52,7 +105,7 @@ def run_sync(steps: Steps[T]) -> T:
         step = next(steps)
         while True:
             try:
-                result = getattr(step.target, step.name)(*step.args, **step.kwargs)
+                result = _perform(step)
             except Exception as exc:  # the algorithm may handle it where it yielded
                 step = steps.throw(exc)
             else:
@@ -67,7 +120,7 @@ async def run_async(steps: Steps[T]) -> T:
         step = next(steps)
         while True:
             try:
-                result = await getattr(step.target, "a" + step.name)(*step.args, **step.kwargs)
+                result = await _aperform(step)
             except Exception as exc:
                 step = steps.throw(exc)
             else:

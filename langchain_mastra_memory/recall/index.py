@@ -27,7 +27,7 @@ from ..messages import embedding_pieces, mastra_role, without_tool_calls
 from ..storage.base import MemoryStorage
 from ..storage.records import StoredMessage
 from ..storage.sqlite import SQLiteStorage
-from ..twins import Steps, call, run_async, run_sync
+from ..twins import Steps, both, call, run_async, run_sync
 from ..working_memory.config import TOOL_NAME as WORKING_MEMORY_TOOL
 from .embeddings import CachedEmbeddings, model_id
 from .vector import ChromaVectorStore, VectorHit, VectorRecord, index_name_for
@@ -179,30 +179,22 @@ class RecallIndex:
         yield call(self.writer, "flush")  # what this process saved is searchable
         k = limit or self.options.top_k
         scoped = thread_id if self.options.scope == "thread" else None  # resource scope: all
-        pool = k if self.options.mode != "hybrid" else max(HYBRID_POOL, 4 * k)
+        mode = self.options.mode
+        pool = k if mode != "hybrid" else max(HYBRID_POOL, 4 * k)
         vector_hits: list[RecallHit] = []
         keyword_hits: list[RecallHit] = []
-        if self.options.mode != "keyword":
-            assert self.vector is not None and self.embedder is not None
-            embedding = yield call(self.embedder, "embed_query", query)
-            name = yield from self._index_name_steps()
-            pieces = yield call(
-                self.vector, "query", name, embedding, top_k=pool * PIECES_PER_HIT,
-                resource_id=resource_id, thread_id=scoped,
-            )  # fmt: skip
-            vector_hits = self._threshold(best_piece_per_message(pieces))[:pool]
-        if self.options.mode != "vector":
-            rows = yield call(
-                self.storage, "search_text", query, resource_id=resource_id, thread_id=scoped,
-                limit=pool,
-            )  # fmt: skip
-            keyword_hits = [RecallHit(*row) for row in rows]
-        if self.options.mode == "vector":
-            ranked = vector_hits[:k]
-        elif self.options.mode == "keyword":
+        if mode == "vector":
+            vector_hits = yield from self._vector_side(query, resource_id, scoped, pool)
+        elif mode == "keyword":
+            keyword_hits = yield from self._keyword_side(query, resource_id, scoped, pool)
+        else:  # the two sides are independent: run at the same time
+            vector_hits, keyword_hits = yield both(
+                self._vector_side(query, resource_id, scoped, pool),
+                self._keyword_side(query, resource_id, scoped, pool),
+            )
+        if mode == "keyword":
             return keyword_hits[:k]
-        else:
-            ranked = fuse(vector_hits, keyword_hits, k)
+        ranked = vector_hits[:k] if mode == "vector" else fuse(vector_hits, keyword_hits, k)
         unknown = [h.message_id for h in ranked if not h.thread_id]
         if unknown:  # vector hits do not carry their thread: storage knows it
             stored = yield call(
@@ -217,6 +209,27 @@ class RecallIndex:
                 if h.thread_id or h.message_id in threads
             ]
         return ranked
+
+    def _vector_side(
+        self, query: str, resource_id: str, thread_id: str | None, pool: int
+    ) -> Steps[list[RecallHit]]:
+        assert self.vector is not None and self.embedder is not None
+        embedding = yield call(self.embedder, "embed_query", query)
+        name = yield from self._index_name_steps()
+        pieces = yield call(
+            self.vector, "query", name, embedding, top_k=pool * PIECES_PER_HIT,
+            resource_id=resource_id, thread_id=thread_id,
+        )  # fmt: skip
+        return self._threshold(best_piece_per_message(pieces))[:pool]
+
+    def _keyword_side(
+        self, query: str, resource_id: str, thread_id: str | None, pool: int
+    ) -> Steps[list[RecallHit]]:
+        rows = yield call(
+            self.storage, "search_text", query, resource_id=resource_id, thread_id=thread_id,
+            limit=pool,
+        )  # fmt: skip
+        return [RecallHit(*row) for row in rows]
 
     def search(
         self,

@@ -4,10 +4,11 @@ Vectors are partitioned by resource: one cosine collection per index (embedding 
 dimension, ``memory_messages_<model>_<dim>``, or the ``index_name`` given) and resource
 (``<index>-r<digest of the resource id>``), so a query searches only its owner's vectors and
 never filters a whole store; a thread filter applies inside the partition. HNSW is built and
-searched with a wide beam (``ef`` 256, 32 links), so hits are the true nearest neighbours in
-practice (`bench/recall_bench.py` measures it against an exact scan). Each vector is one piece
-of a message (its id the message id, ``#n`` after it for later pieces) with metadata
-``message_id, thread_id, resource_id, role, created_at``; the text lives in storage. A store
+searched with a wide beam (``ef`` 256 to build, 400 to search, 32 links), so hits are the true
+nearest neighbours in practice (`bench/recall_bench.py` measures it against an exact scan); a
+collection made with a narrower beam gets this one. Each vector is one piece of a message
+(its id the message id, ``#n`` after it for later pieces) with metadata ``message_id,
+thread_id, resource_id, role, created_at``; the text lives in storage. A store
 written by an earlier version (one collection for every resource) is split into partitions the
 first time the index is used.
 
@@ -82,7 +83,24 @@ def _check_name(name: str) -> str:
     return name
 
 
-HNSW = {"hnsw:space": "cosine", "hnsw:search_ef": 256, "hnsw:construction_ef": 256, "hnsw:M": 32}
+SEARCH_EF = 400  # HNSW beam at query time: >= 0.97 of the exact top-10 at 100k vectors
+HNSW = {
+    "hnsw:space": "cosine",
+    "hnsw:search_ef": SEARCH_EF,
+    "hnsw:construction_ef": 256,
+    "hnsw:M": 32,
+}
+
+
+def _widen_beam(col: Any) -> None:
+    """Give a collection made with a narrower query beam this version's (Chroma keeps the
+    setting with the collection; a process that has it loaded sees it after a restart)."""
+    try:
+        hnsw = (getattr(col, "configuration", None) or {}).get("hnsw") or {}
+        if int(hnsw.get("ef_search", SEARCH_EF)) < SEARCH_EF:
+            col.modify(configuration={"hnsw": {"ef_search": SEARCH_EF}})
+    except Exception as exc:  # an older server or client: keep the collection's own beam
+        logger.debug("could not widen the HNSW beam of %s: %s", getattr(col, "name", col), exc)
 
 
 def _check_dimension(col: Any, name: str, dimension: int) -> None:
@@ -205,6 +223,7 @@ class ChromaVectorStore:
             except Exception as exc:
                 raise VectorStoreError(f"Chroma is unavailable: {exc}") from exc
             _check_dimension(col, name, dimension)
+            _widen_beam(col)
             self._collections[full] = col
             return col
 
@@ -213,11 +232,14 @@ class ChromaVectorStore:
         if (cached := self._collections.get(full_name)) is not None:
             return cached
         try:
-            return self.client.get_collection(self._namespace + full_name)
+            found = self.client.get_collection(self._namespace + full_name)
         except Exception as exc:
             if "does not exist" in str(exc) or "not found" in str(exc).lower():
                 return None
             raise VectorStoreError(f"Chroma is unavailable: {exc}") from exc
+        _widen_beam(found)
+        self._collections[full_name] = found
+        return found
 
     def partitions(self, index_name: str) -> list[Any]:
         """Every resource partition of `index_name`."""
