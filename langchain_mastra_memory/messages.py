@@ -145,6 +145,11 @@ def system_positions(messages: Sequence[BaseMessage]) -> list[int]:
     return list(known) if known is not None else positions_of(messages, SystemMessage)
 
 
+def ids_of(messages: Iterable[BaseMessage]) -> frozenset[str]:
+    """The ids of the messages that have one."""
+    return frozenset(m.id for m in messages if m.id)
+
+
 def new_message_id() -> str:
     """A fresh message id (a UUID4 string)."""
     return str(uuid.uuid4())

@@ -25,14 +25,15 @@ from langchain_core.messages import (
 from langchain_core.runnables import Runnable
 
 from .errors import InvalidMessageError, ThreadNotFoundError
-from .messages import ensure_messages
+from .messages import ensure_messages, ids_of
 from .processors import MemoryProcessor, TokenLimiter, ToolCallFilter
-from .processors.semantic_recall import last_human_text, recalled_block
+from .processors.semantic_recall import assembled_block, last_human_text, recalled_block
 from .provider_rules import provider_safe
 from .recall.index import RecallIndex
 from .storage.base import MemoryStorage
+from .storage.records import StoredMessage
 from .thread import Thread
-from .twins import Steps, call, run_async, run_sync
+from .twins import Steps, both, call, run_async, run_sync
 from .working_memory.config import TOOL_NAME as WORKING_MEMORY_TOOL
 from .working_memory.service import WorkingMemoryStore
 
@@ -64,7 +65,7 @@ def produced_messages(output: Any, sent: Sequence[BaseMessage]) -> list[BaseMess
     if isinstance(output, str):
         return [AIMessage(output)]
     if isinstance(output, Mapping) and "messages" in output:
-        seen = {m.id for m in sent if m.id}
+        seen = ids_of(sent)
         return [m for m in ensure_messages(output["messages"]) if m.id not in seen or m.id is None]
     if isinstance(output, Sequence):
         return ensure_messages(output)
@@ -129,28 +130,46 @@ class TurnContext:
         if resource_id is None:
             resource_id = owner_of((yield call(self.storage, "get_thread", thread_id)), thread_id)
         last = self.last_messages
+        found: list[StoredMessage] | None = None  # recalled while the history loaded
         if history is not None:
             messages = newest(history, last)
         elif last is False:
             messages = []
+        elif self.recall_index is not None and (query := recall_query((), new)[0]):
+            # the turn gives the query: search while the history loads (the two are
+            # independent; what the history holds is left out of the recall afterwards)
+            messages, found = yield both(
+                self._history(thread_id, resource_id, new, last),
+                call(
+                    self.recall_index, "recall", query, resource_id=resource_id,
+                    thread_id=thread_id, exclude=set(), never_hits=ids_of(new),
+                ),
+            )  # fmt: skip
         else:
-            try:
-                stored = yield call(
-                    self.storage,
-                    "list_messages",
-                    thread_id,
-                    last=int(last) + len(new),
-                    resource_id=resource_id,
-                )
-            except ThreadNotFoundError:
-                stored = []
-            current = {m.id for m in new if m.id}  # a graph may have saved them already
-            messages = newest([s.message for s in stored if s.message.id not in current], last)
-        if self.recall_index is not None:
+            messages = yield from self._history(thread_id, resource_id, new, last)
+        if found is not None:
+            shown = ids_of([*messages, *new])
+            found = [s for s in found if s.message.id not in shown]
+            messages = (yield from assembled_block(self.storage, found, thread_id)) + messages
+        elif self.recall_index is not None:
             messages = (yield from self._recalled(thread_id, resource_id, messages, new)) + messages
         for step in self.steps:
             messages = yield call(step, "invoke", messages, **processor_options(step, new))
         return messages
+
+    def _history(
+        self, thread_id: str, resource_id: str, new: Sequence[BaseMessage], last: int | bool
+    ) -> Steps[list[BaseMessage]]:
+        """The newest `last` stored messages of the thread, without the current turn's."""
+        try:
+            stored = yield call(
+                self.storage, "list_messages", thread_id, last=int(last) + len(new),
+                resource_id=resource_id,
+            )  # fmt: skip
+        except ThreadNotFoundError:
+            stored = []
+        current = ids_of(new)  # a graph may have saved them already
+        return newest([s.message for s in stored if s.message.id not in current], last)
 
     def _recalled(
         self,
@@ -171,7 +190,7 @@ class TurnContext:
                 resource_id=resource_id,
                 thread_id=thread_id,
                 exclude=exclude,
-                never_hits=frozenset(m.id for m in new if m.id),
+                never_hits=ids_of(new),
             )
         )
 
@@ -257,7 +276,7 @@ def recall_query(
 ) -> tuple[str, set[str]]:
     """The recall query (last human text, '' if blank) and the ids already in the context."""
     query = last_human_text(new) or last_human_text(history)
-    return query if query.strip() else "", {m.id for m in [*history, *new] if m.id}
+    return query if query.strip() else "", set(ids_of([*history, *new]))
 
 
 def processor_options(

@@ -12,7 +12,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from ..errors import ConfigurationError
 from ..ids import ids_from_options
 from ..injected import tag
-from ..messages import mastra_role, message_text
+from ..messages import ids_of, mastra_role, message_text
 from ..recall.index import DEFAULT_MODE, Mode, RecallHit, RecallIndex, RecallOptions
 from ..recall.vector import ChromaVectorStore
 from ..storage.base import MemoryStorage
@@ -149,7 +149,7 @@ class SemanticRecall(MemoryProcessor):
         resource_id, thread_id = self._ids(opts)
         block = yield from recalled_block(
             self.recall_index, self.storage, query,
-            resource_id=resource_id, thread_id=thread_id, exclude=_ids_of(messages),
+            resource_id=resource_id, thread_id=thread_id, exclude=set(ids_of(messages)),
         )  # fmt: skip
         return block + list(messages)
 
@@ -187,6 +187,14 @@ def recalled_block(
         index, "recall", query, resource_id=resource_id, thread_id=thread_id,
         exclude=exclude, never_hits=never_hits,
     )  # fmt: skip
+    return (yield from assembled_block(storage, found, thread_id))
+
+
+def assembled_block(
+    storage: MemoryStorage, found: Sequence[StoredMessage], thread_id: str | None
+) -> Steps[list[BaseMessage]]:
+    """Recalled messages as the context shows them (see `SemanticRecall.assemble`), with the
+    titles of their other threads read from storage. Run with `twins`."""
     titles: dict[str, str | None] = {}
     for source in {s.thread_id for s in found}:
         thread = yield call(storage, "get_thread", source)
@@ -200,10 +208,6 @@ def last_human_text(messages: Sequence[BaseMessage]) -> str:
         if isinstance(message, HumanMessage):
             return message_text(message)
     return ""
-
-
-def _ids_of(messages: Sequence[BaseMessage]) -> set[str]:
-    return {m.id for m in messages if m.id}
 
 
 def format_other_threads(found: Sequence[StoredMessage], titles: dict[str, str | None]) -> str:
