@@ -169,10 +169,15 @@ def mastra_role(message: BaseMessage) -> str:
     return _ROLES.get(message.type, message.type)
 
 
-def message_to_json(message: BaseMessage) -> str:
-    """Serialize every field of a message (type, content blocks, tool calls, metadata, id)."""
+def message_to_json(message: BaseMessage, data: dict[str, Any] | None = None) -> str:
+    """Serialize every field of a message (type, content blocks, tool calls, metadata, id);
+    `data` is its ``message_to_dict`` when the caller already has it."""
     try:
-        return json.dumps(message_to_dict(message), ensure_ascii=False, allow_nan=False)
+        return json.dumps(
+            data if data is not None else message_to_dict(message),
+            ensure_ascii=False,
+            allow_nan=False,
+        )
     except (TypeError, ValueError) as exc:
         msg = f"message {message.id!r} holds a value that cannot be stored as JSON: {exc}"
         raise InvalidMessageError(msg) from exc

@@ -23,7 +23,8 @@ from ..errors import (
     ThreadNotFoundError,
 )
 from ..thread import Thread
-from .records import StoredMessage, check_id
+from .records import StoredMessage
+from .validation import check_id
 
 logger = logging.getLogger(__name__)
 

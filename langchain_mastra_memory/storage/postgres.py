@@ -83,6 +83,8 @@ class PostgresStorage(SQLStorage):
                 yield conn
         except psycopg.OperationalError as exc:
             raise StorageError(f"PostgreSQL is unavailable: {exc}") from exc
+        except psycopg.Error as exc:  # rolled back by the transaction block
+            raise StorageError(f"PostgreSQL refused the operation: {exc}") from exc
 
     def _text_match(self, query: str, conn: Any, resource_id: str) -> tuple[str, Any] | None:
         words = query_words(query)

@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, message_to_dict
 
 from ..errors import (
     ConfigurationError,
     EncodingNotAvailableError,
+    InvalidMessageError,
     MessageConflictError,
     MessageNotFoundError,
     ResourceMismatchError,
@@ -28,6 +29,7 @@ from ..messages import (
 )
 from ..thread import Thread
 from ..token_counting import TokenCounter
+from .validation import check_id, check_json_value, check_metadata, check_time
 
 _METADATA_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,128}$")
 ONE_MICROSECOND = timedelta(microseconds=1)
@@ -163,7 +165,9 @@ def message_rows(
     `created_at`, when given, holds one timestamp (or None: assign one) per message.
     """
     valid = ensure_messages(messages)
-    if created_at is not None and len(created_at) != len(valid):
+    if created_at is not None and (
+        isinstance(created_at, (str, bytes)) or len(created_at) != len(valid)
+    ):
         raise ConfigurationError("created_at needs exactly one entry per message")
     times = list(created_at) if created_at is not None else [None] * len(valid)
     counter = default_counter()
@@ -171,16 +175,21 @@ def message_rows(
     for original, moment in zip(valid, times, strict=True):
         message = with_id(original)
         assert message.id is not None
+        check_id(message.id, "a message id")
+        data = message_to_dict(message)
+        check_json_value(data["data"], f"message {message.id!r}", InvalidMessageError)
         rows.pop(message.id, None)
         rows[message.id] = MessageRow(
             id=message.id,
             role=mastra_role(message),
             type=message.type,
-            content=message_to_json(message),
-            text=index_text(message),
+            content=message_to_json(message, data),
+            # NUL is kept in the message (JSON escapes it) but not in the search text, which
+            # PostgreSQL's text type cannot hold: both backends store the same
+            text=index_text(message).replace("\x00", ""),
             token_count=counter.count(message) if counter else None,
             message=message,
-            created_at=moment,
+            created_at=check_time(moment, f"created_at of message {message.id!r}"),
         )
     return list(rows.values())
 
@@ -212,7 +221,8 @@ def check_metadata_filter(metadata: dict[str, Any] | None) -> list[tuple[str, st
         if not isinstance(key, str) or not _METADATA_KEY.match(key):
             msg = f"metadata filter keys must match {_METADATA_KEY.pattern}, got {key!r}"
             raise ConfigurationError(msg)
-        pairs.append((key, json.dumps(value)))
+        check_json_value(value, f"the metadata filter on {key!r}")
+        pairs.append((key, json.dumps(value, allow_nan=False)))
     return pairs
 
 
@@ -253,17 +263,9 @@ def check_order(order_by: str, limit: int | None, offset: int) -> None:
         raise ConfigurationError(f"offset must be a non-negative int, got {offset!r}")
 
 
-def check_id(value: object, what: str) -> str:
-    """Ids are non-empty strings."""
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigurationError(f"{what} must be a non-empty string, got {value!r}")
-    return value
-
-
 def dumps_metadata(metadata: dict[str, Any] | None) -> str:
-    """Thread metadata as JSON text."""
-    if metadata is not None and not isinstance(metadata, dict):
-        raise ConfigurationError(f"metadata must be a dict, got {type(metadata).__name__}")
+    """Thread metadata as JSON text (checked: see `validation.check_metadata`)."""
+    check_metadata(metadata)
     try:
         return json.dumps(metadata or {}, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:

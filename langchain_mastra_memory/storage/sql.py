@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from langchain_core.messages import ToolMessage
 
 from ..errors import (
+    ConfigurationError,
     InvalidMessageError,
     ResourceMismatchError,
     SchemaVersionError,
@@ -34,7 +35,6 @@ from .records import (
     StoredMessage,
     call_ids_column,
     check_conflicts,
-    check_id,
     check_metadata_filter,
     check_order,
     check_owners,
@@ -47,6 +47,7 @@ from .records import (
     stored_message,
     thread_from_row,
 )
+from .validation import check_id, check_ids, check_optional_id, check_title, check_unicode
 
 SCHEMA_TABLE = "memory_schema"  # one row: the number of migrations applied
 THREAD_COLUMNS = "id, resource_id, title, metadata, created_at, updated_at"
@@ -280,11 +281,13 @@ class SQLStorage(MemoryStorage):
     ) -> Thread:
         check_id(thread_id, "thread_id")
         check_id(resource_id, "resource_id")
+        check_title(title)
         metadata_json = dumps_metadata(metadata)
         with self._transaction(write=True) as conn:
             return self._insert_thread(conn, thread_id, resource_id, title, metadata_json)
 
     def get_thread(self, thread_id: str) -> Thread | None:
+        check_id(thread_id, "thread_id")
         with self._transaction(write=False) as conn:
             row = self._run(
                 conn, f"SELECT {THREAD_COLUMNS} FROM memory_threads WHERE id = ?", (thread_id,)
@@ -302,6 +305,7 @@ class SQLStorage(MemoryStorage):
         offset: int = 0,
     ) -> list[Thread]:
         check_order(order_by, limit, offset)
+        check_optional_id(resource_id, "resource_id")
         where: list[str] = []
         params: list[Any] = []
         if resource_id is not None:
@@ -327,6 +331,10 @@ class SQLStorage(MemoryStorage):
         metadata: dict[str, Any] | None = None,
         resource_id: str | None = None,
     ) -> Thread:
+        check_id(thread_id, "thread_id")
+        check_optional_id(resource_id, "resource_id")
+        if title is not UNSET:
+            check_title(title)
         dumps_metadata(metadata)
         with self._transaction(write=True) as conn:
             thread = self._owned_thread(conn, thread_id, resource_id, lock=True)
@@ -341,6 +349,8 @@ class SQLStorage(MemoryStorage):
             return self._owned_thread(conn, thread_id, None)
 
     def delete_thread(self, thread_id: str, *, resource_id: str | None = None) -> bool:
+        check_id(thread_id, "thread_id")
+        check_optional_id(resource_id, "resource_id")
         with self._transaction(write=True) as conn:
             try:
                 self._owned_thread(conn, thread_id, resource_id, lock=True)
@@ -358,7 +368,11 @@ class SQLStorage(MemoryStorage):
         title: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> tuple[Thread, list[StoredMessage]]:
+        check_id(thread_id, "thread_id")
         check_id(new_thread_id, "new_thread_id")
+        check_optional_id(resource_id, "resource_id")
+        check_title(title)
+        dumps_metadata(metadata)
         with self._transaction(write=True) as conn:
             source = self._owned_thread(conn, thread_id, resource_id)
             merged = {
@@ -398,6 +412,8 @@ class SQLStorage(MemoryStorage):
         resource_id: str,
         created_at: Sequence[datetime | None] | None = None,
     ) -> list[StoredMessage]:
+        check_id(thread_id, "thread_id")
+        check_id(resource_id, "resource_id")  # required: saving checks ownership
         rows = message_rows(messages, created_at)
         with self._transaction(write=True) as conn:
             self._owned_thread(conn, thread_id, resource_id, lock=True)  # serializes writers
@@ -442,6 +458,8 @@ class SQLStorage(MemoryStorage):
     ) -> list[StoredMessage]:
         if last is not None and (not isinstance(last, int) or isinstance(last, bool) or last < 0):
             raise InvalidMessageError(f"last must be a non-negative int or None, got {last!r}")
+        check_id(thread_id, "thread_id")
+        check_optional_id(resource_id, "resource_id")
         with self._transaction(write=False) as conn:
             self._owned_thread(conn, thread_id, resource_id)
             return self._thread_messages(conn, thread_id, last)
@@ -449,7 +467,8 @@ class SQLStorage(MemoryStorage):
     def get_messages_by_id(
         self, message_ids: Sequence[str], *, resource_id: str | None = None
     ) -> list[StoredMessage]:
-        ids = list(dict.fromkeys(message_ids))
+        ids = list(dict.fromkeys(check_ids(message_ids, "message_ids")))
+        check_optional_id(resource_id, "resource_id")
         found: list[StoredMessage] = []
         with self._transaction(write=False) as conn:
             for condition, params in self.dialect.ids_in("id", ids):
@@ -463,6 +482,9 @@ class SQLStorage(MemoryStorage):
     def update_messages(
         self, messages: Sequence[object], *, resource_id: str | None = None
     ) -> list[StoredMessage]:
+        check_optional_id(resource_id, "resource_id")
+        if isinstance(messages, (str, bytes)):
+            raise InvalidMessageError("update_messages needs a list of messages, not a string")
         for message in messages:
             if getattr(message, "id", None) is None:
                 raise InvalidMessageError("update_messages needs messages that have an id")
@@ -478,7 +500,8 @@ class SQLStorage(MemoryStorage):
         return self.get_messages_by_id([r.id for r in rows])
 
     def delete_messages(self, message_ids: Sequence[str], *, resource_id: str | None = None) -> int:
-        ids = list(dict.fromkeys(message_ids))
+        ids = list(dict.fromkeys(check_ids(message_ids, "message_ids")))
+        check_optional_id(resource_id, "resource_id")
         with self._transaction(write=True) as conn:
             existing = self._existing(conn, ids)
             check_owners(existing, existing, resource_id)
@@ -490,6 +513,11 @@ class SQLStorage(MemoryStorage):
     def search_text(
         self, query: str, *, resource_id: str, thread_id: str | None = None, limit: int = 10
     ) -> list[tuple[str, str, float]]:
+        check_id(resource_id, "resource_id")
+        check_optional_id(thread_id, "thread_id")
+        if not isinstance(query, str):
+            raise ConfigurationError(f"query must be a string, got {type(query).__name__}")
+        check_unicode(query, "query", ConfigurationError)
         with self._transaction(write=False) as conn:
             match = self._text_match(query, conn, resource_id)
         if match is None:
@@ -507,9 +535,10 @@ class SQLStorage(MemoryStorage):
     def message_windows(
         self, message_ids: Sequence[str], *, before: int, after: int, resource_id: str
     ) -> list[StoredMessage]:
+        check_id(resource_id, "resource_id")
         seen: dict[str, StoredMessage] = {}
         with self._transaction(write=False) as conn:
-            for message_id in dict.fromkeys(message_ids):
+            for message_id in dict.fromkeys(check_ids(message_ids, "message_ids")):
                 anchor = self._run(
                     conn,
                     "SELECT thread_id, created_at, seq FROM memory_messages "
@@ -540,8 +569,9 @@ class SQLStorage(MemoryStorage):
         return [self._stored(r) for r in rows]
 
     def mark_embedded(self, message_ids: Sequence[str], *, embedded: bool = True) -> None:
+        ids = check_ids(message_ids, "message_ids")
         with self._transaction(write=True) as conn:
-            for condition, params in self.dialect.ids_in("id", list(message_ids)):
+            for condition, params in self.dialect.ids_in("id", ids):
                 self._run(
                     conn,
                     f"UPDATE memory_messages SET embedded = ? WHERE {condition}",
@@ -564,6 +594,7 @@ class SQLStorage(MemoryStorage):
     ) -> tuple[str, str]:
         check_id(resource_id, "resource_id")
         if thread_id is not None:
+            check_id(thread_id, "thread_id")
             self._owned_thread(conn, thread_id, resource_id)
             return "memory_threads", thread_id
         return "memory_resources", resource_id

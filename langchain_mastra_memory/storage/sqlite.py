@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +80,17 @@ def _affordable_words(
     return kept
 
 
+@contextmanager
+def _faults_as_storage_errors(path: str) -> Iterator[None]:
+    """SQLite's own errors (a corrupt page, a full disk, a read-only file, a lock held too
+    long) become `StorageError`, the original as ``__cause__``; the transaction is rolled
+    back, so nothing half-written stays."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise StorageError(f"SQLite database {path!r} failed: {exc}") from exc
+
+
 class SQLiteStorage(SQLStorage):
     """Threads, messages and resources in one SQLite file (or ``":memory:"``).
 
@@ -124,18 +135,16 @@ class SQLiteStorage(SQLStorage):
     def _transaction(self, *, write: bool) -> Iterator[sqlite3.Connection]:
         """Writes: one ``BEGIN IMMEDIATE`` transaction (the database's write lock serializes
         writers across processes). Reads: autocommit statements under the connection lock."""
-        with self._lock:
+        with self._lock, _faults_as_storage_errors(self.path):
             if not write:
                 yield self._conn
                 return
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.DatabaseError as exc:
-                raise StorageError(f"{self.path!r}: cannot start a write: {exc}") from exc
+            self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                with suppress(sqlite3.Error):  # a failed statement may have ended it already
+                    self._conn.execute("ROLLBACK")
                 raise
             else:
                 self._conn.execute("COMMIT")

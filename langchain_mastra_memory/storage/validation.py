@@ -1,0 +1,135 @@
+"""What storage accepts, checked once at its public boundary, the same for every backend.
+
+Ids are non-empty strings of valid Unicode without NUL (a lone ``str`` where several ids are
+expected is refused, never read as a sequence of characters); texts are valid Unicode (a lone
+surrogate cannot be encoded by any driver); JSON values (message content, metadata) are finite,
+string-keyed and nested at most `MAX_DEPTH` deep, so whatever is stored can be read back;
+timestamps lie between `EARLIEST` and `LATEST`, so later messages can always follow them.
+Everything refused raises a `MastraMemoryError` subclass naming the field.
+
+Example:
+    >>> check_ids(["m1", "m2"], "message_ids")
+    ['m1', 'm2']
+    >>> check_ids("m12", "ids")
+    Traceback (most recent call last):
+    ...
+    langchain_mastra_memory.errors.ConfigurationError: ids must be a list of ids, not a str ('m12')
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from typing import Any
+
+from ..errors import ConfigurationError, InvalidMessageError, MastraMemoryError
+
+MAX_DEPTH = 64  # nesting of JSON values (message content, metadata)
+MAX_ID_LENGTH = 1_024
+EARLIEST = datetime(1900, 1, 1, tzinfo=timezone.utc)
+LATEST = datetime(3000, 1, 1, tzinfo=timezone.utc)
+
+
+def check_id(value: object, what: str) -> str:
+    """An id: a non-empty string of valid Unicode, without NUL, at most 1,024 characters."""
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigurationError(f"{what} must be a non-empty string, got {value!r:.80}")
+    if len(value) > MAX_ID_LENGTH:
+        raise ConfigurationError(f"{what} is longer than {MAX_ID_LENGTH} characters")
+    if "\x00" in value:
+        raise ConfigurationError(f"{what} must not contain NUL characters")
+    check_unicode(value, what, ConfigurationError)
+    return value
+
+
+def check_optional_id(value: object, what: str) -> str | None:
+    """`check_id`, or None."""
+    return None if value is None else check_id(value, what)
+
+
+def check_ids(values: object, what: str) -> list[str]:
+    """Several ids: any iterable of ids except a string (which would be read as characters)."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        name = type(values).__name__
+        raise ConfigurationError(f"{what} must be a list of ids, not a {name} ({values!r:.60})")
+    return [check_id(v, f"each of {what}") for v in values]
+
+
+def check_unicode(
+    text: str, what: str, error: type[MastraMemoryError] = InvalidMessageError
+) -> str:
+    """`text` if every driver can encode it (no lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        msg = f"{what} is not valid Unicode (a lone surrogate at position {exc.start})"
+        raise error(msg) from None
+    return text
+
+
+def check_title(value: object) -> str | None:
+    """A thread title: a string (valid Unicode, no NUL) or None."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ConfigurationError(f"title must be a string or None, got {type(value).__name__}")
+    if "\x00" in value:
+        raise ConfigurationError("title must not contain NUL characters")
+    return check_unicode(value, "title", ConfigurationError)
+
+
+def check_json_value(
+    value: object, what: str, error: type[MastraMemoryError] = ConfigurationError
+) -> None:
+    """A JSON value every backend stores and reads back: finite numbers, string keys, valid
+    Unicode, nesting at most `MAX_DEPTH` deep (walked without recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            check_unicode(item, what, error)
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise error(f"{what} holds {item!r}: only finite numbers can be stored")
+        elif isinstance(item, dict):
+            if depth > MAX_DEPTH:
+                raise error(f"{what} is nested more than {MAX_DEPTH} levels deep")
+            for key, inner in item.items():
+                if not isinstance(key, str):
+                    raise error(f"{what} has a key that is not a string: {key!r:.40}")
+                check_unicode(key, what, error)
+                stack.append((inner, depth + 1))
+        elif isinstance(item, (list, tuple)):
+            if depth > MAX_DEPTH:
+                raise error(f"{what} is nested more than {MAX_DEPTH} levels deep")
+            stack.extend((inner, depth + 1) for inner in item)
+
+
+def check_metadata(value: object, what: str = "metadata") -> dict[str, Any] | None:
+    """Thread metadata: None or a dict of JSON values (see `check_json_value`)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ConfigurationError(f"{what} must be a dict, got {type(value).__name__}")
+    check_json_value(value, what)
+    return value
+
+
+def check_time(value: object, what: str) -> datetime | None:
+    """A timestamp to store: None (assign one) or a datetime between 1900 and 3000 (naive
+    means UTC)."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        msg = f"{what} must be a datetime (or an ISO 8601 string in a file), got {value!r:.40}"
+        raise InvalidMessageError(msg)
+    aware = value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+    try:
+        inside = EARLIEST <= aware <= LATEST
+    except OverflowError:  # an offset that moves it past datetime's own range
+        inside = False
+    if not inside:
+        msg = f"{what} must lie between {EARLIEST:%Y} and {LATEST:%Y}, got {value.isoformat()}"
+        raise InvalidMessageError(msg)
+    return value
