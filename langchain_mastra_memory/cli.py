@@ -17,12 +17,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .errors import MastraMemoryError
+from .errors import InvalidMessageError, MastraMemoryError
 from .memory import Memory
 from .messages import mastra_role, message_text
 from .storage.sqlite import SQLiteStorage
 from .tokenizers import install_bpe_files
-from .transfer import export_thread, import_lines
+from .transfer import export_thread, export_to_file, import_lines
 
 app = typer.Typer(
     help="Mastra-style agent memory for LangChain: inspect and manage it.", no_args_is_help=True
@@ -248,7 +248,13 @@ def import_(
 def _import_with_progress(
     memory: Memory, file: Path, thread: str | None, resource: str | None
 ) -> int:
-    lines = file.read_text(encoding="utf-8").splitlines()
+    raw = file.read_bytes()
+    try:
+        lines = raw.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        msg = f"nothing was imported: {file} is not UTF-8 (line {line}, byte {exc.start})"
+        raise InvalidMessageError(msg) from None
     columns = (TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=not sys.stdout.isatty()) as bar:
         task = bar.add_task("import", total=sum(1 for line in lines if line.strip()))
@@ -268,9 +274,8 @@ def export(
     with _memory(db) as memory:
         if out is None:
             count = export_thread(memory, thread_id, sys.stdout)
-        else:
-            with out.open("w", encoding="utf-8") as handle:
-                count = export_thread(memory, thread_id, handle)
+        else:  # written beside, renamed over `out` only when complete
+            count = export_to_file(memory, thread_id, out)
     err_console.print(f"exported {count} messages")
 
 

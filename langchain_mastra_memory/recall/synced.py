@@ -16,7 +16,7 @@ from ..errors import ConfigurationError
 from ..injected import is_injected
 from ..params import SaveOptions, ThreadRef
 from ..storage.base import MemoryStorage
-from ..storage.records import StoredMessage
+from ..storage.records import ImportedThread, StoredMessage
 from .index import RecallIndex
 
 Msgs = Sequence[BaseMessage]
@@ -58,6 +58,14 @@ class SyncedStorage:
     async def asave(self, messages: Msgs, **target: Unpack[SaveOptions]) -> Saved:
         """Async `save`."""
         return await self._aindexed(await self.storage.asave_messages(messages, **target))
+
+    def save_import(self, threads: Sequence[ImportedThread]) -> Saved:
+        """Store an import (all or nothing, one transaction), then embed it behind."""
+        return self._indexed(self.storage.save_import(threads))
+
+    async def asave_import(self, threads: Sequence[ImportedThread]) -> Saved:
+        """Async `save_import`."""
+        return await self._aindexed(await self.storage.asave_import(threads))
 
     def update(self, messages: Msgs, *, resource_id: str | None) -> Saved:
         """Replace stored messages by id, then re-embed them."""

@@ -23,7 +23,7 @@ from ..errors import (
     ThreadNotFoundError,
 )
 from ..thread import Thread
-from .records import StoredMessage
+from .records import ImportedThread, StoredMessage
 from .validation import check_id
 
 logger = logging.getLogger(__name__)
@@ -148,6 +148,11 @@ class MemoryStorage(ABC):
         New messages get strictly increasing timestamps after the thread's newest one, unless
         `created_at` gives one per message (an import keeping its original times).
         """
+
+    @abstractmethod
+    def save_import(self, threads: Sequence[ImportedThread]) -> list[StoredMessage]:
+        """Save several threads' messages in ONE transaction: all of them, or (on any error)
+        nothing, no thread created. Threads are created as given when new."""
 
     @abstractmethod
     def list_messages(
@@ -344,6 +349,10 @@ class MemoryStorage(ABC):
             resource_id=resource_id,
             created_at=created_at,
         )
+
+    async def asave_import(self, threads: Sequence[ImportedThread]) -> list[StoredMessage]:
+        """Async `save_import`."""
+        return await _off_loop(self.save_import, threads)
 
     async def alist_messages(
         self, thread_id: str, *, last: int | None = None, resource_id: str | None = None

@@ -37,6 +37,21 @@ ORDER_COLUMNS = ("created_at", "updated_at")
 
 
 @dataclass(frozen=True)
+class ImportedThread:
+    """One thread of an import: created as given if new (its owner must match if not), and
+    its messages saved with their own times."""
+
+    thread_id: str
+    resource_id: str
+    messages: Sequence[BaseMessage]
+    created_at: Sequence[datetime | None]  # one per message
+    title: str | None = None
+    metadata: dict[str, Any] | None = None
+    thread_created_at: datetime | None = None
+    thread_updated_at: datetime | None = None
+
+
+@dataclass(frozen=True)
 class StoredMessage:
     """A message as stored: the LangChain message plus where and when it was stored."""
 

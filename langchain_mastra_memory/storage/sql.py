@@ -31,6 +31,7 @@ from ..messages import message_from_json, message_to_json, new_message_id, orpha
 from ..thread import Thread
 from .base import UNSET, MemoryStorage, report_orphans
 from .records import (
+    ImportedThread,
     MessageRow,
     StoredMessage,
     call_ids_column,
@@ -196,15 +197,18 @@ class SQLStorage(MemoryStorage):
         resource_id: str,
         title: str | None,
         metadata_json: str,
+        *,
+        created_at: datetime | None = None,
     ) -> Thread:
         now = self._time(now_utc())
+        made = self._time(created_at) if created_at is not None else now
         self._run(conn, _INSERT_RESOURCE, (resource_id, now, now))
         inserted = self._run(
             conn,
             f"INSERT INTO memory_threads ({THREAD_COLUMNS}) "
             f"VALUES (?, ?, ?, ?{self.dialect.json_cast}, ?, ?) "
             "ON CONFLICT (id) DO NOTHING RETURNING id",
-            (thread_id, resource_id, title, metadata_json, now, now),
+            (thread_id, resource_id, title, metadata_json, made, now),
         ).fetchone()
         if inserted is None:
             raise ThreadExistsError(f"a thread {thread_id!r} already exists")
@@ -417,41 +421,76 @@ class SQLStorage(MemoryStorage):
         rows = message_rows(messages, created_at)
         with self._transaction(write=True) as conn:
             self._owned_thread(conn, thread_id, resource_id, lock=True)  # serializes writers
-            if not rows:
-                return []
-            existing = self._existing(conn, [r.id for r in rows])
-            check_conflicts(rows, existing, thread_id)
-            has_results = any(isinstance(r.message, ToolMessage) for r in rows)
-            known_calls = self._known_calls(conn, thread_id) if has_results else []
-            last = self._run(
-                conn,
-                "SELECT MAX(created_at) FROM memory_messages WHERE thread_id = ?",
-                (thread_id,),
-            ).fetchone()[0]
-            fresh = [r for r in rows if r.id not in existing and r.created_at is None]
-            times = dict(
-                zip(
-                    (r.id for r in fresh),
-                    next_timestamps(from_iso(last) if last else None, len(fresh)),
-                    strict=True,
-                )
+            return self._save_rows(conn, rows, thread_id, resource_id)
+
+    def _save_rows(
+        self, conn: Connection, rows: list[MessageRow], thread_id: str, resource_id: str
+    ) -> list[StoredMessage]:
+        """Insert (or, by id, update) rows in an owned thread, in the caller's transaction."""
+        if not rows:
+            return []
+        existing = self._existing(conn, [r.id for r in rows])
+        check_conflicts(rows, existing, thread_id)
+        has_results = any(isinstance(r.message, ToolMessage) for r in rows)
+        known_calls = self._known_calls(conn, thread_id) if has_results else []
+        last = self._run(
+            conn, "SELECT MAX(created_at) FROM memory_messages WHERE thread_id = ?", (thread_id,)
+        ).fetchone()[0]
+        fresh = [r for r in rows if r.id not in existing and r.created_at is None]
+        times = dict(
+            zip(
+                (r.id for r in fresh),
+                next_timestamps(from_iso(last) if last else None, len(fresh)),
+                strict=True,
             )
-            for row in rows:
-                if row.id in existing:
-                    self._update_row(conn, row)
-                else:
-                    self._run(
-                        conn,
-                        _INSERT_MESSAGE,
-                        (
-                            row.id, thread_id, resource_id, row.role, row.type, row.content,
-                            row.text, call_ids_column(row), row.token_count,
-                            self._time(row.created_at or times[row.id]),
-                        ),
-                    )  # fmt: skip
-            self._run(conn, _TOUCH_THREAD, (self._time(now_utc()), thread_id))
+        )
+        for row in rows:
+            if row.id in existing:
+                self._update_row(conn, row)
+            else:
+                self._run(
+                    conn,
+                    _INSERT_MESSAGE,
+                    (
+                        row.id, thread_id, resource_id, row.role, row.type, row.content,
+                        row.text, call_ids_column(row), row.token_count,
+                        self._time(row.created_at or times[row.id]),
+                    ),
+                )  # fmt: skip
+        self._run(conn, _TOUCH_THREAD, (self._time(now_utc()), thread_id))
         report_orphans(orphan_tool_results([r.message for r in rows], known_calls), thread_id)
         return saved_messages(rows, existing, times, thread_id, resource_id)
+
+    def save_import(self, threads: Sequence[ImportedThread]) -> list[StoredMessage]:
+        checked = [(t, message_rows(t.messages, t.created_at)) for t in threads]
+        for t in threads:
+            check_id(t.thread_id, "thread_id")
+            check_id(t.resource_id, "resource_id")
+            check_title(t.title)
+        saved: list[StoredMessage] = []
+        with self._transaction(write=True) as conn:
+            for t, rows in checked:
+                row = self._run(
+                    conn, f"SELECT {THREAD_COLUMNS} FROM memory_threads WHERE id = ?",
+                    (t.thread_id,),
+                ).fetchone()  # fmt: skip
+                if row is None:
+                    self._insert_thread(
+                        conn, t.thread_id, t.resource_id, t.title, dumps_metadata(t.metadata),
+                        created_at=t.thread_created_at,
+                    )  # fmt: skip
+                elif thread_from_row(row).resource_id != t.resource_id:
+                    msg = (
+                        f"thread {t.thread_id!r} belongs to another resource than {t.resource_id!r}"
+                    )
+                    raise ResourceMismatchError(msg)
+                saved += self._save_rows(conn, rows, t.thread_id, t.resource_id)
+                if t.thread_updated_at is not None:  # as exported: a round trip changes nothing
+                    self._run(
+                        conn, "UPDATE memory_threads SET updated_at = ? WHERE id = ?",
+                        (self._time(t.thread_updated_at), t.thread_id),
+                    )  # fmt: skip
+        return saved
 
     def list_messages(
         self, thread_id: str, *, last: int | None = None, resource_id: str | None = None
