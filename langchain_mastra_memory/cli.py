@@ -215,9 +215,7 @@ def recall(
         text = message_text(found[hit.message_id].message) if hit.message_id in found else "?"
         table.add_row(f"{hit.score:.3f}", hit.thread_id, text)
     console.print(table)
-    context = _guard(
-        lambda: memory.turns.recalled(thread or "", resource, [], [HumanMessage(query)])
-    )
+    context = _guard(lambda: memory.turns.recalled(thread, resource, [], [HumanMessage(query)]))
     console.rule("[bold]context injected before the history")
     for message in context:
         console.print(

@@ -286,7 +286,8 @@ def _shape(module: str) -> Any:
 
 def _with_id(kwargs: Any, key: str) -> dict[str, Any]:
     """`kwargs` with a new UUID under `key` when it gives none."""
-    return {**kwargs, key: kwargs.get(key) or str(uuid.uuid4())}
+    given = kwargs.get(key)
+    return {**kwargs, key: given if given is not None else str(uuid.uuid4())}
 
 
 def _listing(query: kw.MessageQuery) -> dict[str, Any]:

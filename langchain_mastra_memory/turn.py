@@ -173,7 +173,7 @@ class TurnContext:
 
     def _recalled(
         self,
-        thread_id: str,
+        thread_id: str | None,
         resource_id: str,
         history: Sequence[BaseMessage],
         new: Sequence[BaseMessage],
@@ -233,7 +233,7 @@ class TurnContext:
 
     def recalled(
         self,
-        thread_id: str,
+        thread_id: str | None,
         resource_id: str,
         history: Sequence[BaseMessage],
         new: Sequence[BaseMessage],

@@ -104,6 +104,8 @@ def check_json_value(
             if depth > MAX_DEPTH:
                 raise error(f"{what} is nested more than {MAX_DEPTH} levels deep")
             stack.extend((inner, depth + 1) for inner in item)
+        elif item is not None and not isinstance(item, (bool, int)):
+            raise error(f"{what} holds a {type(item).__name__}, which JSON cannot store")
 
 
 def check_metadata(value: object, what: str = "metadata") -> dict[str, Any] | None:
