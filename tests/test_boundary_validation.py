@@ -158,6 +158,15 @@ def test_save_without_a_resource_is_a_clear_error(memory: Memory) -> None:
         memory.storage.save_messages([HumanMessage("x")], thread_id="t", resource_id={"$ne": "B"})  # type: ignore[arg-type]
 
 
+def test_nul_in_metadata_is_refused_on_every_backend(memory: Memory) -> None:
+    for metadata in ({"k": "a\x00b"}, {"a\x00": 1}, {"k": ["\x00"]}):
+        with pytest.raises(ConfigurationError, match="NUL"):
+            memory.create_thread(thread_id="n", resource_id="r", metadata=metadata)
+        with pytest.raises(ConfigurationError, match="NUL|keys must match"):
+            memory.storage.list_threads(metadata=metadata)
+    assert memory.storage.get_thread("n") is None
+
+
 def test_non_finite_filters_and_deep_nesting_are_refused(memory: Memory) -> None:
     with pytest.raises(ConfigurationError, match="finite"):
         memory.storage.list_threads(metadata={"k": math.nan})

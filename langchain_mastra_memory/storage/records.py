@@ -236,7 +236,7 @@ def check_metadata_filter(metadata: dict[str, Any] | None) -> list[tuple[str, st
         if not isinstance(key, str) or not _METADATA_KEY.match(key):
             msg = f"metadata filter keys must match {_METADATA_KEY.pattern}, got {key!r}"
             raise ConfigurationError(msg)
-        check_json_value(value, f"the metadata filter on {key!r}")
+        check_json_value(value, f"the metadata filter on {key!r}", nul=False)
         pairs.append((key, json.dumps(value, allow_nan=False)))
     return pairs
 

@@ -80,15 +80,22 @@ def check_title(value: object) -> str | None:
 
 
 def check_json_value(
-    value: object, what: str, error: type[MastraMemoryError] = ConfigurationError
+    value: object,
+    what: str,
+    error: type[MastraMemoryError] = ConfigurationError,
+    *,
+    nul: bool = True,
 ) -> None:
     """A JSON value every backend stores and reads back: finite numbers, string keys, valid
-    Unicode, nesting at most `MAX_DEPTH` deep (walked without recursion)."""
+    Unicode, nesting at most `MAX_DEPTH` deep (walked without recursion). ``nul=False``
+    refuses NUL in strings (PostgreSQL's ``jsonb`` cannot hold it)."""
     stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, str):
             check_unicode(item, what, error)
+            if not nul and "\x00" in item:
+                raise error(f"{what} holds a NUL character, which it cannot store")
         elif isinstance(item, float):
             if not math.isfinite(item):
                 raise error(f"{what} holds {item!r}: only finite numbers can be stored")
@@ -98,7 +105,7 @@ def check_json_value(
             for key, inner in item.items():
                 if not isinstance(key, str):
                     raise error(f"{what} has a key that is not a string: {key!r:.40}")
-                check_unicode(key, what, error)
+                stack.append((key, depth))
                 stack.append((inner, depth + 1))
         elif isinstance(item, (list, tuple)):
             if depth > MAX_DEPTH:
@@ -114,7 +121,7 @@ def check_metadata(value: object, what: str = "metadata") -> dict[str, Any] | No
         return None
     if not isinstance(value, dict):
         raise ConfigurationError(f"{what} must be a dict, got {type(value).__name__}")
-    check_json_value(value, what)
+    check_json_value(value, what, nul=False)
     return value
 
 
