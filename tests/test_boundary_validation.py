@@ -162,7 +162,7 @@ def test_nul_in_metadata_is_refused_on_every_backend(memory: Memory) -> None:
     for metadata in ({"k": "a\x00b"}, {"a\x00": 1}, {"k": ["\x00"]}):
         with pytest.raises(ConfigurationError, match="NUL"):
             memory.create_thread(thread_id="n", resource_id="r", metadata=metadata)
-        with pytest.raises(ConfigurationError, match="NUL|keys must match"):
+        with pytest.raises(ConfigurationError, match=r"NUL|keys must match"):
             memory.storage.list_threads(metadata=metadata)
     assert memory.storage.get_thread("n") is None
 
