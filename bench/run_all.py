@@ -6,7 +6,14 @@ import runpy
 import sys
 from pathlib import Path
 
-BENCHES = ["token_limiter_bench.py", "checkpointer_bench.py", "recall_eval.py", "recall_bench.py"]
+BENCHES = [
+    "token_limiter_bench.py",
+    "checkpointer_bench.py",
+    "embed_bench.py",
+    "recall_eval.py",
+    "recall_bench.py",
+    "turn_bench.py",
+]
 
 if __name__ == "__main__":
     here = Path(__file__).parent
