@@ -28,8 +28,7 @@ def _statements(script: str) -> Iterator[str]:
             pending = ""
 
 
-SMALL_INDEX = 10_000  # up to this many messages, every query word is scored
-STORE_BUDGET = 5_000  # otherwise: index entries a search may read per word set, store-wide ...
+STORE_BUDGET = 5_000  # index entries a search may read for its words, store-wide ...
 OWNER_BUDGET = 2_000  # ... and of its own resource's messages
 
 
@@ -161,7 +160,7 @@ class SQLiteStorage(SQLStorage):
         owned = row[0] if row else 0
         owner = owner_token(resource_id)
         dominant = owned * 2 >= total  # its own token would select nearly every message
-        if total > SMALL_INDEX:
+        if len(words) > 1:
             words = _affordable_words(
                 conn, words, None if dominant else owner,
                 store_budget=OWNER_BUDGET if dominant else STORE_BUDGET,
