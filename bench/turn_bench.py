@@ -25,7 +25,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import HumanMessage
 
 sys.path.insert(0, str(Path(__file__).parent))
-from recall_bench import build, sentence
+from recall_bench import build_then_reopen, sentence
 
 from langchain_mastra_memory import Memory
 
@@ -37,7 +37,7 @@ def main() -> None:
     parser.add_argument("--think", type=float, default=0.3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        index, _data = build(args.size, 1, Path(tmp))
+        index, _data = build_then_reopen(args.size, 1, Path(tmp))
         storage = index.storage
         thread = storage.list_threads(resource_id="r0", limit=1)[0].id
         memory = Memory(

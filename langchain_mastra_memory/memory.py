@@ -20,7 +20,7 @@ from .options import MemoryOptions
 from .recall.index import RecallIndex
 from .recall.synced import SyncedStorage
 from .storage.base import MemoryStorage
-from .storage.sqlite import SQLiteStorage
+from .storage.sqlite import storage_or_default
 from .thread import Thread
 from .turn import TurnContext, warn_if_limiter_not_last
 from .working_memory import WorkingMemoryConfig, WorkingMemoryStore
@@ -67,7 +67,7 @@ class Memory:
     ) -> None:
         self.options = MemoryOptions.parse(options)
         self.default_resource_id = default_resource_id
-        self.storage: MemoryStorage = storage or SQLiteStorage(Path(DEFAULT_DATABASE))
+        self.storage: MemoryStorage = storage_or_default(storage, Path(DEFAULT_DATABASE))
         self.recall_index: RecallIndex | None = None
         if self.options.semantic_recall:
             self.recall_index = RecallIndex.with_defaults(

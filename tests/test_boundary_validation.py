@@ -205,3 +205,13 @@ def test_recall_refuses_a_resource_that_is_not_an_id(tmp_path) -> None:
     for bad in ({"$ne": "B"}, None, 7, ""):
         with pytest.raises(ConfigurationError, match="resource_id"):
             memory.recall_index.search("hello", resource_id=bad)  # type: ignore[arg-type]
+
+
+def test_memory_refuses_a_storage_that_is_not_one(tmp_path) -> None:
+    from langgraph.store.memory import InMemoryStore
+
+    with pytest.raises(ConfigurationError, match=r"SQLiteStorage\('x.db'\)"):
+        Memory(storage="x.db")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="InMemoryStore"):
+        Memory(storage=InMemoryStore())  # type: ignore[arg-type]
+    assert not (tmp_path / "x.db").exists()

@@ -9,7 +9,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from ..errors import StorageError
+from ..errors import ConfigurationError, StorageError
+from .base import MemoryStorage
 from .records import fts_query, query_words, to_iso
 from .sql import SCHEMA_TABLE, Dialect, SQLStorage
 from .sqlite_schema import MIGRATIONS
@@ -194,3 +195,20 @@ class SQLiteStorage(SQLStorage):
         """Close the connection."""
         with self._lock:
             self._conn.close()
+
+
+def storage_or_default(storage: object, default_path: str | Path) -> MemoryStorage:
+    """`storage` if it is a `MemoryStorage`, a `SQLiteStorage` at `default_path` for None, and
+    a `ConfigurationError` naming the classes for anything else (a path, LangGraph's store)."""
+    if storage is None:
+        return SQLiteStorage(default_path)
+    if isinstance(storage, MemoryStorage):
+        return storage
+    hint = ""
+    if isinstance(storage, (str, Path)):
+        hint = f"; for a file, pass SQLiteStorage({str(storage)!r})"
+    msg = (
+        "storage= must be a MemoryStorage (SQLiteStorage, PostgresStorage, or your own "
+        f"subclass), got {type(storage).__name__}{hint}"
+    )
+    raise ConfigurationError(msg)
