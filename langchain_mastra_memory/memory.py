@@ -20,7 +20,7 @@ from .options import MemoryOptions
 from .recall.index import RecallIndex
 from .recall.synced import SyncedStorage
 from .storage.base import MemoryStorage
-from .storage.sqlite import storage_or_default
+from .storage.sqlite import SQLiteStorage, storage_or_default  # noqa: F401 (the doctest uses it)
 from .thread import Thread
 from .turn import TurnContext, warn_if_limiter_not_last
 from .working_memory import WorkingMemoryConfig, WorkingMemoryStore
