@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .errors import InvalidMessageError, MastraMemoryError
+from .errors import InvalidMessageError, MastraMemoryError, StorageError
 from .memory import Memory
 from .messages import mastra_role, message_text
 from .recall.model_files import install_model_files
@@ -41,10 +41,22 @@ SAMPLE = "sample_conversation.jsonl"
 T = TypeVar("T")
 
 
+def _storage(db: Path, *, create: bool = False) -> SQLiteStorage:
+    """The database at `db`; a command that only reads never creates one (a mistyped --db is
+    an error, not a new empty file)."""
+    if not create and str(db) != ":memory:" and not Path(db).exists():
+        msg = (
+            f"no database at {db} (nothing was created): check --db / $LMM_DB, or start one with "
+            f"`langchain-mastra-memory import FILE --db {db}`"
+        )
+        raise StorageError(msg)
+    return SQLiteStorage(db)
+
+
 @contextmanager
-def _memory(db: Path) -> Iterator[Memory]:
+def _memory(db: Path, *, create: bool = False) -> Iterator[Memory]:
     try:
-        memory = Memory(storage=SQLiteStorage(db))
+        memory = Memory(storage=_storage(db, create=create))
         yield memory
     except MastraMemoryError as exc:
         err_console.print(f"[bold red]error:[/] {exc}")
@@ -97,7 +109,7 @@ def threads_show(thread_id: str, db: Db = DEFAULT_DB) -> None:
         stored = memory.storage.list_messages(thread_id)
     console.print(thread.model_dump(mode="json"))
     tokens = sum(s.token_count or 0 for s in stored)
-    console.print(f"{len(stored)} messages, {tokens:.1f} tokens (o200k_base, Mastra's rule)")
+    console.print(f"{len(stored)} messages, {round(tokens)} tokens (o200k_base, Mastra's rule)")
 
 
 @threads_app.command("delete")
@@ -142,7 +154,7 @@ def _print_messages(stored: list[Any]) -> None:
             f"{item.created_at:%Y-%m-%d %H:%M:%S}",
             mastra_role(message),
             text,
-            "" if item.token_count is None else f"{item.token_count:g}",
+            "" if item.token_count is None else str(round(item.token_count)),
         )
     console.print(table)
 
@@ -157,13 +169,13 @@ def _wm_memory(db: Path, thread: str | None, as_json: bool) -> Memory:
     options: dict[str, Any] = {"enabled": True, "scope": "thread" if thread else "resource"}
     if as_json:
         options["schema"] = {"type": "object"}
-    return Memory(storage=SQLiteStorage(db), options={"working_memory": options})
+    return Memory(storage=_storage(db, create=True), options={"working_memory": options})
 
 
 @wm_app.command("show")
 def working_memory_show(resource: Resource, db: Db = DEFAULT_DB, thread: ThreadOpt = None) -> None:
     """Print the stored working memory of a resource (or of one thread)."""
-    memory = _guard(lambda: Memory(storage=SQLiteStorage(db)))
+    memory = _guard(lambda: Memory(storage=_storage(db)))
     text = _guard(lambda: memory.storage.get_working_memory(resource_id=resource, thread_id=thread))
     if text is None:
         err_console.print("no working memory stored")
@@ -189,7 +201,7 @@ def working_memory_set(
 
 def _recall_memory(db: Path, mode: str, top_k: int, message_range: int) -> Memory:
     options = {"mode": mode, "top_k": top_k, "message_range": message_range}
-    return Memory(storage=SQLiteStorage(db), options={"semantic_recall": options})
+    return Memory(storage=_storage(db), options={"semantic_recall": options})
 
 
 @app.command()
@@ -241,7 +253,7 @@ def import_(
     resource: Annotated[str | None, typer.Option(help="Resource for lines that name none.")] = None,
 ) -> None:
     """Import a conversation file (one message per line), with a progress bar."""
-    with _memory(db) as memory:
+    with _memory(db, create=True) as memory:
         count = _import_with_progress(memory, file, thread, resource)
     console.print(f"imported {count} messages")
 
@@ -289,7 +301,7 @@ def demo(
     """Import the bundled sample conversation (several sessions of one user) and show it."""
     with tempfile.TemporaryDirectory() as tmp:
         path = db or Path(tmp) / "demo.db"
-        with _memory(path) as memory:
+        with _memory(path, create=True) as memory:
             sample = resources.files("langchain_mastra_memory.data").joinpath(SAMPLE)
             with resources.as_file(sample) as sample_path:
                 count = _import_with_progress(memory, sample_path, None, None)

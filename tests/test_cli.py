@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+from langchain_core.messages import HumanMessage
 from typer.testing import CliRunner
 
 from langchain_mastra_memory import Memory, SQLiteStorage
@@ -178,3 +180,33 @@ def test_recall_and_reindex_commands(tmp_path: Path) -> None:
         app, ["recall", "Oslo", "--resource", "alice", "--db", db, "--mode", "keyword"]
     )
     assert keyword.exit_code == 0 and "Oslo" not in keyword.output  # bob's, never alice's
+
+
+def test_read_only_commands_never_create_a_database(tmp_path: Path) -> None:
+    missing = tmp_path / "typo.db"
+    for args in (
+        ["threads", "list"],
+        ["threads", "show", "t1"],
+        ["messages", "t1"],
+        ["export", "t1"],
+        ["recall", "where do I live?", "--resource", "alice"],
+        ["working-memory", "show", "--resource", "alice"],
+        ["reindex"],
+    ):
+        result = runner.invoke(app, [*args, "--db", str(missing)])
+        assert result.exit_code == 1, args
+        assert "no database at" in " ".join(result.output.split()), args
+        assert not missing.exists(), args
+
+
+def test_token_counts_print_as_integers(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    memory = Memory(storage=SQLiteStorage(db), options={"semantic_recall": False})
+    memory.create_thread(resource_id="alice", thread_id="t1")
+    memory.save_messages([HumanMessage("hello there, how are you?")], thread_id="t1",
+                         resource_id="alice")  # fmt: skip
+    shown = runner.invoke(app, ["threads", "show", "t1", "--db", str(db)])
+    assert shown.exit_code == 0, shown.output
+    assert re.search(r"1 messages, \d+ tokens", shown.output)
+    listed = runner.invoke(app, ["messages", "t1", "--db", str(db)])
+    assert listed.exit_code == 0 and not re.search(r"\d\.\d", listed.output.split("tokens")[-1])
