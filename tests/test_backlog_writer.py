@@ -98,33 +98,3 @@ def test_a_crash_before_the_writer_ran_loses_no_backlog(tmp_path: Path) -> None:
     assert memory.storage.unembedded() == []
     hits = memory.recall_index.search("Where are the bees?", resource_id="alice")
     assert hits and hits[0].thread_id == "t1"
-
-
-def test_a_turn_does_not_wait_for_queued_embeddings() -> None:
-    """A turn's recall searches without waiting for the writer (the queued messages are the
-    conversation's latest, sent in the history anyway); an explicit recall still waits."""
-    import time
-
-    from langchain_core.messages import AIMessage
-
-    from langchain_mastra_memory.testing import strict_model
-
-    embedder = GatedEmbeddings()
-    memory = Memory(
-        storage=SQLiteStorage(":memory:"),
-        vector=ChromaVectorStore(),
-        embedder=embedder,
-        options={"semantic_recall": {"mode": "vector"}, "last_messages": 10},
-    )
-    memory.create_thread(resource_id="alice", thread_id="t1")
-    memory.save_messages([HumanMessage("my cat is Tom")], thread_id="t1", resource_id="alice")
-    model = strict_model(AIMessage("Tom."))
-    chat = memory.wrap(model)
-    started = time.monotonic()
-    config = {"configurable": {"thread_id": "t1", "resource_id": "alice"}}
-    chat.invoke("what is my cat called?", config)
-    assert time.monotonic() - started < 10  # the writer is held at its gate for up to 30 s
-    assert [m.content for m in model.seen[0]] == ["my cat is Tom", "what is my cat called?"]
-    embedder.gate.set()
-    hits = memory.recall_index.search("my cat", resource_id="alice")  # waits, then finds it
-    assert hits and hits[0].thread_id == "t1"
