@@ -142,8 +142,8 @@ class TurnContext:
                 self._history(thread_id, resource_id, new, last),
                 call(
                     self.recall_index, "recall", query, resource_id=resource_id,
-                    thread_id=thread_id, exclude=set(), never_hits=ids_of(new), wait=0,
-                ),  # not waiting for queued embeddings: the latest messages are in the history
+                    thread_id=thread_id, exclude=set(), never_hits=ids_of(new),
+                ),
             )  # fmt: skip
         else:
             messages = yield from self._history(thread_id, resource_id, new, last)

@@ -173,12 +173,7 @@ class RecallIndex:
 
     # -- search --------------------------------------------------------------------------------
     def _search(
-        self,
-        query: str,
-        resource_id: str,
-        thread_id: str | None,
-        limit: int | None,
-        wait: float | None = None,
+        self, query: str, resource_id: str, thread_id: str | None, limit: int | None
     ) -> Steps[list[RecallHit]]:
         check_id(resource_id, "resource_id")  # never reaches a vector store's filter unchecked
         check_optional_id(thread_id, "thread_id")
@@ -186,7 +181,7 @@ class RecallIndex:
             raise ConfigurationError(f"query must be a string, got {type(query).__name__}")
         if not query.strip():
             return []
-        yield call(self.writer, "flush", wait)  # what this process saved is searchable
+        yield call(self.writer, "flush")  # what this process saved is searchable
         k = limit or self.options.top_k
         scoped = thread_id if self.options.scope == "thread" else None  # resource scope: all
         mode = self.options.mode
@@ -275,10 +270,9 @@ class RecallIndex:
         thread_id: str | None,
         exclude: set[str],
         never_hits: frozenset[str],
-        wait: float | None,
     ) -> Steps[list[StoredMessage]]:
         limit = self.options.top_k + len(never_hits)
-        hits = yield from self._search(query, resource_id, thread_id, limit, wait)
+        hits = yield from self._search(query, resource_id, thread_id, limit)
         hits = [h for h in hits if h.message_id not in never_hits][: self.options.top_k]
         window = self.options.window
         found = yield call(
@@ -295,14 +289,12 @@ class RecallIndex:
         thread_id: str | None,
         exclude: set[str],
         never_hits: frozenset[str] = frozenset(),
-        wait: float | None = None,
     ) -> list[StoredMessage]:
         """The recalled messages (hits with neighbours), minus those in `exclude`.
 
         `never_hits` (the current turn's messages, which the query comes from) are skipped as
-        hits without costing one of the `top_k` places. `wait`: at most this many seconds for
-        the embeddings this process has queued (None: until they are written)."""
-        return run_sync(self._recall(query, resource_id, thread_id, exclude, never_hits, wait))
+        hits without costing one of the `top_k` places."""
+        return run_sync(self._recall(query, resource_id, thread_id, exclude, never_hits))
 
     async def arecall(
         self,
@@ -312,12 +304,9 @@ class RecallIndex:
         thread_id: str | None,
         exclude: set[str],
         never_hits: frozenset[str] = frozenset(),
-        wait: float | None = None,
     ) -> list[StoredMessage]:
         """Async `recall`."""
-        return await run_async(
-            self._recall(query, resource_id, thread_id, exclude, never_hits, wait)
-        )
+        return await run_async(self._recall(query, resource_id, thread_id, exclude, never_hits))
 
     # -- keeping vectors in step ---------------------------------------------------------------
     def _index(self, stored: Sequence[StoredMessage], replace: bool) -> Steps[int]:
