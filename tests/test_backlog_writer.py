@@ -34,8 +34,8 @@ class GatedEmbeddings(Embeddings):
         return self._vector(text)
 
 
-def test_save_returns_before_the_embedding_and_flush_waits_for_it() -> None:
-    embedder = GatedEmbeddings()
+def gated_memory(embedder: GatedEmbeddings) -> Memory:
+    """Vector recall on `embedder`, with alice's thread t1."""
     memory = Memory(
         storage=SQLiteStorage(":memory:"),
         vector=ChromaVectorStore(),
@@ -43,6 +43,12 @@ def test_save_returns_before_the_embedding_and_flush_waits_for_it() -> None:
         options={"semantic_recall": {"mode": "vector"}},
     )
     memory.create_thread(resource_id="alice", thread_id="t1")
+    return memory
+
+
+def test_save_returns_before_the_embedding_and_flush_waits_for_it() -> None:
+    embedder = GatedEmbeddings()
+    memory = gated_memory(embedder)
     memory.save_messages([HumanMessage("first")], thread_id="t1", resource_id="alice")
     # the embedder is still blocked, yet the save has returned: the turn does not wait
     assert len(memory.storage.unembedded()) == 1
@@ -57,13 +63,7 @@ def test_save_returns_before_the_embedding_and_flush_waits_for_it() -> None:
 def test_a_search_waits_for_what_this_process_saved() -> None:
     embedder = GatedEmbeddings()
     embedder.gate.set()
-    memory = Memory(
-        storage=SQLiteStorage(":memory:"),
-        vector=ChromaVectorStore(),
-        embedder=embedder,
-        options={"semantic_recall": {"mode": "vector"}},
-    )
-    memory.create_thread(resource_id="alice", thread_id="t1")
+    memory = gated_memory(embedder)
     saved = memory.save_messages([HumanMessage("a note")], thread_id="t1", resource_id="alice")
     hits = memory.recall_index.search("a note", resource_id="alice")  # no flush by the caller
     assert [h.message_id for h in hits] == [saved[0].id]

@@ -27,7 +27,7 @@ from ..messages import embedding_pieces, mastra_role, without_tool_calls
 from ..storage.base import MemoryStorage
 from ..storage.records import StoredMessage
 from ..storage.sqlite import SQLiteStorage
-from ..storage.validation import check_id, check_optional_id
+from ..storage.validation import check_id, check_optional_id, check_query
 from ..twins import Steps, both, call, run_async, run_sync
 from ..working_memory.config import TOOL_NAME as WORKING_MEMORY_TOOL
 from .embeddings import CachedEmbeddings, model_id
@@ -177,9 +177,7 @@ class RecallIndex:
     ) -> Steps[list[RecallHit]]:
         check_id(resource_id, "resource_id")  # never reaches a vector store's filter unchecked
         check_optional_id(thread_id, "thread_id")
-        if not isinstance(query, str):
-            raise ConfigurationError(f"query must be a string, got {type(query).__name__}")
-        if not query.strip():
+        if not check_query(query).strip():
             return []
         yield call(self.writer, "flush")  # what this process saved is searchable
         k = limit or self.options.top_k

@@ -14,6 +14,7 @@ from typing_extensions import Unpack
 
 from ..errors import ConfigurationError
 from ..injected import is_injected
+from ..messages import ids_of
 from ..params import SaveOptions, ThreadRef
 from ..storage.base import MemoryStorage
 from ..storage.records import ImportedThread, StoredMessage
@@ -138,7 +139,9 @@ class SyncedStorage:
     def save_new(self, messages: Msgs, **ref: Unpack[ThreadRef]) -> Saved:
         """Save the messages (of a graph state, say) that the thread does not hold yet."""
         self.storage.ensure_thread(**ref)
-        held = self.storage.get_messages_by_id(_ids(messages), resource_id=ref["resource_id"])
+        held = self.storage.get_messages_by_id(
+            list(ids_of(messages)), resource_id=ref["resource_id"]
+        )
         fresh = unsaved(messages, {s.message.id for s in held})
         return self.save(fresh, **ref) if fresh else []
 
@@ -146,7 +149,7 @@ class SyncedStorage:
         """Async `save_new`."""
         await self.storage.aensure_thread(**ref)
         held = await self.storage.aget_messages_by_id(
-            _ids(messages), resource_id=ref["resource_id"]
+            list(ids_of(messages)), resource_id=ref["resource_id"]
         )
         fresh = unsaved(messages, {s.message.id for s in held})
         return await self.asave(fresh, **ref) if fresh else []
@@ -179,10 +182,6 @@ class SyncedStorage:
     async def aflush(self, timeout: float | None = None) -> bool:
         """Async `flush`."""
         return await self.index.writer.aflush(timeout) if self.index else True
-
-
-def _ids(messages: Msgs) -> list[str]:
-    return [m.id for m in messages if m.id]
 
 
 def _by_owner(stored: Sequence[StoredMessage]) -> dict[str, list[str]]:

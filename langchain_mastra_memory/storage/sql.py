@@ -20,7 +20,6 @@ from typing import Any, Protocol
 from langchain_core.messages import ToolMessage
 
 from ..errors import (
-    ConfigurationError,
     InvalidMessageError,
     ResourceMismatchError,
     SchemaVersionError,
@@ -48,7 +47,7 @@ from .records import (
     stored_message,
     thread_from_row,
 )
-from .validation import check_id, check_ids, check_optional_id, check_title, check_unicode
+from .validation import check_id, check_ids, check_optional_id, check_query, check_title
 
 SCHEMA_TABLE = "memory_schema"  # one row: the number of migrations applied
 THREAD_COLUMNS = "id, resource_id, title, metadata, created_at, updated_at"
@@ -554,19 +553,16 @@ class SQLStorage(MemoryStorage):
     ) -> list[tuple[str, str, float]]:
         check_id(resource_id, "resource_id")
         check_optional_id(thread_id, "thread_id")
-        if not isinstance(query, str):
-            raise ConfigurationError(f"query must be a string, got {type(query).__name__}")
-        check_unicode(query, "query", ConfigurationError)
-        with self._transaction(write=False) as conn:
+        check_query(query)
+        with self._transaction(write=False) as conn:  # choosing the words and ranking: one read
             match = self._text_match(query, conn, resource_id)
-        if match is None:
-            return []
-        statement = match[0] + " AND m.resource_id = ? AND m.role IN ('user', 'assistant')"
-        params: list[Any] = [match[1], resource_id]
-        if thread_id is not None:
-            statement += " AND m.thread_id = ?"
-            params.append(thread_id)
-        with self._transaction(write=False) as conn:
+            if match is None:
+                return []
+            statement = match[0] + " AND m.resource_id = ? AND m.role IN ('user', 'assistant')"
+            params: list[Any] = [match[1], resource_id]
+            if thread_id is not None:
+                statement += " AND m.thread_id = ?"
+                params.append(thread_id)
             ranked = statement + " ORDER BY score DESC LIMIT ?"
             rows = self._run(conn, ranked, [*params, limit]).fetchall()
         return [(r[0], r[1], float(r[2])) for r in rows]

@@ -68,6 +68,13 @@ def check_unicode(
     return text
 
 
+def check_query(value: object) -> str:
+    """A search query: a string of valid Unicode."""
+    if not isinstance(value, str):
+        raise ConfigurationError(f"query must be a string, got {type(value).__name__}")
+    return check_unicode(value, "query", ConfigurationError)
+
+
 def check_title(value: object) -> str | None:
     """A thread title: a string (valid Unicode, no NUL) or None."""
     if value is None:
