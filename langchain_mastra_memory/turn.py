@@ -138,12 +138,13 @@ class TurnContext:
         elif self.recall_index is not None and (query := recall_query((), new)[0]):
             # the turn gives the query: search while the history loads (the two are
             # independent; what the history holds is left out of the recall afterwards)
-            messages, found = yield both(
-                self._history(thread_id, resource_id, new, last),
+            # (the search, the longer of the two, runs in this thread: it starts at once)
+            found, messages = yield both(
                 call(
                     self.recall_index, "recall", query, resource_id=resource_id,
                     thread_id=thread_id, exclude=set(), never_hits=ids_of(new),
                 ),
+                self._history(thread_id, resource_id, new, last),
             )  # fmt: skip
         else:
             messages = yield from self._history(thread_id, resource_id, new, last)

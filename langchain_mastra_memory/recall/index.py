@@ -190,10 +190,11 @@ class RecallIndex:
             vector_hits = yield from self._vector_side(query, resource_id, scoped, pool)
         elif mode == "keyword":
             keyword_hits = yield from self._keyword_side(query, resource_id, scoped, pool)
-        else:  # the two sides are independent: run at the same time
-            vector_hits, keyword_hits = yield both(
-                self._vector_side(query, resource_id, scoped, pool),
+        else:  # the two sides are independent: run at the same time (keyword in this
+            # thread: SQLite releases the GIL at once, so the vector side starts beside it)
+            keyword_hits, vector_hits = yield both(
                 self._keyword_side(query, resource_id, scoped, pool),
+                self._vector_side(query, resource_id, scoped, pool),
             )
         if mode == "keyword":
             return keyword_hits[:k]

@@ -37,6 +37,7 @@ from typing import Any
 from langchain_core.runnables.config import run_in_executor
 
 from ..errors import ConfigurationError, VectorStoreError
+from .exact import EXACT_LIMIT, ExactPartitions, Loaded
 
 logger = logging.getLogger(__name__)
 
@@ -137,6 +138,11 @@ class ChromaVectorStore:
     in-memory client, or ``client=chromadb.HttpClient(...)`` (or `from_url`) for a Chroma
     server, whose calls then give up after `timeout` seconds.
 
+    An embedded store (no ``client``) searches its small, hot partitions (up to
+    `exact_limit` pieces) exactly in memory (`ExactPartitions`): ~10x faster than HNSW there,
+    and exact. Pass ``exact_limit=0`` to always search HNSW; with ``client=`` it is off by
+    default (another process may write to a server).
+
     Every method has an ``a``-prefixed async twin (run in a worker thread).
     """
 
@@ -146,6 +152,7 @@ class ChromaVectorStore:
         *,
         client: Any = None,
         timeout: float = DEFAULT_TIMEOUT,
+        exact_limit: int | None = None,
     ) -> None:
         import chromadb
         from chromadb.config import Settings
@@ -173,6 +180,8 @@ class ChromaVectorStore:
         self._collections: dict[str, Any] = {}  # by full collection name
         self._migrated: set[str] = set()
         self._lock = threading.RLock()
+        limit = (EXACT_LIMIT if client is None else 0) if exact_limit is None else exact_limit
+        self._exact = ExactPartitions(self._load_partition, limit=limit) if limit > 0 else None
 
     @classmethod
     def from_url(cls, url: str, *, timeout: float = DEFAULT_TIMEOUT) -> ChromaVectorStore:
@@ -225,6 +234,8 @@ class ChromaVectorStore:
             _check_dimension(col, name, dimension)
             _widen_beam(col)
             self._collections[full] = col
+            if self._exact is not None:  # it may have been dropped behind our back
+                self._exact.forget(full)
             return col
 
     def _existing(self, full_name: str) -> Any | None:
@@ -239,7 +250,24 @@ class ChromaVectorStore:
             raise VectorStoreError(f"Chroma is unavailable: {exc}") from exc
         _widen_beam(found)
         self._collections[full_name] = found
+        if self._exact is not None:
+            self._exact.forget(full_name)
         return found
+
+    def _load_partition(self, full_name: str) -> Loaded | None:
+        """A partition's vectors for exact search (None if missing or over the limit)."""
+        col = self._existing(full_name)
+        assert self._exact is not None
+        if col is None or int(self._call("count", col.count)) > self._exact.limit:
+            return None
+        page = self._call("load", col.get, include=["embeddings", "metadatas"])
+        metas = page["metadatas"]
+        return Loaded(
+            ids=list(page["ids"]),
+            vectors=page["embeddings"],
+            message_ids=[str(m["message_id"]) for m in metas],
+            thread_ids=[str(m["thread_id"]) for m in metas],
+        )
 
     def partitions(self, index_name: str) -> list[Any]:
         """Every resource partition of `index_name`."""
@@ -306,11 +334,13 @@ class ChromaVectorStore:
             by_resource.setdefault(record.resource_id, []).append(record)
         for resource_id, group in by_resource.items():
             col = self.collection(index_name, len(group[0].vector), resource_id)
+            ids = [r.vector_id for r in group]
+            embeddings = [list(map(float, r.vector)) for r in group]
             self._call(
                 "upsert",
                 col.upsert,
-                ids=[r.vector_id for r in group],
-                embeddings=[list(map(float, r.vector)) for r in group],
+                ids=ids,
+                embeddings=embeddings,
                 metadatas=[
                     {
                         "message_id": r.message_id,
@@ -322,6 +352,11 @@ class ChromaVectorStore:
                     for r in group
                 ],
             )
+            if self._exact is not None:
+                self._exact.upsert(
+                    partition_name(index_name, resource_id), ids, embeddings,
+                    [r.message_id for r in group], [r.thread_id for r in group],
+                )  # fmt: skip
 
     def query(
         self,
@@ -340,6 +375,15 @@ class ChromaVectorStore:
         if col is None:
             return []  # this resource has no vectors yet
         _check_dimension(col, index_name, len(vector))
+        if self._exact is not None:
+            found = self._exact.search(
+                partition_name(index_name, resource_id), vector, top_k=top_k, thread_id=thread_id
+            )
+            if found is not None:
+                return [
+                    VectorHit(vector_id.split("#", 1)[0], resource_id, similarity)
+                    for vector_id, similarity in found
+                ]
         where = {"thread_id": thread_id} if thread_id is not None else None
         result = self._call(
             "query",
@@ -353,6 +397,14 @@ class ChromaVectorStore:
             VectorHit(vector_id.split("#", 1)[0], resource_id, 1.0 - distance)
             for vector_id, distance in zip(result["ids"][0], result["distances"][0], strict=True)
         ]
+
+    def warm(self, index_name: str, resource_id: str) -> bool:
+        """Load `resource_id`'s partition for exact search now, instead of after its first
+        searches; True if it is held in memory (False: over the limit, absent, or exact
+        search off)."""
+        if self._exact is None:
+            return False
+        return self._exact.load(partition_name(_check_name(index_name), resource_id))
 
     def delete(
         self,
@@ -377,6 +429,9 @@ class ChromaVectorStore:
                 self._call("delete", col.delete, where={"message_id": {"$in": chunk}})
             if thread_id is not None:
                 self._call("delete", col.delete, where={"thread_id": thread_id})
+            if self._exact is not None:
+                name = col.name.removeprefix(self._namespace)
+                self._exact.delete(name, message_ids=ids, thread_id=thread_id)
 
     def present(self, index_name: str, resource_id: str, message_ids: Sequence[str]) -> set[str]:
         """Which of these messages have their (first) vector in `resource_id`'s partition."""
@@ -403,6 +458,10 @@ class ChromaVectorStore:
     ) -> list[VectorHit]:
         """Async `query`."""
         return await run_in_executor(None, lambda: self.query(index_name, vector, **kwargs))
+
+    async def awarm(self, index_name: str, resource_id: str) -> bool:
+        """Async `warm`."""
+        return await run_in_executor(None, self.warm, index_name, resource_id)
 
     async def adelete(self, index_name: str, **kwargs: Any) -> None:
         """Async `delete`."""

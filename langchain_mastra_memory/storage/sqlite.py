@@ -30,7 +30,7 @@ def _statements(script: str) -> Iterator[str]:
 
 
 STORE_BUDGET = 5_000  # index entries a search may read for its words, store-wide ...
-OWNER_BUDGET = 2_000  # ... and of its own resource's messages
+OWNER_BUDGET = 1_000  # ... and of its own resource's messages
 
 
 def owner_token(resource_id: str) -> str:

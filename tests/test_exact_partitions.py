@@ -1,0 +1,208 @@
+"""Exact search of small partitions in memory: the same hits as a brute-force scan of what
+Chroma holds, through every write, and never a partition's stale or foreign vectors."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from langchain_mastra_memory.recall.exact import ExactPartitions, Loaded
+from langchain_mastra_memory.recall.vector import ChromaVectorStore, VectorRecord, partition_name
+
+DIM = 8
+
+
+def record(message_id: str, vector, thread: str = "t1", owner: str = "alice", piece: int = 0):
+    return VectorRecord(message_id, list(map(float, vector)), thread, owner, "user", 0.0, piece)
+
+
+def truth(store: ChromaVectorStore, owner: str, query, k: int, thread: str | None = None):
+    """Brute force over what Chroma itself holds for `owner`: (message id, score) pairs."""
+    col = store._existing(partition_name("idx", owner))
+    if col is None:
+        return []
+    page = col.get(include=["embeddings", "metadatas"])
+    rows = [
+        (vector_id.split("#")[0], np.asarray(vector, dtype=np.float64))
+        for vector_id, vector, meta in zip(
+            page["ids"], page["embeddings"], page["metadatas"], strict=True
+        )
+        if thread is None or meta["thread_id"] == thread
+    ]
+    q = np.asarray(query, dtype=np.float64) / np.linalg.norm(query)
+    scored = sorted(((m, float(v @ q / np.linalg.norm(v))) for m, v in rows), key=lambda r: -r[1])
+    return [(m, round(s, 4)) for m, s in scored[:k]]
+
+
+def hits(store: ChromaVectorStore, owner: str, query, k: int, thread: str | None = None):
+    found = store.query("idx", query, top_k=k, resource_id=owner, thread_id=thread)
+    return [(h.message_id, round(h.score, 4)) for h in found]
+
+
+writes = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("upsert"),
+            st.integers(0, 11),  # message
+            st.sampled_from(["t1", "t2"]),
+            st.lists(st.floats(-1, 1, allow_nan=False), min_size=DIM, max_size=DIM),
+        ),
+        st.tuples(st.just("delete"), st.integers(0, 11)),
+        st.tuples(st.just("drop_thread"), st.sampled_from(["t1", "t2"])),
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(before=writes, after=writes, seed=st.integers(0, 1000))
+def test_exact_hits_match_chroma_through_any_writes(before, after, seed) -> None:
+    store = ChromaVectorStore()
+    store.upsert("idx", [record("seed", np.ones(DIM), owner="bob")])  # another resource
+
+    def apply(ops) -> None:
+        for op in ops:
+            if op[0] == "upsert":
+                _, n, thread, vector = op
+                if np.linalg.norm(vector) > 1e-3:
+                    store.upsert("idx", [record(f"m{n}", vector, thread)])
+            elif op[0] == "delete":
+                store.delete("idx", ids=[f"m{op[1]}"], resource_id="alice")
+            else:
+                store.delete("idx", thread_id=op[1], resource_id="alice")
+
+    apply(before)
+    loaded = store.warm("idx", "alice")
+    assert loaded == (store._existing(store_partition(store, "alice")) is not None)
+    apply(after)
+    query = np.random.default_rng(seed).normal(size=DIM)
+    for thread in (None, "t1"):
+        got, want = hits(store, "alice", query, 5, thread), truth(store, "alice", query, 5, thread)
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=2e-4)
+        cut = want[-1][1] + 1e-3 if want else 0.0
+        assert {m for m, s in got if s > cut} == {m for m, s in want if s > cut}  # ties aside
+        assert all(m != "seed" for m, _ in got)  # bob's vector never reaches alice
+
+
+def store_partition(store: ChromaVectorStore, owner: str) -> str:
+    return partition_name("idx", owner)
+
+
+def test_a_partition_is_searched_exactly_after_it_is_hot() -> None:
+    store = ChromaVectorStore()
+    rng = np.random.default_rng(0)
+    store.upsert("idx", [record(f"m{i}", rng.normal(size=DIM)) for i in range(50)])
+    key = store_partition(store, "alice")
+    assert store._exact is not None and key not in store._exact._loaded
+    query = rng.normal(size=DIM)
+    first = hits(store, "alice", query, 5)  # HNSW; the partition is not hot yet
+    hits(store, "alice", query, 5)  # the second search starts a background load
+    for _ in range(200):
+        if key in store._exact._loaded:
+            break
+        threading.Event().wait(0.01)
+    assert key in store._exact._loaded
+    assert [m for m, _ in hits(store, "alice", query, 5)] == [m for m, _ in first]
+
+
+def test_pieces_of_one_message_and_their_deletion() -> None:
+    store = ChromaVectorStore()
+    store.upsert(
+        "idx", [record("m1", [1, 0, 0, 0, 0, 0, 0, 0]), record("m2", [0, 1, 0, 0, 0, 0, 0, 0])]
+    )
+    store.warm("idx", "alice")
+    store.upsert("idx", [record("m2", [0.9, 0.1, 0, 0, 0, 0, 0, 0], piece=1)])
+    found = store.query("idx", [1, 0, 0, 0, 0, 0, 0, 0], top_k=3, resource_id="alice")
+    assert [h.message_id for h in found] == ["m1", "m2", "m2"]  # a hit per piece, id unsplit
+    store.delete("idx", ids=["m2"], resource_id="alice")  # every piece of m2 goes
+    found = store.query("idx", [1, 0, 0, 0, 0, 0, 0, 0], top_k=3, resource_id="alice")
+    assert [h.message_id for h in found] == ["m1"]
+
+
+def test_a_partition_over_the_limit_stays_in_chroma() -> None:
+    store = ChromaVectorStore(exact_limit=3)
+    store.upsert("idx", [record(f"m{i}", np.eye(DIM)[i]) for i in range(4)])
+    assert store.warm("idx", "alice") is False
+    assert store._exact is not None and store._exact._loaded == {}
+    small = ChromaVectorStore(exact_limit=3)
+    small.upsert("idx", [record(f"m{i}", np.eye(DIM)[i]) for i in range(3)])
+    assert small.warm("idx", "alice") is True
+    small.upsert("idx", [record("m3", np.eye(DIM)[3])])  # grows past the limit: dropped
+    assert small._exact is not None and small._exact._loaded == {}
+    assert [
+        h.message_id for h in small.query("idx", np.eye(DIM)[3], top_k=1, resource_id="alice")
+    ] == ["m3"]
+
+
+def test_exact_search_is_off_for_a_server_client_and_on_request() -> None:
+    assert ChromaVectorStore(exact_limit=0)._exact is None
+    assert ChromaVectorStore(exact_limit=0).warm("idx", "alice") is False
+
+
+def loaded(ids, vectors, threads) -> Loaded:
+    return Loaded(list(ids), vectors, list(ids), list(threads))
+
+
+def test_writes_during_a_load_are_replayed_in_order() -> None:
+    release = threading.Event()
+    snapshot = loaded(["a", "b"], [[1.0, 0.0], [0.0, 1.0]], ["t1", "t1"])
+
+    def slow_load(key: str) -> Loaded:
+        release.wait(5)
+        return snapshot  # read before the writes below reached the store
+
+    exact = ExactPartitions(slow_load, hot_after=1)
+    assert exact.search("p", [1.0, 0.0], top_k=2) is None  # starts the load
+    exact.delete("p", message_ids=["a"])
+    exact.upsert("p", ["c"], [[0.8, 0.2]], ["c"], ["t1"])
+    exact.upsert("p", ["a"], [[0.0, 1.0]], ["a"], ["t2"])  # a is back, elsewhere
+    release.set()
+    for _ in range(200):
+        if (found := exact.search("p", [1.0, 0.0], top_k=3)) is not None:
+            break
+        threading.Event().wait(0.01)
+    assert found is not None
+    assert [i for i, _ in found] == ["c", "a", "b"] or [i for i, _ in found] == ["c", "b", "a"]
+    assert {i for i, _ in exact.search("p", [1.0, 0.0], top_k=3, thread_id="t2")} == {"a"}
+
+
+def test_a_partition_forgotten_while_loading_is_not_kept() -> None:
+    release = threading.Event()
+    exact = ExactPartitions(
+        lambda key: (release.wait(5), loaded(["a"], [[1.0]], ["t"]))[1], hot_after=1
+    )
+    exact.search("p", [1.0], top_k=1)
+    exact.forget("p")  # its collection was dropped meanwhile
+    release.set()
+    for _ in range(100):
+        if not exact._loading:
+            break
+        threading.Event().wait(0.01)
+    assert exact.search("p", [1.0], top_k=1) is None
+
+
+def test_memory_is_bounded_in_bytes_least_recently_searched_first() -> None:
+    partitions = {
+        k: loaded([f"{k}{i}" for i in range(10)], np.eye(10, 4), ["t"] * 10) for k in "xyz"
+    }
+    exact = ExactPartitions(partitions.get, max_bytes=2 * 10 * 4 * 4)  # two partitions fit
+    assert exact.load("x") and exact.load("y")
+    exact.search("x", [1, 0, 0, 0], top_k=1)  # x is now the most recently searched
+    assert exact.load("z")
+    assert set(exact._loaded) == {"x", "z"}
+
+
+@pytest.mark.parametrize("k", [1, 3, 10])
+def test_top_k_and_order_match_a_sort(k: int) -> None:
+    rng = np.random.default_rng(k)
+    vectors = rng.normal(size=(7, 5))
+    exact = ExactPartitions(lambda key: loaded([f"v{i}" for i in range(7)], vectors, ["t"] * 7))
+    assert exact.load("p")
+    query = rng.normal(size=5)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    want = [f"v{i}" for i in np.argsort(-(unit @ (query / np.linalg.norm(query))))[:k]]
+    assert [i for i, _ in exact.search("p", query, top_k=k)] == want
