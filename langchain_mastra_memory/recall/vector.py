@@ -234,8 +234,6 @@ class ChromaVectorStore:
             _check_dimension(col, name, dimension)
             _widen_beam(col)
             self._collections[full] = col
-            if self._exact is not None:  # it may have been dropped behind our back
-                self._exact.forget(full)
             return col
 
     def _existing(self, full_name: str) -> Any | None:
@@ -250,13 +248,11 @@ class ChromaVectorStore:
             raise VectorStoreError(f"Chroma is unavailable: {exc}") from exc
         _widen_beam(found)
         self._collections[full_name] = found
-        if self._exact is not None:
-            self._exact.forget(full_name)
         return found
 
-    def _load_partition(self, full_name: str) -> Loaded | None:
-        """A partition's vectors for exact search (None if missing or over the limit)."""
-        col = self._existing(full_name)
+    def _load_partition(self, collection_id: str) -> Loaded | None:
+        """A partition's vectors for exact search (None if gone or over the limit)."""
+        col = next((c for c in self._collections.values() if str(c.id) == collection_id), None)
         assert self._exact is not None
         if col is None or int(self._call("count", col.count)) > self._exact.limit:
             return None
@@ -354,7 +350,7 @@ class ChromaVectorStore:
             )
             if self._exact is not None:
                 self._exact.upsert(
-                    partition_name(index_name, resource_id), ids, embeddings,
+                    str(col.id), ids, embeddings,
                     [r.message_id for r in group], [r.thread_id for r in group],
                 )  # fmt: skip
 
@@ -376,9 +372,7 @@ class ChromaVectorStore:
             return []  # this resource has no vectors yet
         _check_dimension(col, index_name, len(vector))
         if self._exact is not None:
-            found = self._exact.search(
-                partition_name(index_name, resource_id), vector, top_k=top_k, thread_id=thread_id
-            )
+            found = self._exact.search(str(col.id), vector, top_k=top_k, thread_id=thread_id)
             if found is not None:
                 return [
                     VectorHit(vector_id.split("#", 1)[0], resource_id, similarity)
@@ -402,9 +396,8 @@ class ChromaVectorStore:
         """Load `resource_id`'s partition for exact search now, instead of after its first
         searches; True if it is held in memory (False: over the limit, absent, or exact
         search off)."""
-        if self._exact is None:
-            return False
-        return self._exact.load(partition_name(_check_name(index_name), resource_id))
+        col = self._existing(partition_name(_check_name(index_name), resource_id))
+        return self._exact is not None and col is not None and self._exact.load(str(col.id))
 
     def delete(
         self,
@@ -430,8 +423,7 @@ class ChromaVectorStore:
             if thread_id is not None:
                 self._call("delete", col.delete, where={"thread_id": thread_id})
             if self._exact is not None:
-                name = col.name.removeprefix(self._namespace)
-                self._exact.delete(name, message_ids=ids, thread_id=thread_id)
+                self._exact.delete(str(col.id), message_ids=ids, thread_id=thread_id)
 
     def present(self, index_name: str, resource_id: str, message_ids: Sequence[str]) -> set[str]:
         """Which of these messages have their (first) vector in `resource_id`'s partition."""
