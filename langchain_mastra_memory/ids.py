@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -104,3 +105,9 @@ def ids_from_options(opts: Mapping[str, Any], *, processor: str) -> tuple[str | 
         )
         raise ConfigurationError(msg)
     return (str(thread_id) if thread_id else None), str(resource_id)
+
+
+def with_new_id(kwargs: Any, key: str) -> dict[str, Any]:
+    """`kwargs` with a new UUID under `key` when it gives none."""
+    given = kwargs.get(key)
+    return {**kwargs, key: given if given is not None else str(uuid.uuid4())}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,7 +13,7 @@ from langchain_core.tools import StructuredTool
 from typing_extensions import Unpack
 
 from . import params as kw
-from .ids import resolve_ids
+from .ids import resolve_ids, with_new_id
 from .messages import MessageList
 from .options import MemoryOptions
 from .recall.index import RecallIndex
@@ -28,6 +27,7 @@ from .working_memory import WorkingMemoryConfig, WorkingMemoryStore
 if TYPE_CHECKING:
     from .integrations.chat_history import MemoryChatMessageHistory
     from .integrations.checkpointer import MemoryCheckpointer
+    from .integrations.store import MemoryStore
 
 DEFAULT_DATABASE = "memory.db"
 Messages = list[BaseMessage]
@@ -93,11 +93,11 @@ class Memory:
     # -- threads -------------------------------------------------------------------------------
     def create_thread(self, **thread: Unpack[kw.NewThread]) -> Thread:
         """Create a thread for `resource_id` (a new id when `thread_id` is None)."""
-        return self.storage.create_thread(**_with_id(thread, "thread_id"))
+        return self.storage.create_thread(**with_new_id(thread, "thread_id"))
 
     async def acreate_thread(self, **thread: Unpack[kw.NewThread]) -> Thread:
         """Async `create_thread`."""
-        return await self.storage.acreate_thread(**_with_id(thread, "thread_id"))
+        return await self.storage.acreate_thread(**with_new_id(thread, "thread_id"))
 
     def get_thread(self, thread_id: str, *, resource_id: str | None = None) -> Thread | None:
         """The thread, or None. With `resource_id`, a thread of another resource is None too."""
@@ -141,11 +141,13 @@ class Memory:
 
     def clone_thread(self, thread_id: str, **clone: Unpack[kw.CloneOptions]) -> Thread:
         """Copy a thread and its messages (with new ids) under the same resource."""
-        return self.storage.clone_thread(thread_id, **_with_id(clone, "new_thread_id"))[0]
+        return self.storage.clone_thread(thread_id, **with_new_id(clone, "new_thread_id"))[0]
 
     async def aclone_thread(self, thread_id: str, **clone: Unpack[kw.CloneOptions]) -> Thread:
         """Async `clone_thread`."""
-        return (await self.storage.aclone_thread(thread_id, **_with_id(clone, "new_thread_id")))[0]
+        return (await self.storage.aclone_thread(thread_id, **with_new_id(clone, "new_thread_id")))[
+            0
+        ]
 
     # -- messages ------------------------------------------------------------------------------
     def save_messages(self, messages: In, **to: Unpack[kw.SaveOptions]) -> Messages:
@@ -273,6 +275,10 @@ class Memory:
         """A LangGraph checkpointer around `saver` mirroring threads here (`MemoryCheckpointer`)."""
         return _shape("checkpointer").MemoryCheckpointer(self, saver, **opts)
 
+    def store(self, **config: Any) -> MemoryStore:
+        """LangGraph's `BaseStore` over this memory: items, ``query=`` search, working memory."""
+        return _shape("store").MemoryStore(self, **config)
+
     def chat_history(self, **ref: Unpack[kw.ThreadRef]) -> MemoryChatMessageHistory:
         """A `BaseChatMessageHistory` over one thread (created on the first message)."""
         return _shape("chat_history").MemoryChatMessageHistory(self, **ref)
@@ -282,12 +288,6 @@ def _shape(module: str) -> Any:
     """An integration module, imported on first use (they depend on Memory, not the reverse)."""
     name = module[2:] if module.startswith("..") else f"integrations.{module}"
     return importlib.import_module(f"{__package__}.{name}")
-
-
-def _with_id(kwargs: Any, key: str) -> dict[str, Any]:
-    """`kwargs` with a new UUID under `key` when it gives none."""
-    given = kwargs.get(key)
-    return {**kwargs, key: given if given is not None else str(uuid.uuid4())}
 
 
 def _listing(query: kw.MessageQuery) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from ..errors import (
     ThreadNotFoundError,
 )
 from ..thread import Thread
-from .records import ImportedThread, StoredMessage
+from .records import ImportedThread, ItemWrite, StoredItem, StoredMessage
 from .validation import check_id
 
 logger = logging.getLogger(__name__)
@@ -52,6 +52,10 @@ def report_orphans(orphans: Sequence[ToolMessage], thread_id: str) -> None:
 
 
 T = TypeVar("T")
+_NO_ITEMS = (
+    "{} does not keep LangGraph store items; memory.store() needs SQLiteStorage or "
+    "PostgresStorage (or a storage implementing put_items/get_items/search_items)"
+)
 
 
 class MemoryStorage(ABC):
@@ -225,6 +229,71 @@ class MemoryStorage(ABC):
         Updates of the same memory are serialized (threads, tasks and processes), so none is
         lost; if `update` raises, nothing is written.
         """
+
+    # -- LangGraph store items (`memory.store()`); the SQL backends keep them -----------------
+    def put_items(self, writes: Sequence[ItemWrite]) -> None:
+        """Apply item puts and deletes in one transaction."""
+        raise NotImplementedError(_NO_ITEMS.format(type(self).__name__))
+
+    def get_items(
+        self, refs: Sequence[tuple[tuple[str, ...], str]], *, refresh_ttl: bool = True
+    ) -> list[StoredItem | None]:
+        """The live item at each (namespace, key), or None."""
+        raise NotImplementedError(_NO_ITEMS.format(type(self).__name__))
+
+    def search_items(
+        self,
+        prefix: tuple[str, ...],
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        refresh_ttl: bool = False,
+    ) -> list[StoredItem]:
+        """Live items under a namespace prefix, most recently updated first."""
+        raise NotImplementedError(_NO_ITEMS.format(type(self).__name__))
+
+    def item_namespaces(self) -> list[tuple[str, ...]]:
+        """Every namespace holding a live item."""
+        raise NotImplementedError(_NO_ITEMS.format(type(self).__name__))
+
+    def working_memories(
+        self, resource_id: str | None = None
+    ) -> list[tuple[str, str | None, str, datetime]]:
+        """``(resource_id, thread_id or None, text, updated_at)`` of stored working memories."""
+        raise NotImplementedError(_NO_ITEMS.format(type(self).__name__))
+
+    async def aput_items(self, writes: Sequence[ItemWrite]) -> None:
+        """Async `put_items`."""
+        await _off_loop(self.put_items, writes)
+
+    async def aget_items(
+        self, refs: Sequence[tuple[tuple[str, ...], str]], *, refresh_ttl: bool = True
+    ) -> list[StoredItem | None]:
+        """Async `get_items`."""
+        return await _off_loop(self.get_items, refs, refresh_ttl=refresh_ttl)
+
+    async def asearch_items(
+        self,
+        prefix: tuple[str, ...],
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        refresh_ttl: bool = False,
+    ) -> list[StoredItem]:
+        """Async `search_items`."""
+        return await _off_loop(
+            self.search_items, prefix, limit=limit, offset=offset, refresh_ttl=refresh_ttl
+        )
+
+    async def aitem_namespaces(self) -> list[tuple[str, ...]]:
+        """Async `item_namespaces`."""
+        return await _off_loop(self.item_namespaces)
+
+    async def aworking_memories(
+        self, resource_id: str | None = None
+    ) -> list[tuple[str, str | None, str, datetime]]:
+        """Async `working_memories`."""
+        return await _off_loop(self.working_memories, resource_id)
 
     # -- derived -----------------------------------------------------------------------------
     def ensure_thread(self, *, thread_id: str, resource_id: str) -> Thread:
@@ -481,6 +550,7 @@ _SYNC_IO = (
     "delete_thread", "clone_thread", "save_messages", "list_messages", "get_messages_by_id",
     "update_messages", "delete_messages", "search_text", "message_windows", "unembedded",
     "mark_embedded", "embedded_ids", "get_working_memory", "modify_working_memory", "ensure_thread",
+    "put_items", "get_items", "search_items", "item_namespaces", "working_memories",
 )  # fmt: skip
 
 

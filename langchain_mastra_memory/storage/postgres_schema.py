@@ -42,4 +42,20 @@ MIGRATIONS: list[str] = [
     CREATE INDEX memory_messages_unembedded ON memory_messages(embedded, role);
     CREATE INDEX memory_messages_tsv ON memory_messages USING GIN (tsv);
     """,
+    # 2: LangGraph store items (`memory.store()`); "C" collation: namespaces range-scan bytewise
+    """
+    CREATE TABLE memory_store_items (
+        namespace TEXT COLLATE "C" NOT NULL,
+        key TEXT NOT NULL,
+        value JSONB NOT NULL,
+        vectors BYTEA,
+        created_at TIMESTAMPTZ NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL,
+        ttl_minutes DOUBLE PRECISION,
+        expires_at DOUBLE PRECISION,
+        PRIMARY KEY (namespace, key)
+    );
+    CREATE INDEX memory_store_items_expiry ON memory_store_items(expires_at)
+        WHERE expires_at IS NOT NULL;
+    """,
 ]

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import numpy as np
 from langchain_core.messages import BaseMessage, message_to_dict
 
 from ..errors import (
@@ -285,3 +286,29 @@ def dumps_metadata(metadata: dict[str, Any] | None) -> str:
         return json.dumps(metadata or {}, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ConfigurationError(f"metadata is not JSON-serializable: {exc}") from exc
+
+
+Namespace = tuple[str, ...]  # a LangGraph store namespace
+
+
+@dataclass(frozen=True, eq=False)
+class StoredItem:
+    """One stored item, as read back."""
+
+    namespace: Namespace
+    key: str
+    value: dict[str, Any]
+    vectors: np.ndarray | None  # one row per indexed text; None when not indexed
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class ItemWrite:
+    """Put `value` (None: delete) at `namespace`/`key`, with its vectors and time to live."""
+
+    namespace: Namespace
+    key: str
+    value: dict[str, Any] | None
+    vectors: np.ndarray | None = None
+    ttl_minutes: float | None = None

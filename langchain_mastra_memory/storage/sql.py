@@ -28,7 +28,8 @@ from ..errors import (
 )
 from ..messages import message_from_json, message_to_json, new_message_id, orphan_tool_results
 from ..thread import Thread
-from .base import UNSET, MemoryStorage, report_orphans
+from .base import UNSET, report_orphans
+from .items import ItemTable
 from .records import (
     ImportedThread,
     MessageRow,
@@ -124,7 +125,7 @@ def _translate(statement: str, placeholder: str) -> str:
     return statement if placeholder == "?" else statement.replace("?", placeholder)
 
 
-class SQLStorage(MemoryStorage):
+class SQLStorage(ItemTable):
     """A `MemoryStorage` over a SQL engine: every algorithm here, once.
 
     Subclasses provide `dialect`, `_transaction` (a context manager yielding a connection that

@@ -92,6 +92,23 @@ MIGRATIONS: list[str] = [
         INSERT INTO memory_messages_fts(rowid, text, owner) VALUES (new.seq, new.text, OWNER(new));
     END;
     """,
+    # 4: LangGraph store items (`memory.store()`): namespace labels joined by "." (LangGraph
+    # forbids "." in a label), a JSON value, the float32 vectors of its indexed fields
+    """
+    CREATE TABLE memory_store_items (
+        namespace TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        vectors BLOB,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        ttl_minutes REAL,
+        expires_at REAL,
+        PRIMARY KEY (namespace, key)
+    );
+    CREATE INDEX memory_store_items_expiry ON memory_store_items(expires_at)
+        WHERE expires_at IS NOT NULL;
+    """,
 ]
 
 
