@@ -21,6 +21,7 @@ from .recall.synced import SyncedStorage
 from .storage.base import MemoryStorage
 from .storage.sqlite import SQLiteStorage, storage_or_default  # noqa: F401 (the doctest uses it)
 from .thread import Thread
+from .titles import TitleWriter
 from .turn import TurnContext, warn_if_limiter_not_last
 from .working_memory import WorkingMemoryConfig, WorkingMemoryStore
 
@@ -43,7 +44,6 @@ class Memory:
     With no arguments the storage is a SQLite file ``memory.db`` in the current directory
     (Mastra's default, ``file:memory.db``); pass ``SQLiteStorage(path)`` or ``":memory:"`` to
     choose. Every method has an ``a``-prefixed async twin.
-
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
         >>> memory = Memory(storage=SQLiteStorage(":memory:"), options={"last_messages": 2})
@@ -75,7 +75,8 @@ class Memory:
             )
             vector, embedder = self.recall_index.vector, self.recall_index.embedder
         self.vector, self.embedder = vector, embedder
-        self.synced = SyncedStorage(self.storage, self.recall_index)
+        self.titles = TitleWriter(self.storage, self.options.generate_title)
+        self.synced = SyncedStorage(self.storage, self.recall_index, self.titles)
         self.processors = list(processors)
         warn_if_limiter_not_last(self.processors)
         self.working_memory = WorkingMemoryConfig.parse(self.options.working_memory)
@@ -193,7 +194,7 @@ class Memory:
         return await self.synced.adelete(message_ids, resource_id=resource_id)
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until saved messages are embedded (that runs behind the turn)."""
+        """Wait until saved messages are embedded and titles written (behind the turn)."""
         return self.synced.flush(timeout)
 
     async def aflush(self, timeout: float | None = None) -> bool:
@@ -290,11 +291,10 @@ def _shape(module: str) -> Any:
     return importlib.import_module(f"{__package__}.{name}")
 
 
-def _listing(query: kw.MessageQuery) -> dict[str, Any]:
-    """`get_messages` arguments in storage's names."""
+def _listing(query: kw.MessageQuery) -> dict[str, Any]:  # get_messages in storage's names
     last, resource_id = query.get("last_messages"), query.get("resource_id")
     return {"thread_id": query["thread_id"], "last": last, "resource_id": resource_id}
 
 
-def _visible(thread: Thread | None, resource_id: str | None) -> Thread | None:
+def _visible(thread: Thread | None, resource_id: str | None) -> Thread | None:  # whose it is
     return None if thread is None or resource_id not in (None, thread.resource_id) else thread

@@ -93,6 +93,7 @@ class MemoryWrapped(Runnable[Any, Any]):
         self.name = f"Memory({bound.get_name()})"
         self._context = context_runnable(memory)
         self._save = RunnableLambda(self._save_turn, afunc=self._asave_turn, name="MemorySave")
+        memory.titles.offer_model(bound)  # titles by the wrapped model, unless one is named
 
     def _save_turn(self, turn: tuple[_Turn, Any]) -> list[BaseMessage]:
         call, output = turn  # the thread was ensured (and its owner checked) by _start

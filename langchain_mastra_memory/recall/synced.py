@@ -8,6 +8,7 @@ vectors. With semantic recall off it is storage alone.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from langchain_core.messages import BaseMessage
 from typing_extensions import Unpack
@@ -19,6 +20,9 @@ from ..params import SaveOptions, ThreadRef
 from ..storage.base import MemoryStorage
 from ..storage.records import ImportedThread, StoredMessage
 from .index import RecallIndex
+
+if TYPE_CHECKING:
+    from ..titles import TitleWriter
 
 Msgs = Sequence[BaseMessage]
 Saved = list[BaseMessage]
@@ -48,17 +52,26 @@ class SyncedStorage:
         ['hi']
     """
 
-    def __init__(self, storage: MemoryStorage, index: RecallIndex | None) -> None:
+    def __init__(
+        self, storage: MemoryStorage, index: RecallIndex | None, titles: TitleWriter | None = None
+    ) -> None:
         self.storage = storage
         self.index = index
+        self.titles = titles
 
     def save(self, messages: Msgs, **target: Unpack[SaveOptions]) -> Saved:
-        """Store messages in a thread, then embed them."""
-        return self._indexed(self.storage.save_messages(messages, **target))
+        """Store messages in a thread, then embed them (and title the thread, when asked)."""
+        stored = self.storage.save_messages(messages, **target)
+        if self.titles is not None:
+            self.titles.after_save(stored)
+        return self._indexed(stored)
 
     async def asave(self, messages: Msgs, **target: Unpack[SaveOptions]) -> Saved:
         """Async `save`."""
-        return await self._aindexed(await self.storage.asave_messages(messages, **target))
+        stored = await self.storage.asave_messages(messages, **target)
+        if self.titles is not None:
+            await self.titles.aafter_save(stored)
+        return await self._aindexed(stored)
 
     def save_import(self, threads: Sequence[ImportedThread]) -> Saved:
         """Store an import (all or nothing, one transaction), then embed it behind."""
@@ -176,12 +189,14 @@ class SyncedStorage:
         return [s.message for s in stored]
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until the embeddings queued by this process are written."""
-        return self.index.writer.flush(timeout) if self.index else True
+        """Wait until the embeddings (and titles) queued by this process are written."""
+        titled = self.titles.flush(timeout) if self.titles else True
+        return (self.index.writer.flush(timeout) if self.index else True) and titled
 
     async def aflush(self, timeout: float | None = None) -> bool:
         """Async `flush`."""
-        return await self.index.writer.aflush(timeout) if self.index else True
+        titled = await self.titles.aflush(timeout) if self.titles else True
+        return (await self.index.writer.aflush(timeout) if self.index else True) and titled
 
 
 def _by_owner(stored: Sequence[StoredMessage]) -> dict[str, list[str]]:
