@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 import tempfile
@@ -14,12 +15,20 @@ from typing import Annotated, Any, TypeVar
 import typer
 from langchain_core.messages import HumanMessage
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
-from .errors import InvalidMessageError, MastraMemoryError, StorageError
+from .errors import InvalidMessageError, MastraMemoryError, StorageError, ThreadNotFoundError
 from .memory import Memory
 from .messages import mastra_role, message_text
+from .recall.index import HYBRID_POOL
 from .recall.model_files import install_model_files
 from .storage.sqlite import SQLiteStorage
 from .tokenizers import install_bpe_files
@@ -53,22 +62,43 @@ def _storage(db: Path, *, create: bool = False) -> SQLiteStorage:
     return SQLiteStorage(db)
 
 
+def _fail(exc: MastraMemoryError) -> typer.Exit:
+    """Print the error in the CLI's terms (commands, not Python methods); exit status 1."""
+    text = str(exc)
+    if isinstance(exc, ThreadNotFoundError):
+        text = text.split(";")[0] + (
+            ": `langchain-mastra-memory threads list` shows the threads there are, and "
+            "`langchain-mastra-memory import FILE --thread ID` creates one"
+        )
+    err_console.print(f"[bold red]error:[/] {text}", highlight=False)
+    return typer.Exit(1)
+
+
 @contextmanager
 def _memory(db: Path, *, create: bool = False) -> Iterator[Memory]:
     try:
         memory = Memory(storage=_storage(db, create=create))
         yield memory
     except MastraMemoryError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}")
-        raise typer.Exit(1) from exc
+        raise _fail(exc) from exc
 
 
 def _guard(func: Callable[[], T]) -> T:
     try:
         return func()
     except MastraMemoryError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}")
-        raise typer.Exit(1) from exc
+        raise _fail(exc) from exc
+
+
+def _embed_with_progress(memory: Memory, what: str) -> int:
+    """`backfill_embeddings` with a live count (the backlog's size is found as it goes)."""
+    columns = (
+        SpinnerColumn(), TextColumn(what), TextColumn("{task.completed} messages"),
+        TimeElapsedColumn(),
+    )  # fmt: skip
+    with Progress(*columns, console=err_console, transient=not sys.stderr.isatty()) as bar:
+        task = bar.add_task(what, total=None)
+        return _guard(lambda: memory.backfill_embeddings(lambda n: bar.advance(task, n)))
 
 
 @app.command()
@@ -212,23 +242,32 @@ def recall(
     thread: Annotated[
         str | None, typer.Option(help="The current thread (its own hits become messages).")
     ] = None,
-    mode: Annotated[str, typer.Option(help="vector, keyword or hybrid.")] = "vector",
+    mode: Annotated[str, typer.Option(help="hybrid, vector or keyword.")] = "hybrid",
     top_k: Annotated[int, typer.Option(help="How many hits.")] = 4,
     message_range: Annotated[int, typer.Option(help="Neighbours before and after each hit.")] = 1,
 ) -> None:
-    """Show the hits for a query (with scores) and the context block that would be injected."""
+    """Show the hits for a query (rank and each mode's score) and the context block that
+    would be injected."""
     memory = _guard(lambda: _recall_memory(db, mode, top_k, message_range))
     index = memory.recall_index
     assert index is not None
-    _guard(memory.backfill_embeddings) if mode != "keyword" else None
+    if mode != "keyword":
+        _embed_with_progress(memory, "embedding what is not yet")
     hits = _guard(lambda: index.search(query, resource_id=resource, thread_id=thread))
-    table = Table("score", "thread", "message")
     found = {
         s.message.id: s for s in memory.storage.get_messages_by_id([h.message_id for h in hits])
     }
-    for hit in hits:
+    sides = ["vector", "keyword"] if mode == "hybrid" else [mode]
+    scores = {side: _side_scores(index, side, query, resource, thread) for side in sides}
+    headers = {"vector": "vector (cosine)", "keyword": "keyword (BM25)"}
+    table = Table("rank", *(["fused"] if mode == "hybrid" else []), *(headers[s] for s in sides))
+    table.add_column("thread")
+    table.add_column("message")
+    for rank, hit in enumerate(hits, 1):
         text = message_text(found[hit.message_id].message) if hit.message_id in found else "?"
-        table.add_row(f"{hit.score:.3f}", hit.thread_id, text)
+        cells = [_score(scores[side].get(hit.message_id)) for side in sides]
+        fused = [f"{hit.score:.3f}"] if mode == "hybrid" else []
+        table.add_row(str(rank), *fused, *cells, hit.thread_id, text)
     console.print(table)
     context = _guard(lambda: memory.turns.recalled(thread, resource, [], [HumanMessage(query)]))
     console.rule("[bold]context injected before the history")
@@ -238,11 +277,26 @@ def recall(
         )
 
 
+def _side_scores(
+    index: Any, side: str, query: str, resource: str, thread: str | None
+) -> dict[str, float]:
+    """One mode's own scores for the query, over hybrid's candidate pool."""
+    alone = copy.copy(index)
+    alone.options = index.options.model_copy(update={"mode": side})
+    hits = alone.search(query, resource_id=resource, thread_id=thread, limit=HYBRID_POOL)
+    return {h.message_id: h.score for h in hits}
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
 @app.command()
 def reindex(db: Db = DEFAULT_DB) -> None:
-    """Embed every message whose vector is missing (e.g. saved while Chroma was down)."""
+    """Embed every message whose vector is missing (e.g. saved while Chroma was down), with
+    the vector store checked for what it really holds."""
     memory = _guard(lambda: _recall_memory(db, "vector", 4, 1))
-    console.print(f"embedded {_guard(memory.backfill_embeddings)} messages")
+    console.print(f"embedded {_embed_with_progress(memory, 'embedding')} messages")
 
 
 @app.command("import")
@@ -251,11 +305,23 @@ def import_(
     db: Db = DEFAULT_DB,
     thread: Annotated[str | None, typer.Option(help="Thread for lines that name none.")] = None,
     resource: Annotated[str | None, typer.Option(help="Resource for lines that name none.")] = None,
+    embed: Annotated[
+        bool, typer.Option(help="Embed the messages for semantic recall now (--no-embed: later).")
+    ] = True,
 ) -> None:
-    """Import a conversation file (one message per line), with a progress bar."""
+    """Import a conversation file (one message per line), then embed it for recall; with
+    progress bars."""
     with _memory(db, create=True) as memory:
         count = _import_with_progress(memory, file, thread, resource)
     console.print(f"imported {count} messages")
+    if embed:
+        embedded = _embed_with_progress(_recall_memory(db, "vector", 4, 1), "embedding for recall")
+        console.print(f"embedded {embedded} messages for semantic recall")
+    else:
+        console.print(
+            "not embedded yet: semantic recall embeds them on its first search, or run "
+            f"`langchain-mastra-memory reindex --db {db}` now"
+        )
 
 
 def _import_with_progress(
@@ -336,8 +402,7 @@ DEMO_PROFILE = """# User Information
 
 def _demo_recall(path: Path) -> None:
     memory = _recall_memory(path, "vector", 3, 1)
-    with Progress(TextColumn("embedding the sample"), BarColumn(), console=console, transient=True):
-        embedded = memory.backfill_embeddings()
+    embedded = _embed_with_progress(memory, "embedding the sample")
     question = "Which city is my home these days?"
     console.rule(
         f"[bold]semantic recall across threads ({embedded} messages embedded, offline model)"

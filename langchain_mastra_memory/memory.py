@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -201,9 +201,9 @@ class Memory:
         """Async `flush`."""
         return await self.synced.aflush(timeout)
 
-    def backfill_embeddings(self) -> int:
-        """Embed every message whose vector is missing; returns how many were written."""
-        return self.synced.backfill()
+    def backfill_embeddings(self, progress: Callable[[int], None] | None = None) -> int:
+        """Embed every message whose vector is missing (`progress(n)` per batch); how many."""
+        return self.synced.backfill(progress)
 
     # -- working memory ------------------------------------------------------------------------
     def get_working_memory(self, **ref: Unpack[kw.MemoryRef]) -> Any:

@@ -210,3 +210,59 @@ def test_token_counts_print_as_integers(tmp_path: Path) -> None:
     assert re.search(r"1 messages, \d+ tokens", shown.output)
     listed = runner.invoke(app, ["messages", "t1", "--db", str(db)])
     assert listed.exit_code == 0 and not re.search(r"\d\.\d", listed.output.split("tokens")[-1])
+
+
+def recall_rows() -> list[dict]:
+    said = [
+        ("user", "I moved to Lisbon in March."),
+        ("assistant", "Lovely city, Lisbon."),
+        ("user", "My sister Marta is getting married in June."),
+        ("assistant", "Congratulations to Marta!"),
+    ]
+    return [{"thread_id": "t1", "resource_id": "alice", "role": r, "content": c} for r, c in said]
+
+
+def test_import_embeds_for_recall_or_says_when_it_will(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    file = str(write_lines(tmp_path / "c.jsonl", recall_rows()))
+    done = runner.invoke(app, ["import", file, "--db", db])
+    assert done.exit_code == 0, done.output
+    assert "embedded 4 messages for semantic recall" in done.output
+    assert "embedded 0 messages" in runner.invoke(app, ["reindex", "--db", db]).output
+    later = str(tmp_path / "later.db")
+    skipped = runner.invoke(app, ["import", file, "--db", later, "--no-embed"])
+    said = " ".join(skipped.output.split())
+    assert "not embedded yet" in said and f"reindex --db {later}" in said
+    assert "embedded 4 messages" in runner.invoke(app, ["reindex", "--db", later]).output
+
+
+def test_hybrid_recall_shows_rank_and_each_modes_score(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    runner.invoke(
+        app, ["import", str(write_lines(tmp_path / "c.jsonl", recall_rows())), "--db", db]
+    )
+    result = runner.invoke(
+        app,
+        ["recall", "When is Marta's wedding?", "--resource", "alice", "--db", db],
+        env={"COLUMNS": "200"},
+    )
+    assert result.exit_code == 0, result.output
+    header = next(line for line in result.output.splitlines() if "rank" in line)
+    assert all(word in header for word in ("fused", "vector (cosine)", "keyword (BM25)"))
+    first = next(line for line in result.output.splitlines() if line.strip("│ ").startswith("1"))
+    assert "Marta" in first
+    numbers = [float(x) for x in re.findall(r"\b[01]\.\d{3}\b", first)]
+    assert len(numbers) == 3 and len(set(numbers)) > 1  # fused, cosine and BM25 differ
+
+
+def test_errors_name_cli_commands_not_python_methods(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    runner.invoke(
+        app, ["import", str(write_lines(tmp_path / "c.jsonl", recall_rows())), "--db", db]
+    )
+    result = runner.invoke(
+        app,
+        ["working-memory", "set", "--resource", "alice", "--thread", "nope", "--db", db, "# x"],
+    )
+    assert result.exit_code == 1
+    assert "threads list" in result.output and "create_thread()" not in result.output

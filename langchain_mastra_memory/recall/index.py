@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -344,19 +344,29 @@ class RecallIndex:
         """Async `index`."""
         return await run_async(self._index(stored, replace))
 
-    def backfill(self, *, limit: int = 500, max_batches: int | None = None) -> int:
-        """Index messages whose embedding is missing (e.g. saved while Chroma was down)."""
+    def backfill(
+        self,
+        *,
+        limit: int = 500,
+        max_batches: int | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Index messages whose embedding is missing (e.g. saved while Chroma was down);
+        `progress(n)` hears of each batch of `n` messages written."""
         if self.vector is None or self.embedder is None:
             return 0
         total = batches = 0
         while batch := self.storage.unembedded(limit=limit):
-            total += self.index(batch)
+            done = self.index(batch)
+            total += done
+            if progress is not None:
+                progress(len(batch))
             batches += 1
             if len(batch) < limit or (max_batches is not None and batches >= max_batches):
                 break
         return total
 
-    def reindex(self, *, batch: int = 1000) -> int:
+    def reindex(self, *, batch: int = 1000, progress: Callable[[int], None] | None = None) -> int:
         """Make the vector store tell the truth, then fill it: every message storage records as
         embedded is checked against the vector store (a deleted or emptied collection, say), the
         missing ones go back to the backlog, and the backlog is embedded. Returns how many
@@ -374,7 +384,7 @@ class RecallIndex:
                 missing = set(ids) - self.vector.present(name, owner, ids)
                 if missing:
                     self.storage.mark_embedded(sorted(missing), embedded=False)
-        return self.backfill()
+        return self.backfill(limit=100 if progress else 500, progress=progress)
 
     def _forget(
         self, message_ids: Sequence[str], thread_id: str | None, resource_id: str | None

@@ -7,7 +7,7 @@ vectors. With semantic recall off it is storage alone.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from langchain_core.messages import BaseMessage
@@ -167,12 +167,12 @@ class SyncedStorage:
         fresh = unsaved(messages, {s.message.id for s in held})
         return await self.asave(fresh, **ref) if fresh else []
 
-    def backfill(self) -> int:
+    def backfill(self, progress: Callable[[int], None] | None = None) -> int:
         """Embed every stored message whose vector is missing from the vector store (checked
         there, not only by the backlog flag); returns how many were written."""
         if self.index is None:
             raise ConfigurationError("semantic recall is not enabled")
-        return self.index.reindex()
+        return self.index.reindex(progress=progress)
 
     def _indexed(self, stored: list[StoredMessage], *, replace: bool = False) -> Saved:
         if self.index and replace:  # an update rewrites its pieces now (updates are rare)
