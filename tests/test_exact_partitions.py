@@ -61,7 +61,7 @@ writes = st.lists(
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(before=writes, after=writes, seed=st.integers(0, 1000))
 def test_exact_hits_match_chroma_through_any_writes(before, after, seed) -> None:
-    store = ChromaVectorStore()
+    store = ChromaVectorStore(exact_min=1)
     store.upsert("idx", [record("seed", np.ones(DIM), owner="bob")])  # another resource
 
     def apply(ops) -> None:
@@ -77,7 +77,8 @@ def test_exact_hits_match_chroma_through_any_writes(before, after, seed) -> None
 
     apply(before)
     loaded = store.warm("idx", "alice")
-    assert loaded == (store._existing(partition_name("idx", "alice")) is not None)
+    col = store._existing(partition_name("idx", "alice"))
+    assert loaded == (col is not None and col.count() >= 1)  # exact_min=1: an empty one is not
     apply(after)
     query = np.random.default_rng(seed).normal(size=DIM)
     for thread in (None, "t1"):
@@ -89,7 +90,7 @@ def test_exact_hits_match_chroma_through_any_writes(before, after, seed) -> None
 
 
 def test_a_partition_is_searched_exactly_after_it_is_hot() -> None:
-    store = ChromaVectorStore()
+    store = ChromaVectorStore(exact_min=1)
     rng = np.random.default_rng(0)
     store.upsert("idx", [record(f"m{i}", rng.normal(size=DIM)) for i in range(50)])
     key = str(store._existing(partition_name("idx", "alice")).id)
@@ -106,7 +107,7 @@ def test_a_partition_is_searched_exactly_after_it_is_hot() -> None:
 
 
 def test_pieces_of_one_message_and_their_deletion() -> None:
-    store = ChromaVectorStore()
+    store = ChromaVectorStore(exact_min=1)
     store.upsert(
         "idx", [record("m1", [1, 0, 0, 0, 0, 0, 0, 0]), record("m2", [0, 1, 0, 0, 0, 0, 0, 0])]
     )
@@ -120,11 +121,11 @@ def test_pieces_of_one_message_and_their_deletion() -> None:
 
 
 def test_a_partition_over_the_limit_stays_in_chroma() -> None:
-    store = ChromaVectorStore(exact_limit=3)
+    store = ChromaVectorStore(exact_limit=3, exact_min=1)
     store.upsert("idx", [record(f"m{i}", np.eye(DIM)[i]) for i in range(4)])
     assert store.warm("idx", "alice") is False
     assert store._exact is not None and store._exact._loaded == {}
-    small = ChromaVectorStore(exact_limit=3)
+    small = ChromaVectorStore(exact_limit=3, exact_min=1)
     small.upsert("idx", [record(f"m{i}", np.eye(DIM)[i]) for i in range(3)])
     assert small.warm("idx", "alice") is True
     small.upsert("idx", [record("m3", np.eye(DIM)[3])])  # grows past the limit: dropped
@@ -132,6 +133,14 @@ def test_a_partition_over_the_limit_stays_in_chroma() -> None:
     assert [
         h.message_id for h in small.query("idx", np.eye(DIM)[3], top_k=1, resource_id="alice")
     ] == ["m3"]
+
+
+def test_a_partition_under_the_minimum_stays_in_chroma() -> None:
+    store = ChromaVectorStore(exact_min=5)
+    store.upsert("idx", [record(f"m{i}", np.eye(DIM)[i]) for i in range(4)])
+    assert store.warm("idx", "alice") is False  # HNSW is fast enough on so few
+    store.upsert("idx", [record("m4", np.eye(DIM)[4])])  # it grew: asked again
+    assert store.warm("idx", "alice") is True
 
 
 def test_exact_search_is_off_for_a_server_client_and_on_request() -> None:

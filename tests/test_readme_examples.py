@@ -54,7 +54,21 @@ SCRIPTS = {
     ],
     "LangChain agents: middleware": [WM_CALL, AIMessage("Hi Alice!"), AIMessage("In Lisbon.")],
     "The agent tool": [WM_CALL, AIMessage("Nice to meet you, Ada.")],
+    "LangGraph's store: `memory.store()`": [
+        AIMessage(
+            "",
+            tool_calls=[
+                {
+                    "name": "manage_memory",
+                    "args": {"content": "User is allergic to peanuts", "action": "create"},
+                    "id": "m1",
+                }
+            ],
+        ),
+        AIMessage("Noted."),
+    ],
 }
+STORE = "LangGraph's store: `memory.store()`"
 
 
 def test_every_integration_example_is_covered() -> None:
@@ -75,6 +89,13 @@ def test_readme_example_runs_as_written(title: str, tmp_path: Path, monkeypatch)
         exec(compile(code, f"README: {title}", "exec"), namespace)
     assert len(model.seen) == len(SCRIPTS[title])  # every scripted reply was asked for
     memory = namespace["memory"]
+    if title == STORE:  # a store example: its items, not threads
+        store = namespace["store"]
+        assert store.get(("alice", "notes"), "last").value == {"content": "I live in Lisbon."}
+        found = store.search(("memories", "alice"), query="what can't I eat?")
+        assert found[0].value["content"] == "User is allergic to peanuts"
+        assert "Lisbon" in memory.get_working_memory(resource_id="alice")
+        return
     threads = memory.list_threads()
     assert threads and all(memory.get_messages(thread_id=t.id) for t in threads)
     if any(m.tool_calls for m in SCRIPTS[title] if isinstance(m, AIMessage)):

@@ -2,7 +2,8 @@
 
 An HNSW query in Chroma costs ~5 ms even on a partition of 10k vectors; a float32 scan of the
 same partition costs ~0.5 ms and is exact. `ExactPartitions` keeps the vectors of partitions
-that are small (``limit`` pieces) and hot (searched ``hot_after`` times in this process) in
+that are small (``limit`` pieces, but at least `EXACT_MIN`: below that HNSW is fast already)
+and hot (searched ``hot_after`` times in this process) in
 float32 matrices, bounded in bytes (least recently searched dropped first). A partition is
 loaded in a background thread, so a search never waits for it: until it is ready, the caller
 searches HNSW as before. Partitions are keyed by their collection's id, so a collection
@@ -33,6 +34,7 @@ import numpy as np
 logger = logging.getLogger(__name__)
 
 EXACT_LIMIT = 20_000  # pieces: a bigger partition is searched through HNSW (faster there)
+EXACT_MIN = 2_000  # pieces: HNSW is already fast on a smaller one, not worth a load
 EXACT_BYTES = 256 << 20  # float32 vectors held for every partition together
 HOT_AFTER = 2  # searches of a partition in this process before it is loaded
 
@@ -102,7 +104,8 @@ def _unit(vectors: Sequence[Sequence[float]] | Sequence[float] | np.ndarray) -> 
 class ExactPartitions:
     """Hot, small partitions searched exactly in memory (see the module docstring).
 
-    `load(key)` reads a partition from the store (None if it is missing or over `limit`).
+    `load(key)` reads a partition from the store (None if it is missing, or not worth holding:
+    under `EXACT_MIN` or over `limit` pieces).
     """
 
     def __init__(
@@ -110,15 +113,21 @@ class ExactPartitions:
         load: Callable[[str], Loaded | None],
         *,
         limit: int = EXACT_LIMIT,
+        minimum: int = EXACT_MIN,
         max_bytes: int = EXACT_BYTES,
         hot_after: int = HOT_AFTER,
     ) -> None:
         self._load = load
-        self.limit, self.max_bytes, self.hot_after = limit, max_bytes, hot_after
+        self.limit, self.minimum, self.max_bytes, self.hot_after = (
+            limit,
+            minimum,
+            max_bytes,
+            hot_after,
+        )
         self._loaded: OrderedDict[str, _Matrix] = OrderedDict()  # least recently searched first
         self._searches: dict[str, int] = {}
         self._loading: dict[str, list[Callable[[], None]]] = {}  # writes to replay after
-        self._oversized: set[str] = set()  # not loaded again until something is deleted
+        self._declined: set[str] = set()  # too small or too big: asked again after a write
         self._lock = threading.Lock()
 
     def search(
@@ -175,6 +184,7 @@ class ExactPartitions:
         message_ids: Sequence[str],
         thread_ids: Sequence[str],
     ) -> None:
+        self._declined.discard(key)  # it grew: worth asking again
         matrix = self._loaded.get(key)
         if matrix is not None:
             if matrix.n == 0:  # an empty partition learns its dimension from its first write
@@ -195,7 +205,7 @@ class ExactPartitions:
             self._delete(key, set(message_ids), thread_id)
 
     def _delete(self, key: str, gone: set[str], thread_id: str | None) -> None:
-        self._oversized.discard(key)
+        self._declined.discard(key)
         matrix = self._loaded.get(key)
         if matrix is not None:
             matrix.remove(
@@ -217,7 +227,7 @@ class ExactPartitions:
 
     def _maybe_load(self, key: str) -> None:
         searched = self._searches[key] = self._searches.get(key, 0) + 1
-        if searched < self.hot_after or key in self._oversized or self._loading:
+        if searched < self.hot_after or key in self._declined or self._loading:
             return  # one load at a time: it competes with the searches for the CPU
         self._loading[key] = []
         threading.Thread(target=self._load_in_background, args=(key,), daemon=True).start()
@@ -230,8 +240,8 @@ class ExactPartitions:
             loaded = None
         with self._lock:
             replay = self._loading.pop(key)
-            if loaded is None:  # over the limit (or gone): HNSW serves it
-                self._oversized.add(key)
+            if loaded is None:  # too small, too big or gone: HNSW serves it
+                self._declined.add(key)
                 return
             dimension = len(loaded.vectors[0]) if loaded.ids else 1
             matrix = _Matrix(np.zeros((0, dimension), dtype=np.float32))

@@ -37,7 +37,7 @@ from typing import Any
 from langchain_core.runnables.config import run_in_executor
 
 from ..errors import ConfigurationError, VectorStoreError
-from .exact import EXACT_LIMIT, ExactPartitions, Loaded
+from .exact import EXACT_LIMIT, EXACT_MIN, ExactPartitions, Loaded
 
 logger = logging.getLogger(__name__)
 
@@ -138,8 +138,8 @@ class ChromaVectorStore:
     in-memory client, or ``client=chromadb.HttpClient(...)`` (or `from_url`) for a Chroma
     server, whose calls then give up after `timeout` seconds.
 
-    An embedded store (no ``client``) searches its small, hot partitions (up to
-    `exact_limit` pieces) exactly in memory (`ExactPartitions`): ~10x faster than HNSW there,
+    An embedded store (no ``client``) searches its hot partitions of `exact_min` to
+    `exact_limit` pieces exactly in memory (`ExactPartitions`): ~10x faster than HNSW there,
     and exact. Pass ``exact_limit=0`` to always search HNSW; with ``client=`` it is off by
     default (another process may write to a server).
 
@@ -153,6 +153,7 @@ class ChromaVectorStore:
         client: Any = None,
         timeout: float = DEFAULT_TIMEOUT,
         exact_limit: int | None = None,
+        exact_min: int = EXACT_MIN,
     ) -> None:
         import chromadb
         from chromadb.config import Settings
@@ -181,7 +182,11 @@ class ChromaVectorStore:
         self._migrated: set[str] = set()
         self._lock = threading.RLock()
         limit = (EXACT_LIMIT if client is None else 0) if exact_limit is None else exact_limit
-        self._exact = ExactPartitions(self._load_partition, limit=limit) if limit > 0 else None
+        self._exact = (
+            ExactPartitions(self._load_partition, limit=limit, minimum=min(exact_min, limit))
+            if limit > 0
+            else None
+        )
 
     @classmethod
     def from_url(cls, url: str, *, timeout: float = DEFAULT_TIMEOUT) -> ChromaVectorStore:
@@ -251,10 +256,13 @@ class ChromaVectorStore:
         return found
 
     def _load_partition(self, collection_id: str) -> Loaded | None:
-        """A partition's vectors for exact search (None if gone or over the limit)."""
+        """A partition's vectors for exact search (None if gone, or too small or too big to be
+        worth holding)."""
         col = next((c for c in self._collections.values() if str(c.id) == collection_id), None)
         assert self._exact is not None
-        if col is None or int(self._call("count", col.count)) > self._exact.limit:
+        if col is None or not self._exact.minimum <= int(self._call("count", col.count)) <= (
+            self._exact.limit
+        ):
             return None
         page = self._call("load", col.get, include=["embeddings", "metadatas"])
         metas = page["metadatas"]

@@ -1,0 +1,146 @@
+"""What the Observer and the Reflector are asked, and the block the main model reads.
+
+Observational memory keeps a dense, dated log instead of raw history: the Observer turns
+messages not yet observed into log entries, the Reflector condenses a log grown too long. The
+prompts are our own, written for the job: dated entries in time order, a priority on each
+(``high``: the user's stated facts, preferences, decisions and commitments; ``medium``: context
+worth keeping; ``low``: passing detail), the user's own words kept verbatim where they carry a
+fact, and the current task stated last. `context_block` is the leading system message that
+shows the log to the main model, with short instructions on how to use it.
+
+Example:
+    >>> print(format_entries([Entry("2026-11-22", "high", "User is allergic to peanuts.")]))
+    Date: 2026-11-22
+    - [high] User is allergic to peanuts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+PRIORITIES = ("high", "medium", "low")
+
+OBSERVER_INSTRUCTIONS = """\
+You keep the memory of an AI assistant. Read the new part of a conversation and write what is
+worth remembering as observations: the assistant will later see your observations INSTEAD of
+these messages, so anything you leave out is forgotten.
+
+Write every observation as one line, under the date it happened on:
+
+<observations>
+Date: YYYY-MM-DD
+- [high] (HH:MM) ...
+- [medium] (HH:MM) ...
+</observations>
+<current-task>
+One or two lines: what the user is working on right now and what the assistant should do next.
+</current-task>
+
+Rules:
+- Priority high: facts the user states about themselves or others (names, places, dates,
+  health, work, relationships), preferences, decisions, commitments and corrections. Keep the
+  user's own words in quotes where the exact wording matters ("I'm allergic to peanuts").
+- Priority medium: context that explains those facts, and what the assistant did or promised.
+- Priority low: passing detail that may still help later.
+- Resolve relative dates against the message time ("next Friday" written on 2026-11-20 becomes
+  2026-11-27) and keep both when useful.
+- A newer statement that contradicts an older observation is written as a correction, saying
+  what it replaces.
+- Do not repeat what the existing observations already say. Do not invent anything.
+- Tool calls and their results: keep what was learned, not the raw output.
+"""
+
+REFLECTOR_INSTRUCTIONS = """\
+You keep the memory of an AI assistant. Its observation log has grown too long: rewrite it
+shorter without losing what matters. The assistant will see ONLY your rewrite.
+
+Keep the same format (dates in order, one observation per line with its priority):
+
+<observations>
+Date: YYYY-MM-DD
+- [high] ...
+</observations>
+<current-task>
+...
+</current-task>
+
+Rules:
+- Keep every high-priority observation, with the user's quoted words verbatim.
+- Merge observations that say the same thing; when a later one corrects an earlier one, keep
+  only the correction (and that it changed, if that matters).
+- Drop low-priority detail first, then medium detail that no later observation relies on.
+- Keep dates: an observation without its date is worth less.
+- Keep the current task from the newest observations.
+"""
+
+CONTEXT_INSTRUCTIONS = """\
+The observations below are your memory of earlier parts of this conversation (the messages
+themselves are no longer shown). They are dated, newest last; [high] marks what the user
+stated about themselves. Treat them as things you know: use them to answer, and when they
+conflict, trust the newer one. If the answer is not in them or in the messages, say so."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One observation: the day it is about (``None`` when the model gave none), its
+    priority, and the text (with its time, when given)."""
+
+    date: str | None
+    priority: str
+    text: str
+
+
+def format_entries(entries: Sequence[Entry]) -> str:
+    """Entries as the log's text: grouped under ``Date:`` lines, in the order given."""
+    lines: list[str] = []
+    current: str | None = None
+    for entry in entries:
+        if entry.date != current or not lines:
+            current = entry.date
+            lines.append(f"Date: {entry.date or 'undated'}")
+        lines.append(f"- [{entry.priority}] {entry.text}")
+    return "\n".join(lines)
+
+
+def _transcript(messages: Sequence[BaseMessage], times: Sequence[datetime | None]) -> str:
+    lines = []
+    for message, at in zip(messages, times, strict=True):
+        stamp = f"{at:%Y-%m-%d %H:%M} " if at is not None else ""
+        who = message.name or {"human": "user", "ai": "assistant"}.get(message.type, message.type)
+        text = message.text or ""
+        for call in getattr(message, "tool_calls", None) or []:
+            text += f"\n(calls {call['name']} with {call['args']})"
+        lines.append(f"[{stamp}{who}] {text}")
+    return "\n".join(lines)
+
+
+def observer_prompt(
+    messages: Sequence[BaseMessage],
+    times: Sequence[datetime | None],
+    log: str,
+    instructions: str = OBSERVER_INSTRUCTIONS,
+) -> list[BaseMessage]:
+    """The Observer's input: its instructions, the log so far, and the new messages."""
+    known = log.strip() or "(none yet)"
+    return [
+        SystemMessage(instructions),
+        HumanMessage(
+            f"<existing-observations>\n{known}\n</existing-observations>\n\n"
+            f"<new-messages>\n{_transcript(messages, times)}\n</new-messages>"
+        ),
+    ]
+
+
+def reflector_prompt(log: str, instructions: str = REFLECTOR_INSTRUCTIONS) -> list[BaseMessage]:
+    """The Reflector's input: its instructions and the whole log."""
+    return [SystemMessage(instructions), HumanMessage(f"<observations>\n{log}\n</observations>")]
+
+
+def context_block(log: str, current_task: str | None = None) -> SystemMessage:
+    """The leading system message showing the log to the main model."""
+    task = f"\n<current-task>\n{current_task}\n</current-task>" if current_task else ""
+    return SystemMessage(f"{CONTEXT_INSTRUCTIONS}\n\n<observations>\n{log}\n</observations>{task}")
