@@ -23,7 +23,7 @@ from ..errors import (
     ThreadNotFoundError,
 )
 from ..thread import Thread
-from .records import ImportedThread, ItemWrite, StoredItem, StoredMessage
+from .records import ImportedThread, ItemWrite, ObservationGroup, StoredItem, StoredMessage
 from .validation import check_id
 
 logger = logging.getLogger(__name__)
@@ -52,6 +52,10 @@ def report_orphans(orphans: Sequence[ToolMessage], thread_id: str) -> None:
 
 
 T = TypeVar("T")
+_NO_LOG = (
+    "{} does not keep an observational-memory log; observational memory needs SQLiteStorage "
+    "or PostgresStorage"
+)
 _NO_ITEMS = (
     "{} does not keep LangGraph store items; memory.store() needs SQLiteStorage or "
     "PostgresStorage (or a storage implementing put_items/get_items/search_items)"
@@ -294,6 +298,81 @@ class MemoryStorage(ABC):
     ) -> list[tuple[str, str | None, str, datetime]]:
         """Async `working_memories`."""
         return await _off_loop(self.working_memories, resource_id)
+
+    # -- observational memory's log; the SQL backends keep it ----------------------------------
+    def observation_log(self, key: str) -> list[ObservationGroup]:
+        """The active groups of an observation scope, oldest first."""
+        raise NotImplementedError(_NO_LOG.format(type(self).__name__))
+
+    def unobserved_messages(
+        self, key: str, *, resource_id: str, thread_id: str | None
+    ) -> list[StoredMessage]:
+        """The scope's messages after its cursor, in order."""
+        raise NotImplementedError(_NO_LOG.format(type(self).__name__))
+
+    def claim_observation(self, key: str, *, owner: str, seconds: float) -> bool:
+        """Take the scope's lease unless another owner holds a live one."""
+        raise NotImplementedError(_NO_LOG.format(type(self).__name__))
+
+    def release_observation(self, key: str, *, owner: str) -> None:
+        """Give the scope's lease back."""
+        raise NotImplementedError(_NO_LOG.format(type(self).__name__))
+
+    def commit_observation(
+        self,
+        key: str,
+        *,
+        owner: str,
+        resource_id: str,
+        text: str,
+        current_task: str | None,
+        message_ids: Sequence[str],
+        token_count: float,
+    ) -> ObservationGroup | None:
+        """Store an Observer's group, move the cursor and release the lease (one transaction)."""
+        raise NotImplementedError(_NO_LOG.format(type(self).__name__))
+
+    def commit_reflection(
+        self,
+        key: str,
+        *,
+        owner: str,
+        resource_id: str,
+        text: str,
+        current_task: str | None,
+        replaces: Sequence[str],
+        token_count: float,
+    ) -> ObservationGroup | None:
+        """Store a Reflector's group in place of the groups it condensed, release the lease."""
+        raise NotImplementedError(_NO_LOG.format(type(self).__name__))
+
+    async def aobservation_log(self, key: str) -> list[ObservationGroup]:
+        """Async `observation_log`."""
+        return await _off_loop(self.observation_log, key)
+
+    async def aunobserved_messages(
+        self, key: str, *, resource_id: str, thread_id: str | None
+    ) -> list[StoredMessage]:
+        """Async `unobserved_messages`."""
+        return await _off_loop(
+            self.unobserved_messages, key, resource_id=resource_id, thread_id=thread_id
+        )
+
+    async def aclaim_observation(self, key: str, *, owner: str, seconds: float) -> bool:
+        """Async `claim_observation`."""
+        return await _off_loop(self.claim_observation, key, owner=owner, seconds=seconds)
+
+    async def arelease_observation(self, key: str, *, owner: str) -> None:
+        """Async `release_observation`."""
+        await _off_loop(self.release_observation, key, owner=owner)
+
+    async def acommit_observation(self, key: str, **group: Any) -> ObservationGroup | None:
+        """Async `commit_observation` (same keyword arguments)."""
+        return await _off_loop(self.commit_observation, key, **group)
+
+    async def acommit_reflection(self, key: str, **group: Any) -> ObservationGroup | None:
+        """Async `commit_reflection` (same keyword arguments)."""
+        return await _off_loop(self.commit_reflection, key, **group)
 
     # -- derived -----------------------------------------------------------------------------
     def ensure_thread(self, *, thread_id: str, resource_id: str) -> Thread:
@@ -551,6 +630,8 @@ _SYNC_IO = (
     "update_messages", "delete_messages", "search_text", "message_windows", "unembedded",
     "mark_embedded", "embedded_ids", "get_working_memory", "modify_working_memory", "ensure_thread",
     "put_items", "get_items", "search_items", "item_namespaces", "working_memories",
+    "observation_log", "unobserved_messages", "claim_observation", "release_observation",
+    "commit_observation", "commit_reflection",
 )  # fmt: skip
 
 

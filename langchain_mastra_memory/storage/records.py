@@ -312,3 +312,24 @@ class ItemWrite:
     value: dict[str, Any] | None
     vectors: np.ndarray | None = None
     ttl_minutes: float | None = None
+
+
+MESSAGE_COLUMNS = "id, thread_id, resource_id, content, created_at, token_count"
+
+
+@dataclass(frozen=True)
+class ObservationGroup:
+    """One entry of an observational-memory log: an Observer's output covering `message_ids`,
+    or a Reflector's condensing the groups in `replaces`; `replaced_by` once condensed."""
+
+    id: str
+    scope_key: str
+    resource_id: str
+    kind: str  # "observation" | "reflection"
+    text: str
+    current_task: str | None
+    message_ids: tuple[str, ...]
+    replaces: tuple[str, ...]
+    token_count: float
+    created_at: datetime
+    replaced_by: str | None

@@ -30,7 +30,9 @@ from ..messages import message_from_json, message_to_json, new_message_id, orpha
 from ..thread import Thread
 from .base import UNSET, report_orphans
 from .items import ItemTable
+from .observations import ObservationTable
 from .records import (
+    MESSAGE_COLUMNS,
     ImportedThread,
     MessageRow,
     StoredMessage,
@@ -52,7 +54,6 @@ from .validation import check_id, check_ids, check_optional_id, check_query, che
 
 SCHEMA_TABLE = "memory_schema"  # one row: the number of migrations applied
 THREAD_COLUMNS = "id, resource_id, title, metadata, created_at, updated_at"
-MESSAGE_COLUMNS = "id, thread_id, resource_id, content, created_at, token_count"
 _INSERT_MESSAGE = (
     "INSERT INTO memory_messages (id, thread_id, resource_id, role, type, content, text, "
     "tool_call_ids, token_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -125,7 +126,7 @@ def _translate(statement: str, placeholder: str) -> str:
     return statement if placeholder == "?" else statement.replace("?", placeholder)
 
 
-class SQLStorage(ItemTable):
+class SQLStorage(ObservationTable, ItemTable):
     """A `MemoryStorage` over a SQL engine: every algorithm here, once.
 
     Subclasses provide `dialect`, `_transaction` (a context manager yielding a connection that

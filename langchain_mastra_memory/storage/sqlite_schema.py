@@ -109,6 +109,30 @@ MIGRATIONS: list[str] = [
     CREATE INDEX memory_store_items_expiry ON memory_store_items(expires_at)
         WHERE expires_at IS NOT NULL;
     """,
+    # 5: observational memory: groups with their provenance, and per-scope cursor and lease
+    """
+    CREATE TABLE memory_observation_groups (
+        id TEXT PRIMARY KEY,
+        scope_key TEXT NOT NULL,
+        resource_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        text TEXT NOT NULL,
+        current_task TEXT,
+        message_ids TEXT NOT NULL,
+        replaces TEXT NOT NULL,
+        token_count REAL NOT NULL,
+        created_at TEXT NOT NULL,
+        replaced_by TEXT
+    );
+    CREATE INDEX memory_observation_groups_active
+        ON memory_observation_groups(scope_key, replaced_by, created_at);
+    CREATE TABLE memory_observation_state (
+        scope_key TEXT PRIMARY KEY,
+        seq INTEGER,
+        lease_owner TEXT,
+        lease_until REAL
+    );
+    """,
 ]
 
 

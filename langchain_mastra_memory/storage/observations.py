@@ -1,0 +1,242 @@
+"""Observational memory's log in the SQL backends: observation groups with their provenance.
+
+A *scope* is ``thread:<id>`` or ``resource:<id>``. Each Observer run that lands is one
+*observation* group: its text and the exact ids of the messages it covers. A Reflector run is
+one *reflection* group listing the groups it condensed, which are marked ``replaced_by`` it
+(kept, never deleted: the history of the log). The active log is the scope's groups not
+replaced, in order. A per-scope state row holds the *cursor* (the last message observed) and a
+*lease* (who is running the Observer or Reflector, until when).
+
+Correctness lives in storage, not in process memory: a run first `claim_observation`s the
+lease (compare-and-set: one runner per scope across threads, tasks and processes), calls its
+model outside any transaction, then commits its group, the cursor and the lease's release in
+one transaction that checks the lease is still its own (and, for a reflection, that every group
+it condensed is still active). A run that crashes or loses its lease commits nothing: the
+messages stay unobserved and the next run takes them. Written once over the `Dialect`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from .base import MemoryStorage
+from .records import MESSAGE_COLUMNS, ObservationGroup, StoredMessage, from_iso, now_utc
+
+_GROUP_COLUMNS = (
+    "id, scope_key, resource_id, kind, text, current_task, message_ids, replaces, "
+    "token_count, created_at, replaced_by"
+)
+
+
+def scope_key(scope: str, *, resource_id: str, thread_id: str | None) -> str:
+    """``thread:<id>`` or ``resource:<id>``: whose log."""
+    if scope == "thread":
+        if thread_id is None:
+            raise ValueError("a thread-scoped observation log needs thread_id")
+        return f"thread:{thread_id}"
+    return f"resource:{resource_id}"
+
+
+class ObservationTable(MemoryStorage):
+    """The log's algorithms, a layer of `SQLStorage` (see the module docstring)."""
+
+    _transaction: Any
+    _run: Any
+    _time: Any
+    _stored: Any
+    dialect: Any
+
+    def _group(self, row: Sequence[Any]) -> ObservationGroup:
+        (group_id, key, resource_id, kind, text, task, ids, replaces, tokens, at, by) = row
+        return ObservationGroup(
+            id=group_id, scope_key=key, resource_id=resource_id, kind=kind, text=text,
+            current_task=task, message_ids=tuple(json.loads(ids)),
+            replaces=tuple(json.loads(replaces)), token_count=float(tokens),
+            created_at=from_iso(at), replaced_by=by,
+        )  # fmt: skip
+
+    def observation_log(self, key: str) -> list[ObservationGroup]:
+        """The active groups of a scope, oldest first."""
+        with self._transaction(write=False) as conn:
+            rows = self._run(
+                conn,
+                f"SELECT {_GROUP_COLUMNS} FROM memory_observation_groups "
+                "WHERE scope_key = ? AND replaced_by IS NULL ORDER BY created_at, id",
+                (key,),
+            ).fetchall()
+        return [self._group(r) for r in rows]
+
+    def unobserved_messages(
+        self, key: str, *, resource_id: str, thread_id: str | None
+    ) -> list[StoredMessage]:
+        """The scope's messages after its cursor, in order (all of them before any run)."""
+        where = "m.thread_id = ?" if key.startswith("thread:") else "m.resource_id = ?"
+        owner = thread_id if key.startswith("thread:") else resource_id
+        with self._transaction(write=False) as conn:
+            cursor = self._run(
+                conn, "SELECT seq FROM memory_observation_state WHERE scope_key = ?", (key,)
+            ).fetchone()
+            after = cursor[0] if cursor and cursor[0] is not None else 0
+            rows = self._run(
+                conn,
+                f"SELECT {', '.join('m.' + c for c in MESSAGE_COLUMNS.split(', '))} "
+                f"FROM memory_messages m WHERE {where} AND m.seq > ? ORDER BY m.seq",
+                (owner, after),
+            ).fetchall()
+        return [self._stored(r) for r in rows]
+
+    def claim_observation(self, key: str, *, owner: str, seconds: float) -> bool:
+        """Take the scope's lease for `seconds` unless someone else holds a live one."""
+        clock = time.time()
+        with self._transaction(write=True) as conn:
+            self._run(
+                conn,
+                "INSERT INTO memory_observation_state (scope_key) VALUES (?) "
+                "ON CONFLICT (scope_key) DO NOTHING",
+                (key,),
+            )
+            row = self._run(
+                conn,
+                "SELECT lease_owner, lease_until FROM memory_observation_state "
+                f"WHERE scope_key = ?{self.dialect.row_lock}",
+                (key,),
+            ).fetchone()
+            holder, until = row
+            if holder not in (None, owner) and until is not None and until > clock:
+                return False
+            self._run(
+                conn,
+                "UPDATE memory_observation_state SET lease_owner = ?, lease_until = ? "
+                "WHERE scope_key = ?",
+                (owner, clock + seconds, key),
+            )
+            return True
+
+    def release_observation(self, key: str, *, owner: str) -> None:
+        """Give the lease back (a run that ends without committing)."""
+        with self._transaction(write=True) as conn:
+            self._run(
+                conn,
+                "UPDATE memory_observation_state SET lease_owner = NULL, lease_until = NULL "
+                "WHERE scope_key = ? AND lease_owner = ?",
+                (key, owner),
+            )
+
+    def _holds(self, conn: Any, key: str, owner: str) -> bool:
+        row = self._run(
+            conn,
+            "SELECT lease_owner, lease_until FROM memory_observation_state "
+            f"WHERE scope_key = ?{self.dialect.row_lock}",
+            (key,),
+        ).fetchone()
+        return row is not None and row[0] == owner and (row[1] or 0) > time.time()
+
+    def _insert_group(self, conn: Any, group: ObservationGroup) -> None:
+        self._run(
+            conn,
+            f"INSERT INTO memory_observation_groups ({_GROUP_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+            (
+                group.id, group.scope_key, group.resource_id, group.kind, group.text,
+                group.current_task, json.dumps(list(group.message_ids)),
+                json.dumps(list(group.replaces)), group.token_count, self._time(group.created_at),
+            ),
+        )  # fmt: skip
+
+    def commit_observation(
+        self,
+        key: str,
+        *,
+        owner: str,
+        resource_id: str,
+        text: str,
+        current_task: str | None,
+        message_ids: Sequence[str],
+        token_count: float,
+    ) -> ObservationGroup | None:
+        """Store an Observer's group covering `message_ids`, move the cursor past the last of
+        them and release the lease, in one transaction; None (nothing written) if the lease
+        is no longer `owner`'s."""
+        group = ObservationGroup(
+            id=str(uuid.uuid4()), scope_key=key, resource_id=resource_id, kind="observation",
+            text=text, current_task=current_task, message_ids=tuple(message_ids),
+            replaces=(), token_count=token_count, created_at=now_utc(), replaced_by=None,
+        )  # fmt: skip
+        with self._transaction(write=True) as conn:
+            if not self._holds(conn, key, owner):
+                return None
+            seqs = [
+                row[0]
+                for message_id in message_ids
+                for row in self._run(
+                    conn, "SELECT seq FROM memory_messages WHERE id = ?", (message_id,)
+                ).fetchall()
+            ]
+            self._insert_group(conn, group)
+            self._run(
+                conn,
+                "UPDATE memory_observation_state SET seq = ?, lease_owner = NULL, "
+                "lease_until = NULL WHERE scope_key = ?",
+                (max(seqs, default=None), key),
+            )
+        return group
+
+    def commit_reflection(
+        self,
+        key: str,
+        *,
+        owner: str,
+        resource_id: str,
+        text: str,
+        current_task: str | None,
+        replaces: Sequence[str],
+        token_count: float,
+    ) -> ObservationGroup | None:
+        """Store a Reflector's group in place of the `replaces` groups and release the lease;
+        None (nothing written) if the lease is lost or one of them is no longer active."""
+        group = ObservationGroup(
+            id=str(uuid.uuid4()), scope_key=key, resource_id=resource_id, kind="reflection",
+            text=text, current_task=current_task, message_ids=(), replaces=tuple(replaces),
+            token_count=token_count, created_at=now_utc(), replaced_by=None,
+        )  # fmt: skip
+        with self._transaction(write=True) as conn:
+            if not self._holds(conn, key, owner):
+                return None
+            for condition, params in self.dialect.ids_in("id", list(replaces)):
+                active = self._run(
+                    conn,
+                    "SELECT count(*) FROM memory_observation_groups "
+                    f"WHERE {condition} AND scope_key = ? AND replaced_by IS NULL",
+                    (*params, key),
+                ).fetchone()[0]
+                if active != len(params if self.dialect.id_chunk else params[0]):
+                    return None
+            firsts = [
+                self._run(
+                    conn,
+                    f"SELECT min(created_at) FROM memory_observation_groups WHERE {condition}",
+                    params,
+                ).fetchone()[0]
+                for condition, params in self.dialect.ids_in("id", list(replaces))
+            ]
+            if firsts:  # it takes the place of the oldest group it replaces
+                group = replace(group, created_at=min(from_iso(f) for f in firsts))
+            self._insert_group(conn, group)
+            for condition, params in self.dialect.ids_in("id", list(replaces)):
+                self._run(
+                    conn,
+                    f"UPDATE memory_observation_groups SET replaced_by = ? WHERE {condition}",
+                    (group.id, *params),
+                )
+            self._run(
+                conn,
+                "UPDATE memory_observation_state SET lease_owner = NULL, lease_until = NULL "
+                "WHERE scope_key = ?",
+                (key,),
+            )
+        return group
