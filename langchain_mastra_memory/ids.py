@@ -21,6 +21,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from .errors import ConfigurationError
+from .thread import Thread
 
 OWNER_KEYS = ("resource_id", "user_id")
 
@@ -111,3 +112,8 @@ def with_new_id(kwargs: Any, key: str) -> dict[str, Any]:
     """`kwargs` with a new UUID under `key` when it gives none."""
     given = kwargs.get(key)
     return {**kwargs, key: given if given is not None else str(uuid.uuid4())}
+
+
+def visible_to(thread: Thread | None, resource_id: str | None) -> Thread | None:
+    """`thread` if `resource_id` may see it (None for no owner given), else None."""
+    return None if thread is None or resource_id not in (None, thread.resource_id) else thread

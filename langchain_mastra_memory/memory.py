@@ -13,8 +13,9 @@ from langchain_core.tools import StructuredTool
 from typing_extensions import Unpack
 
 from . import params as kw
-from .ids import resolve_ids, with_new_id
+from .ids import resolve_ids, visible_to, with_new_id
 from .messages import MessageList
+from .observational.service import ObservationalMemory
 from .options import MemoryOptions
 from .recall.index import RecallIndex
 from .recall.synced import SyncedStorage
@@ -76,13 +77,14 @@ class Memory:
             vector, embedder = self.recall_index.vector, self.recall_index.embedder
         self.vector, self.embedder = vector, embedder
         self.titles = TitleWriter(self.storage, self.options.generate_title)
-        self.synced = SyncedStorage(self.storage, self.recall_index, self.titles)
+        om = ObservationalMemory.from_option(self.storage, self.options.observational_memory)
+        self.synced = SyncedStorage(self.storage, self.recall_index, self.titles, om)
         self.processors = list(processors)
         warn_if_limiter_not_last(self.processors)
         self.working_memory = WorkingMemoryConfig.parse(self.options.working_memory)
         self.working = WorkingMemoryStore(self.storage, self.working_memory)
-        last = self.options.last_messages
-        self.turns = TurnContext(self.storage, last, self.recall_index, self.working, processors)
+        self.turns = TurnContext(self.storage, self.options.last_messages, self.recall_index,
+                                 self.working, processors, om)  # fmt: skip
 
     def __repr__(self) -> str:
         return f"Memory(storage={self.storage!r}, options={self.options!r})"
@@ -102,11 +104,11 @@ class Memory:
 
     def get_thread(self, thread_id: str, *, resource_id: str | None = None) -> Thread | None:
         """The thread, or None. With `resource_id`, a thread of another resource is None too."""
-        return _visible(self.storage.get_thread(thread_id), resource_id)
+        return visible_to(self.storage.get_thread(thread_id), resource_id)
 
     async def aget_thread(self, thread_id: str, *, resource_id: str | None = None) -> Thread | None:
         """Async `get_thread`."""
-        return _visible(await self.storage.aget_thread(thread_id), resource_id)
+        return visible_to(await self.storage.aget_thread(thread_id), resource_id)
 
     def ensure_thread(self, **ref: Unpack[kw.ThreadRef]) -> Thread:
         """Get the thread, creating it for `resource_id` if it does not exist yet."""
@@ -294,7 +296,3 @@ def _shape(module: str) -> Any:
 def _listing(query: kw.MessageQuery) -> dict[str, Any]:  # get_messages in storage's names
     last, resource_id = query.get("last_messages"), query.get("resource_id")
     return {"thread_id": query["thread_id"], "last": last, "resource_id": resource_id}
-
-
-def _visible(thread: Thread | None, resource_id: str | None) -> Thread | None:  # whose it is
-    return None if thread is None or resource_id not in (None, thread.resource_id) else thread

@@ -17,6 +17,8 @@ class MemoryOptions(BaseModel):
     - ``semantic_recall``: ``False``, ``True`` or a dict of `SemanticRecall` options.
     - ``working_memory``: ``{"enabled": True, "template" | "schema": ..., "scope": ...}``.
     - ``generate_title``: ``False``/``True`` or ``{"model": chat_model}``.
+    - ``observational_memory``: ``False`` or ``{"model": chat_model, ...}``
+      (`ObservationalConfig`).
 
     Example:
         >>> MemoryOptions.parse({"last_messages": 10}).last_messages
@@ -29,6 +31,7 @@ class MemoryOptions(BaseModel):
     semantic_recall: bool | dict[str, Any] = False
     working_memory: dict[str, Any] | None = None
     generate_title: bool | dict[str, Any] = False
+    observational_memory: bool | dict[str, Any] = False
 
     @field_validator("last_messages", mode="before")
     @classmethod

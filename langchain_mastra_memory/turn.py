@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import (
     AIMessage,
@@ -36,6 +36,9 @@ from .thread import Thread
 from .twins import Steps, both, call, run_async, run_sync
 from .working_memory.config import TOOL_NAME as WORKING_MEMORY_TOOL
 from .working_memory.service import WorkingMemoryStore
+
+if TYPE_CHECKING:
+    from .observational.service import ObservationalMemory
 
 logger = logging.getLogger(__name__)
 
@@ -106,8 +109,10 @@ class TurnContext:
         recall_index: RecallIndex | None,
         working_memory: WorkingMemoryStore,
         processors: Sequence[Runnable[Any, Any]],
+        observations: ObservationalMemory | None = None,
     ) -> None:
         self.storage = storage
+        self.observations = observations  # with observational memory: the log replaces history
         self.last_messages = last_messages
         self.recall_index = recall_index
         self.working_memory = working_memory
@@ -131,9 +136,9 @@ class TurnContext:
             resource_id = owner_of((yield call(self.storage, "get_thread", thread_id)), thread_id)
         last = self.last_messages
         found: list[StoredMessage] | None = None  # recalled while the history loaded
-        if history is not None:
+        if history is not None and self.observations is None:
             messages = newest(history, last)
-        elif last is False:
+        elif last is False and self.observations is None:
             messages = []
         elif self.recall_index is not None and (query := recall_query((), new)[0]):
             # the turn gives the query: search while the history loads (the two are
@@ -161,7 +166,10 @@ class TurnContext:
     def _history(
         self, thread_id: str, resource_id: str, new: Sequence[BaseMessage], last: int | bool
     ) -> Steps[list[BaseMessage]]:
-        """The newest `last` stored messages of the thread, without the current turn's."""
+        """The newest `last` stored messages of the thread, without the current turn's (with
+        observational memory: the log, then the messages it does not cover yet)."""
+        if self.observations is not None:
+            return (yield from self.observations.history(thread_id, resource_id, new))
         try:
             stored = yield call(
                 self.storage, "list_messages", thread_id, last=int(last) + len(new),

@@ -1,16 +1,22 @@
 """Observational memory (Mastra 1.x): an Observer and a Reflector keep a dense, dated log.
 
-So far: the prompts, the tolerant parser and the two model calls as Runnables (`Observer`,
-`Reflector`). Storing the log with its provenance, thresholds, buffering and the turn's
-context follow (issue 14).
+`Memory(options={"observational_memory": {"model": chat_model, ...}})` turns it on
+(`ObservationalConfig`); `ObservationalMemory` observes behind the turn and gives the turn its
+history (the log, then what it does not cover yet). The parts: the prompts, the tolerant
+parser, and the two model calls as Runnables (`Observer`, `Reflector`); the log itself lives in
+storage (`storage/observations.py`). Not yet: the Observer running ahead of the threshold
+(buffering).
 """
 
 from .parse import ParsedLog, parse_log
 from .prompts import Entry, context_block, format_entries
 from .runnables import Observer, Reflector
+from .service import ObservationalConfig, ObservationalMemory
 
 __all__ = [
     "Entry",
+    "ObservationalConfig",
+    "ObservationalMemory",
     "Observer",
     "ParsedLog",
     "Reflector",

@@ -7,6 +7,7 @@ vectors. With semantic recall off it is storage alone.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,7 @@ from ..storage.records import ImportedThread, StoredMessage
 from .index import RecallIndex
 
 if TYPE_CHECKING:
+    from ..observational.service import ObservationalMemory
     from ..titles import TitleWriter
 
 Msgs = Sequence[BaseMessage]
@@ -53,17 +55,24 @@ class SyncedStorage:
     """
 
     def __init__(
-        self, storage: MemoryStorage, index: RecallIndex | None, titles: TitleWriter | None = None
+        self,
+        storage: MemoryStorage,
+        index: RecallIndex | None,
+        titles: TitleWriter | None = None,
+        observations: ObservationalMemory | None = None,
     ) -> None:
         self.storage = storage
         self.index = index
         self.titles = titles
+        self.observations = observations
 
     def save(self, messages: Msgs, **target: Unpack[SaveOptions]) -> Saved:
         """Store messages in a thread, then embed them (and title the thread, when asked)."""
         stored = self.storage.save_messages(messages, **target)
         if self.titles is not None:
             self.titles.after_save(stored)
+        if self.observations is not None:
+            self.observations.after_save(stored)
         return self._indexed(stored)
 
     async def asave(self, messages: Msgs, **target: Unpack[SaveOptions]) -> Saved:
@@ -71,6 +80,8 @@ class SyncedStorage:
         stored = await self.storage.asave_messages(messages, **target)
         if self.titles is not None:
             await self.titles.aafter_save(stored)
+        if self.observations is not None:
+            await self.observations.aafter_save(stored)
         return await self._aindexed(stored)
 
     def save_import(self, threads: Sequence[ImportedThread]) -> Saved:
@@ -191,12 +202,21 @@ class SyncedStorage:
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until the embeddings (and titles) queued by this process are written."""
         titled = self.titles.flush(timeout) if self.titles else True
-        return (self.index.writer.flush(timeout) if self.index else True) and titled
+        observed = self.observations.flush(timeout) if self.observations else True
+        embedded = self.index.writer.flush(timeout) if self.index else True
+        return embedded and titled and observed
 
     async def aflush(self, timeout: float | None = None) -> bool:
         """Async `flush`."""
         titled = await self.titles.aflush(timeout) if self.titles else True
-        return (await self.index.writer.aflush(timeout) if self.index else True) and titled
+        observed = (
+            await asyncio.to_thread(self.observations.flush, timeout) if self.observations else True
+        )
+        return (
+            (await self.index.writer.aflush(timeout) if self.index else True)
+            and titled
+            and observed
+        )
 
 
 def _by_owner(stored: Sequence[StoredMessage]) -> dict[str, list[str]]:

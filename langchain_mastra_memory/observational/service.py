@@ -1,0 +1,215 @@
+"""`ObservationalMemory`: the log kept behind the turn, and the history a turn sees with it.
+
+After a save, when the messages not yet observed pass ``message_tokens``, a worker thread runs
+the Observer on them (under the scope's lease, so concurrent turns never observe the same
+messages twice) and commits its group; when the active log then passes
+``observation_tokens``, the Reflector condenses it. A turn over ``block_after`` times the
+threshold observes in the turn itself before it is answered. A failing or slow model loses
+nothing: the lease lapses, the messages stay unobserved, a warning says so, and the next save
+tries again. A turn's history is the log (one leading system block that says how to use it)
+and the thread's messages not yet observed; observed messages stay stored.
+
+Not yet (issue 14): running the Observer ahead of the threshold (buffering) and activating at
+it; until then observation starts at the threshold.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..errors import ConfigurationError
+from ..injected import tag
+from ..messages import ids_of
+from ..storage.base import MemoryStorage
+from ..storage.observations import scope_key
+from ..storage.records import ObservationGroup, StoredMessage
+from ..token_counting import TokenCounter
+from ..twins import Steps, call, run_sync
+from .prompts import context_block, format_entries
+from .runnables import Observer, Reflector
+
+logger = logging.getLogger(__name__)
+SOURCE = "observational_memory"
+
+
+class ObservationalConfig(BaseModel):
+    """``options={"observational_memory": {...}}`` (``True`` is not enough: a model is needed).
+
+    - ``model``: the chat model of the Observer and the Reflector (required).
+    - ``scope``: ``"thread"`` (default) or ``"resource"`` (one log over the owner's threads).
+    - ``message_tokens``: unobserved tokens that start the Observer (Mastra: 30,000).
+    - ``observation_tokens``: log tokens that start the Reflector (Mastra: 40,000).
+    - ``block_after``: a turn over this multiple of ``message_tokens`` waits for the Observer.
+    - ``lease_seconds``: how long a run may hold its scope before another may take it.
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    model: Any
+    scope: Literal["thread", "resource"] = "thread"
+    message_tokens: int = 30_000
+    observation_tokens: int = 40_000
+    block_after: float = 2.0
+    lease_seconds: float = 300.0
+
+    @classmethod
+    def parse(cls, option: bool | dict[str, Any]) -> ObservationalConfig | None:
+        if option is False or option is None:
+            return None
+        if not isinstance(option, dict) or not isinstance(option.get("model"), BaseChatModel):
+            raise ConfigurationError(
+                'observational_memory needs {"model": <a LangChain chat model>} (the Observer '
+                "and Reflector run on it); got " + repr(option)
+            )
+        try:
+            return cls.model_validate(option)
+        except ValidationError as exc:
+            raise ConfigurationError(f"invalid observational_memory options: {exc}") from exc
+
+
+class ObservationalMemory:
+    """Observes behind the turn and shapes its history (see the module docstring)."""
+
+    def __init__(self, storage: MemoryStorage, config: ObservationalConfig) -> None:
+        self.storage = storage
+        self.config = config
+        self.observer = Observer(config.model)
+        self.reflector = Reflector(config.model)
+        self.counter = TokenCounter()
+        self._pool: ThreadPoolExecutor | None = None
+        self._futures: set[Future[Any]] = set()
+
+    @classmethod
+    def from_option(
+        cls, storage: MemoryStorage, option: bool | dict[str, Any]
+    ) -> ObservationalMemory | None:
+        """The service for ``options["observational_memory"]`` (None when it is off)."""
+        config = ObservationalConfig.parse(option)
+        return None if config is None else cls(storage, config)
+
+    def key(self, thread_id: str, resource_id: str) -> str:
+        return scope_key(self.config.scope, resource_id=resource_id, thread_id=thread_id)
+
+    # -- the turn's history ----------------------------------------------------------------------
+    def history(
+        self, thread_id: str, resource_id: str, new: Sequence[BaseMessage]
+    ) -> Steps[list[BaseMessage]]:
+        """The log as one tagged system block, then the thread's unobserved messages."""
+        key = self.key(thread_id, resource_id)
+        log: list[ObservationGroup] = yield call(self.storage, "observation_log", key)
+        pending: list[StoredMessage] = yield call(
+            self.storage, "unobserved_messages", key, resource_id=resource_id, thread_id=thread_id
+        )
+        current = ids_of(new)
+        raw = [
+            s.message for s in pending if s.thread_id == thread_id and s.message.id not in current
+        ]
+        if not log:
+            return raw
+        task = next((g.current_task for g in reversed(log) if g.current_task), None)
+        block = context_block("\n".join(g.text for g in log), task)
+        return [tag(block, SOURCE), *raw]
+
+    # -- behind the turn -------------------------------------------------------------------------
+    def after_save(self, stored: Sequence[StoredMessage]) -> None:
+        """Start the Observer when the unobserved messages pass the threshold (in the turn
+        itself when far over it)."""
+        if not stored:
+            return
+        thread_id, resource_id = stored[0].thread_id, stored[0].resource_id
+        key = self.key(thread_id, resource_id)
+        pending = self.storage.unobserved_messages(
+            key, resource_id=resource_id, thread_id=thread_id
+        )
+        tokens = sum(s.token_count or self.counter.count(s.message) for s in pending)
+        if tokens < self.config.message_tokens:
+            return
+        if tokens >= self.config.block_after * self.config.message_tokens:
+            run_sync(self._observe(key, thread_id, resource_id))  # far over: wait for it
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-observer")
+        future = self._pool.submit(run_sync, self._observe(key, thread_id, resource_id))
+        self._futures.add(future)
+        future.add_done_callback(self._futures.discard)
+
+    async def aafter_save(self, stored: Sequence[StoredMessage]) -> None:
+        """Async `after_save` (its storage reads, and a blocking observation, in a worker
+        thread: the event loop never waits on them)."""
+        await asyncio.to_thread(self.after_save, stored)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait for Observer and Reflector runs started by this process; False on timeout."""
+        pending = list(self._futures)
+        return not wait(pending, timeout=timeout).not_done if pending else True
+
+    def _observe(self, key: str, thread_id: str, resource_id: str) -> Steps[None]:
+        owner = f"observer-{uuid.uuid4()}"
+        if not (yield call(self.storage, "claim_observation", key, owner=owner,
+                           seconds=self.config.lease_seconds)):  # fmt: skip
+            return  # another turn observes this scope now
+        try:
+            pending = yield call(
+                self.storage, "unobserved_messages", key, resource_id=resource_id,
+                thread_id=thread_id,
+            )  # fmt: skip
+            log = yield call(self.storage, "observation_log", key)
+            if not pending:
+                yield call(self.storage, "release_observation", key, owner=owner)
+                return
+            parsed = yield call(self.observer, "invoke", {
+                "messages": [s.message for s in pending],
+                "times": [s.created_at for s in pending],
+                "log": "\n".join(g.text for g in log),
+            })  # fmt: skip
+            if not parsed.entries:
+                raise ValueError("the Observer's reply held no observation")
+            text = format_entries(parsed.entries)
+            yield call(
+                self.storage, "commit_observation", key, owner=owner, resource_id=resource_id,
+                text=text, current_task=parsed.current_task,
+                message_ids=[s.message.id for s in pending], token_count=self._tokens(text),
+            )  # fmt: skip
+        except Exception as exc:  # nothing committed: the messages wait for the next run
+            yield call(self.storage, "release_observation", key, owner=owner)
+            logger.warning("observational memory: observing %s failed, retried later: %s", key, exc)
+            return
+        yield from self._reflect(key, resource_id)
+
+    def _reflect(self, key: str, resource_id: str) -> Steps[None]:
+        log: list[ObservationGroup] = yield call(self.storage, "observation_log", key)
+        if sum(g.token_count for g in log) < self.config.observation_tokens:
+            return
+        owner = f"reflector-{uuid.uuid4()}"
+        if not (yield call(self.storage, "claim_observation", key, owner=owner,
+                           seconds=self.config.lease_seconds)):  # fmt: skip
+            return
+        try:
+            log = yield call(self.storage, "observation_log", key)
+            whole = "\n".join(g.text for g in log)
+            parsed = yield call(self.reflector, "invoke", {"log": whole})
+            text = format_entries(parsed.entries)
+            if not parsed.entries or self._tokens(text) >= self._tokens(whole):
+                raise ValueError("the Reflector's reply was empty or no shorter than the log")
+            yield call(
+                self.storage, "commit_reflection", key, owner=owner, resource_id=resource_id,
+                text=text, current_task=parsed.current_task or log[-1].current_task,
+                replaces=[g.id for g in log], token_count=self._tokens(text),
+            )  # fmt: skip
+        except Exception as exc:  # the log stays as it was
+            yield call(self.storage, "release_observation", key, owner=owner)
+            logger.warning(
+                "observational memory: reflecting %s failed, retried later: %s", key, exc
+            )
+
+    def _tokens(self, text: str) -> float:
+        return float(len(self.counter.encoding.encode_ordinary(text)))

@@ -1,0 +1,218 @@
+"""Observational memory in a Memory: thresholds, the turn's context (log block + unobserved
+messages, provider-valid), blocking when far over, failures that lose nothing, one Observer per
+scope under concurrent saves, reflection with provenance, resource scope, sync and async."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+
+import pytest
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.messages import AIMessage, SystemMessage
+
+from langchain_mastra_memory import ConfigurationError, Memory, SQLiteStorage
+from langchain_mastra_memory.observational.prompts import REFLECTOR_INSTRUCTIONS
+from langchain_mastra_memory.storage.observations import scope_key
+from langchain_mastra_memory.testing import strict_model
+from langchain_mastra_memory.twins import run_sync
+
+
+class Scripted(FakeListChatModel):
+    """Observer and Reflector in one scripted model: it answers by which prompt it got, and
+    records what it was asked. `gate` (when set) holds each call until released."""
+
+    responses: list = ["unused"]  # noqa: RUF012
+    calls: list = []  # noqa: RUF012
+    fail: bool = False
+    gate: threading.Event | None = None
+
+    def _call(self, messages, *args, **kwargs):
+        self.calls.append(messages)
+        if self.gate is not None:
+            self.gate.wait(10)
+        if self.fail:
+            raise RuntimeError("observer model down")
+        if messages[0].content == REFLECTOR_INSTRUCTIONS:
+            return "Date: 2026-11-22\n- [high] Condensed: Alice, Lisbon, peanuts"
+        n = sum(1 for m in self.calls if m[0].content != REFLECTOR_INSTRUCTIONS)
+        return (
+            f"<observations>\nDate: 2026-11-22\n- [high] Observation {n}: the user talked about "
+            "Lisbon and peanuts\n</observations>\n<current-task>\nChatting\n</current-task>"
+        )
+
+
+def om_memory(model: Scripted, **option) -> Memory:
+    settings = {"model": model, "message_tokens": 100, **option}  # a turn here is ~31 tokens
+    return Memory(storage=SQLiteStorage(":memory:"), options={"observational_memory": settings})
+
+
+CONFIG = {"configurable": {"thread_id": "t1", "resource_id": "alice"}}
+
+
+def chat_turns(memory: Memory, n: int, *, start: int = 0) -> list:
+    replies = [AIMessage(f"Reply {i} about Lisbon.") for i in range(start, start + n)]
+    model = strict_model(*replies)
+    chat = memory.wrap(model)
+    for i in range(start, start + n):
+        chat.invoke(f"Message {i}: I live in Lisbon and I am allergic to peanuts.", CONFIG)
+    return model.seen
+
+
+def test_past_the_threshold_the_log_replaces_the_observed_messages() -> None:
+    observer = Scripted(calls=[])
+    memory = om_memory(observer)
+    chat_turns(memory, 2)  # under 100 tokens: nothing observed
+    assert memory.flush() and observer.calls == []
+    chat_turns(memory, 2, start=2)  # past it: the Observer runs behind the turn
+    assert memory.flush()
+    assert len(observer.calls) == 1
+    key = scope_key("thread", resource_id="alice", thread_id="t1")
+    (group,) = memory.storage.observation_log(key)
+    assert len(group.message_ids) == 8  # every message so far, by id
+    seen = chat_turns(memory, 1, start=4)
+    sent = seen[-1]
+    assert isinstance(sent[0], SystemMessage) and "Observation 1" in sent[0].content
+    assert "how to use" not in sent[0].content and "trust the newer one" in sent[0].content
+    assert "<current-task>\nChatting" in sent[0].content
+    assert not any("Message 0:" in str(m.content) for m in sent[1:])  # observed: not raw
+    assert sent[-1].content.startswith("Message 4:")
+    assert len(memory.get_messages(thread_id="t1")) == 10  # observed messages stay stored
+
+
+def test_far_over_the_threshold_the_turn_waits_for_the_observer() -> None:
+    observer = Scripted(calls=[])
+    memory = om_memory(observer, message_tokens=30, block_after=1.0)
+    chat_turns(memory, 2)
+    key = scope_key("thread", resource_id="alice", thread_id="t1")
+    assert memory.storage.observation_log(key)  # no flush needed: it ran in the turn
+
+
+def test_a_failing_observer_loses_nothing_and_tries_again(caplog) -> None:
+    observer = Scripted(calls=[], fail=True)
+    memory = om_memory(observer)
+    with caplog.at_level(logging.WARNING):
+        chat_turns(memory, 4)
+        memory.flush()
+    assert "observing thread:t1 failed, retried later: observer model down" in caplog.text
+    key = scope_key("thread", resource_id="alice", thread_id="t1")
+    assert memory.storage.observation_log(key) == []
+    seen = chat_turns(memory, 1, start=4)
+    memory.flush()  # its run failed too
+    assert any("Message 0:" in str(m.content) for m in seen[-1])  # still shown raw
+    observer.fail = False
+    chat_turns(memory, 1, start=5)
+    memory.flush()
+    (group,) = memory.storage.observation_log(key)
+    assert len(group.message_ids) == 12  # everything, observed once
+
+
+def test_concurrent_runs_observe_each_message_once() -> None:
+    gate = threading.Event()
+    observer = Scripted(calls=[], gate=gate)
+    memory = om_memory(observer, message_tokens=10_000)  # no run of its own
+    chat_turns(memory, 4)
+    service = memory.synced.observations
+    key = scope_key("thread", resource_id="alice", thread_id="t1")
+    runs = [
+        threading.Thread(target=run_sync, args=(service._observe(key, "t1", "alice"),))
+        for _ in range(4)
+    ]
+    for t in runs:
+        t.start()
+    for _ in range(100):  # the first run is inside its model call ...
+        if observer.calls:
+            break
+        threading.Event().wait(0.01)
+    gate.set()
+    for t in runs:
+        t.join(10)
+    assert len(observer.calls) == 1  # ... and the others found the scope taken, or nothing left
+    (group,) = memory.storage.observation_log(key)
+    assert len(group.message_ids) == 8
+
+
+def test_the_reflector_condenses_a_long_log_with_provenance() -> None:
+    observer = Scripted(calls=[])
+    memory = om_memory(observer, observation_tokens=20)
+    chat_turns(memory, 4)
+    memory.flush()
+    chat_turns(memory, 4, start=4)
+    memory.flush()
+    key = scope_key("thread", resource_id="alice", thread_id="t1")
+    (reflection,) = memory.storage.observation_log(key)
+    assert reflection.kind == "reflection" and "Condensed" in reflection.text
+    assert len(reflection.replaces) >= 1
+    seen = chat_turns(memory, 1, start=8)
+    assert "Condensed: Alice, Lisbon, peanuts" in seen[-1][0].content
+
+
+def test_resource_scope_shares_the_log_across_threads() -> None:
+    observer = Scripted(calls=[])
+    memory = om_memory(observer, scope="resource")
+    chat_turns(memory, 4)
+    memory.flush()
+    chat = memory.wrap(strict_model(AIMessage("Hi again.")))
+    chat.invoke("New thread, hello", {"configurable": {"thread_id": "t2", "resource_id": "alice"}})
+    assert "Observation 1" in chat.bound.seen[-1][0].content
+
+
+def test_async_turns() -> None:
+    observer = Scripted(calls=[])
+    memory = om_memory(observer)
+    model = strict_model(*[AIMessage(f"Reply {i} about Lisbon.") for i in range(6)])
+    chat = memory.wrap(model)
+
+    async def main() -> None:
+        for i in range(6):
+            text = f"Message {i}: I live in Lisbon and I am allergic to peanuts."
+            await chat.ainvoke(text, CONFIG)
+            await memory.aflush()
+
+    asyncio.run(main())
+    assert any("Observation" in str(m.content) for m in model.seen[-1])
+
+
+@pytest.mark.parametrize("option", [True, {"message_tokens": 10}, {"model": "gpt-4o"}])
+def test_a_model_is_required(option) -> None:
+    with pytest.raises(ConfigurationError, match="observational_memory needs"):
+        Memory(storage=SQLiteStorage(":memory:"), options={"observational_memory": option})
+
+
+@pytest.mark.parametrize("shape", ["langgraph hook + checkpointer", "agent middleware"])
+def test_every_shape_with_working_memory_is_provider_valid(shape: str, tmp_path) -> None:
+    import warnings
+
+    from langchain.agents import create_agent
+    from langgraph.prebuilt import create_react_agent
+
+    observer = Scripted(calls=[])
+    memory = Memory(
+        storage=SQLiteStorage(tmp_path / "m.db"),
+        options={
+            "observational_memory": {"model": observer, "message_tokens": 100},
+            "working_memory": {"enabled": True},
+        },
+    )
+    replies = [AIMessage(f"Reply {i} about Lisbon and peanuts.") for i in range(6)]
+    model = strict_model(*replies)
+    tools = [memory.working_memory_tool()]
+    if shape == "agent middleware":
+        agent = create_agent(model, tools, middleware=[memory.middleware()])
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            agent = create_react_agent(
+                model, tools, pre_model_hook=memory.pre_model_hook(),
+                checkpointer=memory.checkpointer(),
+            )  # fmt: skip
+    for i in range(6):
+        text = f"Message {i}: I live in Lisbon and I am allergic to peanuts."
+        agent.invoke({"messages": [("user", text)]}, CONFIG)
+        memory.flush()
+    last = model.seen[-1]  # the strict model accepted every input; the last one:
+    assert isinstance(last[0], SystemMessage) and "Observation" in last[0].content
+    assert "WORKING_MEMORY_SYSTEM_INSTRUCTION" in last[0].content  # both, in the one block
+    assert sum(isinstance(m, SystemMessage) for m in last) == 1
+    assert last[-1].content.startswith("Message 5:")
