@@ -38,6 +38,8 @@ def test_a_committed_observation_moves_the_cursor_past_what_it_covers(storage, c
     key = scope_key("thread", resource_id="alice", thread_id="t1")
     unseen = call(storage, "unobserved_messages", key, resource_id="alice", thread_id="t1")
     assert [s.message.id for s in unseen] == ids
+    before = call(storage, "unobserved_tokens", key, resource_id="alice", thread_id="t1")
+    assert before == pytest.approx(sum(s.token_count for s in unseen)) and before > 0
     assert call(storage, "claim_observation", key, owner="run-1", seconds=30) is True
     group = call(
         storage, "commit_observation", key, owner="run-1", resource_id="alice",
@@ -46,6 +48,9 @@ def test_a_committed_observation_moves_the_cursor_past_what_it_covers(storage, c
     assert group is not None and group.message_ids == tuple(ids[:4])
     unseen = call(storage, "unobserved_messages", key, resource_id="alice", thread_id="t1")
     assert [s.message.id for s in unseen] == ids[4:]
+    after = call(storage, "unobserved_tokens", key, resource_id="alice", thread_id="t1")
+    assert after == pytest.approx(sum(s.token_count for s in unseen))
+    assert 0 < after < before
     (logged,) = call(storage, "observation_log", key)
     assert (logged.id, logged.text, logged.current_task) == (group.id, group.text, "q2")
     assert call(storage, "claim_observation", key, owner="run-2", seconds=30) is True  # released

@@ -127,10 +127,7 @@ class ObservationalMemory:
             return
         thread_id, resource_id = stored[0].thread_id, stored[0].resource_id
         key = self.key(thread_id, resource_id)
-        pending = self.storage.unobserved_messages(
-            key, resource_id=resource_id, thread_id=thread_id
-        )
-        tokens = sum(s.token_count or self.counter.count(s.message) for s in pending)
+        tokens = self.storage.unobserved_tokens(key, resource_id=resource_id, thread_id=thread_id)
         if tokens < self.config.message_tokens:
             return
         if tokens >= self.config.block_after * self.config.message_tokens:

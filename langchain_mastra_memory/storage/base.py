@@ -310,6 +310,10 @@ class MemoryStorage(ABC):
         """The scope's messages after its cursor, in order."""
         raise NotImplementedError(_NO_LOG.format(type(self).__name__))
 
+    def unobserved_tokens(self, key: str, *, resource_id: str, thread_id: str | None) -> float:
+        """The stored token count of the scope's messages after its cursor."""
+        raise NotImplementedError(_NO_LOG.format(type(self).__name__))
+
     def claim_observation(self, key: str, *, owner: str, seconds: float) -> bool:
         """Take the scope's lease unless another owner holds a live one."""
         raise NotImplementedError(_NO_LOG.format(type(self).__name__))
@@ -356,6 +360,14 @@ class MemoryStorage(ABC):
         """Async `unobserved_messages`."""
         return await _off_loop(
             self.unobserved_messages, key, resource_id=resource_id, thread_id=thread_id
+        )
+
+    async def aunobserved_tokens(
+        self, key: str, *, resource_id: str, thread_id: str | None
+    ) -> float:
+        """Async `unobserved_tokens`."""
+        return await _off_loop(
+            self.unobserved_tokens, key, resource_id=resource_id, thread_id=thread_id
         )
 
     async def aclaim_observation(self, key: str, *, owner: str, seconds: float) -> bool:
@@ -630,7 +642,8 @@ _SYNC_IO = (
     "update_messages", "delete_messages", "search_text", "message_windows", "unembedded",
     "mark_embedded", "embedded_ids", "get_working_memory", "modify_working_memory", "ensure_thread",
     "put_items", "get_items", "search_items", "item_namespaces", "working_memories",
-    "observation_log", "unobserved_messages", "claim_observation", "release_observation",
+    "observation_log", "unobserved_messages", "unobserved_tokens", "claim_observation",
+    "release_observation",
     "commit_observation", "commit_reflection",
 )  # fmt: skip
 

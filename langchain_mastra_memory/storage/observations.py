@@ -90,6 +90,23 @@ class ObservationTable(MemoryStorage):
             ).fetchall()
         return [self._stored(r) for r in rows]
 
+    def unobserved_tokens(self, key: str, *, resource_id: str, thread_id: str | None) -> float:
+        """The stored token count of the scope's messages after its cursor (one aggregate
+        query: what every save checks against the threshold)."""
+        where = "thread_id = ?" if key.startswith("thread:") else "resource_id = ?"
+        owner = thread_id if key.startswith("thread:") else resource_id
+        with self._transaction(write=False) as conn:
+            cursor = self._run(
+                conn, "SELECT seq FROM memory_observation_state WHERE scope_key = ?", (key,)
+            ).fetchone()
+            after = cursor[0] if cursor and cursor[0] is not None else 0
+            total = self._run(
+                conn,
+                f"SELECT sum(token_count) FROM memory_messages WHERE {where} AND seq > ?",
+                (owner, after),
+            ).fetchone()[0]
+        return float(total or 0.0)
+
     def claim_observation(self, key: str, *, owner: str, seconds: float) -> bool:
         """Take the scope's lease for `seconds` unless someone else holds a live one."""
         clock = time.time()
