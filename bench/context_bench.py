@@ -6,8 +6,9 @@ A 2,000-turn conversation (each turn a user message naming a new fact and an ass
 - **last-N**: the newest 40 messages (Mastra's default history);
 - **TokenLimiter**: the whole history limited to 8,000 tokens;
 - **observational memory**: a scripted Observer that compresses what it reads to one short
-  line per user fact (about 1/4 of the tokens) and a Reflector that keeps every other line,
-  at Mastra's thresholds (30,000 / 40,000) and at small ones (3,000 / 4,000).
+  line per user fact (about 1/4 of the tokens) and a Reflector that keeps every fact in a
+  terser form (ten to a line), at Mastra's thresholds (30,000 / 40,000) and at small ones
+  (3,000 / 4,000).
 
 Printed per configuration: context tokens sent to the main model (p50, p95, max, counted by our
 `TokenCounter`), and the share of the conversation's facts present in the last turn's context
@@ -35,15 +36,18 @@ from langchain_mastra_memory.testing import strict_model
 
 
 class Compressing(FakeListChatModel):
-    """Observer: one line per fact it reads. Reflector: keeps every other line."""
+    """Observer: one line per fact it reads. Reflector: every fact kept, ten to a line in a
+    terser form (so a second reflection of the same log cannot shorten it, and is refused)."""
 
     responses: list = ["unused"]  # noqa: RUF012
 
     def _call(self, messages, *args, **kwargs) -> str:
         prompt = messages[1].content
         if messages[0].content == REFLECTOR_INSTRUCTIONS:
-            lines = [line for line in prompt.splitlines() if line.startswith("- [")]
-            return "Date: 2026-11-22\n" + "\n".join(lines[::2])
+            facts = re.findall(r"(?:fact |f)(\d+) ?= ?(\w+)", prompt)
+            terse = [f"f{n}={value}" for n, value in facts]
+            lines = [", ".join(terse[i : i + 10]) for i in range(0, len(terse), 10)]
+            return "Date: 2026-11-22\n" + "\n".join(f"- [high] {line}" for line in lines)
         new = prompt.split("<new-messages>", 1)[1]
         facts = re.findall(r"fact (\d+) is (\w+)", new)
         lines = [f"- [high] fact {n} = {value}" for n, value in facts]
