@@ -44,13 +44,14 @@ class Compressing(FakeListChatModel):
     def _call(self, messages, *args, **kwargs) -> str:
         prompt = messages[1].content
         if messages[0].content == REFLECTOR_INSTRUCTIONS:
-            facts = re.findall(r"(?:fact |f)(\d+) ?= ?(\w+)", prompt)
+            facts = re.findall(r"\bf(\d+)=(\w+)", prompt)
             terse = [f"f{n}={value}" for n, value in facts]
             lines = [", ".join(terse[i : i + 10]) for i in range(0, len(terse), 10)]
             return "Date: 2026-11-22\n" + "\n".join(f"- [high] {line}" for line in lines)
         new = prompt.split("<new-messages>", 1)[1]
-        facts = re.findall(r"fact (\d+) is (\w+)", new)
-        lines = [f"- [high] fact {n} = {value}" for n, value in facts]
+        said = "\n".join(line for line in new.splitlines() if "user] " in line)
+        facts = re.findall(r"fact (\d+) is (\w+)", said)
+        lines = [f"- [high] f{n}={value}" for n, value in facts]
         return "Date: 2026-11-22\n" + "\n".join(lines or ["- [low] small talk"])
 
 
@@ -76,7 +77,9 @@ def run(name: str, options: dict, processors: list, turns: int, tmp: Path) -> di
         sizes.append(counter.count_all(model.seen[-1]))
     elapsed = time.perf_counter() - start
     last = " ".join(str(m.content) for m in model.seen[-1])
-    known = sum(1 for i in range(turns - 1) if f"fact {i} is " in last or f"fact {i} = " in last)
+    known = sum(
+        1 for i in range(turns - 1) if f"fact {i} is " in last or re.search(rf"\bf{i}=v", last)
+    )
     return {
         "name": name,
         "p50": np.percentile(sizes, 50),
