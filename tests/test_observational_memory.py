@@ -216,3 +216,26 @@ def test_every_shape_with_working_memory_is_provider_valid(shape: str, tmp_path)
     assert "WORKING_MEMORY_SYSTEM_INSTRUCTION" in last[0].content  # both, in the one block
     assert sum(isinstance(m, SystemMessage) for m in last) == 1
     assert last[-1].content.startswith("Message 5:")
+
+
+def test_a_reflection_that_cannot_shorten_the_log_is_not_retried_every_turn(caplog) -> None:
+    class Stubborn(Scripted):
+        def _call(self, messages, *args, **kwargs):
+            if messages[0].content == REFLECTOR_INSTRUCTIONS:
+                self.calls.append(messages)
+                return messages[1].content  # the log back, no shorter
+            return super()._call(messages, *args, **kwargs)
+
+    observer = Stubborn(calls=[])
+    memory = om_memory(observer, observation_tokens=20)
+    with caplog.at_level(logging.WARNING):
+        chat_turns(memory, 4)
+        memory.flush()
+    assert "no shorter than the log" in caplog.text
+    asked = len(observer.calls)
+    service = memory.synced.observations
+    key = scope_key("thread", resource_id="alice", thread_id="t1")
+    for _ in range(3):  # the log has not grown: no new Reflector call
+        run_sync(service._reflect(key, "alice"))
+    assert len(observer.calls) == asked
+    assert [g.kind for g in memory.storage.observation_log(key)] == ["observation"]  # kept

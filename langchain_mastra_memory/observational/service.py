@@ -87,6 +87,7 @@ class ObservationalMemory:
         self.counter = TokenCounter()
         self._pool: ThreadPoolExecutor | None = None
         self._futures: set[Future[Any]] = set()
+        self._retry_at: dict[str, float] = {}  # scope -> log tokens before reflecting again
 
     @classmethod
     def from_option(
@@ -184,8 +185,9 @@ class ObservationalMemory:
 
     def _reflect(self, key: str, resource_id: str) -> Steps[None]:
         log: list[ObservationGroup] = yield call(self.storage, "observation_log", key)
-        if sum(g.token_count for g in log) < self.config.observation_tokens:
-            return
+        tokens = sum(g.token_count for g in log)
+        if tokens < max(self.config.observation_tokens, self._retry_at.get(key, 0.0)):
+            return  # under the threshold, or a refused reflection and not much grown since
         owner = f"reflector-{uuid.uuid4()}"
         if not (yield call(self.storage, "claim_observation", key, owner=owner,
                            seconds=self.config.lease_seconds)):  # fmt: skip
@@ -202,7 +204,8 @@ class ObservationalMemory:
                 text=text, current_task=parsed.current_task or log[-1].current_task,
                 replaces=[g.id for g in log], token_count=self._tokens(text),
             )  # fmt: skip
-        except Exception as exc:  # the log stays as it was
+        except Exception as exc:  # the log stays as it was; try again once it grew a quarter
+            self._retry_at[key] = tokens * 1.25
             yield call(self.storage, "release_observation", key, owner=owner)
             logger.warning(
                 "observational memory: reflecting %s failed, retried later: %s", key, exc
