@@ -169,12 +169,14 @@ class ExactPartitions:
         thread_ids: Sequence[str],
     ) -> None:
         """Apply a write made to the store (a loaded partition over `limit` is dropped)."""
+        self._apply(key, lambda: self._upsert(key, ids, vectors, message_ids, thread_ids))
+
+    def _apply(self, key: str, write: Callable[[], None]) -> None:
+        """Apply a write now, and again after a load of `key` that it raced."""
         with self._lock:
             if key in self._loading:
-                self._loading[key].append(
-                    lambda: self._upsert(key, ids, vectors, message_ids, thread_ids)
-                )
-            self._upsert(key, ids, vectors, message_ids, thread_ids)
+                self._loading[key].append(write)
+            write()
 
     def _upsert(
         self,
@@ -199,10 +201,8 @@ class ExactPartitions:
         self, key: str, *, message_ids: Sequence[str] = (), thread_id: str | None = None
     ) -> None:
         """Apply a deletion made in the store: every piece of these messages, or a thread's."""
-        with self._lock:
-            if key in self._loading:
-                self._loading[key].append(lambda: self._delete(key, set(message_ids), thread_id))
-            self._delete(key, set(message_ids), thread_id)
+        gone = set(message_ids)
+        self._apply(key, lambda: self._delete(key, gone, thread_id))
 
     def _delete(self, key: str, gone: set[str], thread_id: str | None) -> None:
         self._declined.discard(key)

@@ -71,39 +71,40 @@ class ObservationTable(MemoryStorage):
             ).fetchall()
         return [self._group(r) for r in rows]
 
+    def _after_cursor(
+        self, conn: Any, key: str, resource_id: str, thread_id: str | None
+    ) -> tuple[str, list[Any]]:
+        """The condition (on ``memory_messages m``) and its parameters selecting the scope's
+        messages after its cursor."""
+        cursor = self._run(
+            conn, "SELECT seq FROM memory_observation_state WHERE scope_key = ?", (key,)
+        ).fetchone()
+        after = cursor[0] if cursor and cursor[0] is not None else 0
+        if key.startswith("thread:"):
+            return "m.thread_id = ? AND m.seq > ?", [thread_id, after]
+        return "m.resource_id = ? AND m.seq > ?", [resource_id, after]
+
     def unobserved_messages(
         self, key: str, *, resource_id: str, thread_id: str | None
     ) -> list[StoredMessage]:
         """The scope's messages after its cursor, in order (all of them before any run)."""
-        where = "m.thread_id = ?" if key.startswith("thread:") else "m.resource_id = ?"
-        owner = thread_id if key.startswith("thread:") else resource_id
+        columns = ", ".join("m." + c for c in MESSAGE_COLUMNS.split(", "))
         with self._transaction(write=False) as conn:
-            cursor = self._run(
-                conn, "SELECT seq FROM memory_observation_state WHERE scope_key = ?", (key,)
-            ).fetchone()
-            after = cursor[0] if cursor and cursor[0] is not None else 0
+            where, params = self._after_cursor(conn, key, resource_id, thread_id)
             rows = self._run(
                 conn,
-                f"SELECT {', '.join('m.' + c for c in MESSAGE_COLUMNS.split(', '))} "
-                f"FROM memory_messages m WHERE {where} AND m.seq > ? ORDER BY m.seq",
-                (owner, after),
+                f"SELECT {columns} FROM memory_messages m WHERE {where} ORDER BY m.seq",
+                params,
             ).fetchall()
         return [self._stored(r) for r in rows]
 
     def unobserved_tokens(self, key: str, *, resource_id: str, thread_id: str | None) -> float:
         """The stored token count of the scope's messages after its cursor (one aggregate
         query: what every save checks against the threshold)."""
-        where = "thread_id = ?" if key.startswith("thread:") else "resource_id = ?"
-        owner = thread_id if key.startswith("thread:") else resource_id
         with self._transaction(write=False) as conn:
-            cursor = self._run(
-                conn, "SELECT seq FROM memory_observation_state WHERE scope_key = ?", (key,)
-            ).fetchone()
-            after = cursor[0] if cursor and cursor[0] is not None else 0
+            where, params = self._after_cursor(conn, key, resource_id, thread_id)
             total = self._run(
-                conn,
-                f"SELECT sum(token_count) FROM memory_messages WHERE {where} AND seq > ?",
-                (owner, after),
+                conn, f"SELECT sum(m.token_count) FROM memory_messages m WHERE {where}", params
             ).fetchone()[0]
         return float(total or 0.0)
 
