@@ -188,13 +188,13 @@ class ObservationTable(MemoryStorage):
         with self._transaction(write=True) as conn:
             if not self._holds(conn, key, owner):
                 return None
-            seqs = [
-                row[0]
-                for message_id in message_ids
-                for row in self._run(
-                    conn, "SELECT seq FROM memory_messages WHERE id = ?", (message_id,)
-                ).fetchall()
+            seqs = [  # the cursor moves to the last covered message: one query per id chunk
+                self._run(
+                    conn, f"SELECT max(seq) FROM memory_messages WHERE {condition}", params
+                ).fetchone()[0]
+                for condition, params in self.dialect.ids_in("id", list(message_ids))
             ]
+            seqs = [seq for seq in seqs if seq is not None]
             self._insert_group(conn, group)
             self._run(
                 conn,
