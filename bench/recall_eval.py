@@ -12,6 +12,7 @@ over whitespace tokens, the eval README's baseline).
 (`recall_data.py`), recall@k of the fact's message, 3 seeds.
 
     python bench/recall_eval.py [--data ../shared/eval/locomo-dev] [--skip-synthetic]
+                                [--precision float32|int8]
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 sys.path.insert(0, str(Path(__file__).parent))
 from recall_data import FACTS, build
 
 from langchain_mastra_memory import Memory, SQLiteStorage
+from langchain_mastra_memory.recall.embeddings import CachedEmbeddings, MiniLMEmbeddings
 
 MODES = ("vector", "keyword", "hybrid")
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "eval" / "locomo-dev"
@@ -57,7 +60,7 @@ def turn_message(turn: dict, speaker_a: str) -> BaseMessage:
     return kind(text, name=turn["speaker"])
 
 
-def locomo(path: Path, ks: tuple[int, ...]) -> dict[str, list[float]]:
+def locomo(path: Path, ks: tuple[int, ...], embedder: Embeddings) -> dict[str, list[float]]:
     """Sum of per-question evidence recall@k per mode (and the question count)."""
     from rank_bm25 import BM25Okapi
 
@@ -67,6 +70,7 @@ def locomo(path: Path, ks: tuple[int, ...]) -> dict[str, list[float]]:
         data = json.loads(file.read_text())
         memory = Memory(
             storage=SQLiteStorage(":memory:"),
+            embedder=embedder,
             options={"semantic_recall": {"top_k": max(ks), "message_range": 0}},
         )
         dia_of: dict[str, str] = {}
@@ -161,10 +165,14 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--skip-synthetic", action="store_true")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument(
+        "--precision", choices=["float32", "int8"], default="float32", help="of the embedder"
+    )
     args = parser.parse_args()
-    print(f"recall quality, {datetime.now():%Y-%m-%d}")
+    embedder = CachedEmbeddings(MiniLMEmbeddings(precision=args.precision))
+    print(f"recall quality, {datetime.now():%Y-%m-%d}, all-MiniLM-L6-v2 {args.precision}")
     if args.data.is_dir() and any(args.data.glob("*.json")):
-        rows = locomo(args.data, (5, 10))
+        rows = locomo(args.data, (5, 10), embedder)
         count = int(next(iter(rows.values()))[-1])
         table(f"LoCoMo ({args.data.name}, {count} questions): evidence recall@k", rows, (5, 10))
     else:

@@ -8,6 +8,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from enum import Enum
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -26,6 +27,7 @@ from rich.table import Table
 
 if TYPE_CHECKING:  # the rest loads inside the commands: --help starts fast
     from .memory import Memory
+    from .recall.embeddings import CachedEmbeddings
     from .storage.sqlite import SQLiteStorage
 
 from .errors import InvalidMessageError, MastraMemoryError, StorageError, ThreadNotFoundError
@@ -72,12 +74,44 @@ def _fail(exc: MastraMemoryError) -> typer.Exit:
     return typer.Exit(1)
 
 
+class Precision(str, Enum):
+    float32 = "float32"
+    int8 = "int8"
+
+
+_embedder_precision = Precision.float32
+
+
+@app.callback()
+def _options(
+    precision: Annotated[
+        Precision,
+        typer.Option(
+            envvar="LMM_EMBEDDER_PRECISION",
+            help="The default embedder's precision; use the one your application's Memory uses "
+            "(its vectors are indexed apart).",
+        ),
+    ] = Precision.float32,
+) -> None:
+    global _embedder_precision
+    _embedder_precision = precision
+
+
+def _embedder() -> CachedEmbeddings | None:
+    """The embedder `--precision` asks for (None: Memory's default, float32)."""
+    if _embedder_precision is Precision.float32:
+        return None
+    from .recall.embeddings import CachedEmbeddings, MiniLMEmbeddings
+
+    return CachedEmbeddings(MiniLMEmbeddings(precision=_embedder_precision.value))
+
+
 @contextmanager
 def _memory(db: Path, *, create: bool = False) -> Iterator[Memory]:
     from .memory import Memory
 
     try:
-        memory = Memory(storage=_storage(db, create=create))
+        memory = Memory(storage=_storage(db, create=create), embedder=_embedder())
         yield memory
     except MastraMemoryError as exc:
         raise _fail(exc) from exc
@@ -242,7 +276,7 @@ def _recall_memory(db: Path, mode: str, top_k: int, message_range: int) -> Memor
     from .memory import Memory
 
     options = {"mode": mode, "top_k": top_k, "message_range": message_range}
-    return Memory(storage=_storage(db), options={"semantic_recall": options})
+    return Memory(storage=_storage(db), embedder=_embedder(), options={"semantic_recall": options})
 
 
 @app.command()

@@ -266,3 +266,33 @@ def test_errors_name_cli_commands_not_python_methods(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1
     assert "threads list" in result.output and "create_thread()" not in result.output
+
+
+def test_the_int8_embedder_indexes_apart(tmp_path: Path) -> None:
+    """`--precision int8` is another model for the index: reindex embeds every message into its
+    own collection, and recall through it finds them."""
+    db = str(tmp_path / "m.db")
+    rows = [
+        {
+            "thread_id": "t1",
+            "resource_id": "alice",
+            "role": "user",
+            "content": "I moved to Lisbon.",
+        },
+        {"thread_id": "t2", "resource_id": "alice", "role": "user", "content": "I play the oboe."},
+    ]
+    source = str(write_lines(tmp_path / "c.jsonl", rows))
+    assert runner.invoke(app, ["import", source, "--db", db]).exit_code == 0
+    reindexed = runner.invoke(app, ["--precision", "int8", "reindex", "--db", db])
+    assert reindexed.exit_code == 0, reindexed.output
+    assert "2" in reindexed.output  # both messages, missing from the int8 collection
+    again = runner.invoke(app, ["--precision", "int8", "reindex", "--db", db])
+    assert again.exit_code == 0 and "0" in again.output and "2" not in again.output
+    found = runner.invoke(
+        app,
+        ["--precision", "int8", "recall", "Which city do I live in?", "--resource", "alice",
+         "--db", db, "--mode", "vector", "--top-k", "1"],
+    )  # fmt: skip
+    assert found.exit_code == 0 and "Lisbon" in found.output and "oboe" not in found.output
+    refused = runner.invoke(app, ["--precision", "int4", "reindex", "--db", db])
+    assert refused.exit_code == 2  # click's usage error names the choices

@@ -2,24 +2,35 @@
 
 The model ships as safetensors weights; this module writes the forward pass as an ONNX graph
 around them, in memory, so ONNX Runtime runs it: its kernels are several times faster than
-numpy + OpenBLAS on the few-row matrices of a short query (7 ms vs 23 ms for a 10-token query
-on one core here), and it needs no torch. The graph is the textbook BERT encoder: embeddings
-(word + position + token type 0) and layer norm, then per layer self-attention (query, key and
-value as one matmul), residual + layer norm, a GELU (erf) feed-forward, residual + layer norm.
-Inputs: ``input_ids`` (batch, length) int64, ``positions`` (length) int64 and ``mask_bias``
-(batch, 1, 1, length) float32 (0 for tokens, -1e9 for padding); output: ``hidden`` (batch,
-length, dimension). Pooling stays with the caller.
+numpy + OpenBLAS on the few-row matrices of a short query, and it needs no torch. The graph is
+the textbook BERT encoder in ONNX Runtime's fused transformer operators (``com.microsoft``
+domain, CPU provider): embeddings (word + position + token type 0) and layer norm, then per
+layer ``Attention`` (query, key and value as one weight), ``SkipLayerNormalization`` (dense
+bias + residual + layer norm in one kernel), a ``BiasGelu`` (erf) feed-forward and another
+``SkipLayerNormalization``. Inputs: ``input_ids`` (batch, length) int64, ``positions``
+(length) int64 and ``mask`` (batch, length) int32 (1 for tokens, 0 for padding); output:
+``hidden`` (batch, length, dimension). Pooling stays with the caller.
+
+`quantized` turns such a graph into its int8 twin with ONNX Runtime's dynamic quantization
+(weights per output channel, activations per call): about twice the throughput, vectors within
+0.99 cosine of the float model's on average.
 """
 
 from __future__ import annotations
 
+import logging
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 OPSET = 17  # LayerNormalization
 IR_VERSION = 8  # readable by every ONNX Runtime that has opset 17
+MICROSOFT = "com.microsoft"
 
 
 @dataclass(frozen=True)
@@ -38,17 +49,21 @@ class _Graph:
 
     helper: Any
     numpy_helper: Any
+    weights_by_name: dict[str, np.ndarray]
     nodes: list[Any] = field(default_factory=list)
-    weights: list[Any] = field(default_factory=list)
+    initializers: list[Any] = field(default_factory=list)
 
-    def weight(self, name: str, value: np.ndarray) -> str:
-        self.weights.append(self.numpy_helper.from_array(np.asarray(value), name))
+    def weight(self, name: str, value: np.ndarray | None = None) -> str:
+        array = self.weights_by_name[name] if value is None else value
+        self.initializers.append(self.numpy_helper.from_array(np.asarray(array), name))
         return name
 
-    def op(self, kind: str, *inputs: str, outputs: int = 1, **attributes: Any) -> Any:
-        names = [f"{kind.lower()}_{len(self.nodes)}_{i}" for i in range(outputs)]
-        self.nodes.append(self.helper.make_node(kind, list(inputs), names, **attributes))
-        return names[0] if outputs == 1 else names
+    def op(self, kind: str, *inputs: str, domain: str = "", **attributes: Any) -> str:
+        name = f"{kind.lower()}_{len(self.nodes)}"
+        node = self.helper.make_node(kind, list(inputs), [name], name=name, domain=domain)
+        node.attribute.extend(self.helper.make_attribute(k, v) for k, v in attributes.items())
+        self.nodes.append(node)
+        return name
 
 
 def bert_onnx(weights: dict[str, np.ndarray], shape: BertShape) -> bytes:
@@ -56,53 +71,37 @@ def bert_onnx(weights: dict[str, np.ndarray], shape: BertShape) -> bytes:
     weights already transposed to (in, out) and query/key/value fused as ``...self.qkv``)."""
     from onnx import TensorProto, helper, numpy_helper
 
-    g = _Graph(helper, numpy_helper)
-    head = shape.dimension // shape.heads
+    g = _Graph(helper, numpy_helper, weights)
 
-    def dense(x: str, name: str) -> str:
-        matmul = g.op("MatMul", x, g.weight(f"{name}.w", weights[f"{name}.weight"]))
-        return g.op("Add", matmul, g.weight(f"{name}.b", weights[f"{name}.bias"]))
-
-    def layer_norm(x: str, name: str) -> str:
-        scale = g.weight(f"{name}.w", weights[f"{name}.weight"])
+    def skip_layer_norm(x: str, residual: str, dense: str, norm: str) -> str:
+        projected = g.op("MatMul", x, g.weight(f"{dense}.weight"))
         return g.op(
-            "LayerNormalization", x, scale, g.weight(f"{name}.b", weights[f"{name}.bias"]),
-            axis=-1, epsilon=shape.eps,
+            "SkipLayerNormalization", projected, residual,
+            g.weight(f"{norm}.weight"), g.weight(f"{norm}.bias"), g.weight(f"{dense}.bias"),
+            domain=MICROSOFT, epsilon=shape.eps,
         )  # fmt: skip
 
-    split_heads = g.weight("split_heads", np.array([0, 0, shape.heads, head], np.int64))
-    merge_heads = g.weight("merge_heads", np.array([0, 0, shape.dimension], np.int64))
-    thirds = g.weight("thirds", np.array([shape.dimension] * 3, np.int64))
-    scale = g.weight("scale", np.array(1 / np.sqrt(head), np.float32))
-    half = g.weight("half", np.array(0.5, np.float32))
-    one = g.weight("one", np.array(1.0, np.float32))
-    inv_sqrt2 = g.weight("inv_sqrt2", np.array(1 / np.sqrt(2.0), np.float32))
-
-    words = g.op(
-        "Gather", g.weight("word", weights["embeddings.word_embeddings.weight"]), "input_ids"
-    )
-    places = g.op(
-        "Gather",
-        g.weight("position", weights["embeddings.position_embeddings.weight"]),
-        "positions",
-    )
+    words = g.op("Gather", g.weight("embeddings.word_embeddings.weight"), "input_ids")
+    places = g.op("Gather", g.weight("embeddings.position_embeddings.weight"), "positions")
     kind = g.weight("token_type", weights["embeddings.token_type_embeddings.weight"][0])
-    x = layer_norm(g.op("Add", g.op("Add", words, places), kind), "embeddings.LayerNorm")
+    x = g.op(
+        "LayerNormalization", g.op("Add", g.op("Add", words, places), kind),
+        g.weight("embeddings.LayerNorm.weight"), g.weight("embeddings.LayerNorm.bias"),
+        axis=-1, epsilon=shape.eps,
+    )  # fmt: skip
     for i in range(shape.layers):
         p = f"encoder.layer.{i}."
-        q, k, v = g.op("Split", dense(x, p + "attention.self.qkv"), thirds, outputs=3, axis=-1)
-        q = g.op("Transpose", g.op("Reshape", q, split_heads), perm=[0, 2, 1, 3])
-        k = g.op("Transpose", g.op("Reshape", k, split_heads), perm=[0, 2, 3, 1])
-        v = g.op("Transpose", g.op("Reshape", v, split_heads), perm=[0, 2, 1, 3])
-        scores = g.op("Add", g.op("Mul", g.op("MatMul", q, k), scale), "mask_bias")
-        context = g.op("MatMul", g.op("Softmax", scores, axis=-1), v)
-        context = g.op("Reshape", g.op("Transpose", context, perm=[0, 2, 1, 3]), merge_heads)
-        attended = g.op("Add", dense(context, p + "attention.output.dense"), x)
-        x = layer_norm(attended, p + "attention.output.LayerNorm")
-        h = dense(x, p + "intermediate.dense")
-        erf = g.op("Erf", g.op("Mul", h, inv_sqrt2))
-        gelu = g.op("Mul", g.op("Mul", h, half), g.op("Add", erf, one))
-        x = layer_norm(g.op("Add", dense(gelu, p + "output.dense"), x), p + "output.LayerNorm")
+        qkv = p + "attention.self.qkv"
+        context = g.op(
+            "Attention", x, g.weight(f"{qkv}.weight"), g.weight(f"{qkv}.bias"), "mask",
+            domain=MICROSOFT, num_heads=shape.heads,
+        )  # fmt: skip
+        x = skip_layer_norm(
+            context, x, p + "attention.output.dense", p + "attention.output.LayerNorm"
+        )
+        up = g.op("MatMul", x, g.weight(p + "intermediate.dense.weight"))
+        gelu = g.op("BiasGelu", up, g.weight(p + "intermediate.dense.bias"), domain=MICROSOFT)
+        x = skip_layer_norm(gelu, x, p + "output.dense", p + "output.LayerNorm")
     g.nodes.append(helper.make_node("Identity", [x], ["hidden"]))
 
     graph = helper.make_graph(
@@ -111,18 +110,56 @@ def bert_onnx(weights: dict[str, np.ndarray], shape: BertShape) -> bytes:
         [
             helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "length"]),
             helper.make_tensor_value_info("positions", TensorProto.INT64, ["length"]),
-            helper.make_tensor_value_info(
-                "mask_bias", TensorProto.FLOAT, ["batch", 1, 1, "length"]
-            ),
+            helper.make_tensor_value_info("mask", TensorProto.INT32, ["batch", "length"]),
         ],
         [
             helper.make_tensor_value_info(
                 "hidden", TensorProto.FLOAT, ["batch", "length", shape.dimension]
             )
         ],
-        g.weights,
+        g.initializers,
     )
     model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION
+        graph,
+        opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid(MICROSOFT, 1)],
+        ir_version=IR_VERSION,
     )
     return bytes(model.SerializeToString())
+
+
+def quantized(model: bytes) -> bytes:
+    """`model` with int8 weights (per output channel) for its matrix products and attention,
+    activations quantized per call (ONNX Runtime's `quantize_dynamic`)."""
+    from onnx import TensorProto
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    with tempfile.TemporaryDirectory() as directory, _without_preprocessing_advice():
+        source, target = Path(directory, "float.onnx"), Path(directory, "int8.onnx")
+        source.write_bytes(model)
+        quantize_dynamic(
+            source,
+            target,
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            op_types_to_quantize=["MatMul", "Attention"],
+            # shape inference does not know the com.microsoft outputs' type: float
+            extra_options={"DefaultTensorType": TensorProto.FLOAT},
+        )
+        return target.read_bytes()
+
+
+@contextmanager
+def _without_preprocessing_advice() -> Iterator[None]:
+    """The quantizer advises on the root logger to pre-process the graph (shape inference for
+    image models); it has nothing to offer this graph, so the advice stays out of the user's
+    logs while it runs."""
+
+    def keep(record: logging.LogRecord) -> bool:
+        return "pre-processing before quantization" not in record.getMessage()
+
+    root = logging.getLogger()
+    root.addFilter(keep)
+    try:
+        yield
+    finally:
+        root.removeFilter(keep)

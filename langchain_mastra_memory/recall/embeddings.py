@@ -29,17 +29,18 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 
 from ..errors import ConfigurationError
-from .bert_graph import BertShape, bert_onnx
+from .bert_graph import BertShape, bert_onnx, quantized
 from .model_files import find_model_dir
 
 MODEL_NAME = "all-MiniLM-L6-v2"
+Precision = Literal["float32", "int8"]
 
 
 class MiniLMEmbeddings(Embeddings):
@@ -50,17 +51,31 @@ class MiniLMEmbeddings(Embeddings):
     (dimension, attention heads, layer-norm epsilon, layers) comes from the model's own
     ``config.json``, and the input length from ``sentence_bert_config.json``: inputs longer
     than it (256 tokens) are truncated, as sentence-transformers does.
-    """
 
-    model_name = MODEL_NAME
+    ``precision="int8"`` runs the same weights quantized to int8 when the embedder loads (about
+    1 s): twice the batch throughput and a quarter of the query latency, vectors within 0.99
+    cosine of the float model's on average. It embeds one text per call (activations are
+    quantized per call, so a text's vector never depends on its batch-mates). Its vectors are
+    another model's (``model_name`` ends in ``-int8``), so a store indexed by one is
+    re-indexed for the other.
+
+    Example:
+        >>> fast = MiniLMEmbeddings(precision="int8")
+        >>> fast.model_name, len(fast.embed_query("Where do I live?"))
+        ('all-MiniLM-L6-v2-int8', 384)
+    """
 
     def __init__(
         self,
         model_dir: str | Path | None = None,
         *,
-        batch_size: int = 8,
+        batch_size: int | None = None,
         threads: int | None = None,
+        precision: Precision = "float32",
     ) -> None:
+        if precision not in ("float32", "int8"):
+            msg = f"precision must be 'float32' or 'int8', not {precision!r}"
+            raise ConfigurationError(msg)
         directory = Path(model_dir) if model_dir is not None else find_model_dir()
         try:
             import onnxruntime
@@ -72,7 +87,11 @@ class MiniLMEmbeddings(Embeddings):
                 "pip install 'langchain-mastra-memory[local]'"
             )
             raise ConfigurationError(msg) from exc
-        self.batch_size = batch_size
+        # int8 quantizes activations per call: one text per call keeps a text's vector the
+        # same whatever it is embedded with (batches of 8 cost the float model less padding)
+        self.batch_size = batch_size or (8 if precision == "float32" else 1)
+        self.precision = precision
+        self.model_name = MODEL_NAME if precision == "float32" else f"{MODEL_NAME}-{precision}"
         self.threads = threads or min(4, os.cpu_count() or 1)
         config = json.loads((directory / "config.json").read_text())
         sentence = directory / "sentence_bert_config.json"
@@ -90,8 +109,9 @@ class MiniLMEmbeddings(Embeddings):
             layers=1 + max(int(k.split(".")[2]) for k in weights if k.startswith("encoder.layer.")),
             eps=config["layer_norm_eps"],
         )
+        graph = bert_onnx(_graph_weights(weights, shape.layers), shape)
         self._session = onnxruntime.InferenceSession(
-            bert_onnx(_graph_weights(weights, shape.layers), shape),
+            quantized(graph) if precision == "int8" else graph,
             _one_thread(onnxruntime),
             providers=["CPUExecutionProvider"],
         )
@@ -103,19 +123,15 @@ class MiniLMEmbeddings(Embeddings):
         encodings = self.tokenizer.encode_batch(list(texts))
         length = max(len(e.ids) for e in encodings)
         ids = np.zeros((len(texts), length), dtype=np.int64)
-        mask = np.zeros((len(texts), length), dtype=np.float32)
+        mask = np.zeros((len(texts), length), dtype=np.int32)
         for row, enc in enumerate(encodings):
             ids[row, : len(enc.ids)] = enc.ids
-            mask[row, : len(enc.ids)] = 1.0
+            mask[row, : len(enc.ids)] = 1
         (hidden,) = self._session.run(
-            None,
-            {
-                "input_ids": ids,
-                "positions": np.arange(length, dtype=np.int64),
-                "mask_bias": ((1.0 - mask) * np.float32(-1e9))[:, None, None, :],
-            },
+            None, {"input_ids": ids, "positions": np.arange(length, dtype=np.int64), "mask": mask}
         )
-        pooled = (hidden * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(1) / np.maximum(weights.sum(1), 1e-9)
         return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
 
     def embed_array(self, texts: Sequence[str]) -> np.ndarray:
