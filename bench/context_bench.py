@@ -8,11 +8,13 @@ A 2,000-turn conversation (each turn a user message naming a new fact and an ass
 - **observational memory**: a scripted Observer that compresses what it reads to one short
   line per user fact (about 1/4 of the tokens) and a Reflector that keeps every fact in a
   terser form (ten to a line), at Mastra's thresholds (30,000 / 40,000) and at small ones
-  (3,000 / 4,000).
+  (3,000 / 4,000), each with buffering (Mastra's default: a run every fifth of the threshold,
+  four fifths activated at it) and without.
 
 Printed per configuration: context tokens sent to the main model (p50, p95, max, counted by our
 `TokenCounter`), and the share of the conversation's facts present in the last turn's context
-(as raw messages or as observations) — what each configuration still knows at the end.
+(as raw messages or as observations) — what each configuration still knows at the end — and
+the Observer and Reflector calls made.
 Observation runs are waited for after each turn (`memory.flush()`), so runs are repeatable.
 
     python bench/context_bench.py [--turns 2000]
@@ -40,8 +42,10 @@ class Compressing(FakeListChatModel):
     terser form (so a second reflection of the same log cannot shorten it, and is refused)."""
 
     responses: list = ["unused"]  # noqa: RUF012
+    calls: int = 0
 
     def _call(self, messages, *args, **kwargs) -> str:
+        self.calls += 1
         prompt = messages[1].content
         if messages[0].content == REFLECTOR_INSTRUCTIONS:
             facts = re.findall(r"\bf(\d+)=(\w+)", prompt)
@@ -60,6 +64,7 @@ def user_text(i: int) -> str:
 
 
 def run(name: str, options: dict, processors: list, turns: int, tmp: Path) -> dict:
+    om = options.get("observational_memory", {}).get("model")
     memory = Memory(
         storage=SQLiteStorage(tmp / f"{re.sub(r'[^a-z0-9]+', '_', name.lower())}.db"),
         options=options,
@@ -87,6 +92,7 @@ def run(name: str, options: dict, processors: list, turns: int, tmp: Path) -> di
         "max": max(sizes),
         "known": known / max(1, turns - 1),
         "seconds": elapsed,
+        "calls": om.calls if om is not None else 0,
     }
 
 
@@ -94,36 +100,32 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=2000)
     args = parser.parse_args()
-    om = Compressing()
-    configs = [
+    configs: list[tuple[str, dict, list]] = [
         ("last-N (40)", {"last_messages": 40}, []),
         ("TokenLimiter (8,000)", {"last_messages": 100_000}, [TokenLimiter(8_000)]),
-        (
-            "observational (30,000 / 40,000)",
-            {"observational_memory": {"model": om}},
-            [],
-        ),
-        (
-            "observational (3,000 / 4,000)",
-            {
-                "observational_memory": {
-                    "model": om,
-                    "message_tokens": 3_000,
-                    "observation_tokens": 4_000,
-                }
-            },
-            [],
-        ),
     ]
+    for thresholds in ((30_000, 40_000), (3_000, 4_000)):
+        for buffering in (0.2, None):
+            label = "buffered" if buffering else "no buffering"
+            option = {
+                "model": Compressing(),
+                "message_tokens": thresholds[0],
+                "observation_tokens": thresholds[1],
+                "buffer_tokens": buffering,
+            }
+            name = f"observational ({thresholds[0]:,} / {thresholds[1]:,}, {label})"
+            configs.append((name, {"observational_memory": option}, []))
     print(f"context tokens per turn over {args.turns:,} turns (offline, scripted models)")
-    print("| configuration | p50 | p95 | max | facts in the last context | run time |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print(
+        "| configuration | p50 | p95 | max | facts in the last context | model calls | run time |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as tmp:
         for name, options, processors in configs:
             r = run(name, options, processors, args.turns, Path(tmp))
             print(
                 f"| {r['name']} | {r['p50']:,.0f} | {r['p95']:,.0f} | {r['max']:,.0f} | "
-                f"{r['known']:.1%} | {r['seconds']:.0f} s |",
+                f"{r['known']:.1%} | {r['calls']} | {r['seconds']:.0f} s |",
                 flush=True,
             )
 

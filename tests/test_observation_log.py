@@ -134,3 +134,75 @@ def test_processes_racing_for_a_scope_get_one_lease(tmp_path: Path) -> None:
     for w in workers:
         w.join(60)
     assert sorted(out.get(timeout=5) for _ in workers) == [False, False, False, True]
+
+
+def buffer(storage, key: str, ids: list[str], text: str):
+    assert storage.claim_observation(key, owner=f"run-{text}", seconds=30)
+    return storage.commit_observation(
+        key, owner=f"run-{text}", resource_id="alice", text=text, current_task=None,
+        message_ids=ids, token_count=3.0, buffered=True,
+    )  # fmt: skip
+
+
+def test_buffered_groups_wait_outside_the_log_until_activated(storage, call) -> None:
+    """A buffered group moves only the buffer frontier: its messages stay in the context
+    (after the cursor) while the Observer's next run starts after it. Activation turns the
+    oldest groups active, as many as leave about `retain_tokens` raw, and moves the cursor."""
+    ids = turns(storage, "t1", 6)  # 12 messages
+    key = scope_key("thread", resource_id="alice", thread_id="t1")
+    ref = {"resource_id": "alice", "thread_id": "t1"}
+    a, b, c = (buffer(storage, key, ids[i : i + 4], f"g{i}") for i in (0, 4, 8))
+    assert not a.active and a.message_tokens == pytest.approx(
+        sum(s.token_count for s in storage.get_messages_by_id(ids[:4]))
+    )
+    assert call(storage, "observation_log", key) == []
+    assert [g.id for g in call(storage, "observation_log", key, buffered=True)] == [
+        a.id, b.id, c.id,
+    ]  # fmt: skip
+    assert len(call(storage, "unobserved_messages", key, **ref)) == 12  # all still raw
+    assert call(storage, "unobserved_messages", key, buffered=True, **ref) == []
+    total = call(storage, "unobserved_tokens", key, **ref)
+
+    # leave about one group's worth raw: the two oldest go into the log
+    activated = call(storage, "activate_observations", key, retain_tokens=c.message_tokens, **ref)
+    assert [g.id for g in activated] == [a.id, b.id] and all(g.active for g in activated)
+    assert [g.id for g in call(storage, "observation_log", key)] == [a.id, b.id]
+    raw = call(storage, "unobserved_messages", key, **ref)
+    assert [s.message.id for s in raw] == ids[8:]  # the cursor is past b's last message
+    assert call(storage, "unobserved_tokens", key, **ref) == pytest.approx(
+        total - a.message_tokens - b.message_tokens
+    )
+    # at least one group, even when retaining more than is raw
+    (last,) = call(storage, "activate_observations", key, retain_tokens=10**9, **ref)
+    assert last.id == c.id and call(storage, "unobserved_messages", key, **ref) == []
+    assert call(storage, "activate_observations", key, retain_tokens=0, **ref) == []  # none left
+
+
+def test_a_reflection_leaves_buffered_groups_waiting_in_order(storage) -> None:
+    ids = turns(storage, "t1", 4)
+    key = scope_key("thread", resource_id="alice", thread_id="t1")
+    ref = {"resource_id": "alice", "thread_id": "t1"}
+    first, second = buffer(storage, key, ids[:4], "old"), buffer(storage, key, ids[4:], "new")
+    storage.activate_observations(key, retain_tokens=second.message_tokens, **ref)
+    assert storage.claim_observation(key, owner="reflector", seconds=30)
+    reflection = storage.commit_reflection(
+        key, owner="reflector", resource_id="alice", text="condensed", current_task=None,
+        replaces=[first.id], token_count=1.0,
+    )  # fmt: skip
+    assert reflection is not None
+    assert [g.id for g in storage.observation_log(key, buffered=True)] == [
+        reflection.id, second.id,
+    ]  # fmt: skip
+    storage.activate_observations(key, retain_tokens=0, **ref)
+    assert [g.text for g in storage.observation_log(key)] == ["condensed", "new"]
+
+
+def test_an_unbuffered_commit_takes_the_waiting_groups_into_the_log(storage) -> None:
+    ids = turns(storage, "t1", 3)
+    key = scope_key("thread", resource_id="alice", thread_id="t1")
+    waiting = buffer(storage, key, ids[:2], "ahead")
+    assert storage.claim_observation(key, owner="now", seconds=30)
+    group = observe(storage, key, "now", ids[2:], text="now")
+    assert group is not None and group.active
+    assert [g.id for g in storage.observation_log(key)] == [waiting.id, group.id]
+    assert storage.unobserved_messages(key, resource_id="alice", thread_id="t1") == []

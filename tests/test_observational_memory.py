@@ -44,7 +44,8 @@ class Scripted(FakeListChatModel):
 
 
 def om_memory(model: Scripted, **option) -> Memory:
-    settings = {"model": model, "message_tokens": 100, **option}  # a turn here is ~31 tokens
+    settings = {"model": model, "message_tokens": 100, "buffer_tokens": None, **option}
+    # a turn here is ~31 tokens; buffering off unless a test turns it on
     return Memory(storage=SQLiteStorage(":memory:"), options={"observational_memory": settings})
 
 
@@ -129,8 +130,9 @@ def test_concurrent_runs_observe_each_message_once() -> None:
     for t in runs:
         t.join(10)
     assert len(observer.calls) == 1  # ... and the others found the scope taken, or nothing left
-    (group,) = memory.storage.observation_log(key)
-    assert len(group.message_ids) == 8
+    assert memory.storage.observation_log(key) == []  # under the threshold: buffered, waiting
+    (group,) = memory.storage.observation_log(key, buffered=True)
+    assert len(group.message_ids) == 8 and not group.active
 
 
 def test_the_reflector_condenses_a_long_log_with_provenance() -> None:
@@ -239,3 +241,82 @@ def test_a_reflection_that_cannot_shorten_the_log_is_not_retried_every_turn(capl
         run_sync(service._reflect(key, "alice"))
     assert len(observer.calls) == asked
     assert [g.kind for g in memory.storage.observation_log(key)] == ["observation"]  # kept
+
+
+def covered(memory: Memory, key: str) -> list[str]:
+    """Every message id the scope's groups cover, active and buffered, in order."""
+    return [i for g in memory.storage.observation_log(key, buffered=True) for i in g.message_ids]
+
+
+def test_buffering_observes_ahead_and_activates_at_the_threshold() -> None:
+    """With buffering the Observer runs every `buffer_tokens`; its groups wait outside the
+    log (the messages stay raw in the context) until the threshold activates them, leaving
+    about `1 - buffer_activation` of it raw; each message is observed exactly once."""
+    observer = Scripted(calls=[])
+    memory = om_memory(observer, buffer_tokens=0.25)  # a run every 25 tokens, threshold 100
+    key = scope_key("thread", resource_id="alice", thread_id="t1")
+    ref = {"resource_id": "alice", "thread_id": "t1"}
+    chat_turns(memory, 1)
+    memory.flush()
+    assert len(observer.calls) == 1  # ahead of the threshold ...
+    assert memory.storage.observation_log(key) == []  # ... and not in the log yet
+    seen = chat_turns(memory, 1, start=1)
+    assert not isinstance(seen[-1][0], SystemMessage)  # no log block: the turn is all raw
+    assert any("Message 0:" in str(m.content) for m in seen[-1])
+    memory.flush()
+    for start in range(2, 6):  # past 100 unobserved tokens
+        chat_turns(memory, 1, start=start)
+        memory.flush()
+    log = memory.storage.observation_log(key)
+    assert log and all(g.active for g in log)
+    raw = memory.storage.unobserved_tokens(key, **ref)
+    assert 0 < raw < memory.synced.observations.config.message_tokens
+    stored = [s.message.id for s in memory.storage.list_messages("t1")]
+    ids = covered(memory, key)
+    assert len(ids) == len(set(ids)) and set(ids) <= set(stored)  # each observed once
+    unobserved = memory.storage.unobserved_messages(key, **ref)
+    in_log = {i for g in log for i in g.message_ids}
+    assert in_log.isdisjoint(s.message.id for s in unobserved)
+    assert [s.message.id for s in unobserved] == stored[len(in_log) :]  # the log, then raw
+    seen = chat_turns(memory, 1, start=6)
+    block = seen[-1][0]
+    assert isinstance(block, SystemMessage) and "Observation" in block.content
+    raw_shown = [str(m.content) for m in seen[-1][1:-1]]
+    assert raw_shown == [str(s.message.content) for s in unobserved]
+
+
+def test_activation_needs_no_model_call() -> None:
+    """Once buffering has caught up, crossing the threshold puts the buffered groups into
+    the log in the turn itself, even with the model down."""
+    observer = Scripted(calls=[])
+    memory = om_memory(observer, buffer_tokens=0.25)
+    key = scope_key("thread", resource_id="alice", thread_id="t1")
+    for start in range(3):  # ~93 tokens, all buffered
+        chat_turns(memory, 1, start=start)
+        memory.flush()
+    assert memory.storage.observation_log(key) == [] and covered(memory, key)
+    observer.fail = True
+    chat_turns(memory, 1, start=3)  # past 100: activation in the save, no model
+    assert memory.storage.observation_log(key)
+    memory.flush()  # the buffering run of the new turn failed; it will be retried
+
+
+def test_far_over_the_threshold_the_turn_waits_for_the_buffering_run() -> None:
+    """A turn past `block_after` times the threshold while a buffering run is inside its
+    model call waits for that run, and is answered with its observations in the log."""
+    gate = threading.Event()
+    observer = Scripted(calls=[], gate=gate)
+    memory = om_memory(observer, buffer_tokens=0.25, block_after=1.2)
+    key = scope_key("thread", resource_id="alice", thread_id="t1")
+    chat_turns(memory, 1)  # starts a buffering run, held in its model call
+    for _ in range(100):
+        if observer.calls:
+            break
+        threading.Event().wait(0.01)
+    assert observer.calls and memory.storage.observation_log(key, buffered=True) == []
+    threading.Timer(0.3, gate.set).start()
+    seen = chat_turns(memory, 4, start=1)  # ~155 tokens: the last turns wait
+    assert gate.is_set()
+    assert memory.storage.observation_log(key)  # in the log before the later turns ran
+    assert any(isinstance(m, SystemMessage) for m in seen[-1])
+    memory.flush()

@@ -1,16 +1,18 @@
 """`ObservationalMemory`: the log kept behind the turn, and the history a turn sees with it.
 
-After a save, when the messages not yet observed pass ``message_tokens``, a worker thread runs
-the Observer on them (under the scope's lease, so concurrent turns never observe the same
-messages twice) and commits its group; when the active log then passes
-``observation_tokens``, the Reflector condenses it. A turn over ``block_after`` times the
-threshold observes in the turn itself before it is answered. A failing or slow model loses
-nothing: the lease lapses, the messages stay unobserved, a warning says so, and the next save
-tries again. A turn's history is the log (one leading system block that says how to use it)
-and the thread's messages not yet observed; observed messages stay stored.
-
-Not yet (issue 14): running the Observer ahead of the threshold (buffering) and activating at
-it; until then observation starts at the threshold.
+Buffering (on by default, as in Mastra): each time ``buffer_tokens`` of new messages have
+gathered, a worker thread runs the Observer on them (under the scope's lease, so concurrent
+turns never observe the same messages twice) and commits its group *buffered*: written, not yet
+in the log. When the unobserved messages pass ``message_tokens``, the oldest buffered groups
+are activated (a storage transaction, no model call) so that about ``1 - buffer_activation``
+of the threshold stays as raw messages; when the active log then passes
+``observation_tokens``, the Reflector condenses it. Without buffering the Observer runs once
+the threshold is passed and its group goes straight into the log. A turn over ``block_after``
+times the threshold waits: for the buffering run under way, then, if still over, for an
+Observer run in the turn itself. A failing or slow model loses nothing: the lease lapses, the
+messages stay unobserved, a warning says so, and the next save tries again. A turn's history
+is the log (one leading system block that says how to use it) and the thread's messages not
+yet observed; observed messages stay stored.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigurationError
 from ..injected import tag
@@ -46,9 +48,16 @@ class ObservationalConfig(BaseModel):
 
     - ``model``: the chat model of the Observer and the Reflector (required).
     - ``scope``: ``"thread"`` (default) or ``"resource"`` (one log over the owner's threads).
-    - ``message_tokens``: unobserved tokens that start the Observer (Mastra: 30,000).
+    - ``message_tokens``: unobserved tokens that put observations into the log (Mastra:
+      30,000).
     - ``observation_tokens``: log tokens that start the Reflector (Mastra: 40,000).
-    - ``block_after``: a turn over this multiple of ``message_tokens`` waits for the Observer.
+    - ``buffer_tokens``: how many new tokens start a buffering Observer run ahead of the
+      threshold: a fraction of ``message_tokens`` when at most 1 (default 0.2, Mastra's), else
+      a count; ``None`` or 0 turns buffering off (the Observer runs at the threshold).
+    - ``buffer_activation``: the share of the threshold that activation moves into the log
+      (default 0.8: about a fifth stays as raw messages).
+    - ``block_after``: a turn over this multiple of ``message_tokens`` waits for the Observer
+      (default 1.2, Mastra's).
     - ``lease_seconds``: how long a run may hold its scope before another may take it.
     """
 
@@ -56,10 +65,27 @@ class ObservationalConfig(BaseModel):
 
     model: Any
     scope: Literal["thread", "resource"] = "thread"
-    message_tokens: int = 30_000
-    observation_tokens: int = 40_000
-    block_after: float = 2.0
-    lease_seconds: float = 300.0
+    message_tokens: int = Field(30_000, gt=0)
+    observation_tokens: int = Field(40_000, gt=0)
+    buffer_tokens: float | None = Field(0.2, ge=0)
+    buffer_activation: float = Field(0.8, gt=0, le=1)
+    block_after: float = Field(1.2, ge=1)
+    lease_seconds: float = Field(300.0, gt=0)
+
+    @property
+    def buffer_step(self) -> float | None:
+        """New tokens that start a buffering run (None: buffering is off)."""
+        if not self.buffer_tokens:
+            return None
+        share = self.buffer_tokens <= 1
+        return self.buffer_tokens * self.message_tokens if share else self.buffer_tokens
+
+    @property
+    def retain_tokens(self) -> float:
+        """Unobserved tokens activation leaves in the context (0 without buffering)."""
+        if self.buffer_step is None:
+            return 0.0
+        return (1 - self.buffer_activation) * self.message_tokens
 
     @classmethod
     def parse(cls, option: bool | dict[str, Any]) -> ObservationalConfig | None:
@@ -86,7 +112,7 @@ class ObservationalMemory:
         self.reflector = Reflector(config.model)
         self.counter = TokenCounter()
         self._pool: ThreadPoolExecutor | None = None
-        self._futures: set[Future[Any]] = set()
+        self._running: dict[str, Future[Any]] = {}  # scope -> its run in the worker thread
         self._retry_at: dict[str, float] = {}  # scope -> log tokens before reflecting again
 
     @classmethod
@@ -122,23 +148,31 @@ class ObservationalMemory:
 
     # -- behind the turn -------------------------------------------------------------------------
     def after_save(self, stored: Sequence[StoredMessage]) -> None:
-        """Start the Observer when the unobserved messages pass the threshold (in the turn
-        itself when far over it)."""
+        """Activate buffered observations at the threshold, start a buffering Observer run
+        every ``buffer_tokens``, and wait in the turn only when far over the threshold."""
         if not stored:
             return
         thread_id, resource_id = stored[0].thread_id, stored[0].resource_id
         key = self.key(thread_id, resource_id)
-        tokens = self.storage.unobserved_tokens(key, resource_id=resource_id, thread_id=thread_id)
-        if tokens < self.config.message_tokens:
+        config, storage = self.config, self.storage
+        raw = storage.unobserved_tokens(key, resource_id=resource_id, thread_id=thread_id)
+        if raw >= config.message_tokens:
+            raw = self._activate(key, resource_id, thread_id, raw)
+        if raw >= config.block_after * config.message_tokens:  # far over: the turn waits
+            running = self._running.get(key)
+            if running is not None:
+                wait([running])  # the run under way lands and activates
+                raw = storage.unobserved_tokens(key, resource_id=resource_id, thread_id=thread_id)
+            if raw >= config.block_after * config.message_tokens:
+                run_sync(self._observe(key, thread_id, resource_id))
             return
-        if tokens >= self.config.block_after * self.config.message_tokens:
-            run_sync(self._observe(key, thread_id, resource_id))  # far over: wait for it
-            return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-observer")
-        future = self._pool.submit(run_sync, self._observe(key, thread_id, resource_id))
-        self._futures.add(future)
-        future.add_done_callback(self._futures.discard)
+        step = config.buffer_step
+        fresh = storage.unobserved_tokens(
+            key, resource_id=resource_id, thread_id=thread_id, buffered=True
+        )
+        due = raw >= config.message_tokens if step is None else fresh >= step
+        if fresh > 0 and (due or raw >= config.message_tokens) and key not in self._running:
+            self._start(key, thread_id, resource_id)
 
     async def aafter_save(self, stored: Sequence[StoredMessage]) -> None:
         """Async `after_save` (its storage reads, and a blocking observation, in a worker
@@ -147,20 +181,48 @@ class ObservationalMemory:
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait for Observer and Reflector runs started by this process; False on timeout."""
-        pending = list(self._futures)
+        pending = list(self._running.values())
         return not wait(pending, timeout=timeout).not_done if pending else True
 
+    def _start(self, key: str, thread_id: str, resource_id: str) -> None:
+        """An Observer run for `key` in the worker thread (one at a time per scope)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-observer")
+        future = self._pool.submit(run_sync, self._observe(key, thread_id, resource_id))
+        self._running[key] = future
+        future.add_done_callback(lambda done: self._running.pop(key, None))
+
+    def _activate(self, key: str, resource_id: str, thread_id: str, raw: float) -> float:
+        """Activate buffered groups (none waiting: nothing changes); the unobserved tokens
+        left, reflecting in the background when the log grew past its threshold."""
+        activated = self.storage.activate_observations(
+            key, resource_id=resource_id, thread_id=thread_id,
+            retain_tokens=self.config.retain_tokens,
+        )  # fmt: skip
+        if not activated:
+            return raw
+        if key not in self._running:
+            self._start_reflection(key, resource_id)
+        return raw - sum(g.message_tokens for g in activated)
+
+    def _start_reflection(self, key: str, resource_id: str) -> None:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-observer")
+        future = self._pool.submit(run_sync, self._reflect(key, resource_id))
+        self._running[key] = future
+        future.add_done_callback(lambda done: self._running.pop(key, None))
+
     def _observe(self, key: str, thread_id: str, resource_id: str) -> Steps[None]:
+        """Observe what no group covers yet, commit it buffered, then activate (at the
+        threshold) and reflect (past the log's)."""
         owner = f"observer-{uuid.uuid4()}"
         if not (yield call(self.storage, "claim_observation", key, owner=owner,
                            seconds=self.config.lease_seconds)):  # fmt: skip
             return  # another turn observes this scope now
+        ref = {"resource_id": resource_id, "thread_id": thread_id}
         try:
-            pending = yield call(
-                self.storage, "unobserved_messages", key, resource_id=resource_id,
-                thread_id=thread_id,
-            )  # fmt: skip
-            log = yield call(self.storage, "observation_log", key)
+            pending = yield call(self.storage, "unobserved_messages", key, buffered=True, **ref)
+            log = yield call(self.storage, "observation_log", key, buffered=True)
             if not pending:
                 yield call(self.storage, "release_observation", key, owner=owner)
                 return
@@ -176,11 +238,18 @@ class ObservationalMemory:
                 self.storage, "commit_observation", key, owner=owner, resource_id=resource_id,
                 text=text, current_task=parsed.current_task,
                 message_ids=[s.message.id for s in pending], token_count=self._tokens(text),
+                buffered=True,
             )  # fmt: skip
         except Exception as exc:  # nothing committed: the messages wait for the next run
             yield call(self.storage, "release_observation", key, owner=owner)
             logger.warning("observational memory: observing %s failed, retried later: %s", key, exc)
             return
+        raw = yield call(self.storage, "unobserved_tokens", key, **ref)
+        if raw >= self.config.message_tokens:
+            yield call(
+                self.storage, "activate_observations", key, retain_tokens=self.config.retain_tokens,
+                **ref,
+            )  # fmt: skip
         yield from self._reflect(key, resource_id)
 
     def _reflect(self, key: str, resource_id: str) -> Steps[None]:

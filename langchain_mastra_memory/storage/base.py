@@ -300,18 +300,21 @@ class MemoryStorage(ABC):
         return await _off_loop(self.working_memories, resource_id)
 
     # -- observational memory's log; the SQL backends keep it ----------------------------------
-    def observation_log(self, key: str) -> list[ObservationGroup]:
-        """The active groups of an observation scope, oldest first."""
+    def observation_log(self, key: str, *, buffered: bool = False) -> list[ObservationGroup]:
+        """The active groups of an observation scope, oldest first (then, with `buffered`,
+        the groups waiting for activation)."""
         raise NotImplementedError(_NO_LOG.format(type(self).__name__))
 
     def unobserved_messages(
-        self, key: str, *, resource_id: str, thread_id: str | None
+        self, key: str, *, resource_id: str, thread_id: str | None, buffered: bool = False
     ) -> list[StoredMessage]:
-        """The scope's messages after its cursor, in order."""
+        """The scope's messages after its cursor (`buffered`: after its buffer frontier)."""
         raise NotImplementedError(_NO_LOG.format(type(self).__name__))
 
-    def unobserved_tokens(self, key: str, *, resource_id: str, thread_id: str | None) -> float:
-        """The stored token count of the scope's messages after its cursor."""
+    def unobserved_tokens(
+        self, key: str, *, resource_id: str, thread_id: str | None, buffered: bool = False
+    ) -> float:
+        """The stored token count of `unobserved_messages`."""
         raise NotImplementedError(_NO_LOG.format(type(self).__name__))
 
     def claim_observation(self, key: str, *, owner: str, seconds: float) -> bool:
@@ -332,8 +335,16 @@ class MemoryStorage(ABC):
         current_task: str | None,
         message_ids: Sequence[str],
         token_count: float,
+        buffered: bool = False,
     ) -> ObservationGroup | None:
-        """Store an Observer's group, move the cursor and release the lease (one transaction)."""
+        """Store an Observer's group, move the cursor (`buffered`: only the buffer frontier)
+        and release the lease (one transaction)."""
+        raise NotImplementedError(_NO_LOG.format(type(self).__name__))
+
+    def activate_observations(
+        self, key: str, *, resource_id: str, thread_id: str | None, retain_tokens: float
+    ) -> list[ObservationGroup]:
+        """Turn the oldest buffered groups active, leaving about `retain_tokens` unobserved."""
         raise NotImplementedError(_NO_LOG.format(type(self).__name__))
 
     def commit_reflection(
@@ -350,25 +361,36 @@ class MemoryStorage(ABC):
         """Store a Reflector's group in place of the groups it condensed, release the lease."""
         raise NotImplementedError(_NO_LOG.format(type(self).__name__))
 
-    async def aobservation_log(self, key: str) -> list[ObservationGroup]:
+    async def aobservation_log(self, key: str, *, buffered: bool = False) -> list[ObservationGroup]:
         """Async `observation_log`."""
-        return await _off_loop(self.observation_log, key)
+        return await _off_loop(self.observation_log, key, buffered=buffered)
 
     async def aunobserved_messages(
-        self, key: str, *, resource_id: str, thread_id: str | None
+        self, key: str, *, resource_id: str, thread_id: str | None, buffered: bool = False
     ) -> list[StoredMessage]:
         """Async `unobserved_messages`."""
         return await _off_loop(
-            self.unobserved_messages, key, resource_id=resource_id, thread_id=thread_id
-        )
+            self.unobserved_messages, key, resource_id=resource_id, thread_id=thread_id,
+            buffered=buffered,
+        )  # fmt: skip
 
     async def aunobserved_tokens(
-        self, key: str, *, resource_id: str, thread_id: str | None
+        self, key: str, *, resource_id: str, thread_id: str | None, buffered: bool = False
     ) -> float:
         """Async `unobserved_tokens`."""
         return await _off_loop(
-            self.unobserved_tokens, key, resource_id=resource_id, thread_id=thread_id
-        )
+            self.unobserved_tokens, key, resource_id=resource_id, thread_id=thread_id,
+            buffered=buffered,
+        )  # fmt: skip
+
+    async def aactivate_observations(
+        self, key: str, *, resource_id: str, thread_id: str | None, retain_tokens: float
+    ) -> list[ObservationGroup]:
+        """Async `activate_observations`."""
+        return await _off_loop(
+            self.activate_observations, key, resource_id=resource_id, thread_id=thread_id,
+            retain_tokens=retain_tokens,
+        )  # fmt: skip
 
     async def aclaim_observation(self, key: str, *, owner: str, seconds: float) -> bool:
         """Async `claim_observation`."""
@@ -643,8 +665,7 @@ _SYNC_IO = (
     "mark_embedded", "embedded_ids", "get_working_memory", "modify_working_memory", "ensure_thread",
     "put_items", "get_items", "search_items", "item_namespaces", "working_memories",
     "observation_log", "unobserved_messages", "unobserved_tokens", "claim_observation",
-    "release_observation",
-    "commit_observation", "commit_reflection",
+    "release_observation", "commit_observation", "activate_observations", "commit_reflection",
 )  # fmt: skip
 
 

@@ -3,9 +3,16 @@
 A *scope* is ``thread:<id>`` or ``resource:<id>``. Each Observer run that lands is one
 *observation* group: its text and the exact ids of the messages it covers. A Reflector run is
 one *reflection* group listing the groups it condensed, which are marked ``replaced_by`` it
-(kept, never deleted: the history of the log). The active log is the scope's groups not
-replaced, in order. A per-scope state row holds the *cursor* (the last message observed) and a
-*lease* (who is running the Observer or Reflector, until when).
+(kept, never deleted: the history of the log). The active log is the scope's active groups not
+replaced, in order. A per-scope state row holds the *cursor* (the last message the active log
+covers), the *buffer frontier* (the last message any group covers) and a *lease* (who is
+running the Observer or Reflector, until when).
+
+Buffering: an Observer may run ahead of the threshold and commit its group *buffered*
+(inactive: the messages stay in the turn's context, the frontier moves). At the threshold
+`activate_observations` turns the oldest buffered groups active and moves the cursor to the end
+of the last one, in one transaction and with no model call. Groups cover consecutive stretches
+after the cursor, so activation keeps the log in message order.
 
 Correctness lives in storage, not in process memory: a run first `claim_observation`s the
 lease (compare-and-set: one runner per scope across threads, tasks and processes), calls its
@@ -29,7 +36,7 @@ from .records import MESSAGE_COLUMNS, ObservationGroup, StoredMessage, from_iso,
 
 _GROUP_COLUMNS = (
     "id, scope_key, resource_id, kind, text, current_task, message_ids, replaces, "
-    "token_count, created_at, replaced_by"
+    "token_count, created_at, replaced_by, active, message_tokens"
 )
 
 
@@ -52,45 +59,55 @@ class ObservationTable(MemoryStorage):
     dialect: Any
 
     def _group(self, row: Sequence[Any]) -> ObservationGroup:
-        (group_id, key, resource_id, kind, text, task, ids, replaces, tokens, at, by) = row
+        (group_id, key, resource_id, kind, text, task, ids, replaces, tokens, at, by) = row[:11]
         return ObservationGroup(
             id=group_id, scope_key=key, resource_id=resource_id, kind=kind, text=text,
             current_task=task, message_ids=tuple(json.loads(ids)),
             replaces=tuple(json.loads(replaces)), token_count=float(tokens),
-            created_at=from_iso(at), replaced_by=by,
+            created_at=from_iso(at), replaced_by=by, active=bool(row[11]),
+            message_tokens=float(row[12]),
         )  # fmt: skip
 
-    def observation_log(self, key: str) -> list[ObservationGroup]:
-        """The active groups of a scope, oldest first."""
-        with self._transaction(write=False) as conn:
-            rows = self._run(
-                conn,
-                f"SELECT {_GROUP_COLUMNS} FROM memory_observation_groups "
-                "WHERE scope_key = ? AND replaced_by IS NULL ORDER BY created_at, id",
-                (key,),
-            ).fetchall()
+    def _groups(self, conn: Any, key: str, *, active: bool) -> list[ObservationGroup]:
+        rows = self._run(
+            conn,
+            f"SELECT {_GROUP_COLUMNS} FROM memory_observation_groups WHERE scope_key = ? "
+            "AND replaced_by IS NULL AND active = ? ORDER BY created_at, id",
+            (key, active),
+        ).fetchall()
         return [self._group(r) for r in rows]
 
+    def observation_log(self, key: str, *, buffered: bool = False) -> list[ObservationGroup]:
+        """The active groups of a scope, oldest first; with `buffered`, the buffered groups
+        after them."""
+        with self._transaction(write=False) as conn:
+            log = self._groups(conn, key, active=True)
+            return log + self._groups(conn, key, active=False) if buffered else log
+
     def _after_cursor(
-        self, conn: Any, key: str, resource_id: str, thread_id: str | None
+        self, conn: Any, key: str, resource_id: str, thread_id: str | None, *, buffered: bool
     ) -> tuple[str, list[Any]]:
         """The condition (on ``memory_messages m``) and its parameters selecting the scope's
-        messages after its cursor."""
-        cursor = self._run(
-            conn, "SELECT seq FROM memory_observation_state WHERE scope_key = ?", (key,)
+        messages after its cursor (with `buffered`: after its buffer frontier)."""
+        row = self._run(
+            conn,
+            "SELECT seq, buffered_seq FROM memory_observation_state WHERE scope_key = ?",
+            (key,),
         ).fetchone()
-        after = cursor[0] if cursor and cursor[0] is not None else 0
+        marks = [m for m in (row or ()) if m is not None]
+        after = (max(marks) if buffered else (row[0] or 0)) if marks else 0
         if key.startswith("thread:"):
             return "m.thread_id = ? AND m.seq > ?", [thread_id, after]
         return "m.resource_id = ? AND m.seq > ?", [resource_id, after]
 
     def unobserved_messages(
-        self, key: str, *, resource_id: str, thread_id: str | None
+        self, key: str, *, resource_id: str, thread_id: str | None, buffered: bool = False
     ) -> list[StoredMessage]:
-        """The scope's messages after its cursor, in order (all of them before any run)."""
+        """The scope's messages after its cursor, in order (all of them before any run); with
+        `buffered`, only those no buffered group covers yet (what the Observer takes next)."""
         columns = ", ".join("m." + c for c in MESSAGE_COLUMNS.split(", "))
         with self._transaction(write=False) as conn:
-            where, params = self._after_cursor(conn, key, resource_id, thread_id)
+            where, params = self._after_cursor(conn, key, resource_id, thread_id, buffered=buffered)
             rows = self._run(
                 conn,
                 f"SELECT {columns} FROM memory_messages m WHERE {where} ORDER BY m.seq",
@@ -98,11 +115,13 @@ class ObservationTable(MemoryStorage):
             ).fetchall()
         return [self._stored(r) for r in rows]
 
-    def unobserved_tokens(self, key: str, *, resource_id: str, thread_id: str | None) -> float:
-        """The stored token count of the scope's messages after its cursor (one aggregate
-        query: what every save checks against the threshold)."""
+    def unobserved_tokens(
+        self, key: str, *, resource_id: str, thread_id: str | None, buffered: bool = False
+    ) -> float:
+        """The stored token count of the scope's messages after its cursor (with `buffered`:
+        after its buffer frontier); one aggregate query, what every save checks."""
         with self._transaction(write=False) as conn:
-            where, params = self._after_cursor(conn, key, resource_id, thread_id)
+            where, params = self._after_cursor(conn, key, resource_id, thread_id, buffered=buffered)
             total = self._run(
                 conn, f"SELECT sum(m.token_count) FROM memory_messages m WHERE {where}", params
             ).fetchone()[0]
@@ -154,15 +173,18 @@ class ObservationTable(MemoryStorage):
         ).fetchone()
         return row is not None and row[0] == owner and (row[1] or 0) > time.time()
 
-    def _insert_group(self, conn: Any, group: ObservationGroup) -> None:
+    def _insert_group(
+        self, conn: Any, group: ObservationGroup, last_seq: int | None = None
+    ) -> None:
         self._run(
             conn,
-            f"INSERT INTO memory_observation_groups ({_GROUP_COLUMNS}) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+            f"INSERT INTO memory_observation_groups ({_GROUP_COLUMNS}, last_seq) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)",
             (
                 group.id, group.scope_key, group.resource_id, group.kind, group.text,
                 group.current_task, json.dumps(list(group.message_ids)),
                 json.dumps(list(group.replaces)), group.token_count, self._time(group.created_at),
+                group.active, group.message_tokens, last_seq,
             ),
         )  # fmt: skip
 
@@ -176,33 +198,89 @@ class ObservationTable(MemoryStorage):
         current_task: str | None,
         message_ids: Sequence[str],
         token_count: float,
+        buffered: bool = False,
     ) -> ObservationGroup | None:
-        """Store an Observer's group covering `message_ids`, move the cursor past the last of
-        them and release the lease, in one transaction; None (nothing written) if the lease
-        is no longer `owner`'s."""
-        group = ObservationGroup(
-            id=str(uuid.uuid4()), scope_key=key, resource_id=resource_id, kind="observation",
-            text=text, current_task=current_task, message_ids=tuple(message_ids),
-            replaces=(), token_count=token_count, created_at=now_utc(), replaced_by=None,
-        )  # fmt: skip
+        """Store an Observer's group covering `message_ids` and release the lease, in one
+        transaction; None (nothing written) if the lease is no longer `owner`'s. The group
+        goes into the log and the cursor past its last message; `buffered`, it waits
+        inactive and only the buffer frontier moves."""
         with self._transaction(write=True) as conn:
             if not self._holds(conn, key, owner):
                 return None
-            seqs = [  # the cursor moves to the last covered message: one query per id chunk
-                self._run(
-                    conn, f"SELECT max(seq) FROM memory_messages WHERE {condition}", params
-                ).fetchone()[0]
-                for condition, params in self.dialect.ids_in("id", list(message_ids))
-            ]
-            seqs = [seq for seq in seqs if seq is not None]
-            self._insert_group(conn, group)
+            seqs, tokens = [], 0.0  # one query per id chunk: its last message, its tokens
+            for condition, params in self.dialect.ids_in("id", list(message_ids)):
+                last, total = self._run(
+                    conn,
+                    f"SELECT max(seq), sum(token_count) FROM memory_messages WHERE {condition}",
+                    params,
+                ).fetchone()
+                seqs += [last] if last is not None else []
+                tokens += float(total or 0.0)
+            group = ObservationGroup(
+                id=str(uuid.uuid4()), scope_key=key, resource_id=resource_id,
+                kind="observation", text=text, current_task=current_task,
+                message_ids=tuple(message_ids), replaces=(), token_count=token_count,
+                created_at=now_utc(), replaced_by=None, active=False, message_tokens=tokens,
+            )  # fmt: skip
+            last_seq = max(seqs, default=None)
+            self._insert_group(conn, group, last_seq)
+            self._run(  # the frontier never moves back (a covered message deleted meanwhile)
+                conn,
+                "UPDATE memory_observation_state SET buffered_seq = COALESCE(?, buffered_seq), "
+                "lease_owner = NULL, lease_until = NULL WHERE scope_key = ?",
+                (last_seq, key),
+            )
+            if not buffered:  # into the log now, with any buffered group before it
+                self._activate(conn, key, retain_tokens=0.0, raw=float("inf"))
+                group = replace(group, active=True)
+        return group
+
+    def activate_observations(
+        self, key: str, *, resource_id: str, thread_id: str | None, retain_tokens: float
+    ) -> list[ObservationGroup]:
+        """Turn the oldest buffered groups active, as many as leave at most about
+        `retain_tokens` of unobserved messages in the context (at least one), and move the
+        cursor to the end of the last; one transaction. Returns the groups activated."""
+        with self._transaction(write=True) as conn:
+            where, params = self._after_cursor(conn, key, resource_id, thread_id, buffered=False)
+            raw = self._run(
+                conn, f"SELECT sum(m.token_count) FROM memory_messages m WHERE {where}", params
+            ).fetchone()[0]
+            return self._activate(conn, key, retain_tokens=retain_tokens, raw=float(raw or 0))
+
+    def _activate(
+        self, conn: Any, key: str, *, retain_tokens: float, raw: float
+    ) -> list[ObservationGroup]:
+        """`activate_observations` inside a write transaction; `raw`: the unobserved tokens."""
+        state = self._run(
+            conn,
+            f"SELECT seq FROM memory_observation_state WHERE scope_key = ?{self.dialect.row_lock}",
+            (key,),
+        ).fetchone()
+        waiting = self._groups(conn, key, active=False)
+        chosen: list[ObservationGroup] = []
+        for group in waiting:  # oldest first, while too much would stay raw
+            if chosen and raw <= retain_tokens:
+                break
+            chosen.append(group)
+            raw -= group.message_tokens
+        if state is None or not chosen:
+            return []
+        ids = [g.id for g in chosen]
+        for condition, params in self.dialect.ids_in("id", ids):
             self._run(
                 conn,
-                "UPDATE memory_observation_state SET seq = ?, lease_owner = NULL, "
-                "lease_until = NULL WHERE scope_key = ?",
-                (max(seqs, default=None), key),
+                f"UPDATE memory_observation_groups SET active = ? WHERE {condition}",
+                (True, *params),
             )
-        return group
+        last = self._run(
+            conn, "SELECT last_seq FROM memory_observation_groups WHERE id = ?", (ids[-1],)
+        ).fetchone()[0]
+        self._run(
+            conn, "UPDATE memory_observation_state SET seq = ? WHERE scope_key = ?",
+            (max(last or 0, state[0] or 0), key),
+        )  # fmt: skip
+        return [replace(g, active=True) for g in chosen]
 
     def commit_reflection(
         self,

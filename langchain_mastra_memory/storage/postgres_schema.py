@@ -82,4 +82,12 @@ MIGRATIONS: list[str] = [
         lease_until DOUBLE PRECISION
     );
     """,
+    # 4: observational memory's buffering: groups written ahead of the threshold wait inactive
+    """
+    ALTER TABLE memory_observation_groups ADD COLUMN active BOOLEAN NOT NULL DEFAULT TRUE;
+    ALTER TABLE memory_observation_groups
+        ADD COLUMN message_tokens DOUBLE PRECISION NOT NULL DEFAULT 0;
+    ALTER TABLE memory_observation_groups ADD COLUMN last_seq BIGINT;
+    ALTER TABLE memory_observation_state ADD COLUMN buffered_seq BIGINT;
+    """,
 ]

@@ -320,7 +320,8 @@ MESSAGE_COLUMNS = "id, thread_id, resource_id, content, created_at, token_count"
 @dataclass(frozen=True)
 class ObservationGroup:
     """One entry of an observational-memory log: an Observer's output covering `message_ids`,
-    or a Reflector's condensing the groups in `replaces`; `replaced_by` once condensed."""
+    or a Reflector's condensing the groups in `replaces`; `replaced_by` once condensed. A
+    buffered group (``active`` False) waits outside the log until the threshold activates it."""
 
     id: str
     scope_key: str
@@ -333,3 +334,5 @@ class ObservationGroup:
     token_count: float
     created_at: datetime
     replaced_by: str | None
+    active: bool = True  # False: buffered, written ahead of the threshold, not in the log yet
+    message_tokens: float = 0.0  # the stored token count of the messages it covers

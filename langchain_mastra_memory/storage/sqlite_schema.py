@@ -133,6 +133,13 @@ MIGRATIONS: list[str] = [
         lease_until REAL
     );
     """,
+    # 6: observational memory's buffering: groups written ahead of the threshold wait inactive
+    """
+    ALTER TABLE memory_observation_groups ADD COLUMN active INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE memory_observation_groups ADD COLUMN message_tokens REAL NOT NULL DEFAULT 0;
+    ALTER TABLE memory_observation_groups ADD COLUMN last_seq INTEGER;
+    ALTER TABLE memory_observation_state ADD COLUMN buffered_seq INTEGER;
+    """,
 ]
 
 
