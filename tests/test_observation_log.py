@@ -206,3 +206,40 @@ def test_an_unbuffered_commit_takes_the_waiting_groups_into_the_log(storage) -> 
     assert group is not None and group.active
     assert [g.id for g in storage.observation_log(key)] == [waiting.id, group.id]
     assert storage.unobserved_messages(key, resource_id="alice", thread_id="t1") == []
+
+
+def test_a_log_written_before_buffering_migrates_active(tmp_path: Path, monkeypatch) -> None:
+    """A file at schema 5 (the log without buffering) opens at the current schema: its groups
+    stay in the log, its cursor holds, and buffering continues after it."""
+    import langchain_mastra_memory.storage.sqlite as sqlite_module
+    from langchain_mastra_memory.storage import sqlite_schema
+
+    current = sqlite_schema.MIGRATIONS
+    path = tmp_path / "v5.db"
+    monkeypatch.setattr(sqlite_module, "MIGRATIONS", current[:5])
+    old = SQLiteStorage(path)
+    ids = turns(old, "t1", 3)
+    key = scope_key("thread", resource_id="alice", thread_id="t1")
+    with old._transaction(write=True) as conn:  # what schema 5's commit wrote
+        conn.execute(
+            "INSERT INTO memory_observation_groups VALUES "
+            "('g1', ?, 'alice', 'observation', 'old log', NULL, ?, '[]', 2.0, "
+            "'2026-11-01T00:00:00+00:00', NULL)",
+            (key, f'["{ids[0]}", "{ids[1]}"]'),
+        )
+        seq = conn.execute("SELECT seq FROM memory_messages WHERE id = ?", (ids[1],)).fetchone()
+        conn.execute("INSERT INTO memory_observation_state (scope_key, seq) VALUES (?, ?)",
+                     (key, seq[0]))  # fmt: skip
+    old.close()
+    monkeypatch.setattr(sqlite_module, "MIGRATIONS", current)
+    storage = SQLiteStorage(path)
+    assert storage.schema_version() == len(current)
+    ref = {"resource_id": "alice", "thread_id": "t1"}
+    (group,) = storage.observation_log(key)
+    assert group.id == "g1" and group.active
+    assert [s.message.id for s in storage.unobserved_messages(key, **ref)] == ids[2:]
+    assert [s.message.id for s in storage.unobserved_messages(key, buffered=True, **ref)] == ids[2:]
+    ahead = buffer(storage, key, ids[2:4], "ahead")
+    assert [s.message.id for s in storage.unobserved_messages(key, buffered=True, **ref)] == ids[4:]
+    storage.activate_observations(key, retain_tokens=0, **ref)
+    assert [g.id for g in storage.observation_log(key)] == ["g1", ahead.id]
