@@ -369,3 +369,33 @@ def test_keyword_search_migrates_from_the_unpartitioned_index(tmp_path) -> None:
             conn.execute("SELECT message_count FROM memory_resources WHERE id = 'a'").fetchone()[0]
             == 1
         )
+
+
+def test_neighbour_windows_in_order_when_times_tie(storage) -> None:
+    """Windows come back in stored order even when a whole session shares one time (as an
+    import does), overlapping windows once, and never around another resource's message."""
+    from datetime import UTC, datetime
+
+    from langchain_core.messages import HumanMessage
+
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    storage.create_thread(thread_id="t1", resource_id="alice")
+    storage.create_thread(thread_id="b1", resource_id="bob")
+    ids = [
+        s.message.id
+        for s in storage.save_messages(
+            [HumanMessage(f"m{i}") for i in range(10)], thread_id="t1", resource_id="alice",
+            created_at=[when] * 10,
+        )
+    ]  # fmt: skip
+    (bobs,) = storage.save_messages([HumanMessage("b")], thread_id="b1", resource_id="bob")
+
+    def window(hits, before=2, after=2):
+        found = storage.message_windows(hits, before=before, after=after, resource_id="alice")
+        return [s.message.id for s in found]
+
+    assert window([ids[5]]) == ids[3:8]
+    assert window([ids[6], ids[5]]) == ids[3:9]  # overlapping: each message once, in order
+    assert window([ids[0]], before=3, after=0) == ids[:1]
+    assert window([bobs.message.id, "no-such-id", ids[9]]) == ids[7:]  # bob's: not alice's
+    assert window([]) == []

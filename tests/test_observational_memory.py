@@ -11,6 +11,7 @@ import threading
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, SystemMessage
+from langchain_core.runnables import RunnableLambda
 
 from langchain_mastra_memory import ConfigurationError, Memory, SQLiteStorage
 from langchain_mastra_memory.observational.prompts import REFLECTOR_INSTRUCTIONS
@@ -182,8 +183,10 @@ def test_a_model_is_required(option) -> None:
         Memory(storage=SQLiteStorage(":memory:"), options={"observational_memory": option})
 
 
-@pytest.mark.parametrize("shape", ["langgraph hook + checkpointer", "agent middleware"])
-def test_every_shape_with_working_memory_is_provider_valid(shape: str, tmp_path) -> None:
+@pytest.mark.parametrize(
+    "shape", ["lcel wrap", "langgraph hook + checkpointer", "agent middleware"]
+)
+def test_every_shape_with_working_memory_and_recall_is_provider_valid(shape: str, tmp_path) -> None:
     import warnings
 
     from langchain.agents import create_agent
@@ -195,12 +198,16 @@ def test_every_shape_with_working_memory_is_provider_valid(shape: str, tmp_path)
         options={
             "observational_memory": {"model": observer, "message_tokens": 100},
             "working_memory": {"enabled": True},
+            "semantic_recall": {"scope": "resource", "top_k": 2},
         },
     )
     replies = [AIMessage(f"Reply {i} about Lisbon and peanuts.") for i in range(6)]
     model = strict_model(*replies)
     tools = [memory.working_memory_tool()]
-    if shape == "agent middleware":
+    if shape == "lcel wrap":
+        chat = memory.wrap(model.bind_tools(tools))
+        agent = RunnableLambda(lambda state, config: chat.invoke(state["messages"][0][1], config))
+    elif shape == "agent middleware":
         agent = create_agent(model, tools, middleware=[memory.middleware()])
     else:
         with warnings.catch_warnings():
@@ -218,6 +225,7 @@ def test_every_shape_with_working_memory_is_provider_valid(shape: str, tmp_path)
     assert "WORKING_MEMORY_SYSTEM_INSTRUCTION" in last[0].content  # both, in the one block
     assert sum(isinstance(m, SystemMessage) for m in last) == 1
     assert last[-1].content.startswith("Message 5:")
+    assert "Message 0:" not in " ".join(str(m.content) for m in last[1:])  # observed, not raw
 
 
 def test_a_reflection_that_cannot_shorten_the_log_is_not_retried_every_turn(caplog) -> None:

@@ -72,14 +72,29 @@ _INSERT_RESOURCE = (
     "ON CONFLICT (id) DO NOTHING"
 )
 _TOUCH_THREAD = "UPDATE memory_threads SET updated_at = ? WHERE id = ?"
-_WINDOW = (
-    f"SELECT {MESSAGE_COLUMNS} FROM (SELECT {MESSAGE_COLUMNS}, seq FROM memory_messages "
-    "WHERE thread_id = ? AND (created_at, seq) < (?, ?) "
-    "ORDER BY created_at DESC, seq DESC LIMIT ?) AS earlier "
-    f"UNION ALL SELECT {MESSAGE_COLUMNS} FROM (SELECT {MESSAGE_COLUMNS}, seq "
-    "FROM memory_messages WHERE thread_id = ? AND (created_at, seq) >= (?, ?) "
-    "ORDER BY created_at, seq LIMIT ?) AS later"
-)
+
+
+def _window_sql(hits: int) -> str:
+    """One statement for the neighbour windows of `hits` messages: per hit, its anchor (id and
+    owner checked) and up to ``before`` earlier / ``after`` later messages of its thread.
+    Rows: the message columns, then ``seq``. Parameters per hit: id, resource id, before,
+    id, resource id, after + 1."""
+    anchor = (
+        "(SELECT thread_id, created_at, seq FROM memory_messages WHERE id = ? AND resource_id = ?)"
+    )
+    columns = ", ".join("m." + c for c in MESSAGE_COLUMNS.split(", "))
+    side = (
+        f"SELECT {MESSAGE_COLUMNS}, seq FROM (SELECT {columns}, m.seq FROM memory_messages m "
+        f"JOIN {anchor} AS a ON m.thread_id = a.thread_id "
+        "WHERE (m.created_at, m.seq) {op} (a.created_at, a.seq) "
+        "ORDER BY m.created_at {order}, m.seq {order} LIMIT ?) AS w{n}"
+    )
+    blocks = [
+        side.format(op=op, order=order, n=2 * i + j)
+        for i in range(hits)
+        for j, (op, order) in enumerate((("<", "DESC"), (">=", "ASC")))
+    ]
+    return " UNION ALL ".join(blocks)
 
 
 Splitter = Callable[[str], Iterable[str]]  # a migration script -> its statements
@@ -573,27 +588,14 @@ class SQLStorage(ObservationTable, ItemTable):
         self, message_ids: Sequence[str], *, before: int, after: int, resource_id: str
     ) -> list[StoredMessage]:
         check_id(resource_id, "resource_id")
-        seen: dict[str, StoredMessage] = {}
+        ids = list(dict.fromkeys(check_ids(message_ids, "message_ids")))
+        if not ids:
+            return []
+        params = [p for i in ids for p in (i, resource_id, before, i, resource_id, after + 1)]
         with self._transaction(write=False) as conn:
-            for message_id in dict.fromkeys(check_ids(message_ids, "message_ids")):
-                anchor = self._run(
-                    conn,
-                    "SELECT thread_id, created_at, seq FROM memory_messages "
-                    "WHERE id = ? AND resource_id = ?",
-                    (message_id, resource_id),
-                ).fetchone()
-                if anchor is None:
-                    continue
-                thread_id, created_at, seq = anchor
-                rows = self._run(
-                    conn,
-                    _WINDOW,
-                    (thread_id, created_at, seq, before, thread_id, created_at, seq, after + 1),
-                ).fetchall()
-                for row in rows:
-                    if row[0] not in seen:
-                        seen[row[0]] = self._stored(row)
-        return sorted(seen.values(), key=lambda s: (s.thread_id, s.created_at))
+            rows = self._run(conn, _window_sql(len(ids)), params).fetchall()
+        ordered = sorted({row[0]: row for row in rows}.values(), key=lambda r: (r[1], r[4], r[6]))
+        return [self._stored(row[:6]) for row in ordered]  # by thread, then time and seq
 
     def unembedded(self, *, limit: int = 500) -> list[StoredMessage]:
         with self._transaction(write=False) as conn:
