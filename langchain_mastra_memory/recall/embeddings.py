@@ -117,13 +117,13 @@ class MiniLMEmbeddings(Embeddings):
         )
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="minilm")
 
-    def _encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed one batch on one thread (ONNX Runtime releases the GIL, so batches run in
-        parallel on `threads` workers, and a query never waits on a busy thread pool)."""
-        encodings = self.tokenizer.encode_batch(list(texts))
+    def _encode(self, encodings: Sequence[Any]) -> np.ndarray:
+        """Embed one batch of tokenized texts on one thread (ONNX Runtime releases the GIL, so
+        batches run in parallel on `threads` workers, and a query never waits on a busy
+        thread pool)."""
         length = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(texts), length), dtype=np.int64)
-        mask = np.zeros((len(texts), length), dtype=np.int32)
+        ids = np.zeros((len(encodings), length), dtype=np.int64)
+        mask = np.zeros((len(encodings), length), dtype=np.int32)
         for row, enc in enumerate(encodings):
             ids[row, : len(enc.ids)] = enc.ids
             mask[row, : len(enc.ids)] = 1
@@ -135,12 +135,15 @@ class MiniLMEmbeddings(Embeddings):
         return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
 
     def embed_array(self, texts: Sequence[str]) -> np.ndarray:
-        """Embeddings as a (len(texts), 384) float32 array; batches by length to limit padding,
-        run on `threads` workers."""
+        """Embeddings as a (len(texts), 384) float32 array: tokenized in one call, batched by
+        length to limit padding, run on `threads` workers."""
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        if not texts:
+            return out
+        encodings = self.tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         chunks = [order[s : s + self.batch_size] for s in range(0, len(order), self.batch_size)]
-        batches = [[texts[i] for i in chunk] for chunk in chunks]
+        batches = [[encodings[i] for i in chunk] for chunk in chunks]
         vectors = (
             map(self._encode, batches)
             if len(batches) == 1
