@@ -30,4 +30,4 @@ def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch) -> None:
 
 
 def test_there_are_notebooks() -> None:
-    assert len(NOTEBOOKS) >= 3
+    assert len(NOTEBOOKS) >= 4
