@@ -95,8 +95,11 @@ class SQLiteStorage(SQLStorage):
     """Threads, messages and resources in one SQLite file (or ``":memory:"``).
 
     The file is opened in WAL mode with a busy timeout and foreign keys on, so several processes
-    can share it; every write is one ``BEGIN IMMEDIATE`` transaction. The schema is created or
-    migrated forward on first use; a file written by a newer version raises `SchemaVersionError`.
+    can share it; every write is one ``BEGIN IMMEDIATE`` transaction. Reads of a file run on a
+    read-only connection of the calling thread, so they never wait on a write or on each other
+    (a turn loads its history while recall searches); ``":memory:"`` has one connection. The
+    schema is created or migrated forward on first use; a file written by a newer version
+    raises `SchemaVersionError`.
 
     Example:
         >>> from langchain_core.messages import HumanMessage
@@ -111,14 +114,16 @@ class SQLiteStorage(SQLStorage):
 
     def __init__(self, path: str | Path = "memory.db", *, busy_timeout: float = 30.0) -> None:
         self.path = str(path)
-        self._lock = threading.RLock()
+        self.busy_timeout = busy_timeout
+        self._lock = threading.RLock()  # the writing connection (and ":memory:"'s only one)
+        self._local = threading.local()  # per thread: its reader, and whether it is writing
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._closed = False
         try:
-            self._conn = sqlite3.connect(
-                self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
-            )
+            self._conn = self._connect()
             if self.path != ":memory:":
                 self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._conn.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.DatabaseError as exc:
@@ -127,6 +132,27 @@ class SQLiteStorage(SQLStorage):
             ) from exc
         self.setup()
 
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
+        return conn
+
+    def _reader(self) -> sqlite3.Connection:
+        """This thread's read-only connection to the file (opened on first use)."""
+        reader = getattr(self._local, "reader", None)
+        if reader is None:
+            reader = self._connect()
+            reader.execute("PRAGMA query_only=ON")
+            with self._readers_lock:
+                if self._closed:
+                    reader.close()
+                    raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+                self._readers.append(reader)
+            self._local.reader = reader
+        return reader
+
     def __repr__(self) -> str:
         return f"SQLiteStorage({self.path!r})"
 
@@ -134,12 +160,19 @@ class SQLiteStorage(SQLStorage):
     @contextmanager
     def _transaction(self, *, write: bool) -> Iterator[sqlite3.Connection]:
         """Writes: one ``BEGIN IMMEDIATE`` transaction (the database's write lock serializes
-        writers across processes). Reads: autocommit statements under the connection lock."""
+        writers across processes). Reads: autocommit statements on this thread's read-only
+        connection (on the writing one, under its lock, for ":memory:" and for a read inside
+        this thread's own write, which must see what it wrote)."""
+        if not write and self.path != ":memory:" and not getattr(self._local, "writing", False):
+            with _faults_as_storage_errors(self.path):
+                yield self._reader()  # committed data, beside any write
+            return
         with self._lock, _faults_as_storage_errors(self.path):
-            if not write:
+            if not write:  # ":memory:", or a read inside this thread's write: its own view
                 yield self._conn
                 return
             self._conn.execute("BEGIN IMMEDIATE")
+            self._local.writing = True
             try:
                 yield self._conn
             except BaseException:
@@ -148,6 +181,8 @@ class SQLiteStorage(SQLStorage):
                 raise
             else:
                 self._conn.execute("COMMIT")
+            finally:
+                self._local.writing = False
 
     def _text_match(self, query: str, conn: Any, resource_id: str) -> tuple[str, Any] | None:
         words = query_words(query)
@@ -193,8 +228,12 @@ class SQLiteStorage(SQLStorage):
 
     def close(self) -> None:
         """Close the connection."""
-        with self._lock:
+        with self._lock, self._readers_lock:
+            self._closed = True
             self._conn.close()
+            for reader in self._readers:
+                reader.close()
+            self._readers.clear()
 
 
 def storage_or_default(storage: object, default_path: str | Path) -> MemoryStorage:
