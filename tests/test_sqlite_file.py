@@ -131,3 +131,36 @@ def test_four_processes_append_to_one_thread(tmp_path: Path) -> None:
         mine = [i for i in ids if i.startswith(f"w{w}-")]
         assert mine == [f"w{w}-{i}" for i in range(per_worker)]
     assert [s.message.id for s in storage.list_messages("t1")] == ids  # stable on re-read
+
+
+def test_reads_go_on_beside_a_write_and_see_only_committed_data(tmp_path: Path) -> None:
+    """A file's reads run on the reading thread's own connection: a write transaction held
+    open in another thread does not block them, and they see what was committed before it;
+    a read inside the write (same thread) sees the write's own rows."""
+    import threading
+
+    storage = SQLiteStorage(tmp_path / "m.db")
+    storage.create_thread(thread_id="t1", resource_id="alice")
+    storage.save_messages([HumanMessage("committed")], thread_id="t1", resource_id="alice")
+    inside, release, seen = threading.Event(), threading.Event(), []
+
+    def hold_a_write() -> None:
+        with storage._transaction(write=True) as conn:
+            conn.execute("UPDATE memory_threads SET title = 'uncommitted' WHERE id = 't1'")
+            seen.append(storage.get_thread("t1").title)  # its own write, from inside
+            inside.set()
+            release.wait(10)
+
+    writer = threading.Thread(target=hold_a_write)
+    writer.start()
+    assert inside.wait(10)
+    try:  # the write is still open: these return without waiting for it
+        assert [s.message.content for s in storage.list_messages("t1")] == ["committed"]
+        assert storage.get_thread("t1").title is None
+    finally:
+        release.set()
+        writer.join(10)
+    assert seen == ["uncommitted"] and storage.get_thread("t1").title == "uncommitted"
+    storage.close()
+    with pytest.raises(StorageError):
+        storage.get_thread("t1")  # every connection closed, readers included
