@@ -399,3 +399,27 @@ def test_neighbour_windows_in_order_when_times_tie(storage) -> None:
     assert window([ids[0]], before=3, after=0) == ids[:1]
     assert window([bobs.message.id, "no-such-id", ids[9]]) == ids[7:]  # bob's: not alice's
     assert window([]) == []
+
+
+def test_keyword_search_finds_a_thread_whose_matches_rank_below_the_others(storage) -> None:
+    """Ranking a pool of the best matches before the thread and role filters must not lose a
+    thread whose matches all rank below it: the search then ranks every match."""
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+    storage.create_thread(thread_id="loud", resource_id="alice")
+    storage.create_thread(thread_id="quiet", resource_id="alice")
+    storage.save_messages(
+        [HumanMessage("zebra zebra zebra") for _ in range(40)]
+        + [SystemMessage("zebra zebra zebra zebra")],
+        thread_id="loud", resource_id="alice",
+    )  # fmt: skip
+    quiet = storage.save_messages(
+        [HumanMessage(f"I once saw a zebra at the zoo with my cousin number {i}") for i in range(3)]
+        + [AIMessage("no stripes here")],
+        thread_id="quiet", resource_id="alice",
+    )  # fmt: skip
+    hits = storage.search_text("zebra", resource_id="alice", thread_id="quiet", limit=3)
+    assert sorted(h[0] for h in hits) == sorted(s.message.id for s in quiet[:3])
+    everywhere = storage.search_text("zebra", resource_id="alice", limit=50)
+    assert len(everywhere) == 43  # every user message with the word; never the system one
+    assert [h[1] for h in everywhere[:40]] == ["loud"] * 40  # best first

@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import ConfigurationError, StorageError
 from .postgres_schema import MIGRATIONS
 from .records import query_words
-from .sql import Dialect, SQLStorage
+from .sql import Dialect, SQLStorage, TextMatch
 
 POSTGRES = Dialect(
     placeholder="%s",
@@ -86,11 +86,13 @@ class PostgresStorage(SQLStorage):
         except psycopg.Error as exc:  # rolled back by the transaction block
             raise StorageError(f"PostgreSQL refused the operation: {exc}") from exc
 
-    def _text_match(self, query: str, conn: Any, resource_id: str) -> tuple[str, Any] | None:
+    def _text_match(
+        self, query: str, conn: Any, resource_id: str, *, pool: int
+    ) -> TextMatch | None:
         words = query_words(query)
         if not words:
             return None
-        return (
+        return TextMatch(
             "SELECT m.id, m.thread_id, ts_rank(m.tsv, q) AS score "
             "FROM memory_messages m, to_tsquery('english', ?) q WHERE m.tsv @@ q",
             " | ".join(words),

@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from langchain_core.messages import ToolMessage
 
@@ -100,6 +100,18 @@ def _window_sql(hits: int) -> str:
 Splitter = Callable[[str], Iterable[str]]  # a migration script -> its statements
 
 
+class TextMatch(NamedTuple):
+    """A dialect's full-text search: ``statement`` is ``SELECT m.id, m.thread_id, <score> AS
+    score FROM ... WHERE <match>`` over messages aliased ``m`` (higher scores better) taking
+    one parameter, `param`; the caller appends its filters (resource, role, thread), the order
+    and the limit. When the statement ranks only a pool of the best matches before those
+    filters, `unpooled` is the same search over every match, for when they leave too few."""
+
+    statement: str
+    param: Any
+    unpooled: str | None = None
+
+
 class Cursor(Protocol):
     def fetchone(self) -> Any: ...
     def fetchall(self) -> list[Any]: ...
@@ -156,11 +168,12 @@ class SQLStorage(ObservationTable, ItemTable):
         """One transaction on a connection."""
 
     @abstractmethod
-    def _text_match(self, query: str, conn: Connection, resource_id: str) -> tuple[str, Any] | None:
-        """The engine's full-text search for `resource_id` as ``SELECT m.id, m.thread_id,
-        <score> AS score FROM ... WHERE <match>`` over messages aliased ``m``, and its one
-        parameter (None when the query has no words). Higher scores are better; the caller
-        still filters by resource, role and thread."""
+    def _text_match(
+        self, query: str, conn: Connection, resource_id: str, *, pool: int
+    ) -> TextMatch | None:
+        """The engine's full-text search for `resource_id` (None when the query has no
+        words); see `TextMatch`. `pool`: how many of the best matches the engine may rank
+        alone before the caller's filters."""
 
     # -- schema --------------------------------------------------------------------------------
     def _migrate(
@@ -572,16 +585,19 @@ class SQLStorage(ObservationTable, ItemTable):
         check_optional_id(thread_id, "thread_id")
         check_query(query)
         with self._transaction(write=False) as conn:  # choosing the words and ranking: one read
-            match = self._text_match(query, conn, resource_id)
+            match = self._text_match(query, conn, resource_id, pool=4 * limit)
             if match is None:
                 return []
-            statement = match[0] + " AND m.resource_id = ? AND m.role IN ('user', 'assistant')"
-            params: list[Any] = [match[1], resource_id]
+            where = " AND m.resource_id = ? AND m.role IN ('user', 'assistant')"
+            params: list[Any] = [match.param, resource_id]
             if thread_id is not None:
-                statement += " AND m.thread_id = ?"
+                where += " AND m.thread_id = ?"
                 params.append(thread_id)
-            ranked = statement + " ORDER BY score DESC LIMIT ?"
-            rows = self._run(conn, ranked, [*params, limit]).fetchall()
+            order = " ORDER BY score DESC LIMIT ?"
+            rows = self._run(conn, match.statement + where + order, [*params, limit]).fetchall()
+            if len(rows) < limit and match.unpooled is not None:  # the filters ate the pool:
+                # any better match that passes them was outside it, so rank them all
+                rows = self._run(conn, match.unpooled + where + order, [*params, limit]).fetchall()
         return [(r[0], r[1], float(r[2])) for r in rows]
 
     def message_windows(

@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import ConfigurationError, StorageError
 from .base import MemoryStorage
 from .records import fts_query, query_words, to_iso
-from .sql import SCHEMA_TABLE, Dialect, SQLStorage
+from .sql import SCHEMA_TABLE, Dialect, SQLStorage, TextMatch
 from .sqlite_schema import MIGRATIONS
 
 SQLITE = Dialect(to_db_time=to_iso)
@@ -184,7 +184,9 @@ class SQLiteStorage(SQLStorage):
             finally:
                 self._local.writing = False
 
-    def _text_match(self, query: str, conn: Any, resource_id: str) -> tuple[str, Any] | None:
+    def _text_match(
+        self, query: str, conn: Any, resource_id: str, *, pool: int
+    ) -> TextMatch | None:
         words = query_words(query)
         if not words:
             return None
@@ -204,12 +206,20 @@ class SQLiteStorage(SQLStorage):
         match = (
             fts_query(words) if dominant else f'owner : "{owner}" AND text : ({fts_query(words)})'
         )
-        return (
-            "SELECT m.id, m.thread_id, -bm25(memory_messages_fts, 1.0, 0.0) AS score "
-            "FROM memory_messages_fts JOIN memory_messages m ON m.seq = memory_messages_fts.rowid "
-            "WHERE memory_messages_fts MATCH ?",
-            match,
+        score = "-bm25(memory_messages_fts, 1.0, 0.0)"
+        # BM25 ranked inside FTS5 first, so only the pool is joined to the messages
+        pooled = (
+            f"SELECT m.id, m.thread_id, r.score FROM (SELECT rowid, {score} AS score "
+            "FROM memory_messages_fts WHERE memory_messages_fts MATCH ? "
+            f"ORDER BY score DESC LIMIT {int(pool)}) AS r "
+            "JOIN memory_messages m ON m.seq = r.rowid WHERE 1 = 1"
         )
+        unpooled = (
+            f"SELECT m.id, m.thread_id, {score} AS score "
+            "FROM memory_messages_fts JOIN memory_messages m ON m.seq = memory_messages_fts.rowid "
+            "WHERE memory_messages_fts MATCH ?"
+        )
+        return TextMatch(pooled, match, unpooled)
 
     # -- schema --------------------------------------------------------------------------------
     def setup(self) -> None:
