@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -113,6 +114,7 @@ class ObservationalMemory:
         self.counter = TokenCounter()
         self._pool: ThreadPoolExecutor | None = None
         self._running: dict[str, Future[Any]] = {}  # scope -> its run in the worker thread
+        self._lock = threading.Lock()
         self._retry_at: dict[str, float] = {}  # scope -> log tokens before reflecting again
 
     @classmethod
@@ -166,13 +168,12 @@ class ObservationalMemory:
             if raw >= config.block_after * config.message_tokens:
                 run_sync(self._observe(key, thread_id, resource_id))
             return
-        step = config.buffer_step
         fresh = storage.unobserved_tokens(
             key, resource_id=resource_id, thread_id=thread_id, buffered=True
         )
-        due = raw >= config.message_tokens if step is None else fresh >= step
-        if fresh > 0 and (due or raw >= config.message_tokens) and key not in self._running:
-            self._start(key, thread_id, resource_id)
+        step = config.buffer_step  # None: no buffering, the Observer waits for the threshold
+        if fresh > 0 and (raw >= config.message_tokens or (step and fresh >= step)):
+            self._submit(key, self._observe(key, thread_id, resource_id))
 
     async def aafter_save(self, stored: Sequence[StoredMessage]) -> None:
         """Async `after_save` (its storage reads, and a blocking observation, in a worker
@@ -184,13 +185,23 @@ class ObservationalMemory:
         pending = list(self._running.values())
         return not wait(pending, timeout=timeout).not_done if pending else True
 
-    def _start(self, key: str, thread_id: str, resource_id: str) -> None:
-        """An Observer run for `key` in the worker thread (one at a time per scope)."""
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-observer")
-        future = self._pool.submit(run_sync, self._observe(key, thread_id, resource_id))
-        self._running[key] = future
-        future.add_done_callback(lambda done: self._running.pop(key, None))
+    def _submit(self, key: str, steps: Steps[None]) -> None:
+        """Run `steps` (an Observer or Reflector run) in the worker thread, unless a run for
+        `key` is under way already (it activates and reflects when it ends)."""
+        with self._lock:
+            if key in self._running:
+                steps.close()
+                return
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="memory-observer")
+            future = self._pool.submit(run_sync, steps)
+            self._running[key] = future
+        future.add_done_callback(lambda done: self._finished(key, done))
+
+    def _finished(self, key: str, future: Future[Any]) -> None:
+        with self._lock:
+            if self._running.get(key) is future:
+                del self._running[key]
 
     def _activate(self, key: str, resource_id: str, thread_id: str, raw: float) -> float:
         """Activate buffered groups (none waiting: nothing changes); the unobserved tokens
@@ -201,16 +212,8 @@ class ObservationalMemory:
         )  # fmt: skip
         if not activated:
             return raw
-        if key not in self._running:
-            self._start_reflection(key, resource_id)
+        self._submit(key, self._reflect(key, resource_id))
         return raw - sum(g.message_tokens for g in activated)
-
-    def _start_reflection(self, key: str, resource_id: str) -> None:
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-observer")
-        future = self._pool.submit(run_sync, self._reflect(key, resource_id))
-        self._running[key] = future
-        future.add_done_callback(lambda done: self._running.pop(key, None))
 
     def _observe(self, key: str, thread_id: str, resource_id: str) -> Steps[None]:
         """Observe what no group covers yet, commit it buffered, then activate (at the

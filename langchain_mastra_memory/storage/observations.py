@@ -137,13 +137,7 @@ class ObservationTable(MemoryStorage):
                 "ON CONFLICT (scope_key) DO NOTHING",
                 (key,),
             )
-            row = self._run(
-                conn,
-                "SELECT lease_owner, lease_until FROM memory_observation_state "
-                f"WHERE scope_key = ?{self.dialect.row_lock}",
-                (key,),
-            ).fetchone()
-            holder, until = row
+            _seq, holder, until = self._locked_state(conn, key)
             if holder not in (None, owner) and until is not None and until > clock:
                 return False
             self._run(
@@ -164,14 +158,20 @@ class ObservationTable(MemoryStorage):
                 (key, owner),
             )
 
-    def _holds(self, conn: Any, key: str, owner: str) -> bool:
+    def _locked_state(self, conn: Any, key: str) -> tuple[Any, Any, Any]:
+        """The scope's cursor, lease owner and lease end, its row locked until commit (all
+        None when the scope has no row yet)."""
         row = self._run(
             conn,
-            "SELECT lease_owner, lease_until FROM memory_observation_state "
+            "SELECT seq, lease_owner, lease_until FROM memory_observation_state "
             f"WHERE scope_key = ?{self.dialect.row_lock}",
             (key,),
         ).fetchone()
-        return row is not None and row[0] == owner and (row[1] or 0) > time.time()
+        return (row[0], row[1], row[2]) if row else (None, None, None)
+
+    def _holds(self, conn: Any, key: str, owner: str) -> bool:
+        _seq, holder, until = self._locked_state(conn, key)
+        return holder == owner and (until or 0) > time.time()
 
     def _insert_group(
         self, conn: Any, group: ObservationGroup, last_seq: int | None = None
@@ -242,6 +242,7 @@ class ObservationTable(MemoryStorage):
         `retain_tokens` of unobserved messages in the context (at least one), and move the
         cursor to the end of the last; one transaction. Returns the groups activated."""
         with self._transaction(write=True) as conn:
+            self._locked_state(conn, key)  # first, so what stays raw is read under the lock
             where, params = self._after_cursor(conn, key, resource_id, thread_id, buffered=False)
             raw = self._run(
                 conn, f"SELECT sum(m.token_count) FROM memory_messages m WHERE {where}", params
@@ -252,11 +253,7 @@ class ObservationTable(MemoryStorage):
         self, conn: Any, key: str, *, retain_tokens: float, raw: float
     ) -> list[ObservationGroup]:
         """`activate_observations` inside a write transaction; `raw`: the unobserved tokens."""
-        state = self._run(
-            conn,
-            f"SELECT seq FROM memory_observation_state WHERE scope_key = ?{self.dialect.row_lock}",
-            (key,),
-        ).fetchone()
+        cursor = self._locked_state(conn, key)[0]
         waiting = self._groups(conn, key, active=False)
         chosen: list[ObservationGroup] = []
         for group in waiting:  # oldest first, while too much would stay raw
@@ -264,7 +261,7 @@ class ObservationTable(MemoryStorage):
                 break
             chosen.append(group)
             raw -= group.message_tokens
-        if state is None or not chosen:
+        if not chosen:
             return []
         ids = [g.id for g in chosen]
         for condition, params in self.dialect.ids_in("id", ids):
@@ -278,7 +275,7 @@ class ObservationTable(MemoryStorage):
         ).fetchone()[0]
         self._run(
             conn, "UPDATE memory_observation_state SET seq = ? WHERE scope_key = ?",
-            (max(last or 0, state[0] or 0), key),
+            (max(last or 0, cursor or 0), key),
         )  # fmt: skip
         return [replace(g, active=True) for g in chosen]
 
