@@ -89,3 +89,35 @@ def test_newer_schema_version_is_refused(schema: str) -> None:
 def test_schema_names_are_checked(bad: str) -> None:
     with pytest.raises(ConfigurationError):
         PostgresStorage(DSN, schema=bad)
+
+
+def test_a_resources_writers_take_turns_so_seq_follows_commits(schema: str) -> None:
+    """Saves into different threads of one resource wait for each other (the owner's row is
+    locked before the insert), so a message never commits with a lower seq than one already
+    committed: observational memory's resource-scope cursor can move past what it has read."""
+    import threading
+
+    import psycopg
+
+    storage = PostgresStorage(DSN, schema=schema)
+    storage.create_thread(thread_id="a", resource_id="alice")
+    storage.create_thread(thread_id="b", resource_id="alice")
+    storage.create_thread(thread_id="c", resource_id="carol")
+    done: list[str] = []
+    with psycopg.connect(DSN) as holder:  # a transaction holding alice's row, as a save does
+        holder.execute(f'SELECT id FROM "{schema}".memory_resources WHERE id = %s FOR UPDATE',
+                       ("alice",))  # fmt: skip
+
+        def save(thread: str, owner: str) -> None:
+            storage.save_messages([HumanMessage(thread)], thread_id=thread, resource_id=owner)
+            done.append(thread)
+
+        waiting = threading.Thread(target=save, args=("b", "alice"))
+        waiting.start()
+        save("c", "carol")  # another resource: not held up
+        waiting.join(0.5)
+        assert done == ["c"] and waiting.is_alive()  # alice's save waits for the row
+        holder.rollback()
+    waiting.join(10)
+    assert done == ["c", "b"]
+    storage.close()

@@ -449,15 +449,22 @@ class SQLStorage(ObservationTable, ItemTable):
         check_id(resource_id, "resource_id")  # required: saving checks ownership
         rows = message_rows(messages, created_at)
         with self._transaction(write=True) as conn:
-            self._owned_thread(conn, thread_id, resource_id, lock=True)  # serializes writers
+            self._owned_thread(conn, thread_id, resource_id, lock=True)
             return self._save_rows(conn, rows, thread_id, resource_id)
 
     def _save_rows(
         self, conn: Connection, rows: list[MessageRow], thread_id: str, resource_id: str
     ) -> list[StoredMessage]:
-        """Insert (or, by id, update) rows in an owned thread, in the caller's transaction."""
+        """Insert (or, by id, update) rows in an owned thread, in the caller's transaction.
+        The owner's row is locked first: a resource's writers take turns, so its messages
+        commit in ``seq`` order (observational memory's resource-scope cursor relies on it;
+        SQLite has one writer anyway)."""
         if not rows:
             return []
+        self._run(
+            conn, f"SELECT id FROM memory_resources WHERE id = ?{self.dialect.row_lock}",
+            (resource_id,),
+        )  # fmt: skip
         existing = self._existing(conn, [r.id for r in rows])
         check_conflicts(rows, existing, thread_id)
         has_results = any(isinstance(r.message, ToolMessage) for r in rows)
