@@ -90,4 +90,8 @@ MIGRATIONS: list[str] = [
     ALTER TABLE memory_observation_groups ADD COLUMN last_seq BIGINT;
     ALTER TABLE memory_observation_state ADD COLUMN buffered_seq BIGINT;
     """,
+    # 5: a thread's messages after a cursor by seq (observational memory's checks on every save)
+    """
+    CREATE INDEX memory_messages_by_thread_seq ON memory_messages(thread_id, seq);
+    """,
 ]
