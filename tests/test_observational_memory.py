@@ -328,3 +328,34 @@ def test_far_over_the_threshold_the_turn_waits_for_the_buffering_run() -> None:
     assert memory.storage.observation_log(key)  # in the log before the later turns ran
     assert any(isinstance(m, SystemMessage) for m in seen[-1])
     memory.flush()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"buffer_tokens": -0.1},
+        {"buffer_activation": 0},
+        {"buffer_activation": 1.5},
+        {"block_after": 0.5},
+        {"message_tokens": 0},
+        {"buffering": True},  # not an option
+    ],
+)
+def test_invalid_buffering_options_are_a_clear_error(bad) -> None:
+    with pytest.raises(ConfigurationError, match="invalid observational_memory options"):
+        Memory(
+            storage=SQLiteStorage(":memory:"),
+            options={"observational_memory": {"model": Scripted(calls=[]), **bad}},
+        )
+
+
+def test_buffer_tokens_as_a_share_or_a_count() -> None:
+    from langchain_mastra_memory.observational import ObservationalConfig
+
+    model = Scripted(calls=[])
+    share = ObservationalConfig(model=model, message_tokens=1_000, buffer_tokens=0.25)
+    count = ObservationalConfig(model=model, message_tokens=1_000, buffer_tokens=300)
+    off = ObservationalConfig(model=model, buffer_tokens=None)
+    assert (share.buffer_step, share.retain_tokens) == (250, pytest.approx(200))
+    assert count.buffer_step == 300
+    assert (off.buffer_step, off.retain_tokens) == (None, 0.0)
