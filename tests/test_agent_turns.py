@@ -413,3 +413,23 @@ def test_working_memory_traffic_never_appears_in_recall(
     assert not any(isinstance(m, AIMessage) and m.tool_calls for m in sent)
     assert "It now reads" not in recalled_text
     assert "assistant: \n" not in recalled_text and not recalled_text.rstrip().endswith(":")
+
+
+async def test_wrap_stages_are_runs_for_whoever_listens(tmp_path: Path) -> None:
+    """Stages are child runs when something receives runs (callbacks, ``astream_events``),
+    and a turn with no listener is the same turn, saved the same."""
+    from langchain_mastra_memory.integrations.lcel import observed
+
+    memory = Memory(storage=SQLiteStorage(tmp_path / "m.db"))
+    chat = memory.wrap(scripted(AIMessage("one"), AIMessage("two"), AIMessage("three")))
+    events = [e async for e in chat.astream_events("hi", cfg("t1", "ada"), version="v2")]
+    started = [e["name"] for e in events if e["event"] == "on_chain_start"]
+    assert {"MemoryContext", "MemorySave"} <= set(started), started
+    names = RunNames()
+    await chat.ainvoke("again", {**cfg("t1", "ada"), "callbacks": [names]})
+    assert {"MemoryContext", "MemorySave"} <= set(names.names)
+    assert chat.invoke("quiet", cfg("t1", "ada")).content == "three"
+    assert [m.content for m in memory.get_messages(thread_id="t1")] == [
+        "hi", "one", "again", "two", "quiet", "three",
+    ]  # fmt: skip
+    assert not observed({}) and observed({"callbacks": [names]})

@@ -423,3 +423,30 @@ def test_keyword_search_finds_a_thread_whose_matches_rank_below_the_others(stora
     everywhere = storage.search_text("zebra", resource_id="alice", limit=50)
     assert len(everywhere) == 43  # every user message with the word; never the system one
     assert [h[1] for h in everywhere[:40]] == ["loud"] * 40  # best first
+
+
+def test_keyword_search_of_a_resource_holding_most_messages_matches_ranking_them_all(
+    storage,
+) -> None:
+    """A resource holding most of the index is searched without its owner token, so the pool
+    ranked first holds other resources' and system messages too: whatever they take, a
+    search returns exactly the best of the resource's own user and assistant messages."""
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+    storage.create_thread(thread_id="t", resource_id="alice")
+    storage.create_thread(thread_id="b", resource_id="bob")
+    storage.save_messages(
+        [SystemMessage("zebra " * 6) for _ in range(30)]
+        + [HumanMessage(f"zebra {'stripes ' * i}seen") for i in range(20)]
+        + [AIMessage(f"a zebra {'again ' * i}") for i in range(10)],
+        thread_id="t", resource_id="alice",
+    )  # fmt: skip
+    storage.save_messages(
+        [HumanMessage("zebra " * 5) for _ in range(10)], thread_id="b", resource_id="bob"
+    )
+    every = storage.search_text("zebra", resource_id="alice", limit=100)
+    assert len(every) == 30  # the user and assistant messages with the word, alice's only
+    for limit in (1, 5, 12, 30):
+        hits = storage.search_text("zebra", resource_id="alice", limit=limit)
+        assert [h[2] for h in hits] == [h[2] for h in every[:limit]]
+        assert {h[0] for h in hits} <= {h[0] for h in every}

@@ -148,7 +148,8 @@ class ExactPartitions:
         k = min(top_k, len(scores))
         best = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
         best = best[np.argsort(-scores[best], kind="stable")]
-        return [(ids[i], float(scores[i])) for i in best if scores[i] > -np.inf]
+        best = best[scores[best] > -np.inf]  # other threads' rows, when one thread is asked
+        return list(zip(map(ids.__getitem__, best.tolist()), scores[best].tolist(), strict=True))
 
     @staticmethod
     def _scores(matrix: _Matrix, vector: Sequence[float], thread_id: str | None) -> np.ndarray:

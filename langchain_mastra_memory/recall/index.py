@@ -12,6 +12,7 @@ by a failed delete is never returned.
 from __future__ import annotations
 
 import logging
+import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -482,11 +483,12 @@ def _vector_record(stored: StoredMessage, piece: int, vector: Sequence[float]) -
 
 def best_piece_per_message(hits: Sequence[VectorHit]) -> list[RecallHit]:
     """Piece hits as message hits: each message scored by its best piece, best first."""
-    best: dict[str, RecallHit] = {}
+    best: dict[str, float] = {}
     for hit in hits:
-        if hit.message_id not in best or hit.score > best[hit.message_id].score:
-            best[hit.message_id] = RecallHit(hit.message_id, "", hit.score)
-    return sorted(best.values(), key=lambda h: -h.score)
+        if hit.score > best.get(hit.message_id, -math.inf):
+            best[hit.message_id] = hit.score
+    ranked = sorted(best.items(), key=lambda item: -item[1])
+    return [RecallHit(message_id, "", score) for message_id, score in ranked]
 
 
 def fuse(

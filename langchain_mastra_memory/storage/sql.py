@@ -104,8 +104,9 @@ class TextMatch(NamedTuple):
     """A dialect's full-text search: ``statement`` is ``SELECT m.id, m.thread_id, <score> AS
     score FROM ... WHERE <match>`` over messages aliased ``m`` (higher scores better) taking
     one parameter, `param`; the caller appends its filters (resource, role, thread), the order
-    and the limit. When the statement ranks only a pool of the best matches before those
-    filters, `unpooled` is the same search over every match, for when they leave too few."""
+    and the limit. When `unpooled` is given, the statement ranks only a pool of the best
+    matches before those filters, and `unpooled` is the same search over every match, for
+    when they leave too few."""
 
     statement: str
     param: Any
@@ -592,7 +593,9 @@ class SQLStorage(ObservationTable, ItemTable):
         check_optional_id(thread_id, "thread_id")
         check_query(query)
         with self._transaction(write=False) as conn:  # choosing the words and ranking: one read
-            match = self._text_match(query, conn, resource_id, pool=4 * limit)
+            # a thread's matches are a part of its resource's: rank a deeper pool for it
+            pool = limit if thread_id is None else 4 * limit  # (the dialect may deepen it)
+            match = self._text_match(query, conn, resource_id, pool=pool)
             if match is None:
                 return []
             where = " AND m.resource_id = ? AND m.role IN ('user', 'assistant')"

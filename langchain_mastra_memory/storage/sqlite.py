@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -38,15 +39,21 @@ def owner_token(resource_id: str) -> str:
     return "o" + resource_id.encode("utf-8", "surrogatepass").hex() + "0"
 
 
-def _matches(conn: sqlite3.Connection, match: str, cap: int) -> int:
-    """How many messages `match` finds, counting no further than `cap` + 1 (bounded cost)."""
-    return int(
-        conn.execute(
-            "SELECT count(*) FROM (SELECT rowid FROM memory_messages_fts "
-            "WHERE memory_messages_fts MATCH ? LIMIT ?)",
-            (match, cap + 1),
-        ).fetchone()[0]
-    )
+_COUNT = (
+    "SELECT {i}, count(*) FROM (SELECT rowid FROM memory_messages_fts "
+    "WHERE memory_messages_fts MATCH ? LIMIT ?)"
+)
+
+
+def _matches(conn: sqlite3.Connection, matches: list[str], cap: int) -> list[int]:
+    """How many messages each of `matches` finds, counting no further than `cap` + 1 (bounded
+    cost); one statement for all."""
+    if not matches:
+        return []
+    sql = " UNION ALL ".join(_COUNT.format(i=i) for i in range(len(matches)))
+    params = [p for match in matches for p in (match, cap + 1)]
+    counts = dict(conn.execute(sql, params).fetchall())
+    return [int(counts[i]) for i in range(len(matches))]
 
 
 def _affordable_words(
@@ -66,13 +73,13 @@ def _affordable_words(
     (`owner` given), within `owner_budget` of its own messages. Counting is capped the same
     way, so choosing costs little too.
     """
-    store = {w: _matches(conn, f'"{w}"', store_budget) for w in words}
+    store = dict(zip(words, _matches(conn, [f'"{w}"' for w in words], store_budget), strict=True))
     kept: list[str] = []
     spent = mine = 0
     for word in sorted(words, key=store.__getitem__):
         own = 0
         if owner is not None:
-            own = _matches(conn, f'owner : "{owner}" AND text : "{word}"', owner_budget)
+            own = _matches(conn, [f'owner : "{owner}" AND text : "{word}"'], owner_budget)[0]
         if kept and (spent + store[word] > store_budget or mine + own > owner_budget):
             break
         kept.append(word)
@@ -191,11 +198,13 @@ class SQLiteStorage(SQLStorage):
         if not words:
             return None
         # messages ever stored (max of the autoincrement key: no scan; deletions make it high)
-        total = conn.execute("SELECT max(seq) FROM memory_messages").fetchone()[0] or 0
-        row = conn.execute(
-            "SELECT message_count FROM memory_resources WHERE id = ?", (resource_id,)
+        # and how many of them the resource holds
+        total, owned = conn.execute(
+            "SELECT (SELECT max(seq) FROM memory_messages), "
+            "(SELECT message_count FROM memory_resources WHERE id = ?)",
+            (resource_id,),
         ).fetchone()
-        owned = row[0] if row else 0
+        total, owned = total or 0, owned or 0
         owner = owner_token(resource_id)
         dominant = owned * 2 >= total  # its own token would select nearly every message
         if len(words) > 1:
@@ -203,9 +212,13 @@ class SQLiteStorage(SQLStorage):
                 conn, words, None if dominant else owner,
                 store_budget=OWNER_BUDGET if dominant else STORE_BUDGET,
             )  # fmt: skip
-        match = (
-            fts_query(words) if dominant else f'owner : "{owner}" AND text : ({fts_query(words)})'
-        )
+        if dominant:  # no owner token (ANDing it costs 2x at 100k): the resource and role
+            # filters then drop other resources' and tool messages from the pool, so it is
+            # deepened by the share of the index that is not the resource's (at most 2.5x)
+            match = fts_query(words)
+            pool = math.ceil(pool * 1.25 * total / max(owned, 1)) + 16
+        else:  # the token is indexed for the resource's user and assistant messages only
+            match = f'owner : "{owner}" AND text : ({fts_query(words)})'
         score = "-bm25(memory_messages_fts, 1.0, 0.0)"
         # BM25 ranked inside FTS5 first, so only the pool is joined to the messages
         pooled = (
