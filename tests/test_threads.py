@@ -31,6 +31,22 @@ def test_create_and_get(memory: Memory, call) -> None:
     assert generated.id and generated.id != "t1"
 
 
+def test_get_threads_reads_those_that_exist_at_once(memory: Memory, call) -> None:
+    storage = memory.storage
+    for thread_id, title in (("t1", "Cats"), ("t2", None), ("t3", "Dogs")):
+        call(storage, "create_thread", thread_id=thread_id, resource_id="alice", title=title)
+    found = call(storage, "get_threads", ["t3", "nope", "t1", "t3", "t2"])
+    assert {i: t.title for i, t in found.items()} == {"t3": "Dogs", "t1": "Cats", "t2": None}
+    assert found["t1"] == call(storage, "get_thread", "t1")
+    assert call(storage, "get_threads", []) == {}
+    many = [f"x{i}" for i in range(1200)]  # more ids than one SQLite statement binds
+    for thread_id in many[::100]:
+        storage.create_thread(thread_id=thread_id, resource_id="bob")
+    assert sorted(call(storage, "get_threads", many)) == sorted(many[::100])
+    with pytest.raises(ConfigurationError):
+        call(storage, "get_threads", ["t1", ""])
+
+
 def test_create_twice_is_refused(memory: Memory) -> None:
     memory.create_thread(resource_id="alice", thread_id="t1", title="original")
     with pytest.raises(ThreadExistsError):

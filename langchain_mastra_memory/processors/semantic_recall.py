@@ -195,10 +195,9 @@ def assembled_block(
 ) -> Steps[list[BaseMessage]]:
     """Recalled messages as the context shows them (see `SemanticRecall.assemble`), with the
     titles of their other threads read from storage. Run with `twins`."""
-    titles: dict[str, str | None] = {}
-    for source in {s.thread_id for s in found}:
-        thread = yield call(storage, "get_thread", source)
-        titles[source] = thread.title if thread else None
+    others = list(dict.fromkeys(s.thread_id for s in found if s.thread_id != thread_id))
+    threads = (yield call(storage, "get_threads", others)) if others else {}
+    titles = {source: thread.title for source, thread in threads.items()}
     return SemanticRecall.assemble(found, thread_id, titles)
 
 

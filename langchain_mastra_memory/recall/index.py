@@ -174,8 +174,16 @@ class RecallIndex:
 
     # -- search --------------------------------------------------------------------------------
     def _search(
-        self, query: str, resource_id: str, thread_id: str | None, limit: int | None
+        self,
+        query: str,
+        resource_id: str,
+        thread_id: str | None,
+        limit: int | None,
+        *,
+        with_threads: bool = True,
     ) -> Steps[list[RecallHit]]:
+        """The ranked hits; with `with_threads` False, vector hits may keep an empty thread id
+        (recall reads the hits' windows from storage anyway, with their threads)."""
         check_id(resource_id, "resource_id")  # never reaches a vector store's filter unchecked
         check_optional_id(thread_id, "thread_id")
         if not check_query(query).strip():
@@ -201,7 +209,7 @@ class RecallIndex:
             return keyword_hits[:k]
         ranked = vector_hits[:k] if mode == "vector" else fuse(vector_hits, keyword_hits, k)
         unknown = [h.message_id for h in ranked if not h.thread_id]
-        if unknown:  # vector hits do not carry their thread: storage knows it
+        if unknown and with_threads:  # vector hits do not carry their thread: storage knows it
             stored = yield call(
                 self.storage, "get_messages_by_id", unknown, resource_id=resource_id
             )
@@ -272,7 +280,7 @@ class RecallIndex:
         never_hits: frozenset[str],
     ) -> Steps[list[StoredMessage]]:
         limit = self.options.top_k + len(never_hits)
-        hits = yield from self._search(query, resource_id, thread_id, limit)
+        hits = yield from self._search(query, resource_id, thread_id, limit, with_threads=False)
         hits = [h for h in hits if h.message_id not in never_hits][: self.options.top_k]
         window = self.options.window
         found = yield call(

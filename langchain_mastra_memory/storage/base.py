@@ -24,7 +24,7 @@ from ..errors import (
 )
 from ..thread import Thread
 from .records import ImportedThread, ItemWrite, ObservationGroup, StoredItem, StoredMessage
-from .validation import check_id
+from .validation import check_id, check_ids
 
 logger = logging.getLogger(__name__)
 
@@ -409,6 +409,11 @@ class MemoryStorage(ABC):
         return await _off_loop(self.commit_reflection, key, **group)
 
     # -- derived -----------------------------------------------------------------------------
+    def get_threads(self, thread_ids: Sequence[str]) -> dict[str, Thread]:
+        """The threads of `thread_ids` that exist, by id (SQL backends read them at once)."""
+        threads = (self.get_thread(i) for i in dict.fromkeys(check_ids(thread_ids, "thread_ids")))
+        return {thread.id: thread for thread in threads if thread is not None}
+
     def ensure_thread(self, *, thread_id: str, resource_id: str) -> Thread:
         """The thread, created for `resource_id` if it does not exist yet (a thread of another
         resource raises `ResourceMismatchError`)."""
@@ -457,6 +462,10 @@ class MemoryStorage(ABC):
     async def aget_thread(self, thread_id: str) -> Thread | None:
         """Async `get_thread`."""
         return await _off_loop(self.get_thread, thread_id)
+
+    async def aget_threads(self, thread_ids: Sequence[str]) -> dict[str, Thread]:
+        """Async `get_threads`."""
+        return await _off_loop(self.get_threads, thread_ids)
 
     async def alist_threads(
         self,
@@ -659,7 +668,7 @@ def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 _SYNC_IO = (
-    "setup", "close", "create_thread", "get_thread", "list_threads", "update_thread",
+    "setup", "close", "create_thread", "get_thread", "get_threads", "list_threads", "update_thread",
     "delete_thread", "clone_thread", "save_messages", "list_messages", "get_messages_by_id",
     "update_messages", "delete_messages", "search_text", "message_windows", "unembedded",
     "mark_embedded", "embedded_ids", "get_working_memory", "modify_working_memory", "ensure_thread",

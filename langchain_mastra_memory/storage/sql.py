@@ -328,6 +328,17 @@ class SQLStorage(ObservationTable, ItemTable):
             ).fetchone()
         return thread_from_row(row) if row else None
 
+    def get_threads(self, thread_ids: Sequence[str]) -> dict[str, Thread]:
+        ids = list(dict.fromkeys(check_ids(thread_ids, "thread_ids")))
+        found: dict[str, Thread] = {}
+        with self._transaction(write=False) as conn:
+            for condition, params in self.dialect.ids_in("id", ids):
+                statement = f"SELECT {THREAD_COLUMNS} FROM memory_threads WHERE {condition}"
+                for row in self._run(conn, statement, params).fetchall():
+                    thread = thread_from_row(row)
+                    found[thread.id] = thread
+        return found
+
     def list_threads(
         self,
         *,
