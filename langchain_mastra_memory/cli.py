@@ -240,7 +240,7 @@ def _wm_memory(db: Path, thread: str | None, as_json: bool) -> Memory:
     options: dict[str, Any] = {"enabled": True, "scope": "thread" if thread else "resource"}
     if as_json:
         options["schema"] = {"type": "object"}
-    return Memory(storage=_storage(db, create=True), options={"working_memory": options})
+    return Memory(storage=_storage(db), options={"working_memory": options})
 
 
 @wm_app.command("show")
@@ -378,11 +378,11 @@ def import_(
 def _import_with_progress(
     memory: Memory, file: Path, thread: str | None, resource: str | None
 ) -> int:
-    from .transfer import import_lines
+    from .transfer import import_lines, split_lines
 
     raw = file.read_bytes()
     try:
-        lines = raw.decode("utf-8").splitlines()
+        lines = split_lines(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         msg = f"nothing was imported: {file} is not UTF-8 (line {line}, byte {exc.start})"

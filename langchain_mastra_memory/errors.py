@@ -40,6 +40,25 @@ class MessageConflictError(MastraMemoryError):
 class ResourceMismatchError(MastraMemoryError, PermissionError):
     """A thread or message belongs to another resource than the one given."""
 
+    @classmethod
+    def for_thread(cls, thread_id: str, resource_id: str) -> ResourceMismatchError:
+        """The refusal of `thread_id` to `resource_id`, saying how the owner was found when it
+        is the thread id itself (a config naming no ``resource_id``/``user_id``).
+
+        Example:
+            >>> str(ResourceMismatchError.for_thread("t1", "bob"))
+            "thread 't1' belongs to another resource than 'bob'"
+        """
+        msg = f"thread {thread_id!r} belongs to another resource than {resource_id!r}"
+        if resource_id == thread_id:
+            msg += (
+                ": no resource_id or user_id was given, so the thread id stood for the owner "
+                '(the rule: config["configurable"]["resource_id"], else "user_id", else the '
+                "runtime context's, else Memory(default_resource_id=...), else the thread id); "
+                "name the thread's owner in the config"
+            )
+        return cls(msg)
+
 
 class StorageError(MastraMemoryError):
     """The storage backend cannot be used (not a database, unreadable, or the wrong schema)."""

@@ -21,6 +21,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from .errors import ConfigurationError
+from .storage.validation import check_id
 from .thread import Thread
 
 OWNER_KEYS = ("resource_id", "user_id")
@@ -59,7 +60,7 @@ def explicit_resource_id(
         for key in OWNER_KEYS:
             value = _field(source, key)
             if value:
-                return str(value)
+                return check_id(value, key)  # an owner is a string: 42 and "42" are not one
     return default_resource_id
 
 
@@ -98,7 +99,9 @@ def ids_from_options(opts: Mapping[str, Any], *, processor: str) -> tuple[str | 
     config = opts.get("config")
     configurable = (config or {}).get("configurable") or {}
     thread_id = opts.get("thread_id") or configurable.get("thread_id")
-    resource_id = opts.get("resource_id") or explicit_resource_id(config) or thread_id
+    given = opts.get("resource_id")
+    resource_id = check_id(given, "resource_id") if given is not None else None
+    resource_id = resource_id or explicit_resource_id(config) or thread_id
     if not resource_id:
         msg = (
             f'{processor} needs config={{"configurable": {{"thread_id": ...}}}} '

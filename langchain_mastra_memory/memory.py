@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -83,6 +84,7 @@ class Memory:
         warn_if_limiter_not_last(self.processors)
         self.working_memory = WorkingMemoryConfig.parse(self.options.working_memory)
         self.working = WorkingMemoryStore(self.storage, self.working_memory)
+        self.checkpointers: weakref.WeakSet[MemoryCheckpointer] = weakref.WeakSet()
         self.turns = TurnContext(self.storage, self.options.last_messages, self.recall_index,
                                  self.working, processors, om)  # fmt: skip
 
@@ -135,12 +137,12 @@ class Memory:
         return await self.storage.aupdate_thread(thread_id, **update)
 
     def delete_thread(self, thread_id: str, *, resource_id: str | None = None) -> bool:
-        """Delete a thread with its messages (and their vectors); False if it did not exist."""
-        return self.synced.delete_thread(thread_id, resource_id=resource_id)
+        """Delete a thread and all keyed by it, checkpoints too (`delete_everywhere`)."""
+        return _shape("checkpointer").delete_everywhere(self, thread_id, resource_id)
 
     async def adelete_thread(self, thread_id: str, *, resource_id: str | None = None) -> bool:
         """Async `delete_thread`."""
-        return await self.synced.adelete_thread(thread_id, resource_id=resource_id)
+        return await _shape("checkpointer").adelete_everywhere(self, thread_id, resource_id)
 
     def clone_thread(self, thread_id: str, **clone: Unpack[kw.CloneOptions]) -> Thread:
         """Copy a thread and its messages (with new ids) under the same resource."""
@@ -148,9 +150,8 @@ class Memory:
 
     async def aclone_thread(self, thread_id: str, **clone: Unpack[kw.CloneOptions]) -> Thread:
         """Async `clone_thread`."""
-        return (await self.storage.aclone_thread(thread_id, **with_new_id(clone, "new_thread_id")))[
-            0
-        ]
+        cloned = await self.storage.aclone_thread(thread_id, **with_new_id(clone, "new_thread_id"))
+        return cloned[0]
 
     # -- messages ------------------------------------------------------------------------------
     def save_messages(self, messages: In, **to: Unpack[kw.SaveOptions]) -> Messages:

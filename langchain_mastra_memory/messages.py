@@ -189,12 +189,25 @@ def message_from_json(text: str) -> BaseMessage:
 
 
 def message_from_dict(data: dict[str, Any]) -> BaseMessage:
-    """Build a message from a ``{"type", "data"}`` dict or a flat ``{"role", "content"}`` dict."""
+    """Build a message from a ``{"type", "data"}`` dict or a flat ``{"role", "content"}`` dict;
+    `InvalidMessageError` names the field at fault.
+
+    Example:
+        >>> message_from_dict({"role": "tool", "content": "42"})
+        Traceback (most recent call last):
+        ...
+        langchain_mastra_memory.errors.InvalidMessageError: tool_call_id: a tool message needs \
+the id of the call it answers
+    """
     if "type" in data and "data" in data:
+        kind, fields = data["type"], data["data"]
+        if not isinstance(fields, dict):
+            raise InvalidMessageError(f"data: must be an object, got {type(fields).__name__}")
+        _check_fields(str(kind), fields)
         try:
             return messages_from_dict([data])[0]
-        except (KeyError, ValueError, TypeError) as exc:
-            raise InvalidMessageError(f"not a message: {exc}") from exc
+        except (KeyError, ValueError, TypeError, AttributeError) as exc:
+            raise InvalidMessageError(f"not a message: {_reason(exc)}") from exc
     role = data.get("role")
     fields = {k: v for k, v in data.items() if k != "role"}
     builders: dict[str, type[BaseMessage]] = {
@@ -203,10 +216,33 @@ def message_from_dict(data: dict[str, Any]) -> BaseMessage:
     }  # fmt: skip
     if role not in builders or "content" not in data:
         raise InvalidMessageError(f"not a message (needs role and content): {data!r:.80}")
+    _check_fields(role, fields)
     try:
         return builders[role](**fields)
-    except (ValueError, TypeError) as exc:
-        raise InvalidMessageError(f"not a message: {exc}") from exc
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
+        raise InvalidMessageError(f"not a message: {_reason(exc)}") from exc
+
+
+def _check_fields(kind: str, fields: dict[str, Any]) -> None:
+    """The fields LangChain's constructors fail on with a bare KeyError or AttributeError
+    (`kind`: a message type or a flat role)."""
+    if kind == "tool":
+        call_id = fields.get("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            msg = "tool_call_id: a tool message needs the id of the call it answers"
+            raise InvalidMessageError(msg)
+    for key in ("tool_calls", "invalid_tool_calls"):
+        calls = fields.get(key)
+        if calls is None:
+            continue
+        if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+            got = type(calls).__name__ if not isinstance(calls, list) else "a list of non-objects"
+            msg = f"{key}: must be a list of {{name, args, id}} objects, got {got}"
+            raise InvalidMessageError(msg)
+
+
+def _reason(exc: Exception) -> str:
+    return f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
 
 
 def message_text(message: BaseMessage) -> str:

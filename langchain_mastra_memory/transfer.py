@@ -41,7 +41,12 @@ from typing import IO, TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage, message_to_dict
 from langchain_core.runnables.config import run_in_executor
 
-from .errors import InvalidMessageError, MastraMemoryError, ThreadNotFoundError
+from .errors import (
+    ConfigurationError,
+    InvalidMessageError,
+    MastraMemoryError,
+    ThreadNotFoundError,
+)
 from .messages import message_from_dict
 from .storage.records import ImportedThread, from_iso, to_iso
 from .storage.validation import check_id, check_metadata, check_time, check_title
@@ -53,6 +58,9 @@ _THREAD_KEYS = ("title", "thread_metadata", "thread_created_at", "thread_updated
 _EXTRA_KEYS = ("thread_id", "resource_id", "created_at", *_THREAD_KEYS)
 _IDS = uuid.UUID("6f1c3a52-8e0b-4d7e-9a51-3c2f0d9b7e41")  # namespace of derived message ids
 MAX_REPORTED = 20
+# Characters that JSON leaves raw inside strings but that some readers take for line breaks
+# (`str.splitlines`, editors): exported escaped, so every message stays on its own line.
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
 @dataclass(frozen=True)
@@ -105,7 +113,7 @@ def _parse(number: int, raw: str, thread_id: str | None, resource_id: str | None
     resource = check_id(named or resource_id, "resource_id")
     message = message_from_dict(data)
     if message.id is not None:
-        check_id(message.id, "id")
+        check_id(message.id, "id", InvalidMessageError)
     details: dict[str, Any] = {}
     if "title" in given:
         details["title"] = check_title(extras["title"])
@@ -116,6 +124,20 @@ def _parse(number: int, raw: str, thread_id: str | None, resource_id: str | None
             details[key] = _time(extras[key], key)
     created = _time(extras["created_at"], "created_at")
     return ImportLine(number, message, thread, resource, created, details)
+
+
+def split_lines(text: str) -> list[str]:
+    r"""A JSON-lines document's lines: split at ``\n`` (``\r\n`` too) only, never at the other
+    characters `str.splitlines` breaks on (U+2028, U+2029, U+0085 may stand inside a message).
+
+    Example:
+        >>> split_lines('{"a": "x\u2028y"}\r\n{"b": 1}\n')
+        ['{"a": "x\u2028y"}', '{"b": 1}']
+    """
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def parse_lines(
@@ -131,7 +153,7 @@ def parse_lines(
             continue
         try:
             parsed.append(_parse(number, raw, thread_id, resource_id))
-        except (ValueError, MastraMemoryError, RecursionError) as exc:
+        except (ValueError, TypeError, MastraMemoryError, RecursionError) as exc:
             errors.append(f"line {number}: {exc}")
     if errors:
         raise ImportFileError(errors)
@@ -235,7 +257,7 @@ def export_lines(
             "created_at": to_iso(item.created_at),
             **message_to_dict(item.message),
         }
-        yield json.dumps(line, ensure_ascii=False) + "\n"
+        yield json.dumps(line, ensure_ascii=False).translate(_LINE_BREAKS) + "\n"
 
 
 def export_thread(
@@ -253,8 +275,16 @@ def export_to_file(
     memory: Memory, thread_id: str, path: str | Path, *, resource_id: str | None = None
 ) -> int:
     """Write a thread to `path` atomically: a temporary file beside it, renamed over it only
-    once every line is written (a failure leaves an existing file untouched)."""
-    with _replacing(Path(path)) as handle:
+    once every line is written (a failure leaves an existing file untouched). A directory, or
+    a file in a folder that does not exist, is a `ConfigurationError`."""
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigurationError(
+            f"{path} is a directory: give the file to write, e.g. {path / 'thread.jsonl'}"
+        )
+    if not path.parent.is_dir():
+        raise ConfigurationError(f"cannot write {path}: the folder {path.parent} does not exist")
+    with _replacing(path) as handle:
         return export_thread(memory, thread_id, handle, resource_id=resource_id)
 
 

@@ -143,7 +143,7 @@ def test_lone_surrogates_are_refused_and_nul_round_trips(memory: Memory) -> None
     memory.create_thread(thread_id="t", resource_id="r")
     with pytest.raises(InvalidMessageError, match="surrogate"):
         memory.save_messages([HumanMessage("bad \ud800 text")], thread_id="t", resource_id="r")
-    with pytest.raises(ConfigurationError, match="surrogate"):
+    with pytest.raises(InvalidMessageError, match="surrogate"):  # a message's id is input
         memory.save_messages([HumanMessage("ok", id="x\udfff")], thread_id="t", resource_id="r")
     saved = memory.save_messages([HumanMessage("a\x00b")], thread_id="t", resource_id="r")
     assert memory.get_messages(thread_id="t")[0].content == "a\x00b" == saved[0].content

@@ -102,6 +102,10 @@ def test_demo_imports_the_sample_conversation(tmp_path: Path) -> None:
 
 def test_working_memory_show_and_set(tmp_path: Path) -> None:
     db = str(tmp_path / "m.db")
+    mistyped = runner.invoke(app, ["working-memory", "set", "--resource", "a", "--db", db, "x"])
+    assert mistyped.exit_code == 1 and "no database" in mistyped.output
+    assert not Path(db).exists()  # a mistyped --db creates nothing, as every command
+    SQLiteStorage(db).close()
     assert (
         runner.invoke(app, ["working-memory", "show", "--resource", "alice", "--db", db]).exit_code
         == 1

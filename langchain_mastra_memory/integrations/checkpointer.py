@@ -63,6 +63,43 @@ def default_saver(memory: Memory) -> BaseCheckpointSaver:
     return InMemorySaver()
 
 
+def delete_everywhere(memory: Memory, thread_id: str, resource_id: str | None) -> bool:
+    """`Memory.delete_thread`: the thread with everything keyed by it (messages, vectors,
+    observation log, thread-scoped working memory), then its checkpoints in every checkpointer
+    of this memory and in the default saver's file (what the CLI and a restarted app see), so
+    a later owner of the id starts empty; False if memory held no such thread."""
+    deleted = memory.synced.delete_thread(thread_id, resource_id=resource_id)
+    for checkpointer in list(memory.checkpointers):
+        checkpointer.forget(thread_id)
+    _forget_in_file(memory.storage, thread_id)
+    return deleted
+
+
+async def adelete_everywhere(memory: Memory, thread_id: str, resource_id: str | None) -> bool:
+    """Async `delete_everywhere` (each saver's async twin; the file in a worker thread)."""
+    deleted = await memory.synced.adelete_thread(thread_id, resource_id=resource_id)
+    for checkpointer in list(memory.checkpointers):
+        await checkpointer.aforget(thread_id)
+    await run_in_executor(None, _forget_in_file, memory.storage, thread_id)
+    return deleted
+
+
+def _forget_in_file(storage: Any, thread_id: str) -> None:
+    """The thread's checkpoints in a SQLite memory file, through LangGraph's own saver (whose
+    tables are not created there when absent)."""
+    if not isinstance(storage, SQLiteStorage) or storage.path == ":memory:":
+        return
+    conn = sqlite3.connect(storage.path, timeout=30, check_same_thread=False)
+    try:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        if {"checkpoints", "writes"} <= tables:
+            from langgraph.checkpoint.sqlite import SqliteSaver
+
+            SqliteSaver(conn).delete_thread(thread_id)
+    finally:
+        conn.close()
+
+
 def _overrides(saver: BaseCheckpointSaver, method: str) -> bool:
     return getattr(type(saver), method, None) is not getattr(BaseCheckpointSaver, method, None)
 
@@ -117,6 +154,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
             memory.default_resource_id = default_resource_id
         self._known: OrderedDict[str, set[str]] = OrderedDict()
         self._owners: dict[str, str] = {}  # thread -> owning resource, as read from storage
+        memory.checkpointers.add(self)  # memory.delete_thread deletes the checkpoints too
 
     def __repr__(self) -> str:
         return f"MemoryCheckpointer(saver={type(self.saver).__name__})"
@@ -227,8 +265,10 @@ class MemoryCheckpointer(BaseCheckpointSaver):
 
     # -- base capabilities ---------------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        self._check_owner(*self._ids(config))
-        return self.saver.get_tuple(config)
+        thread_id, resource_id = self._ids(config)
+        owner = self._owner(thread_id)
+        _verify(thread_id, resource_id, owner)
+        return None if owner is None else self.saver.get_tuple(config)
 
     def list(
         self,
@@ -240,7 +280,8 @@ class MemoryCheckpointer(BaseCheckpointSaver):
     ) -> Iterator[CheckpointTuple]:
         if target := self._read_target(config):
             self._check_owner(*target)
-            yield from self.saver.list(config, filter=filter, before=before, limit=limit)
+            if self._owner(target[0]) is not None:  # no memory thread: orphaned, nobody's
+                yield from self.saver.list(config, filter=filter, before=before, limit=limit)
             return
         owner = self._list_owner(config)
         if owner is None:
@@ -262,6 +303,8 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         thread_id, resource_id, messages = self._prepare_put(config, checkpoint)
+        if self._owner(thread_id) is None:
+            self._purge_orphans(thread_id)
         self._check_owner(thread_id, resource_id)
         result = self.saver.put(config, checkpoint, metadata, new_versions)
         if thread_id not in self._owners:  # record the owner, so reads can be checked
@@ -296,11 +339,35 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         self.memory.delete_messages(ids, resource_id=resource_id)
         self._known.get(thread_id, set()).difference_update(ids)
 
-    def delete_thread(self, thread_id: str) -> None:
+    def _purge_orphans(self, thread_id: str) -> None:
+        """Before a thread memory does not hold gets its first checkpoint: delete checkpoints
+        left under that id (its memory thread was deleted elsewhere, by another process or the
+        CLI), so the new owner starts empty and never reads the old one's state."""
+        if self.saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}):
+            self.saver.delete_thread(thread_id)
+
+    async def _apurge_orphans(self, thread_id: str) -> None:
+        """Async `_purge_orphans`."""
+        config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+        if await self._inner("get_tuple", config):
+            await self._inner("delete_thread", thread_id)
+
+    def forget(self, thread_id: str) -> None:
+        """Delete the thread's checkpoints from the wrapped saver (not its memory thread:
+        `Memory.delete_thread` calls this for every checkpointer it made)."""
         self.saver.delete_thread(thread_id)
-        self.memory.delete_thread(thread_id)
         self._known.pop(thread_id, None)
         self._owners.pop(thread_id, None)
+
+    async def aforget(self, thread_id: str) -> None:
+        """Async `forget`."""
+        await self._inner("delete_thread", thread_id)
+        self._known.pop(thread_id, None)
+        self._owners.pop(thread_id, None)
+
+    def delete_thread(self, thread_id: str) -> None:
+        self.forget(thread_id)  # also when memory holds no such thread
+        self.memory.delete_thread(thread_id)  # forgets it in every checkpointer of the memory
 
     # -- async twins: the inner saver's own async methods, or its sync ones in a worker thread ---
     async def _inner(self, method: str, *args: Any, **kwargs: Any) -> Any:
@@ -312,8 +379,10 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         return await run_in_executor(None, lambda: getattr(self.saver, method)(*args, **kwargs))
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        await self._acheck_owner(*self._ids(config))
-        return await self._inner("get_tuple", config)
+        thread_id, resource_id = self._ids(config)
+        owner = await self._aowner(thread_id)
+        _verify(thread_id, resource_id, owner)
+        return None if owner is None else await self._inner("get_tuple", config)
 
     async def _inner_alist(
         self,
@@ -347,6 +416,8 @@ class MemoryCheckpointer(BaseCheckpointSaver):
     ) -> AsyncIterator[CheckpointTuple]:
         if target := self._read_target(config):
             await self._acheck_owner(*target)
+            if await self._aowner(target[0]) is None:  # orphaned checkpoints: nobody's
+                return
         owner = None if target else self._list_owner(config)
         if owner is None:
             async for item in self._inner_alist(config, filter, before, limit):
@@ -368,6 +439,8 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         thread_id, resource_id, messages = self._prepare_put(config, checkpoint)
+        if await self._aowner(thread_id) is None:
+            await self._apurge_orphans(thread_id)
         await self._acheck_owner(thread_id, resource_id)
         result = await self._inner("put", config, checkpoint, metadata, new_versions)
         if thread_id not in self._owners:
@@ -395,10 +468,8 @@ class MemoryCheckpointer(BaseCheckpointSaver):
             await run_in_executor(None, self._apply_removals, *removals)
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await self._inner("delete_thread", thread_id)
+        await self.aforget(thread_id)
         await self.memory.adelete_thread(thread_id)
-        self._known.pop(thread_id, None)
-        self._owners.pop(thread_id, None)
 
 
 class _CopyThread:
@@ -443,8 +514,7 @@ class _Prune:
 def _verify(thread_id: str, resource_id: str, owner: str | None) -> None:
     """Refuse a thread owned by another resource (a thread memory does not hold is free)."""
     if owner is not None and owner != resource_id:
-        msg = f"thread {thread_id!r} belongs to another resource than {resource_id!r}"
-        raise ResourceMismatchError(msg)
+        raise ResourceMismatchError.for_thread(thread_id, resource_id)
 
 
 _EXTENSIONS = {"copy_thread": _CopyThread, "delete_for_runs": _DeleteForRuns, "prune": _Prune}

@@ -52,7 +52,9 @@ from langgraph.store.base import (
     tokenize_path,
 )
 
+from ..errors import ConfigurationError
 from ..storage.records import ItemWrite, Namespace, StoredItem
+from ..storage.validation import check_item_key, check_item_value, check_namespace, check_query
 from ..twins import Steps, call, run_async, run_sync
 from ..working_memory.rules import load_data
 
@@ -90,6 +92,34 @@ def _compare(value: Any, op: str, operand: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return {"$gt": left > right, "$gte": left >= right, "$lt": left < right}.get(op, left <= right)
+
+
+class InvalidStoreInputError(ConfigurationError, InvalidNamespaceError):
+    """A store operation's namespace, key, value or query cannot be stored or read back
+    (LangGraph's `InvalidNamespaceError` too, so code written for its stores catches it)."""
+
+
+def check_op(op: Op) -> None:
+    """What every backend stores alike, checked for ops given to `batch` directly too (LangGraph
+    checks labels in `put`/`get`/`search` only; dotted namespaces are ours to guard)."""
+    error = InvalidStoreInputError
+    if isinstance(op, (GetOp, PutOp)):
+        check_namespace(op.namespace, error=error)
+        check_item_key(op.key, error)
+        if isinstance(op, PutOp) and op.value is not None:
+            check_item_value(op.value, error)
+    elif isinstance(op, SearchOp):
+        check_namespace(op.namespace_prefix, "namespace prefix", error, empty=True)
+        if op.query is not None:
+            try:
+                check_query(op.query)
+            except ConfigurationError as exc:
+                raise error(str(exc)) from None
+    elif isinstance(op, ListNamespacesOp):
+        for condition in op.match_conditions or ():
+            check_namespace(tuple(condition.path), "match condition", error, empty=True)
+    else:
+        raise error(f"unknown store operation: {type(op).__name__}")
 
 
 def _namespace_matches(namespace: Namespace, condition: MatchCondition) -> bool:
@@ -151,6 +181,8 @@ class MemoryStore(BaseStore):
         return await run_async(self._batch(list(ops)))
 
     def _batch(self, ops: Sequence[Op]) -> Steps[list[Result]]:
+        for op in ops:  # all checked before any runs: a bad op leaves the store untouched
+            check_op(op)
         results: list[Result] = []
         writes: dict[tuple[Namespace, str], PutOp] = {}
         for op in ops:
@@ -357,4 +389,4 @@ def _item(stored: StoredItem, kind: type[Item] = Item, score: float | None = Non
     return kind(**fields)
 
 
-__all__ = ["MemoryStore", "matches"]
+__all__ = ["InvalidStoreInputError", "MemoryStore", "check_op", "matches"]

@@ -19,17 +19,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import queue
 import threading
 import uuid
-from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, wait
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, ResourceMismatchError
 from ..injected import tag
 from ..messages import ids_of
 from ..storage.base import MemoryStorage
@@ -37,6 +38,14 @@ from ..storage.observations import scope_key
 from ..storage.records import ObservationGroup, StoredMessage
 from ..token_counting import TokenCounter
 from ..twins import Steps, call, run_sync
+from .checks import (
+    UnusableReply,
+    observation_problem,
+    reflection_problem,
+    usable_entries,
+    usable_task,
+)
+from .parse import parse_log
 from .prompts import context_block, format_entries
 from .runnables import Observer, Reflector
 
@@ -103,6 +112,35 @@ class ObservationalConfig(BaseModel):
             raise ConfigurationError(f"invalid observational_memory options: {exc}") from exc
 
 
+class DaemonWorker:
+    """One daemon thread running submitted calls in order, each with its `Future`.
+
+    Unlike a `ThreadPoolExecutor` (whose threads the interpreter joins at exit), it never
+    holds the process: a slow or hung Observer is abandoned at exit, its lease lapses, and the
+    next process takes the work over (nothing was committed, so nothing is lost).
+    """
+
+    def __init__(self, name: str) -> None:
+        self._calls: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]]
+        self._calls = queue.SimpleQueue()
+        threading.Thread(target=self._run, name=name, daemon=True).start()
+
+    def submit(self, func: Callable[..., Any], *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        self._calls.put((future, func, args))
+        return future
+
+    def _run(self) -> None:
+        while True:
+            future, func, args = self._calls.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(func(*args))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+
 class ObservationalMemory:
     """Observes behind the turn and shapes its history (see the module docstring)."""
 
@@ -112,7 +150,7 @@ class ObservationalMemory:
         self.observer = Observer(config.model)
         self.reflector = Reflector(config.model)
         self.counter = TokenCounter()
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: DaemonWorker | None = None
         self._running: dict[str, Future[Any]] = {}  # scope -> its run in the worker thread
         self._lock = threading.Lock()
         self._retry_at: dict[str, float] = {}  # scope -> log tokens before reflecting again
@@ -132,7 +170,12 @@ class ObservationalMemory:
     def history(
         self, thread_id: str, resource_id: str, new: Sequence[BaseMessage]
     ) -> Steps[list[BaseMessage]]:
-        """The log as one tagged system block, then the thread's unobserved messages."""
+        """The log as one tagged system block, then the thread's unobserved messages; another
+        resource's thread raises `ResourceMismatchError` (a thread not created yet has none of
+        its own, and with resource scope shows the resource's log)."""
+        thread = yield call(self.storage, "get_thread", thread_id)
+        if thread is not None and thread.resource_id != resource_id:
+            raise ResourceMismatchError.for_thread(thread_id, resource_id)
         key = self.key(thread_id, resource_id)
         log: list[ObservationGroup] = yield call(self.storage, "observation_log", key)
         pending: list[StoredMessage] = yield call(
@@ -193,7 +236,7 @@ class ObservationalMemory:
                 steps.close()
                 return
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(1, thread_name_prefix="memory-observer")
+                self._pool = DaemonWorker("memory-observer")
             future = self._pool.submit(run_sync, steps)
             self._running[key] = future
         future.add_done_callback(lambda done: self._finished(key, done))
@@ -234,12 +277,13 @@ class ObservationalMemory:
                 "times": [s.created_at for s in pending],
                 "log": "\n".join(g.text for g in log),
             })  # fmt: skip
-            if not parsed.entries:
-                raise ValueError("the Observer's reply held no observation")
-            text = format_entries(parsed.entries)
+            problem = observation_problem(parsed.entries, [s.message for s in pending])
+            if problem is not None:
+                raise UnusableReply(problem)
+            text = format_entries(usable_entries(parsed.entries))
             yield call(
                 self.storage, "commit_observation", key, owner=owner, resource_id=resource_id,
-                text=text, current_task=parsed.current_task,
+                text=text, current_task=usable_task(parsed.current_task),
                 message_ids=[s.message.id for s in pending], token_count=self._tokens(text),
                 buffered=True,
             )  # fmt: skip
@@ -268,12 +312,15 @@ class ObservationalMemory:
             log = yield call(self.storage, "observation_log", key)
             whole = "\n".join(g.text for g in log)
             parsed = yield call(self.reflector, "invoke", {"log": whole})
-            text = format_entries(parsed.entries)
-            if not parsed.entries or self._tokens(text) >= self._tokens(whole):
-                raise ValueError("the Reflector's reply was empty or no shorter than the log")
+            problem = reflection_problem(parsed.entries, parse_log(whole).entries)
+            if problem is not None:
+                raise UnusableReply(problem)
+            text = format_entries(usable_entries(parsed.entries))
+            if self._tokens(text) >= self._tokens(whole):
+                raise UnusableReply("the Reflector's reply is no shorter than the log")
             yield call(
                 self.storage, "commit_reflection", key, owner=owner, resource_id=resource_id,
-                text=text, current_task=parsed.current_task or log[-1].current_task,
+                text=text, current_task=usable_task(parsed.current_task) or log[-1].current_task,
                 replaces=[g.id for g in log], token_count=self._tokens(text),
             )  # fmt: skip
         except Exception as exc:  # the log stays as it was; try again once it grew a quarter

@@ -625,8 +625,7 @@ def owned_thread(thread: Thread | None, *, thread_id: str, resource_id: str) -> 
     if thread is None:
         raise ThreadNotFoundError(f"no thread {thread_id!r}")
     if thread.resource_id != resource_id:
-        msg = f"thread {thread_id!r} belongs to another resource than {resource_id!r}"
-        raise ResourceMismatchError(msg)
+        raise ResourceMismatchError.for_thread(thread_id, resource_id)
     return thread
 
 

@@ -49,6 +49,7 @@ class ItemTable(MemoryStorage):
     `_time` and `dialect`)."""
 
     _transaction: Any
+    _retried: Any
     _run: Any
     _time: Any
     dialect: Any
@@ -67,7 +68,15 @@ class ItemTable(MemoryStorage):
         )
 
     def put_items(self, writes: Sequence[ItemWrite]) -> None:
-        """Apply puts and deletes in one transaction (and delete what has expired)."""
+        """Apply puts and deletes in one transaction (and delete what has expired).
+
+        Rows are written in (namespace, key) order, so two writers of the same keys lock them
+        in the same order; a transaction still chosen as a deadlock victim is run again
+        (`_retried`)."""
+        ordered = sorted(writes, key=lambda w: (joined(w.namespace), w.key))
+        self._retried(lambda: self._put_items(ordered), "writing store items")
+
+    def _put_items(self, writes: Sequence[ItemWrite]) -> None:
         now, clock = self._time(now_utc()), time.time()
         with self._transaction(write=True) as conn:
             self._run(conn, "DELETE FROM memory_store_items WHERE expires_at <= ?", (clock,))

@@ -77,6 +77,12 @@ class ObservationTable(MemoryStorage):
         ).fetchall()
         return [self._group(r) for r in rows]
 
+    def _delete_observations(self, conn: Any, key: str) -> None:
+        """Forget a scope's log and state (its thread was deleted: a later owner of the same
+        id starts with no log)."""
+        for table in ("memory_observation_groups", "memory_observation_state"):
+            self._run(conn, f"DELETE FROM {table} WHERE scope_key = ?", (key,))
+
     def observation_log(self, key: str, *, buffered: bool = False) -> list[ObservationGroup]:
         """The active groups of a scope, oldest first; with `buffered`, the buffered groups
         after them."""

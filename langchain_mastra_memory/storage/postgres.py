@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import ConfigurationError, StorageError
 from .postgres_schema import MIGRATIONS
@@ -21,7 +21,16 @@ POSTGRES = Dialect(
     metadata_equals="metadata -> ? = ?::jsonb",
     metadata_key=lambda key: key,
 )
+DEADLOCK_ATTEMPTS = 5
+T = TypeVar("T")
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def _aborted_by_conflict(exc: BaseException) -> bool:
+    """A transaction PostgreSQL rolled back to break a deadlock or a serialization conflict
+    (SQLSTATE 40P01 / 40001): safe to run again."""
+    cause = exc.__cause__ if isinstance(exc, StorageError) else exc
+    return getattr(cause, "sqlstate", None) in ("40P01", "40001")
 
 
 def _whole(script: str) -> list[str]:
@@ -85,6 +94,30 @@ class PostgresStorage(SQLStorage):
             raise StorageError(f"PostgreSQL is unavailable: {exc}") from exc
         except psycopg.Error as exc:  # rolled back by the transaction block
             raise StorageError(f"PostgreSQL refused the operation: {exc}") from exc
+
+    def _retried(self, transaction: Callable[[], T], what: str) -> T:
+        """`transaction`, run up to `DEADLOCK_ATTEMPTS` times while PostgreSQL picks it as a
+        deadlock (or serialization) victim, with a short random back-off; then a
+        `StorageError` saying so (each aborted attempt was rolled back whole)."""
+        from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random
+
+        retrying = Retrying(
+            retry=retry_if_exception(_aborted_by_conflict),
+            stop=stop_after_attempt(DEADLOCK_ATTEMPTS),
+            wait=wait_random(0.005, 0.05),
+            reraise=True,
+        )
+        try:
+            return retrying(transaction)
+        except StorageError as exc:
+            if not _aborted_by_conflict(exc):
+                raise
+            msg = (
+                f"{what}: PostgreSQL aborted the transaction {DEADLOCK_ATTEMPTS} times to break "
+                "a deadlock with concurrent writers of the same rows; nothing of it was applied, "
+                f"try again ({exc.__cause__})"
+            )
+            raise StorageError(msg) from exc
 
     def _text_match(
         self, query: str, conn: Any, resource_id: str, *, pool: int

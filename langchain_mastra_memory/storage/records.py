@@ -191,7 +191,7 @@ def message_rows(
     for original, moment in zip(valid, times, strict=True):
         message = with_id(original)
         assert message.id is not None
-        check_id(message.id, "a message id")
+        check_id(message.id, "a message id", InvalidMessageError)
         data = message_to_dict(message)
         check_json_value(data["data"], f"message {message.id!r}", InvalidMessageError)
         rows.pop(message.id, None)

@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from langchain_core.messages import ToolMessage
 
@@ -30,7 +30,7 @@ from ..messages import message_from_json, message_to_json, new_message_id, orpha
 from ..thread import Thread
 from .base import UNSET, report_orphans
 from .items import ItemTable
-from .observations import ObservationTable
+from .observations import ObservationTable, scope_key
 from .records import (
     MESSAGE_COLUMNS,
     ImportedThread,
@@ -52,6 +52,7 @@ from .records import (
 )
 from .validation import check_id, check_ids, check_optional_id, check_query, check_title
 
+T = TypeVar("T")
 SCHEMA_TABLE = "memory_schema"  # one row: the number of migrations applied
 THREAD_COLUMNS = "id, resource_id, title, metadata, created_at, updated_at"
 _INSERT_MESSAGE = (
@@ -199,6 +200,11 @@ class SQLStorage(ObservationTable, ItemTable):
             self._run(conn, f"UPDATE {SCHEMA_TABLE} SET version = ?", (len(migrations),))
 
     # -- plumbing ------------------------------------------------------------------------------
+    def _retried(self, transaction: Callable[[], T], what: str) -> T:
+        """Run a whole write `transaction` (a function opening its own), again when the engine
+        aborted it to break a deadlock (PostgreSQL; SQLite's writers never interleave)."""
+        return transaction()
+
     def _run(self, conn: Connection, statement: str, params: Sequence[Any] = ()) -> Cursor:
         return conn.execute(self.dialect.sql(statement), params)
 
@@ -216,8 +222,7 @@ class SQLStorage(ObservationTable, ItemTable):
             raise ThreadNotFoundError(f"no thread {thread_id!r}; create it with create_thread()")
         thread = thread_from_row(row)
         if resource_id is not None and thread.resource_id != resource_id:
-            msg = f"thread {thread_id!r} belongs to another resource than {resource_id!r}"
-            raise ResourceMismatchError(msg)
+            raise ResourceMismatchError.for_thread(thread_id, resource_id)
         return thread
 
     def _insert_thread(
@@ -402,6 +407,8 @@ class SQLStorage(ObservationTable, ItemTable):
             except ThreadNotFoundError:
                 return False
             self._run(conn, "DELETE FROM memory_threads WHERE id = ?", (thread_id,))
+            key = scope_key("thread", resource_id="", thread_id=thread_id)
+            self._delete_observations(conn, key)  # a later owner of the id starts with no log
             return True
 
     def clone_thread(
@@ -528,10 +535,7 @@ class SQLStorage(ObservationTable, ItemTable):
                         created_at=t.thread_created_at,
                     )  # fmt: skip
                 elif thread_from_row(row).resource_id != t.resource_id:
-                    msg = (
-                        f"thread {t.thread_id!r} belongs to another resource than {t.resource_id!r}"
-                    )
-                    raise ResourceMismatchError(msg)
+                    raise ResourceMismatchError.for_thread(t.thread_id, t.resource_id)
                 saved += self._save_rows(conn, rows, t.thread_id, t.resource_id)
                 if t.thread_updated_at is not None:  # as exported: a round trip changes nothing
                     self._run(

@@ -31,15 +31,16 @@ EARLIEST = datetime(1900, 1, 1, tzinfo=timezone.utc)
 LATEST = datetime(3000, 1, 1, tzinfo=timezone.utc)
 
 
-def check_id(value: object, what: str) -> str:
-    """An id: a non-empty string of valid Unicode, without NUL, at most 1,024 characters."""
+def check_id(value: object, what: str, error: type[MastraMemoryError] = ConfigurationError) -> str:
+    """An id: a non-empty string of valid Unicode, without NUL, at most 1,024 characters
+    (`error`: `InvalidMessageError` for a message's own id, which is input, not an option)."""
     if not isinstance(value, str) or not value.strip():
-        raise ConfigurationError(f"{what} must be a non-empty string, got {value!r:.80}")
+        raise error(f"{what} must be a non-empty string, got {value!r:.80}")
     if len(value) > MAX_ID_LENGTH:
-        raise ConfigurationError(f"{what} is longer than {MAX_ID_LENGTH} characters")
+        raise error(f"{what} is longer than {MAX_ID_LENGTH} characters")
     if "\x00" in value:
-        raise ConfigurationError(f"{what} must not contain NUL characters")
-    check_unicode(value, what, ConfigurationError)
+        raise error(f"{what} must not contain NUL characters")
+    check_unicode(value, what, error)
     return value
 
 
@@ -66,6 +67,48 @@ def check_unicode(
         msg = f"{what} is not valid Unicode (a lone surrogate at position {exc.start})"
         raise error(msg) from None
     return text
+
+
+def check_namespace(
+    namespace: object,
+    what: str = "namespace",
+    error: type[MastraMemoryError] = ConfigurationError,
+    *,
+    empty: bool = False,
+) -> tuple[str, ...]:
+    """A store namespace: a tuple of labels, each a non-empty string of valid Unicode with no
+    ``.`` (labels are kept joined by dots: ``"a.b"`` would address ``("a", "b")``) and no NUL,
+    at most `MAX_ID_LENGTH` bytes joined; empty only where `empty` (a search prefix)."""
+    if not isinstance(namespace, tuple):
+        raise error(f"{what} must be a tuple of strings, got {type(namespace).__name__}")
+    if not namespace and not empty:
+        raise error(f"{what} must not be empty")
+    for label in namespace:
+        if not isinstance(label, str) or not label:
+            raise error(f"{what} {namespace!r:.80} has a label that is not a non-empty string")
+        if "." in label or "\x00" in label:
+            raise error(f"{what} label {label!r:.60} must not contain '.' or NUL characters")
+        check_unicode(label, f"{what} label", error)
+    if len(".".join(namespace).encode("utf-8")) > MAX_ID_LENGTH:
+        raise error(f"{what} is longer than {MAX_ID_LENGTH} bytes (its labels joined by '.')")
+    return namespace
+
+
+def check_item_key(key: object, error: type[MastraMemoryError] = ConfigurationError) -> str:
+    """A store item's key: an id (`check_id`) of at most `MAX_ID_LENGTH` bytes."""
+    key = check_id(key, "key", error)
+    if len(key.encode("utf-8")) > MAX_ID_LENGTH:
+        raise error(f"key is longer than {MAX_ID_LENGTH} bytes")
+    return key
+
+
+def check_item_value(value: object, error: type[MastraMemoryError] = ConfigurationError) -> None:
+    """A store item's value: a dict (LangGraph's `BaseStore.put` takes ``dict[str, Any]``) of
+    JSON values every backend stores and reads back (`check_json_value`, NUL refused)."""
+    if not isinstance(value, dict):
+        msg = f"a store value must be a dict (LangGraph's BaseStore), got {type(value).__name__}"
+        raise error(msg)
+    check_json_value(value, "value", error, nul=False)
 
 
 def check_query(value: object) -> str:
