@@ -165,11 +165,19 @@ def threads_list(
     console.print(table)
 
 
+Owner = Annotated[
+    str | None,
+    typer.Option(
+        "--resource", help="The owner: another resource's thread is refused (default: any)."
+    ),
+]
+
+
 @threads_app.command("show")
-def threads_show(thread_id: str, db: Db = DEFAULT_DB) -> None:
+def threads_show(thread_id: str, db: Db = DEFAULT_DB, resource: Owner = None) -> None:
     """Show one thread's details."""
     with _memory(db) as memory:
-        thread = memory.get_thread(thread_id)
+        thread = memory.get_thread(thread_id, resource_id=resource)
         if thread is None:
             err_console.print(f"[bold red]error:[/] no thread {thread_id!r}")
             raise typer.Exit(1)
@@ -200,10 +208,11 @@ def messages(
     thread_id: str,
     db: Db = DEFAULT_DB,
     last: Annotated[int | None, typer.Option(help="Only the newest N.")] = None,
+    resource: Owner = None,
 ) -> None:
     """Print a thread's messages, oldest first."""
     with _memory(db) as memory:
-        stored = memory.storage.list_messages(thread_id, last=last)
+        stored = memory.storage.list_messages(thread_id, last=last, resource_id=resource)
     _print_messages(stored)
 
 
@@ -401,15 +410,16 @@ def export(
     thread_id: str,
     db: Db = DEFAULT_DB,
     out: Annotated[Path | None, typer.Option(help="Write here instead of stdout.")] = None,
+    resource: Owner = None,
 ) -> None:
     """Export a thread as JSON lines (imports back losslessly)."""
     from .transfer import export_thread, export_to_file
 
     with _memory(db) as memory:
         if out is None:
-            count = export_thread(memory, thread_id, sys.stdout)
+            count = export_thread(memory, thread_id, sys.stdout, resource_id=resource)
         else:  # written beside, renamed over `out` only when complete
-            count = export_to_file(memory, thread_id, out)
+            count = export_to_file(memory, thread_id, out, resource_id=resource)
     err_console.print(f"exported {count} messages")
 
 

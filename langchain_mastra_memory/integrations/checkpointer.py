@@ -268,7 +268,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         thread_id, resource_id = self._ids(config)
         owner = self._owner(thread_id)
         _verify(thread_id, resource_id, owner)
-        return None if owner is None else self.saver.get_tuple(config)
+        return None if owner is None else _stamped(self.saver.get_tuple(config), owner)
 
     def list(
         self,
@@ -280,20 +280,21 @@ class MemoryCheckpointer(BaseCheckpointSaver):
     ) -> Iterator[CheckpointTuple]:
         if target := self._read_target(config):
             self._check_owner(*target)
-            if self._owner(target[0]) is not None:  # no memory thread: orphaned, nobody's
-                yield from self.saver.list(config, filter=filter, before=before, limit=limit)
+            if (owner := self._owner(target[0])) is not None:  # else orphaned: nobody's
+                for item in self.saver.list(config, filter=filter, before=before, limit=limit):
+                    yield _stamped(item, owner)
             return
         owner = self._list_owner(config)
-        if owner is None:
-            yield from self.saver.list(config, filter=filter, before=before, limit=limit)
-            return
         count = 0
-        for item in self.saver.list(None, filter=filter, before=before):  # every thread
+        everyone = None if owner else config  # the owner's threads: read all, keep theirs
+        for item in self.saver.list(
+            everyone, filter=filter, before=before, limit=None if owner else limit
+        ):
             if limit is not None and count >= limit:
                 return
-            if self._owner(item.config["configurable"]["thread_id"]) == owner:
+            if (found := self._owner(_thread_of(item))) == owner or owner is None:
                 count += 1
-                yield item
+                yield _stamped(item, found)
 
     def put(
         self,
@@ -382,7 +383,8 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         thread_id, resource_id = self._ids(config)
         owner = await self._aowner(thread_id)
         _verify(thread_id, resource_id, owner)
-        return None if owner is None else await self._inner("get_tuple", config)
+        found = None if owner is None else await self._inner("get_tuple", config)
+        return _stamped(found, owner)
 
     async def _inner_alist(
         self,
@@ -416,20 +418,19 @@ class MemoryCheckpointer(BaseCheckpointSaver):
     ) -> AsyncIterator[CheckpointTuple]:
         if target := self._read_target(config):
             await self._acheck_owner(*target)
-            if await self._aowner(target[0]) is None:  # orphaned checkpoints: nobody's
-                return
-        owner = None if target else self._list_owner(config)
-        if owner is None:
-            async for item in self._inner_alist(config, filter, before, limit):
-                yield item
+            if (owner := await self._aowner(target[0])) is not None:  # else orphaned: nobody's
+                async for item in self._inner_alist(config, filter, before, limit):
+                    yield _stamped(item, owner)
             return
+        owner = self._list_owner(config)
         count = 0
-        async for item in self._inner_alist(None, filter, before, None):  # every thread
+        everyone = None if owner else config
+        async for item in self._inner_alist(everyone, filter, before, None if owner else limit):
             if limit is not None and count >= limit:
                 return
-            if await self._aowner(item.config["configurable"]["thread_id"]) == owner:
+            if (found := await self._aowner(_thread_of(item))) == owner or owner is None:
                 count += 1
-                yield item
+                yield _stamped(item, found)
 
     async def aput(
         self,
@@ -477,18 +478,25 @@ class _CopyThread:
     memory: Memory
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        source = self.memory.storage.get_thread(source_thread_id)
+        _copyable(source, self.memory.storage.get_thread(target_thread_id), target_thread_id)
         self.saver.copy_thread(source_thread_id, target_thread_id)
-        if self.memory.storage.get_thread(source_thread_id) and not self.memory.storage.get_thread(
-            target_thread_id
-        ):
+        if source and not self.memory.storage.get_thread(target_thread_id):
             self.memory.clone_thread(source_thread_id, new_thread_id=target_thread_id)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        source = await self.memory.storage.aget_thread(source_thread_id)
+        target = await self.memory.storage.aget_thread(target_thread_id)
+        _copyable(source, target, target_thread_id)
         await self._inner("copy_thread", source_thread_id, target_thread_id)  # type: ignore[attr-defined]
-        if await self.memory.storage.aget_thread(
-            source_thread_id
-        ) and not await self.memory.storage.aget_thread(target_thread_id):
+        if source and not target:
             await self.memory.aclone_thread(source_thread_id, new_thread_id=target_thread_id)
+
+
+def _copyable(source: Any, target: Any, target_thread_id: str) -> None:
+    """A copy stays with its owner: checkpoints never land in another resource's thread."""
+    if source is not None and target is not None and target.resource_id != source.resource_id:
+        raise ResourceMismatchError.for_thread(target_thread_id, source.resource_id)
 
 
 class _DeleteForRuns:
@@ -509,6 +517,25 @@ class _Prune:
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         await self._inner("prune", thread_ids, strategy=strategy)  # type: ignore[attr-defined]
+
+
+def _thread_of(item: CheckpointTuple) -> str:
+    return str(item.config["configurable"]["thread_id"])
+
+
+def _owned_config(config: RunnableConfig, owner: str) -> RunnableConfig:
+    return {**config, "configurable": {**config.get("configurable", {}), "resource_id": owner}}
+
+
+def _stamped(item: CheckpointTuple | None, owner: str | None) -> Any:
+    """`item` with the owner it was checked against in its configs: replaying one (LangGraph's
+    time travel, ``get_state_history`` configs) names the right resource."""
+    if item is None or owner is None:
+        return item
+    return item._replace(
+        config=_owned_config(item.config, owner),
+        parent_config=item.parent_config and _owned_config(item.parent_config, owner),
+    )
 
 
 def _verify(thread_id: str, resource_id: str, owner: str | None) -> None:
