@@ -14,9 +14,11 @@ import json
 from pathlib import Path
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage
 from typer.testing import CliRunner
 
 from langchain_mastra_memory import (
+    ConfigurationError,
     InvalidMessageError,
     Memory,
     MemoryStorage,
@@ -199,3 +201,90 @@ def test_cli_reports_invalid_utf8_and_unknown_threads(tmp_path: Path) -> None:
     result = runner.invoke(app, ["export", "nope", "--db", str(db), "--out", str(out)])
     assert result.exit_code == 1
     assert out.read_text() == "keep\n"
+
+
+SEPARATORS = "line\u2028separator, paragraph\u2029separator, next\x85line"
+
+
+def test_line_and_paragraph_separators_survive_a_backup(
+    memory: Memory, tmp_path: Path, call
+) -> None:
+    """U+2028, U+2029 and U+0085 are exported escaped, and import splits lines at \\n only:
+    the backup restores, through the library (sync and async) and the CLI."""
+    memory.create_thread(thread_id="t", resource_id="alice", title=f"title {SEPARATORS}")
+    memory.save_messages(
+        [HumanMessage(SEPARATORS), AIMessage(f"echo: {SEPARATORS}")],
+        thread_id="t", resource_id="alice",
+    )  # fmt: skip
+    backup = tmp_path / "backup.jsonl"
+    export_to_file(memory, "t", backup)
+    text = backup.read_text(encoding="utf-8")
+    assert not {"\u2028", "\u2029", "\x85"} & set(text) and len(text.splitlines()) == 2
+    other = Memory(storage=SQLiteStorage(tmp_path / "copy.db"), options={"semantic_recall": False})
+    if call.mode == "sync":
+        assert import_lines(other, text.splitlines()) == 2
+    else:
+        assert asyncio.run(aimport_lines(other, text.splitlines())) == 2
+    assert [m.content for m in other.get_messages(thread_id="t")] == [
+        SEPARATORS,
+        f"echo: {SEPARATORS}",
+    ]
+    assert exported(other, "t") == text
+    raw = tmp_path / "raw.jsonl"  # a file written by another tool, separators raw
+    raw.write_text(
+        json.dumps({"role": "user", "content": SEPARATORS}, ensure_ascii=False) + "\n",
+        encoding="utf-8",
+    )
+    db = tmp_path / "cli.db"
+    result = CliRunner().invoke(app, ["import", str(raw), "--db", str(db), "--thread", "t",
+                                      "--resource", "r", "--no-embed"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert Memory(storage=SQLiteStorage(db)).get_messages(thread_id="t")[0].content == SEPARATORS
+
+
+@pytest.mark.parametrize(
+    ("line", "field"),
+    [
+        ('{"role": "tool", "content": "x"}', "tool_call_id"),
+        ('{"type": "ai", "data": {"content": "x", "tool_calls": "notalist"}}', "tool_calls"),
+        ('{"type": "ai", "data": {"content": "x", "tool_calls": [1]}}', "tool_calls"),
+        ('{"role": "assistant", "content": "x", "invalid_tool_calls": {}}', "invalid_tool_calls"),
+        ('{"type": "tool", "data": {"content": "x"}}', "tool_call_id"),
+        ('{"type": "human", "data": "x"}', "data"),
+    ],
+)
+def test_malformed_message_fields_are_reported_by_line_and_field(
+    memory: Memory, tmp_path: Path, line: str, field: str
+) -> None:
+    with pytest.raises(InvalidMessageError, match=f"line 2: {field}: "):
+        import_lines(memory, [LINES[0], line], thread_id="t", resource_id="alice")
+    assert memory.storage.get_thread("t") is None
+    source = tmp_path / "bad.jsonl"
+    source.write_text(LINES[0] + "\n" + line + "\n")
+    result = CliRunner().invoke(app, ["import", str(source), "--db", str(tmp_path / "m.db"),
+                                      "--thread", "t", "--resource", "r"])  # fmt: skip
+    assert (result.exit_code == 1 and result.exception is None) or isinstance(
+        result.exception, SystemExit
+    )
+    assert f"line 2: {field}:" in " ".join(result.output.split())
+    assert "Traceback" not in result.output
+
+
+def test_export_to_a_directory_or_a_missing_folder_is_a_clear_error(
+    memory: Memory, tmp_path: Path
+) -> None:
+    memory.create_thread(thread_id="t", resource_id="alice")
+    memory.save_messages([HumanMessage("hi")], thread_id="t", resource_id="alice")
+    with pytest.raises(ConfigurationError, match="is a directory"):
+        export_to_file(memory, "t", tmp_path)
+    with pytest.raises(ConfigurationError, match="does not exist"):
+        export_to_file(memory, "t", tmp_path / "missing" / "t.jsonl")
+    db = tmp_path / "m.db"
+    Memory(storage=SQLiteStorage(db)).save_turn(
+        [HumanMessage("hi")], thread_id="t", resource_id="a"
+    )
+    for out in (tmp_path, tmp_path / "missing" / "t.jsonl"):
+        result = CliRunner().invoke(app, ["export", "t", "--db", str(db), "--out", str(out)])
+        assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+        assert "error:" in result.output and "Traceback" not in result.output
+    assert list((tmp_path).glob(".*.tmp")) == []
