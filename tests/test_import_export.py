@@ -263,9 +263,7 @@ def test_malformed_message_fields_are_reported_by_line_and_field(
     source.write_text(LINES[0] + "\n" + line + "\n")
     result = CliRunner().invoke(app, ["import", str(source), "--db", str(tmp_path / "m.db"),
                                       "--thread", "t", "--resource", "r"])  # fmt: skip
-    assert (result.exit_code == 1 and result.exception is None) or isinstance(
-        result.exception, SystemExit
-    )
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
     assert f"line 2: {field}:" in " ".join(result.output.split())
     assert "Traceback" not in result.output
 
