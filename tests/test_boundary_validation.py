@@ -215,3 +215,22 @@ def test_memory_refuses_a_storage_that_is_not_one(tmp_path) -> None:
     with pytest.raises(ConfigurationError, match="InMemoryStore"):
         Memory(storage=InMemoryStore())  # type: ignore[arg-type]
     assert not (tmp_path / "x.db").exists()
+
+
+@pytest.mark.parametrize("owner", [42, 4.2, True, ["alice"], {"id": "alice"}])
+def test_a_non_string_owner_in_a_config_is_refused_not_stringified(owner) -> None:
+    from langchain_mastra_memory import SemanticRecall, WorkingMemory
+
+    memory = Memory(storage=SQLiteStorage(":memory:"), options={"semantic_recall": True})
+    recall = SemanticRecall(storage=memory.storage, vector=memory.vector, embedder=memory.embedder)
+    config = {"configurable": {"thread_id": "t1", "resource_id": owner}}
+    with pytest.raises(ConfigurationError, match="resource_id must be a non-empty string"):
+        recall.invoke([HumanMessage("hi")], config)
+    with pytest.raises(ConfigurationError, match="resource_id must be a non-empty string"):
+        recall.process([HumanMessage("hi")], thread_id="t1", resource_id=owner)
+    with pytest.raises(ConfigurationError, match="resource_id must be a non-empty string"):
+        WorkingMemory(memory.storage).invoke([], config)
+    with pytest.raises(ConfigurationError, match="user_id must be a non-empty string"):
+        memory.as_runnable().invoke({"input": "hi"}, {"configurable": {"thread_id": "t1",
+                                                                        "user_id": owner}})  # fmt: skip
+    assert memory.get_thread("t1") is None  # nothing was created for "42"
