@@ -14,6 +14,7 @@ from langchain_core.tools import StructuredTool
 from typing_extensions import Unpack
 
 from . import params as kw
+from .branches import branches_of, new_branch
 from .ids import resolve_ids, visible_to, with_new_id
 from .messages import MessageList
 from .observational.service import ObservationalMemory
@@ -25,6 +26,7 @@ from .storage.sqlite import SQLiteStorage, storage_or_default  # noqa: F401 (the
 from .thread import Thread
 from .titles import TitleWriter
 from .turn import TurnContext, warn_if_limiter_not_last
+from .twins import run_async, run_sync
 from .working_memory import WorkingMemoryConfig, WorkingMemoryStore
 
 if TYPE_CHECKING:
@@ -152,6 +154,22 @@ class Memory:
         """Async `clone_thread`."""
         cloned = await self.storage.aclone_thread(thread_id, **with_new_id(clone, "new_thread_id"))
         return cloned[0]
+
+    def branch_thread(self, thread_id: str, **branch: Unpack[kw.BranchOptions]) -> Thread:
+        """Move the messages after `after_message_id` into a new branch thread (`branches`)."""
+        return run_sync(new_branch(self.synced, thread_id, **_branching(branch)))
+
+    async def abranch_thread(self, thread_id: str, **branch: Unpack[kw.BranchOptions]) -> Thread:
+        """Async `branch_thread`."""
+        return await run_async(new_branch(self.synced, thread_id, **_branching(branch)))
+
+    def list_branches(self, thread_id: str, *, resource_id: Opt = None) -> list[Thread]:
+        """The thread's branches (forks, replays, `branch_thread`), oldest first."""
+        return run_sync(branches_of(self.storage, thread_id, resource_id=resource_id))
+
+    async def alist_branches(self, thread_id: str, *, resource_id: Opt = None) -> list[Thread]:
+        """Async `list_branches`."""
+        return await run_async(branches_of(self.storage, thread_id, resource_id=resource_id))
 
     # -- messages ------------------------------------------------------------------------------
     def save_messages(self, messages: In, **to: Unpack[kw.SaveOptions]) -> Messages:
@@ -292,6 +310,10 @@ def _shape(module: str) -> Any:
     """An integration module, imported on first use (they depend on Memory, not the reverse)."""
     name = module[2:] if module.startswith("..") else f"integrations.{module}"
     return importlib.import_module(f"{__package__}.{name}")
+
+
+def _branching(branch: kw.BranchOptions) -> dict[str, Any]:  # branch_off's keywords
+    return {"resource_id": None, "after_message_id": None, **branch}
 
 
 def _listing(query: kw.MessageQuery) -> dict[str, Any]:  # get_messages in storage's names

@@ -51,6 +51,16 @@ class CloneOptions(TypedDict, total=False):
     metadata: dict[str, Any] | None
 
 
+class BranchOptions(TypedDict, total=False):
+    """`Memory.branch_thread`: where the branch starts (after this message; None: the whole
+    thread), the caller's resource, and the branch's id (else a new one) and title."""
+
+    after_message_id: str | None
+    resource_id: str | None
+    new_thread_id: str | None
+    title: str | None
+
+
 class ThreadRef(TypedDict):
     """The thread a call writes to, and its owner."""
 
@@ -74,11 +84,13 @@ class MessageQuery(TypedDict, total=False):
 
 
 class Mirroring(TypedDict, total=False):
-    """`Memory.checkpointer`: the state channel to mirror, and the owner of threads whose config
-    names none (it becomes the memory's `default_resource_id`, so every shape agrees)."""
+    """`Memory.checkpointer`: the state channel to mirror, the owner of threads whose config
+    names none (it becomes the memory's `default_resource_id`, so every shape agrees), and
+    whether messages removed from the state are deleted from memory too (default False)."""
 
     messages_key: str
     default_resource_id: str | None
+    mirror_deletes: bool
 
 
 class ToolIds(TypedDict, total=False):
@@ -111,6 +123,7 @@ class RecallOptions(TypedDict, total=False):
 
 
 __all__ = [
+    "BranchOptions",
     "CloneOptions",
     "MemoryRef",
     "MessageQuery",

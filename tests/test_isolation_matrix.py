@@ -250,6 +250,10 @@ CASES = [
     Case(("Memory.delete_messages",), lambda w: w.memory.delete_messages(
         [w.memory.get_messages(thread_id="tA")[0].id], resource_id="bob"), REFUSED),
     Case(("Memory.clone_thread",), lambda w: w.memory.clone_thread("tA", resource_id="bob"), REFUSED),
+    Case(("Memory.branch_thread",), lambda w: w.memory.branch_thread("tA", resource_id="bob"), REFUSED),
+    Case(("Memory.abranch_thread",), lambda w: arun(w.memory.abranch_thread("tA", resource_id="bob")), REFUSED),
+    Case(("Memory.list_branches",), lambda w: w.memory.list_branches("tA", resource_id="bob"), REFUSED),
+    Case(("Memory.alist_branches",), lambda w: arun(w.memory.alist_branches("tA", resource_id="bob")), REFUSED),
     Case(("Memory.aclone_thread",), lambda w: arun(w.memory.aclone_thread("tA", resource_id="bob")), REFUSED),
     Case(("Memory.delete_thread",), lambda w: w.memory.delete_thread("tA", resource_id="bob"), REFUSED),
     Case(("Memory.update_thread",), lambda w: w.memory.update_thread("tA", title="x", resource_id="bob"), REFUSED),

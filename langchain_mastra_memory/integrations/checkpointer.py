@@ -1,32 +1,38 @@
-"""`MemoryCheckpointer`: any LangGraph saver, with each thread's messages mirrored into memory.
+"""`MemoryCheckpointer`: any LangGraph saver, with each thread's conversation kept in memory.
 
 Checkpoints are stored by the wrapped saver (``InMemorySaver``, ``SqliteSaver``,
 ``PostgresSaver``, ...); every method delegates to it. On ``put`` the root graph's ``messages``
-channel is mirrored into `Memory`: the thread is created on first sight for the owner the
-config names (the package's rule, `ids`: ``resource_id``, ``user_id``, the default, else the
-thread itself), and each message is saved once, by id, so graph conversations get history,
-semantic recall and working memory and show up in the CLI. ``RemoveMessage`` writes delete the
-mirrored messages; ``delete_thread`` deletes the memory thread too.
+channel is mirrored into `Memory` (`mirroring`): the thread is created on first sight for the
+owner the config names (the package's rule, `ids`: ``resource_id``, ``user_id``, the default,
+else the thread itself), and the state's new turns are appended once. Memory keeps the
+conversation, the state is a view of it: compaction, ``RemoveMessage`` and trimming delete
+nothing (unless ``mirror_deletes=True``), an edit by id updates the stored message, and a fork
+or replay from an earlier checkpoint moves the abandoned messages to a branch thread.
+``delete_thread`` deletes the memory thread too.
 
 Isolation holds both ways: a put, and a read (``get_tuple``, ``list`` with a thread, so
 ``get_state``, ``invoke`` and ``stream`` too), of a thread owned by another resource raises
 `ResourceMismatchError` before any checkpoint is written or returned; ``list`` without a thread
-lists only the threads of the resource the config names (all threads when it names none).
+lists only the threads of the resource the config names (all threads when it names none). The
+configs it returns carry the owner they were checked against (``resource_id``), so replaying a
+``get_state_history`` config works. Checkpoints whose memory thread was deleted elsewhere are
+nobody's: reads see none, and the next owner's first put purges them.
 
 Checks happen before anything is written (a missing ``thread_id``, a thread of another
-resource, a ``messages`` channel holding non-messages), and the wrapped saver writes first: if
-it raises, memory is untouched. A checkpoint without a ``messages`` channel, and subgraph
-checkpoints (a non-empty ``checkpoint_ns``), are not mirrored.
+resource, a ``messages`` channel holding non-messages or unstorable ones), and the wrapped saver
+writes first: if it raises, memory is untouched; if memory fails after it, a warning says so
+and the next checkpoint catches up (a graph run never dies for bookkeeping). A checkpoint
+without a ``messages`` channel, and subgraph checkpoints (a non-empty ``checkpoint_ns``), are
+not mirrored.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import BaseMessage, RemoveMessage
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 from langgraph.checkpoint.base import (
@@ -39,14 +45,14 @@ from langgraph.checkpoint.base import (
 
 from ..errors import ConfigurationError, InvalidMessageError, ResourceMismatchError
 from ..ids import explicit_resource_id, resolve_ids
-from ..injected import is_injected
 from ..messages import ensure_messages
 from ..storage.sqlite import SQLiteStorage
+from ..twins import Steps, run_async, run_sync
+from .mirroring import MirrorPlan, ThreadMirror
 
 if TYPE_CHECKING:
     from ..memory import Memory
 
-REMOVE_ALL = "__remove_all__"  # langgraph.graph.message.REMOVE_ALL_MESSAGES
 Messages = list[BaseMessage]  # aliases: inside the class, `list` is the checkpointer method
 Ids = list[str]
 
@@ -138,6 +144,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         *,
         messages_key: str = "messages",
         default_resource_id: str | None = None,
+        mirror_deletes: bool = False,
     ) -> None:
         self.memory = memory
         self.saver: BaseCheckpointSaver = self.__dict__.pop("_pending_inner")
@@ -152,7 +159,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
                 )
                 raise ConfigurationError(msg)
             memory.default_resource_id = default_resource_id
-        self._known: OrderedDict[str, set[str]] = OrderedDict()
+        self.mirror = ThreadMirror(memory, messages_key=messages_key, mirror_deletes=mirror_deletes)
         self._owners: dict[str, str] = {}  # thread -> owning resource, as read from storage
         memory.checkpointers.add(self)  # memory.delete_thread deletes the checkpoints too
 
@@ -209,7 +216,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         (None: the config names no owner, so every thread is listed)."""
         return explicit_resource_id(config, default_resource_id=self._default_resource_id())
 
-    # -- mirroring -----------------------------------------------------------------------------
+    # -- mirroring (the algorithms live in `mirroring`) -------------------------------------------
     def _messages(self, checkpoint: Checkpoint) -> Messages | None:
         values = checkpoint.get("channel_values") or {}
         if self.messages_key not in values:
@@ -221,6 +228,8 @@ class MemoryCheckpointer(BaseCheckpointSaver):
                 "messages; pass messages_key= to mirror another channel"
             )
             raise InvalidMessageError(msg)
+        if all(isinstance(m, BaseMessage) for m in raw):  # add_messages' channel: as it is
+            return list(raw)
         return ensure_messages(raw, where=f"the {self.messages_key!r} channel")
 
     def _prepare_put(
@@ -231,44 +240,94 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         root = not (config.get("configurable") or {}).get("checkpoint_ns")
         return thread_id, resource_id, self._messages(checkpoint) if root else None
 
-    def _unsaved(self, thread_id: str, resource_id: str, messages: Messages) -> Messages:
-        known = self._known.get(thread_id)
-        if known is None:
-            ids = [m.id for m in messages if m.id]
-            stored = (
-                self.memory.storage.get_messages_by_id(ids, resource_id=resource_id) if ids else []
-            )
-            known = {s.message.id for s in stored if s.message.id}
-            self._known[thread_id] = known
-            if len(self._known) > 10_000:
-                self._known.popitem(last=False)
-        self._known.move_to_end(thread_id)
-        return [m for m in messages if m.id not in known and not is_injected(m)]
+    def _fork_from(self, thread_id: str, config: RunnableConfig, latest: str | None) -> str | None:
+        """The checkpoint a put continues from when it is not the thread's latest (a fork;
+        "" for a put with no parent on a thread that has checkpoints); None otherwise."""
+        parent = (config.get("configurable") or {}).get("checkpoint_id")
+        return None if latest is None or parent == latest else parent or ""
 
-    def _remember(self, thread_id: str, saved: Sequence[BaseMessage]) -> None:
-        self._known.setdefault(thread_id, set()).update(m.id for m in saved if m.id)
+    def _latest_known(self, thread_id: str, config: RunnableConfig) -> str | bool | None:
+        """The thread's latest root checkpoint when this process knows it and the put builds
+        on it (no read needed); False when the saver must be asked."""
+        parent = (config.get("configurable") or {}).get("checkpoint_id")
+        head = self.mirror.heads.get(thread_id)
+        return head if head is not None and head == parent else False
 
-    def _removals(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]]
-    ) -> tuple[str, str, Ids] | None:
-        removed: Ids = []
-        for channel, value in writes:
-            if channel != self.messages_key:
-                continue
-            for item in value if isinstance(value, (list, tuple)) else [value]:
-                if isinstance(item, RemoveMessage) and item.id:
-                    removed.append(item.id)
-        if not removed or (config.get("configurable") or {}).get("checkpoint_ns"):
+    def _plan(
+        self,
+        ids: tuple[str, str],
+        messages: Messages | None,
+        config: RunnableConfig,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        latest: str | None,
+        parent_ids: list[str] | None,
+    ) -> Steps[MirrorPlan | None]:
+        """What the put changes in memory (None: nothing: a subgraph, or messages unchanged)."""
+        fork_from = self._fork_from(ids[0], config, latest)
+        if messages is None or (self.messages_key not in new_versions and fork_from is None):
             return None
-        thread_id, resource_id = self._ids(config)
-        return thread_id, resource_id, removed
+        plan: MirrorPlan = yield from self.mirror.plan(
+            *ids, messages, fork_from=fork_from, source=metadata.get("source"),
+            parent_ids=parent_ids,
+        )  # fmt: skip
+        return plan
+
+    def _parent_ids(self, config: RunnableConfig, messages: Messages | None) -> list[str] | None:
+        """With mirror_deletes: the message ids of the checkpoint this put builds on."""
+        if not self.mirror.mirror_deletes or messages is None:
+            return None
+        cached = self.mirror.state_ids(config)
+        if cached is not None:
+            return cached
+        has_parent = (config.get("configurable") or {}).get("checkpoint_id")
+        parent = self.saver.get_tuple(config) if has_parent else None
+        return None if parent is None else _ids_of(self._messages(parent.checkpoint))
+
+    async def _aparent_ids(
+        self, config: RunnableConfig, messages: Messages | None
+    ) -> list[str] | None:
+        if not self.mirror.mirror_deletes or messages is None:
+            return None
+        cached = self.mirror.state_ids(config)
+        if cached is not None:
+            return cached
+        has_parent = (config.get("configurable") or {}).get("checkpoint_id")
+        parent = await self._inner("get_tuple", config) if has_parent else None
+        return None if parent is None else _ids_of(self._messages(parent.checkpoint))
+
+    def _root_writes(self, config: RunnableConfig) -> tuple[str, str] | None:
+        """Whose root-graph writes these are (None: a subgraph's)."""
+        if (config.get("configurable") or {}).get("checkpoint_ns"):
+            return None
+        return self._ids(config)
 
     # -- base capabilities ---------------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         thread_id, resource_id = self._ids(config)
         owner = self._owner(thread_id)
         _verify(thread_id, resource_id, owner)
-        return None if owner is None else _stamped(self.saver.get_tuple(config), owner)
+        found = None if owner is None else self.saver.get_tuple(config)
+        self._saw(thread_id, config, found)
+        return _stamped(found, owner)
+
+    def _saw(self, thread_id: str, config: RunnableConfig, found: CheckpointTuple | None) -> None:
+        """Remember the thread's latest root checkpoint when a read returned it."""
+        configurable = config.get("configurable") or {}
+        latest = not configurable.get("checkpoint_id") and not configurable.get("checkpoint_ns")
+        if found is not None and latest:
+            self.mirror.heads[thread_id] = found.checkpoint["id"]
+
+    def _latest(self, thread_id: str) -> str | None:
+        """The thread's latest root checkpoint id, as the saver has it now."""
+        found = self.saver.get_tuple(
+            {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+        )
+        return None if found is None else str(found.checkpoint["id"])
+
+    async def _alatest(self, thread_id: str) -> str | None:
+        found = await self._inner("get_tuple", _root(thread_id))
+        return None if found is None else str(found.checkpoint["id"])
 
     def list(
         self,
@@ -307,14 +366,30 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         if self._owner(thread_id) is None:
             self._purge_orphans(thread_id)
         self._check_owner(thread_id, resource_id)
+        latest = self._latest_known(thread_id, config) if messages is not None else None
+        if latest is False:
+            latest = self._latest(thread_id)
+        parent_ids = self._parent_ids(config, messages)
+        plan = run_sync(
+            self._plan(
+                (thread_id, resource_id),
+                messages,
+                config,
+                metadata,
+                new_versions,
+                latest,  # type: ignore[arg-type]
+                parent_ids,
+            )
+        )
         result = self.saver.put(config, checkpoint, metadata, new_versions)
         if thread_id not in self._owners:  # record the owner, so reads can be checked
             self.memory.ensure_thread(thread_id=thread_id, resource_id=resource_id)
             self._owners[thread_id] = resource_id
-        if messages and (new := self._unsaved(thread_id, resource_id, messages)):
-            saved = self.memory.save_messages(new, thread_id=thread_id, resource_id=resource_id)
-            self._remember(thread_id, saved)
-        return result
+        if messages is not None:
+            self.mirror.after_put(thread_id, checkpoint["id"], messages)
+        if plan is not None:
+            self.mirror.run(self.mirror.apply(plan), thread_id)
+        return _owned_config(result, resource_id)
 
     def put_writes(
         self,
@@ -323,47 +398,33 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        removals = self._removals(config, writes)
         self.saver.put_writes(config, writes, task_id, task_path)
-        if removals is not None:
-            self._apply_removals(*removals)
-
-    def _apply_removals(self, thread_id: str, resource_id: str, ids: Ids) -> None:
-        if self.memory.storage.get_thread(thread_id) is None:
-            return
-        if REMOVE_ALL in ids:
-            ids = [
-                m.id
-                for m in self.memory.get_messages(thread_id=thread_id, resource_id=resource_id)
-                if m.id
-            ]
-        self.memory.delete_messages(ids, resource_id=resource_id)
-        self._known.get(thread_id, set()).difference_update(ids)
+        if (ids := self._root_writes(config)) is not None:
+            self.mirror.run(self.mirror.on_writes(*ids, writes), ids[0])
 
     def _purge_orphans(self, thread_id: str) -> None:
         """Before a thread memory does not hold gets its first checkpoint: delete checkpoints
         left under that id (its memory thread was deleted elsewhere, by another process or the
         CLI), so the new owner starts empty and never reads the old one's state."""
-        if self.saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}):
+        if self.saver.get_tuple(_root(thread_id)):
             self.saver.delete_thread(thread_id)
 
     async def _apurge_orphans(self, thread_id: str) -> None:
         """Async `_purge_orphans`."""
-        config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
-        if await self._inner("get_tuple", config):
+        if await self._inner("get_tuple", _root(thread_id)):
             await self._inner("delete_thread", thread_id)
 
     def forget(self, thread_id: str) -> None:
         """Delete the thread's checkpoints from the wrapped saver (not its memory thread:
         `Memory.delete_thread` calls this for every checkpointer it made)."""
         self.saver.delete_thread(thread_id)
-        self._known.pop(thread_id, None)
+        self.mirror.forget(thread_id)
         self._owners.pop(thread_id, None)
 
     async def aforget(self, thread_id: str) -> None:
         """Async `forget`."""
         await self._inner("delete_thread", thread_id)
-        self._known.pop(thread_id, None)
+        self.mirror.forget(thread_id)
         self._owners.pop(thread_id, None)
 
     def delete_thread(self, thread_id: str) -> None:
@@ -384,6 +445,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         owner = await self._aowner(thread_id)
         _verify(thread_id, resource_id, owner)
         found = None if owner is None else await self._inner("get_tuple", config)
+        self._saw(thread_id, config, found)
         return _stamped(found, owner)
 
     async def _inner_alist(
@@ -443,18 +505,30 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         if await self._aowner(thread_id) is None:
             await self._apurge_orphans(thread_id)
         await self._acheck_owner(thread_id, resource_id)
+        latest = self._latest_known(thread_id, config) if messages is not None else None
+        if latest is False:
+            latest = await self._alatest(thread_id)
+        parent_ids = await self._aparent_ids(config, messages)
+        plan = await run_async(
+            self._plan(
+                (thread_id, resource_id),
+                messages,
+                config,
+                metadata,
+                new_versions,
+                latest,  # type: ignore[arg-type]
+                parent_ids,
+            )
+        )
         result = await self._inner("put", config, checkpoint, metadata, new_versions)
         if thread_id not in self._owners:
             await self.memory.aensure_thread(thread_id=thread_id, resource_id=resource_id)
             self._owners[thread_id] = resource_id
-        if messages:
-            new = await run_in_executor(None, self._unsaved, thread_id, resource_id, messages)
-            if new:
-                saved = await self.memory.asave_messages(
-                    new, thread_id=thread_id, resource_id=resource_id
-                )
-                self._remember(thread_id, saved)
-        return result
+        if messages is not None:
+            self.mirror.after_put(thread_id, checkpoint["id"], messages)
+        if plan is not None:
+            await self.mirror.arun(self.mirror.apply(plan), thread_id)
+        return _owned_config(result, resource_id)
 
     async def aput_writes(
         self,
@@ -463,10 +537,9 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        removals = self._removals(config, writes)
         await self._inner("put_writes", config, writes, task_id, task_path)
-        if removals is not None:
-            await run_in_executor(None, self._apply_removals, *removals)
+        if (ids := self._root_writes(config)) is not None:
+            await self.mirror.arun(self.mirror.on_writes(*ids, writes), ids[0])
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self.aforget(thread_id)
@@ -517,6 +590,15 @@ class _Prune:
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         await self._inner("prune", thread_ids, strategy=strategy)  # type: ignore[attr-defined]
+
+
+def _ids_of(messages: Messages | None) -> list[str]:
+    return [m.id for m in messages or () if m.id]
+
+
+def _root(thread_id: str) -> RunnableConfig:
+    """The config reading a thread's latest root checkpoint."""
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
 
 
 def _thread_of(item: CheckpointTuple) -> str:

@@ -16,10 +16,11 @@ from typing_extensions import Unpack
 
 from ..errors import ConfigurationError
 from ..injected import is_injected
-from ..messages import ids_of
 from ..params import SaveOptions, ThreadRef
+from ..state_mirror import state_suffix
 from ..storage.base import MemoryStorage
 from ..storage.records import ImportedThread, StoredMessage
+from ..twins import run_async, run_sync
 from .index import RecallIndex
 
 if TYPE_CHECKING:
@@ -33,11 +34,6 @@ Saved = list[BaseMessage]
 def to_save(messages: Msgs) -> Saved:
     """The messages of a turn worth saving: never those memory injected itself."""
     return [m for m in messages if not is_injected(m)]
-
-
-def unsaved(messages: Msgs, held: set[str | None]) -> Saved:
-    """The messages (of a graph state) that the thread does not hold yet, never injected ones."""
-    return [m for m in to_save(messages) if m.id is None or m.id not in held]
 
 
 class SyncedStorage:
@@ -161,22 +157,26 @@ class SyncedStorage:
         return await self.asave(to_save(messages), **ref)
 
     def save_new(self, messages: Msgs, **ref: Unpack[ThreadRef]) -> Saved:
-        """Save the messages (of a graph state, say) that the thread does not hold yet."""
+        """Save the new turns of a graph state: its unknown suffix (`state_mirror`), never a
+        compaction's summary, never deleting what the state dropped."""
         self.storage.ensure_thread(**ref)
-        held = self.storage.get_messages_by_id(
-            list(ids_of(messages)), resource_id=ref["resource_id"]
-        )
-        fresh = unsaved(messages, {s.message.id for s in held})
-        return self.save(fresh, **ref) if fresh else []
+        found = run_sync(state_suffix(self.storage, messages, **ref))
+        return self.save(found.new, **ref) if found.new else []
 
     async def asave_new(self, messages: Msgs, **ref: Unpack[ThreadRef]) -> Saved:
         """Async `save_new`."""
         await self.storage.aensure_thread(**ref)
-        held = await self.storage.aget_messages_by_id(
-            list(ids_of(messages)), resource_id=ref["resource_id"]
-        )
-        fresh = unsaved(messages, {s.message.id for s in held})
-        return await self.asave(fresh, **ref) if fresh else []
+        found = await run_async(state_suffix(self.storage, messages, **ref))
+        return await self.asave(found.new, **ref) if found.new else []
+
+    def move(self, message_ids: Sequence[str], **to: Unpack[ThreadRef]) -> Saved:
+        """Move messages into another thread of their resource, their vectors following."""
+        return self._indexed(self.storage.move_messages(message_ids, **to), replace=True)
+
+    async def amove(self, message_ids: Sequence[str], **to: Unpack[ThreadRef]) -> Saved:
+        """Async `move`."""
+        moved = await self.storage.amove_messages(message_ids, **to)
+        return await self._aindexed(moved, replace=True)
 
     def backfill(self, progress: Callable[[int], None] | None = None) -> int:
         """Embed every stored message whose vector is missing from the vector store (checked

@@ -184,6 +184,14 @@ class MemoryStorage(ABC):
     def delete_messages(self, message_ids: Sequence[str], *, resource_id: str | None = None) -> int:
         """Delete messages by id; returns how many were deleted."""
 
+    @abstractmethod
+    def move_messages(
+        self, message_ids: Sequence[str], *, thread_id: str, resource_id: str
+    ) -> list[StoredMessage]:
+        """Move messages of `resource_id` (ids, times and order kept) into its thread
+        `thread_id`; the moved messages, in order. Another resource's message or thread raises
+        `ResourceMismatchError` and nothing moves."""
+
     # -- recall --------------------------------------------------------------------------------
     @abstractmethod
     def search_text(
@@ -569,6 +577,14 @@ class MemoryStorage(ABC):
         """Async `delete_messages`."""
         return await _off_loop(self.delete_messages, message_ids, resource_id=resource_id)
 
+    async def amove_messages(
+        self, message_ids: Sequence[str], *, thread_id: str, resource_id: str
+    ) -> list[StoredMessage]:
+        """Async `move_messages`."""
+        return await _off_loop(
+            self.move_messages, message_ids, thread_id=thread_id, resource_id=resource_id
+        )
+
     async def asearch_text(
         self, query: str, *, resource_id: str, thread_id: str | None = None, limit: int = 10
     ) -> list[tuple[str, str, float]]:
@@ -669,11 +685,12 @@ def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
 _SYNC_IO = (
     "setup", "close", "create_thread", "get_thread", "get_threads", "list_threads", "update_thread",
     "delete_thread", "clone_thread", "save_messages", "list_messages", "get_messages_by_id",
-    "update_messages", "delete_messages", "search_text", "message_windows", "unembedded",
-    "mark_embedded", "embedded_ids", "get_working_memory", "modify_working_memory", "ensure_thread",
-    "put_items", "get_items", "search_items", "item_namespaces", "working_memories",
-    "observation_log", "unobserved_messages", "unobserved_tokens", "claim_observation",
-    "release_observation", "commit_observation", "activate_observations", "commit_reflection",
+    "update_messages", "delete_messages", "move_messages", "search_text", "message_windows",
+    "unembedded", "mark_embedded", "embedded_ids", "get_working_memory", "modify_working_memory",
+    "ensure_thread", "put_items", "get_items", "search_items", "item_namespaces",
+    "working_memories", "observation_log", "unobserved_messages", "unobserved_tokens",
+    "claim_observation", "release_observation", "commit_observation", "activate_observations",
+    "commit_reflection",
 )  # fmt: skip
 
 

@@ -600,6 +600,26 @@ class SQLStorage(ObservationTable, ItemTable):
                 self._run(conn, f"DELETE FROM memory_messages WHERE {condition}", params)
         return len(existing)
 
+    def move_messages(
+        self, message_ids: Sequence[str], *, thread_id: str, resource_id: str
+    ) -> list[StoredMessage]:
+        ids = list(dict.fromkeys(check_ids(message_ids, "message_ids")))
+        check_id(thread_id, "thread_id")
+        check_id(resource_id, "resource_id")
+        with self._transaction(write=True) as conn:
+            self._owned_thread(conn, thread_id, resource_id, lock=True)
+            existing = self._existing(conn, ids)
+            check_owners(ids, existing, resource_id)
+            for condition, params in self.dialect.ids_in("id", ids):
+                self._run(
+                    conn, f"UPDATE memory_messages SET thread_id = ? WHERE {condition}",
+                    (thread_id, *params),
+                )  # fmt: skip
+            now = self._time(now_utc())
+            for touched in sorted({thread_id, *(existing[i][0] for i in ids)}):
+                self._run(conn, _TOUCH_THREAD, (now, touched))
+        return self.get_messages_by_id(ids)
+
     # -- recall --------------------------------------------------------------------------------
     def search_text(
         self, query: str, *, resource_id: str, thread_id: str | None = None, limit: int = 10

@@ -1,0 +1,105 @@
+"""Branch threads: a conversation's abandoned continuation, kept beside it, never lost.
+
+When a graph forks (LangGraph's time travel, a replay, ``update_state`` on an old checkpoint)
+the thread follows the graph's branch: the messages after the fork point move to a new thread
+of the same resource, whose metadata names the parent thread and the point. Nothing is lost,
+and nothing abandoned reads as the thread's current history. `Memory.branch_thread` does the
+same by hand, `Memory.list_branches` lists a thread's branches.
+
+Example:
+    >>> from langchain_core.messages import AIMessage, HumanMessage
+    >>> from langchain_mastra_memory import Memory, SQLiteStorage
+    >>> memory = Memory(storage=SQLiteStorage(":memory:"))
+    >>> _ = memory.save_turn([HumanMessage("q1", id="q1"), AIMessage("a1", id="a1"),
+    ...                       HumanMessage("q2", id="q2"), AIMessage("a2", id="a2")],
+    ...                      thread_id="t", resource_id="alice")
+    >>> branch = memory.branch_thread("t", after_message_id="a1", new_thread_id="t-b")
+    >>> [m.content for m in memory.get_messages(thread_id="t")]
+    ['q1', 'a1']
+    >>> [m.content for m in memory.get_messages(thread_id="t-b")], branch.metadata["branch_of"]
+    (['q2', 'a2'], 't')
+    >>> [b.id for b in memory.list_branches("t")]
+    ['t-b']
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from .errors import MessageNotFoundError
+from .storage.base import owned_thread
+from .storage.records import StoredMessage, now_utc
+from .thread import Thread
+from .twins import Steps, call
+
+if TYPE_CHECKING:
+    from .recall.synced import SyncedStorage
+
+BRANCH_OF = "branch_of"  # thread metadata: the thread a branch left
+
+
+def branch_metadata(
+    thread_id: str, after_message_id: str | None, checkpoint_id: str | None = None
+) -> dict[str, Any]:
+    """What a branch thread's metadata says of where it left its parent."""
+    point: dict[str, Any] = {"after_message_id": after_message_id, "at": now_utc().isoformat()}
+    if checkpoint_id is not None:
+        point["checkpoint_id"] = checkpoint_id
+    return {BRANCH_OF: thread_id, "branch_point": point}
+
+
+def branch_off(
+    synced: SyncedStorage,
+    thread_id: str,
+    *,
+    resource_id: str | None,
+    after_message_id: str | None,
+    new_thread_id: str | None = None,
+    title: str | None = None,
+    checkpoint_id: str | None = None,
+    only_if_any: bool = False,
+) -> Steps[Thread | None]:
+    """Move the thread's messages after `after_message_id` (all of them for None) into a new
+    branch thread; the branch (None when `only_if_any` and nothing would move)."""
+    storage = synced.storage
+    found = yield call(storage, "get_thread", thread_id)
+    owner = found.resource_id if found is not None and resource_id is None else resource_id
+    thread = owned_thread(found, thread_id=thread_id, resource_id=owner or "")
+    stored: list[StoredMessage] = yield call(
+        storage, "list_messages", thread_id, resource_id=thread.resource_id
+    )
+    ids = [s.message.id or "" for s in stored]
+    if after_message_id is not None and after_message_id not in ids:
+        raise MessageNotFoundError(f"thread {thread_id!r} holds no message {after_message_id!r}")
+    moving = ids[ids.index(after_message_id) + 1 :] if after_message_id is not None else ids
+    if not moving and only_if_any:
+        return None
+    branch: Thread = yield call(
+        storage, "create_thread",
+        thread_id=new_thread_id or f"{thread_id}~{uuid.uuid4().hex[:12]}",
+        resource_id=thread.resource_id, title=title if title is not None else thread.title,
+        metadata=branch_metadata(thread_id, after_message_id, checkpoint_id),
+    )  # fmt: skip
+    if moving:
+        yield call(synced, "move", moving, thread_id=branch.id, resource_id=thread.resource_id)
+    return branch
+
+
+def new_branch(synced: SyncedStorage, thread_id: str, **options: Any) -> Steps[Thread]:
+    """`branch_off` for `Memory.branch_thread`: the branch, even when nothing moves."""
+    branch = yield from branch_off(synced, thread_id, **options)
+    assert branch is not None
+    return branch
+
+
+def branches_of(storage: Any, thread_id: str, *, resource_id: str | None) -> Steps[list[Thread]]:
+    """The branches of a thread, newest first (another resource's thread: refused)."""
+    found = yield call(storage, "get_thread", thread_id)
+    owner = found.resource_id if found is not None and resource_id is None else resource_id
+    thread = owned_thread(found, thread_id=thread_id, resource_id=owner or "")
+    branches: list[Thread] = yield call(
+        storage, "list_threads", resource_id=thread.resource_id,
+        metadata={BRANCH_OF: thread_id}, order_by="created_at",
+    )  # fmt: skip
+    return branches

@@ -1,0 +1,196 @@
+"""`ThreadMirror`: how a checkpointer keeps memory's threads in step with a graph's checkpoints.
+
+Memory keeps the conversation; the graph's state and its checkpoints are views of it. For
+each root checkpoint whose ``messages`` changed:
+
+- the state's new turns are its unknown suffix (`state_mirror`): appended once, in order;
+  a compaction's summary (new, but before messages the thread holds) is never a turn;
+- nothing the state dropped is deleted (``RemoveMessage``, ``REMOVE_ALL_MESSAGES``, trimming),
+  unless the checkpointer was made with ``mirror_deletes=True``: then what left the state since
+  the parent checkpoint leaves memory too (a read of the parent's ids per checkpoint);
+- a message the state replaced by id (``update_state``, a node returning the same id) is
+  updated in place (and re-embedded), not added;
+- a checkpoint that continues from an earlier one than the thread's latest (a fork, a
+  replay, ``update_state`` on an old checkpoint) moves the thread's messages after the fork
+  point to a branch thread (`branches`), so the thread's history is the graph's branch.
+
+The work is planned before the wrapped saver writes (reads only; bad messages are refused
+there, before anything is written) and applied after it; a storage failure while applying
+warns and is retried at the next checkpoint, it never aborts the graph run. Each step reads
+what is new, not the whole state: the walk stops at the first held message.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import BaseMessage, RemoveMessage
+
+from ..branches import branch_off
+from ..errors import MastraMemoryError
+from ..state_mirror import StateSuffix, edited, state_suffix
+from ..storage.records import message_rows
+from ..twins import Steps, call, run_async, run_sync
+
+if TYPE_CHECKING:
+    from ..memory import Memory
+
+logger = logging.getLogger(__name__)
+CACHED_THREADS = 10_000
+
+
+@dataclass
+class MirrorPlan:
+    """What one checkpoint changes in a thread, decided before the saver writes."""
+
+    thread_id: str
+    resource_id: str
+    suffix: StateSuffix
+    fork_from: str | None = None  # the checkpoint a fork continues from ("" for the root)
+    check_edits: list[BaseMessage] = field(default_factory=list)  # held messages to compare
+    removed: list[str] = field(default_factory=list)  # mirror_deletes: ids the state dropped
+
+
+class ThreadMirror:
+    """A checkpointer's mirroring state: which message ids each thread holds (a bounded
+    cache) and each thread's latest root checkpoint; the algorithms are written once as steps
+    (`twins`), the checkpointer runs them sync or async."""
+
+    def __init__(self, memory: Memory, *, messages_key: str, mirror_deletes: bool) -> None:
+        self.memory = memory
+        self.messages_key = messages_key
+        self.mirror_deletes = mirror_deletes
+        self._known: OrderedDict[str, set[str]] = OrderedDict()
+        self.heads: dict[str, str] = {}  # thread -> its latest root checkpoint id
+        self._last_state: dict[str, tuple[str, list[str]]] = {}  # mirror_deletes only
+
+    def known(self, thread_id: str) -> set[str]:
+        """The ids `thread_id` is known to hold (filled as walks and saves find them)."""
+        ids = self._known.get(thread_id)
+        if ids is None:
+            ids = self._known[thread_id] = set()
+            if len(self._known) > CACHED_THREADS:
+                self._known.popitem(last=False)
+        self._known.move_to_end(thread_id)
+        return ids
+
+    def forget(self, thread_id: str) -> None:
+        self._known.pop(thread_id, None)
+        self.heads.pop(thread_id, None)
+        self._last_state.pop(thread_id, None)
+
+    def after_put(
+        self, thread_id: str, checkpoint_id: str, messages: Sequence[BaseMessage]
+    ) -> None:
+        """The thread's latest root checkpoint is now `checkpoint_id` (with mirror_deletes,
+        its message ids are kept for the next put's comparison)."""
+        self.heads[thread_id] = checkpoint_id
+        if self.mirror_deletes:
+            self._last_state[thread_id] = (checkpoint_id, [m.id for m in messages if m.id])
+
+    def state_ids(self, config: Any) -> list[str] | None:
+        """The message ids of the checkpoint `config` names, when this process put it last."""
+        configurable = config.get("configurable") or {}
+        last = self._last_state.get(str(configurable.get("thread_id")))
+        return (
+            last[1] if last is not None and last[0] == configurable.get("checkpoint_id") else None
+        )
+
+    # -- a checkpoint ----------------------------------------------------------------------------
+    def plan(
+        self,
+        thread_id: str,
+        resource_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        fork_from: str | None,
+        source: str | None,
+        parent_ids: Collection[str] | None = None,
+    ) -> Steps[MirrorPlan]:
+        """Read what the checkpoint adds, edits and (with mirror_deletes) drops."""
+        known = self.known(thread_id)
+        suffix = yield from state_suffix(
+            self.memory.storage, messages, thread_id=thread_id, resource_id=resource_id,
+            known=known,
+        )  # fmt: skip
+        message_rows(suffix.new)  # an unstorable message is refused now, before any write
+        plan = MirrorPlan(thread_id, resource_id, suffix, fork_from)
+        if source == "update":  # update_state: a held message may have been replaced by id
+            plan.check_edits = [m for m in messages if m.id in known]
+        if self.mirror_deletes and parent_ids is not None and fork_from is None:
+            kept = {m.id for m in messages}
+            plan.removed = [i for i in parent_ids if i not in kept]
+        return plan
+
+    def apply(self, plan: MirrorPlan) -> Steps[None]:
+        """Branch off (a fork), update edits, delete (opted in), then save the new turns."""
+        memory, ref = self.memory, {"resource_id": plan.resource_id}
+        known = self.known(plan.thread_id)
+        if plan.fork_from is not None:
+            branch = yield from branch_off(
+                memory.synced, plan.thread_id, after_message_id=plan.suffix.anchor,
+                checkpoint_id=plan.fork_from or None, only_if_any=True, **ref,
+            )  # fmt: skip
+            if branch is not None:
+                known.clear()  # what moved is the branch's now; the next walk reads storage
+        if plan.check_edits:
+            changes = yield from edited(memory.storage, plan.check_edits, thread_id=plan.thread_id)
+            if changes:
+                yield call(memory, "update_messages", changes, **ref)
+        if plan.removed:  # mirror_deletes: what left the state leaves memory (this thread's)
+            held = yield call(memory.storage, "get_messages_by_id", plan.removed, **ref)
+            mine = [s.message.id for s in held if s.thread_id == plan.thread_id]
+            if mine:
+                yield call(memory, "delete_messages", mine, **ref)
+            known.difference_update(plan.removed)
+        if plan.suffix.new:
+            saved = yield call(
+                memory, "save_messages", plan.suffix.new, thread_id=plan.thread_id, **ref
+            )
+            known.update(plan.suffix.state_ids)
+            known.update(m.id for m in saved if m.id)
+
+    # -- a task's writes -------------------------------------------------------------------------
+    def on_writes(
+        self, thread_id: str, resource_id: str, writes: Sequence[tuple[str, Any]]
+    ) -> Steps[None]:
+        """A node's writes to the messages channel: messages it replaced by id are updated in
+        memory. (Removals are read at the next checkpoint, with mirror_deletes: LangGraph may
+        save a step's writes and the checkpoint before it in either order.)"""
+        written = [
+            item
+            for channel, value in writes
+            if channel == self.messages_key
+            for item in (value if isinstance(value, (list, tuple)) else [value])
+            if isinstance(item, BaseMessage) and not isinstance(item, RemoveMessage) and item.id
+        ]
+        if written:
+            changes = yield from edited(self.memory.storage, written, thread_id=thread_id)
+            if changes:
+                yield call(self.memory, "update_messages", changes, resource_id=resource_id)
+
+    # -- running, never aborting the graph -------------------------------------------------------
+    def run(self, steps: Steps[None], thread_id: str) -> None:
+        try:
+            run_sync(steps)
+        except MastraMemoryError as exc:
+            self._warn(exc, thread_id)
+
+    async def arun(self, steps: Steps[None], thread_id: str) -> None:
+        try:
+            await run_async(steps)
+        except MastraMemoryError as exc:
+            self._warn(exc, thread_id)
+
+    def _warn(self, exc: MastraMemoryError, thread_id: str) -> None:
+        self._known.pop(thread_id, None)  # the next checkpoint walks storage again
+        logger.warning(
+            "memory could not mirror a checkpoint of thread %r (%s); the graph run goes on, "
+            "and the next checkpoint of the thread tries again",
+            thread_id,
+            exc,
+        )

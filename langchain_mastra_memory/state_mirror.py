@@ -1,0 +1,141 @@
+"""What a graph state's messages add to a memory thread: the new turns, never a compaction.
+
+Memory keeps the conversation; a graph's state is a view of it (Mastra's model). A state edited
+the way LangGraph and LangChain document (``RemoveMessage``, a summary replacing old messages,
+trimming) still ends with the conversation's newest messages, and whatever a step adds lands
+after them. So the new turns of a state are its *unknown suffix*: walking back from its newest
+message, every message the thread does not hold yet, up to the first one it does (the
+*anchor*). A message that is new but stands before a held one (a compaction's summary) is
+not a turn and is never saved; nothing the state dropped is deleted. The walk reads storage
+one chunk of ids at a time from the end, so its cost follows the new messages, not the
+state's length.
+
+A message whose id is already stored in *another* thread (a conversation carried into a new
+thread, a model that reuses ids) is saved in this thread too, once, under an id derived from
+the thread and its own (`carried_id`), and is held by this thread from then on.
+
+Example:
+    >>> from langchain_core.messages import AIMessage, HumanMessage
+    >>> from langchain_mastra_memory import Memory, SQLiteStorage
+    >>> from langchain_mastra_memory.twins import run_sync
+    >>> memory = Memory(storage=SQLiteStorage(":memory:"))
+    >>> old = [HumanMessage("q0", id="h0"), AIMessage("a0", id="a0")]
+    >>> _ = memory.save_turn(old, thread_id="t", resource_id="r")
+    >>> state = [HumanMessage("Summary of q0", id="s"), old[1], HumanMessage("q1", id="h1")]
+    >>> found = run_sync(state_suffix(memory.storage, state, thread_id="t", resource_id="r"))
+    >>> [m.content for m in found.new], found.anchor
+    (['q1'], 'a0')
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from langchain_core.messages import BaseMessage, message_to_dict
+
+from .injected import is_injected
+from .storage.base import MemoryStorage
+from .storage.records import StoredMessage
+from .twins import Steps, call
+
+CHUNK = 16  # state messages looked up at a time, from the newest
+_CARRIED = uuid.UUID("b7d0f3e2-5a41-4c8e-9d6f-2e7c1a9b3f58")
+
+
+def carried_id(thread_id: str, message_id: str) -> str:
+    """The id under which `thread_id` keeps a message whose own id is stored elsewhere."""
+    return str(uuid.uuid5(_CARRIED, f"{thread_id}\x1f{message_id}"))
+
+
+@dataclass
+class StateSuffix:
+    """The state's new turns (to save, carried ones already under their derived id), the
+    state ids they stand for, and the newest state message the thread already held."""
+
+    new: list[BaseMessage] = field(default_factory=list)
+    state_ids: list[str] = field(default_factory=list)
+    anchor: str | None = None
+
+
+def _look_up(
+    storage: MemoryStorage, ids: list[str], thread_id: str
+) -> Steps[tuple[set[str], set[str]]]:
+    """(ids this thread holds, directly or as a carried copy; ids stored in another thread)."""
+    derived = {carried_id(thread_id, i): i for i in ids}
+    stored: list[StoredMessage] = yield call(
+        storage, "get_messages_by_id", [*ids, *derived]
+    )  # every owner's: only whether an id is taken is used, nothing of another is returned
+    held: set[str] = set()
+    elsewhere: set[str] = set()
+    for s in stored:
+        stored_id = s.message.id or ""
+        own = derived.get(stored_id, stored_id)
+        if s.thread_id == thread_id:
+            held.add(own)
+        else:
+            elsewhere.add(own)
+    return held, elsewhere - held
+
+
+def state_suffix(
+    storage: MemoryStorage,
+    messages: Sequence[BaseMessage],
+    *,
+    thread_id: str,
+    resource_id: str,
+    known: set[str] | None = None,
+) -> Steps[StateSuffix]:
+    """The unknown suffix of `messages` (see the module docstring). `known`, the ids the
+    thread is known to hold (a cache kept by the caller), grows with what the walk finds."""
+    known = set() if known is None else known
+    found = StateSuffix()
+    newest_first: list[BaseMessage] = []
+    elsewhere: set[str] = set()
+    end = len(messages)
+    while end > 0:
+        chunk = messages[max(0, end - CHUNK) : end]
+        end -= CHUNK
+        unknown = [m.id for m in chunk if m.id and m.id not in known and not is_injected(m)]
+        if unknown:
+            held, taken = yield from _look_up(storage, unknown, thread_id)
+            known |= held
+            elsewhere |= taken
+        for message in reversed(chunk):
+            if is_injected(message):
+                continue
+            if message.id and message.id in known:
+                found.anchor = message.id
+                end = 0
+                break
+            newest_first.append(message)
+    for message in reversed(newest_first):
+        if message.id in elsewhere:
+            found.new.append(message.model_copy(update={"id": carried_id(thread_id, message.id)}))
+        else:
+            found.new.append(message)
+        found.state_ids.append(message.id or "")
+    return found
+
+
+def edited(
+    storage: MemoryStorage, messages: Sequence[BaseMessage], *, thread_id: str
+) -> Steps[list[BaseMessage]]:
+    """Those of `messages` that the thread holds under the same id (or as a carried copy) with
+    other content: each as it should be stored (under its stored id), to update in place."""
+    by_id = {m.id: m for m in messages if m.id and not is_injected(m)}
+    if not by_id:
+        return []
+    derived = {carried_id(thread_id, i): i for i in by_id}
+    stored: list[StoredMessage] = yield call(storage, "get_messages_by_id", [*by_id, *derived])
+    changes = []
+    for s in stored:
+        stored_id = s.message.id or ""
+        state = by_id.get(derived.get(stored_id, stored_id))
+        if s.thread_id != thread_id or state is None:
+            continue
+        as_stored = state if state.id == stored_id else state.model_copy(update={"id": stored_id})
+        if message_to_dict(as_stored) != message_to_dict(s.message):
+            changes.append(as_stored)
+    return changes
