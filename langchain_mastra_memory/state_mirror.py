@@ -44,6 +44,12 @@ CHUNK = 16  # state messages looked up at a time, from the newest
 _CARRIED = uuid.UUID("b7d0f3e2-5a41-4c8e-9d6f-2e7c1a9b3f58")
 
 
+def is_summary(message: BaseMessage) -> bool:
+    """A summary LangChain's `SummarizationMiddleware` put in place of older messages: never a
+    turn, wherever it stands (even with nothing kept after it)."""
+    return message.additional_kwargs.get("lc_source") == "summarization"
+
+
 def carried_id(thread_id: str, message_id: str) -> str:
     """The id under which `thread_id` keeps a message whose own id is stored elsewhere."""
     return str(uuid.uuid5(_CARRIED, f"{thread_id}\x1f{message_id}"))
@@ -103,7 +109,7 @@ def state_suffix(
             known |= held
             elsewhere |= taken
         for message in reversed(chunk):
-            if is_injected(message):
+            if is_injected(message) or is_summary(message):
                 continue
             if message.id and message.id in known:
                 found.anchor = message.id

@@ -269,7 +269,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
             return None
         plan: MirrorPlan = yield from self.mirror.plan(
             *ids, messages, fork_from=fork_from, source=metadata.get("source"),
-            parent_ids=parent_ids,
+            step=int(metadata.get("step") or 0), parent_ids=parent_ids,
         )  # fmt: skip
         return plan
 
@@ -363,7 +363,8 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         thread_id, resource_id, messages = self._prepare_put(config, checkpoint)
-        if self._owner(thread_id) is None:
+        new_thread = self._owner(thread_id) is None
+        if new_thread:
             self._purge_orphans(thread_id)
         self._check_owner(thread_id, resource_id)
         latest = self._latest_known(thread_id, config) if messages is not None else None
@@ -381,10 +382,16 @@ class MemoryCheckpointer(BaseCheckpointSaver):
                 parent_ids,
             )
         )
-        result = self.saver.put(config, checkpoint, metadata, new_versions)
-        if thread_id not in self._owners:  # record the owner, so reads can be checked
+        if thread_id not in self._owners:  # the owner first, so the checkpoint is never orphaned
             self.memory.ensure_thread(thread_id=thread_id, resource_id=resource_id)
             self._owners[thread_id] = resource_id
+        try:
+            result = self.saver.put(config, checkpoint, metadata, new_versions)
+        except Exception:
+            if new_thread:  # the saver refused the thread's first checkpoint: memory as it was
+                self._owners.pop(thread_id, None)
+                self.memory.storage.delete_thread(thread_id)
+            raise
         if messages is not None:
             self.mirror.after_put(thread_id, checkpoint["id"], messages)
         if plan is not None:
@@ -502,7 +509,8 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         thread_id, resource_id, messages = self._prepare_put(config, checkpoint)
-        if await self._aowner(thread_id) is None:
+        new_thread = await self._aowner(thread_id) is None
+        if new_thread:
             await self._apurge_orphans(thread_id)
         await self._acheck_owner(thread_id, resource_id)
         latest = self._latest_known(thread_id, config) if messages is not None else None
@@ -520,10 +528,16 @@ class MemoryCheckpointer(BaseCheckpointSaver):
                 parent_ids,
             )
         )
-        result = await self._inner("put", config, checkpoint, metadata, new_versions)
         if thread_id not in self._owners:
             await self.memory.aensure_thread(thread_id=thread_id, resource_id=resource_id)
             self._owners[thread_id] = resource_id
+        try:
+            result = await self._inner("put", config, checkpoint, metadata, new_versions)
+        except Exception:
+            if new_thread:
+                self._owners.pop(thread_id, None)
+                await self.memory.storage.adelete_thread(thread_id)
+            raise
         if messages is not None:
             self.mirror.after_put(thread_id, checkpoint["id"], messages)
         if plan is not None:

@@ -67,6 +67,7 @@ class ThreadMirror:
         self._known: OrderedDict[str, set[str]] = OrderedDict()
         self.heads: dict[str, str] = {}  # thread -> its latest root checkpoint id
         self._last_state: dict[str, tuple[str, list[str]]] = {}  # mirror_deletes only
+        self._first: dict[str, str] = {}  # thread -> its latest state's first message id
 
     def known(self, thread_id: str) -> set[str]:
         """The ids `thread_id` is known to hold (filled as walks and saves find them)."""
@@ -82,6 +83,18 @@ class ThreadMirror:
         self._known.pop(thread_id, None)
         self.heads.pop(thread_id, None)
         self._last_state.pop(thread_id, None)
+        self._first.pop(thread_id, None)
+
+    def _replaced(
+        self, thread_id: str, messages: Sequence[BaseMessage], fork_from: str | None, step: int
+    ) -> bool:
+        """Whether a node (not the input: step 0 applies it) rewrote the state from its first
+        message while continuing the thread's latest checkpoint."""
+        first = self._first.get(thread_id)
+        return (
+            fork_from is None and step >= 1 and first is not None
+            and bool(messages) and messages[0].id != first
+        )  # fmt: skip
 
     def after_put(
         self, thread_id: str, checkpoint_id: str, messages: Sequence[BaseMessage]
@@ -89,6 +102,8 @@ class ThreadMirror:
         """The thread's latest root checkpoint is now `checkpoint_id` (with mirror_deletes,
         its message ids are kept for the next put's comparison)."""
         self.heads[thread_id] = checkpoint_id
+        if messages and messages[0].id:
+            self._first[thread_id] = messages[0].id
         if self.mirror_deletes:
             self._last_state[thread_id] = (checkpoint_id, [m.id for m in messages if m.id])
 
@@ -109,6 +124,7 @@ class ThreadMirror:
         *,
         fork_from: str | None,
         source: str | None,
+        step: int = 0,
         parent_ids: Collection[str] | None = None,
     ) -> Steps[MirrorPlan]:
         """Read what the checkpoint adds, edits and (with mirror_deletes) drops."""
@@ -117,6 +133,11 @@ class ThreadMirror:
             self.memory.storage, messages, thread_id=thread_id, resource_id=resource_id,
             known=known,
         )  # fmt: skip
+        if suffix.anchor is None and self._replaced(thread_id, messages, fork_from, step):
+            # a node replaced the whole state (a compaction keeping nothing): what it put
+            # there stands for older turns, it is not one; the walks stop at it from now on
+            known.update(suffix.state_ids)
+            suffix = StateSuffix()
         message_rows(suffix.new)  # an unstorable message is refused now, before any write
         plan = MirrorPlan(thread_id, resource_id, suffix, fork_from)
         if source == "update":  # update_state: a held message may have been replaced by id
