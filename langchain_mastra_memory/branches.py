@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from .errors import MessageNotFoundError
@@ -59,9 +60,11 @@ def branch_off(
     title: str | None = None,
     checkpoint_id: str | None = None,
     only_if_any: bool = False,
+    message_ids: Collection[str] | None = None,
 ) -> Steps[Thread | None]:
-    """Move the thread's messages after `after_message_id` (all of them for None) into a new
-    branch thread; the branch (None when `only_if_any` and nothing would move)."""
+    """Move the thread's messages after `after_message_id` (all of them for None; with
+    `message_ids`, those of them instead) into a new branch thread; the branch (None when
+    `only_if_any` and nothing would move)."""
     storage = synced.storage
     found = yield call(storage, "get_thread", thread_id)
     owner = found.resource_id if found is not None and resource_id is None else resource_id
@@ -70,9 +73,12 @@ def branch_off(
         storage, "list_messages", thread_id, resource_id=thread.resource_id
     )
     ids = [s.message.id or "" for s in stored]
-    if after_message_id is not None and after_message_id not in ids:
+    if message_ids is not None:
+        moving = [i for i in ids if i in message_ids]
+    elif after_message_id is not None and after_message_id not in ids:
         raise MessageNotFoundError(f"thread {thread_id!r} holds no message {after_message_id!r}")
-    moving = ids[ids.index(after_message_id) + 1 :] if after_message_id is not None else ids
+    else:
+        moving = ids[ids.index(after_message_id) + 1 :] if after_message_id is not None else ids
     if not moving and only_if_any:
         return None
     branch: Thread = yield call(

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 from langchain_core.messages import BaseMessage, message_to_dict
 
+from .branches import BRANCH_OF
 from .injected import is_injected
 from .storage.base import MemoryStorage
 from .storage.records import StoredMessage
@@ -58,7 +59,8 @@ def carried_id(thread_id: str, message_id: str) -> str:
 @dataclass
 class StateSuffix:
     """The state's new turns (to save, carried ones already under their derived id), the
-    state ids they stand for, and the newest state message the thread already held."""
+    state ids they stand for, and the newest state message the thread holds (or one of its
+    branches holds: the graph went back to that branch)."""
 
     new: list[BaseMessage] = field(default_factory=list)
     state_ids: list[str] = field(default_factory=list)
@@ -67,22 +69,30 @@ class StateSuffix:
 
 def _look_up(
     storage: MemoryStorage, ids: list[str], thread_id: str
-) -> Steps[tuple[set[str], set[str]]]:
-    """(ids this thread holds, directly or as a carried copy; ids stored in another thread)."""
+) -> Steps[tuple[set[str], set[str], set[str]]]:
+    """(ids this thread holds, directly or as a carried copy; ids stored in another thread;
+    ids held by one of this thread's branches)."""
     derived = {carried_id(thread_id, i): i for i in ids}
     stored: list[StoredMessage] = yield call(
         storage, "get_messages_by_id", [*ids, *derived]
     )  # every owner's: only whether an id is taken is used, nothing of another is returned
     held: set[str] = set()
-    elsewhere: set[str] = set()
+    elsewhere: dict[str, str] = {}  # id -> the other thread holding it
     for s in stored:
         stored_id = s.message.id or ""
         own = derived.get(stored_id, stored_id)
         if s.thread_id == thread_id:
             held.add(own)
-        else:
-            elsewhere.add(own)
-    return held, elsewhere - held
+        elif stored_id == own:
+            elsewhere[own] = s.thread_id
+    returning: set[str] = set()
+    if elsewhere:  # held by a branch of this thread: a fork went back to that branch
+        threads = yield call(storage, "get_threads", sorted(set(elsewhere.values())))
+        returning = {
+            i for i, t in elsewhere.items()
+            if t in threads and threads[t].metadata.get(BRANCH_OF) == thread_id
+        }  # fmt: skip
+    return held, set(elsewhere) - held - returning, returning
 
 
 def state_suffix(
@@ -99,20 +109,22 @@ def state_suffix(
     found = StateSuffix()
     newest_first: list[BaseMessage] = []
     elsewhere: set[str] = set()
+    returning: set[str] = set()
     end = len(messages)
     while end > 0:
         chunk = messages[max(0, end - CHUNK) : end]
         end -= CHUNK
         unknown = [m.id for m in chunk if m.id and m.id not in known and not is_injected(m)]
         if unknown:
-            held, taken = yield from _look_up(storage, unknown, thread_id)
+            held, taken, back = yield from _look_up(storage, unknown, thread_id)
             known |= held
             elsewhere |= taken
+            returning |= back
         for message in reversed(chunk):
             if is_injected(message) or is_summary(message):
                 continue
-            if message.id and message.id in known:
-                found.anchor = message.id
+            if message.id and (message.id in known or message.id in returning):
+                found.anchor = message.id  # the thread holds it (or a fork brings it home)
                 end = 0
                 break
             newest_first.append(message)

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -426,3 +428,84 @@ def test_system_messages_in_the_state_are_kept_in_order(storage: MemoryStorage) 
     graph = chat_graph(memory, ("reply", Echo()))
     graph.invoke({"messages": [SystemMessage("be brief"), HumanMessage("q1")]}, ALICE)
     assert stored(memory) == ["be brief", "q1", "answer 1"]
+
+
+# -- any sequence of them -------------------------------------------------------------------------
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["turn", "turn", "compact", "remove", "edit", "fork", "replay"]),
+        st.integers(min_value=0, max_value=9),
+    ),
+    min_size=1,
+    max_size=10,
+)
+
+
+def branch_conversation(graph: Any, config: dict) -> list[tuple[str, str]]:
+    """The current branch's conversation, from the graph itself: every message that stood in
+    a state along the head's lineage, in order of first appearance, with its latest content;
+    summaries are not turns."""
+    lineage = []
+    snapshot = graph.get_state(config)
+    while snapshot is not None and snapshot.config:  # the head's parent chain, not the thread's
+        lineage.insert(0, snapshot)  # whole history (other branches' checkpoints are there too)
+        parent = snapshot.parent_config
+        snapshot = graph.get_state(parent) if parent else None
+    order: list[str] = []
+    content: dict[str, str] = {}
+    for snapshot in lineage:
+        for message in snapshot.values.get("messages") or []:
+            if message.id.startswith("summary-"):
+                continue
+            if message.id not in content:
+                order.append(message.id)
+            content[message.id] = str(message.content)
+    return [(i, content[i]) for i in order]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=OPS)
+def test_any_sequence_of_turns_compactions_removals_edits_forks_and_replays(ops) -> None:
+    memory = Memory(storage=SQLiteStorage(":memory:"))
+    produced: list[str] = []
+
+    def reply(state: MessagesState) -> dict:
+        message = AIMessage(f"answer {len(produced)}", id=f"ai-{len(produced)}")
+        produced.append(message.id)
+        return {"messages": [message]}
+
+    graph = chat_graph(memory, ("reply", reply))
+    sent: list[str] = []
+    for n, (op, pick) in enumerate(ops):
+        state = graph.get_state(ALICE).values.get("messages") or []
+        lineage = list(graph.get_state_history(ALICE))
+        if op == "turn" or not state:
+            sent.append(f"h-{n}")
+            graph.invoke({"messages": [HumanMessage(f"q{n}", id=f"h-{n}")]}, ALICE)
+        elif op == "compact" and len(state) > 2:
+            summary = HumanMessage(f"summary {n}", id=f"summary-{n}")
+            graph.update_state(ALICE, {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), summary,
+                                                    *state[-2:]]}, as_node="reply")  # fmt: skip
+        elif op == "remove" and len(state) > 1:
+            doomed = state[: 1 + pick % (len(state) - 1)]
+            graph.update_state(ALICE, {"messages": [RemoveMessage(id=m.id) for m in doomed]},
+                               as_node="reply")  # fmt: skip
+        elif op == "edit" and any(isinstance(m, AIMessage) for m in state):
+            last = [m for m in state if isinstance(m, AIMessage)][-1]
+            edited = last.model_copy(update={"content": f"{last.content} (edited {n})"})
+            graph.update_state(ALICE, {"messages": [edited]}, as_node="reply")
+        elif op == "fork" and (done := [s for s in lineage[1:] if not s.next and s.values]):
+            sent.append(f"h-{n}")
+            target = done[pick % len(done)].config
+            graph.invoke({"messages": [HumanMessage(f"q{n} (fork)", id=f"h-{n}")]}, target)
+        elif op == "replay" and (pending := [s for s in lineage if s.next == ("reply",)]):
+            graph.invoke(None, pending[pick % len(pending)].config)
+        # the thread's history is the current branch's conversation, in order
+        kept = [(m.id, str(m.content)) for m in memory.get_messages(thread_id="t1")]
+        assert kept == branch_conversation(graph, ALICE), ops[: n + 1]
+        # every message ever sent or produced is stored exactly once in the resource
+        everywhere = [
+            m.id for t in memory.list_threads(resource_id="alice")
+            for m in memory.get_messages(thread_id=t.id)
+        ]  # fmt: skip
+        assert sorted(everywhere) == sorted(sent + produced), ops[: n + 1]

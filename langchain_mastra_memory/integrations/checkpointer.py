@@ -48,6 +48,7 @@ from ..ids import explicit_resource_id, resolve_ids
 from ..messages import ensure_messages
 from ..storage.sqlite import SQLiteStorage
 from ..twins import Steps, run_async, run_sync
+from .lineage import SaverReads, fork_diff
 from .mirroring import MirrorPlan, ThreadMirror
 
 if TYPE_CHECKING:
@@ -267,9 +268,14 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         fork_from = self._fork_from(ids[0], config, latest)
         if messages is None or (self.messages_key not in new_versions and fork_from is None):
             return None
+        diff = None
+        if fork_from is not None and latest is not None:
+            diff = yield from fork_diff(
+                SaverReads(self), ids[0], head=latest, parent=fork_from, key=self.messages_key
+            )
         plan: MirrorPlan = yield from self.mirror.plan(
             *ids, messages, fork_from=fork_from, source=metadata.get("source"),
-            step=int(metadata.get("step") or 0), parent_ids=parent_ids,
+            step=int(metadata.get("step") or 0), parent_ids=parent_ids, fork_diff=diff,
         )  # fmt: skip
         return plan
 

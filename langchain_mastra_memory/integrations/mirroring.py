@@ -30,11 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage, RemoveMessage
 
-from ..branches import branch_off
+from ..branches import BRANCH_OF, branch_off
 from ..errors import MastraMemoryError
 from ..state_mirror import StateSuffix, edited, state_suffix
 from ..storage.records import message_rows
 from ..twins import Steps, call, run_async, run_sync
+from .lineage import ForkDiff
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -53,6 +54,7 @@ class MirrorPlan:
     fork_from: str | None = None  # the checkpoint a fork continues from ("" for the root)
     check_edits: list[BaseMessage] = field(default_factory=list)  # held messages to compare
     removed: list[str] = field(default_factory=list)  # mirror_deletes: ids the state dropped
+    fork_diff: ForkDiff | None = None  # a fork: what each side of the split holds alone
 
 
 class ThreadMirror:
@@ -126,6 +128,7 @@ class ThreadMirror:
         source: str | None,
         step: int = 0,
         parent_ids: Collection[str] | None = None,
+        fork_diff: ForkDiff | None = None,
     ) -> Steps[MirrorPlan]:
         """Read what the checkpoint adds, edits and (with mirror_deletes) drops."""
         known = self.known(thread_id)
@@ -140,7 +143,10 @@ class ThreadMirror:
             suffix = StateSuffix()
         message_rows(suffix.new)  # an unstorable message is refused now, before any write
         plan = MirrorPlan(thread_id, resource_id, suffix, fork_from)
-        if source == "update":  # update_state: a held message may have been replaced by id
+        if fork_from is not None:  # the branch's versions of what the thread holds after it
+            plan.check_edits = [m for m in messages if m.id]
+            plan.fork_diff = fork_diff
+        elif source == "update":  # update_state: a held message may have been replaced by id
             plan.check_edits = [m for m in messages if m.id in known]
         if self.mirror_deletes and parent_ids is not None and fork_from is None:
             kept = {m.id for m in messages}
@@ -152,12 +158,8 @@ class ThreadMirror:
         memory, ref = self.memory, {"resource_id": plan.resource_id}
         known = self.known(plan.thread_id)
         if plan.fork_from is not None:
-            branch = yield from branch_off(
-                memory.synced, plan.thread_id, after_message_id=plan.suffix.anchor,
-                checkpoint_id=plan.fork_from or None, only_if_any=True, **ref,
-            )  # fmt: skip
-            if branch is not None:
-                known.clear()  # what moved is the branch's now; the next walk reads storage
+            yield from self._follow_fork(plan)
+            known.clear()  # messages moved both ways: the next walk reads storage
         if plan.check_edits:
             changes = yield from edited(memory.storage, plan.check_edits, thread_id=plan.thread_id)
             if changes:
@@ -174,6 +176,30 @@ class ThreadMirror:
             )
             known.update(plan.suffix.state_ids)
             known.update(m.id for m in saved if m.id)
+
+    def _follow_fork(self, plan: MirrorPlan) -> Steps[None]:
+        """Make the thread the fork's branch (`lineage`): what an earlier fork moved to a branch
+        of this thread and the fork's lineage holds comes home (ids, times and order kept);
+        what only the abandoned lineage held moves to a new branch."""
+        storage, ref = self.memory.storage, {"resource_id": plan.resource_id}
+        diff = plan.fork_diff or ForkDiff()
+        if diff.returning:
+            stored = yield call(storage, "get_messages_by_id", sorted(diff.returning), **ref)
+            away: dict[str, list[str]] = {}
+            for s in stored:
+                if s.thread_id != plan.thread_id:
+                    away.setdefault(s.thread_id, []).append(s.message.id)
+            threads = (yield call(storage, "get_threads", sorted(away))) if away else {}
+            for source, ids in away.items():
+                found = threads.get(source)
+                if found is not None and found.metadata.get(BRANCH_OF) == plan.thread_id:
+                    yield call(self.memory.synced, "move", ids, thread_id=plan.thread_id, **ref)
+        if diff.abandoned:
+            yield from branch_off(
+                self.memory.synced, plan.thread_id, after_message_id=plan.suffix.anchor,
+                checkpoint_id=plan.fork_from or None, only_if_any=True,
+                message_ids=diff.abandoned, **ref,
+            )  # fmt: skip
 
     # -- a task's writes -------------------------------------------------------------------------
     def on_writes(

@@ -1,0 +1,92 @@
+"""Which messages a fork abandons and which it takes back: the two lineages since they split.
+
+A thread's conversation is every message that stood in a state along its head's parent chain
+(compaction and ``RemoveMessage`` take messages out of the state, not out of the
+conversation). When a put continues from an earlier checkpoint than the head, the two chains
+(the old head's, the fork's parent's) are walked back together until they meet: messages that
+appeared on the old side only are abandoned (they move to a branch thread), messages that
+appeared on the fork's side only belong to the thread again (an earlier fork had moved them to
+a branch). Checkpoints before the meeting point are common and not read, so a fork costs the
+checkpoints since the split, not the thread's whole history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+from ..twins import Steps, call
+
+
+@dataclass
+class ForkDiff:
+    """Message ids that appeared since the split: on the abandoned side only, and on the
+    fork's side only."""
+
+    abandoned: set[str] = field(default_factory=set)
+    returning: set[str] = field(default_factory=set)
+
+
+class SaverReads:
+    """``get_tuple`` of a checkpointer's wrapped saver, sync or async (for `twins`)."""
+
+    def __init__(self, checkpointer: Any) -> None:
+        self.checkpointer = checkpointer
+
+    def get_tuple(self, config: RunnableConfig) -> Any:
+        return self.checkpointer.saver.get_tuple(config)
+
+    async def aget_tuple(self, config: RunnableConfig) -> Any:
+        return await self.checkpointer._inner("get_tuple", config)
+
+
+def _config(thread_id: str, checkpoint_id: str) -> RunnableConfig:
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": "",
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+def fork_diff(
+    reads: SaverReads, thread_id: str, *, head: str, parent: str | None, key: str
+) -> Steps[ForkDiff]:
+    """Walk the head's and the fork parent's chains back, one checkpoint each in turn, until
+    one reaches a checkpoint the other has passed (their last common ancestor)."""
+    order: dict[str, list[str]] = {"old": [], "new": []}
+    ids: dict[str, dict[str, set[str]]] = {"old": {}, "new": {}}
+    cursor: dict[str, str | None] = {"old": head, "new": parent or None}
+    meet: str | None = None
+    while meet is None and (cursor["old"] or cursor["new"]):
+        for side, other in (("old", "new"), ("new", "old")):
+            checkpoint = cursor[side]
+            if checkpoint is None:
+                continue
+            if checkpoint in ids[other]:
+                meet = checkpoint
+                break
+            found = yield call(reads, "get_tuple", _config(thread_id, checkpoint))
+            if found is None:
+                cursor[side] = None
+                continue
+            values = found.checkpoint.get("channel_values") or {}
+            messages = values.get(key) or []
+            ids[side][checkpoint] = {m.id for m in messages if getattr(m, "id", None)}
+            order[side].append(checkpoint)
+            parent_config = found.parent_config or {}
+            cursor[side] = (parent_config.get("configurable") or {}).get("checkpoint_id")
+    since = {side: set() for side in ("old", "new")}  # type: dict[str, set[str]]
+    for side in ("old", "new"):
+        for checkpoint in order[side]:
+            if checkpoint == meet:
+                break
+            since[side] |= ids[side][checkpoint]
+    common = ids["old"].get(meet or "") or ids["new"].get(meet or "") or set()
+    return ForkDiff(
+        abandoned=since["old"] - since["new"] - common,
+        returning=since["new"] - since["old"] - common,
+    )
