@@ -1,4 +1,5 @@
-"""Benchmark: MemoryCheckpointer against the bare saver it wraps (put and get_tuple).
+"""Benchmark: MemoryCheckpointer against the bare saver it wraps (put and get_tuple; with
+``--agent``, whole `create_react_agent` turns on a thread whose state holds N messages).
 
 Medians over the calls (robust to GC pauses on a busy machine). A thread of `--turns`
 turns is checkpointed; each checkpoint's ``messages`` channel holds the
@@ -7,6 +8,7 @@ mirrors the new messages into memory (SQLite storage, semantic recall off). Rati
 the same saver class, wrapped and bare, in the same run.
 
     python bench/checkpointer_bench.py [--turns 500]
+    python bench/checkpointer_bench.py --agent [100 1000 10000] [--agent-turns 30]
 """
 
 from __future__ import annotations
@@ -70,13 +72,91 @@ def drive(bare, wrapped, turns: int, run: str) -> dict[str, float]:
     return {key: statistics.median(values) for key, values in times.items()}
 
 
+# -- whole agent turns on a long thread ---------------------------------------------------------
+def agent(checkpointer, hook=None):
+    """LangGraph's `create_react_agent` with a scripted model (one short reply per turn)."""
+    import warnings
+
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from langgraph.prebuilt import create_react_agent
+
+    model = FakeListChatModel(responses=["ok"])  # a new message each turn (it cycles)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return create_react_agent(model, [], checkpointer=checkpointer, pre_model_hook=hook)
+
+
+def agent_turns(sizes: list[int], turns: int, directory: Path) -> None:
+    """Per-turn latency of the same agent on a thread whose state holds N messages: over the
+    bare `SqliteSaver`; over `memory.checkpointer(SqliteSaver)` (the adapter alone); and with
+    `memory.pre_model_hook()` too. Turns alternate between the sides (each side first every
+    other turn); a collection runs before each timed turn; p50 / p95 over `turns` turns."""
+    import gc
+
+    print(
+        "| state messages | bare SqliteSaver p50 / p95 | + memory.checkpointer() p50 / p95 "
+        "| overhead p50 | + pre_model_hook p50 / p95 | overhead p50 |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|")
+    for size in sizes:
+        memory = Memory(storage=SQLiteStorage(directory / f"agent-{size}.db"))
+        sides = {
+            "bare": agent(make_saver("SqliteSaver", directory, f"bare-{size}")),
+            "adapter": agent(
+                memory.checkpointer(make_saver("SqliteSaver", directory, f"w-{size}"))
+            ),
+            "hook": agent(
+                memory.checkpointer(make_saver("SqliteSaver", directory, f"h-{size}")),
+                memory.pre_model_hook(),
+            ),
+        }
+        configs = {
+            name: {"configurable": {"thread_id": f"{name}-{size}", "resource_id": "bench"}}
+            for name in sides
+        }
+        seed = []
+        for i in range(size // 2):
+            seed += [HumanMessage(f"question {i} about the trip"), AIMessage(f"answer {i}")]
+        for name, graph in sides.items():  # the long state, once (mirrored once, not timed)
+            graph.update_state(configs[name], {"messages": [m.model_copy() for m in seed]})
+        times: dict[str, list[float]] = {name: [] for name in sides}
+        names = list(sides)
+        for turn in range(turns):
+            for name in names[turn % 3 :] + names[: turn % 3]:
+                gc.collect()
+                start = time.perf_counter()
+                sides[name].invoke({"messages": [HumanMessage(f"turn {turn}")]}, configs[name])
+                times[name].append(time.perf_counter() - start)
+
+        def cell(name: str, times: dict[str, list[float]] = times) -> str:
+            q = statistics.quantiles(times[name], n=20)
+            return f"{statistics.median(times[name]) * 1e3:.1f} / {q[18] * 1e3:.1f} ms"
+
+        bare = statistics.median(times["bare"])
+        print(
+            f"| {size:,} | {cell('bare')} | {cell('adapter')} "
+            f"| {statistics.median(times['adapter']) / bare - 1:+.1%} | {cell('hook')} "
+            f"| {statistics.median(times['hook']) / bare - 1:+.1%} |",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=500)
     parser.add_argument(
         "--postgres", metavar="DSN", help="also measure PostgresSaver on this server"
     )
+    parser.add_argument(
+        "--agent", type=int, nargs="*", metavar="N", default=None,
+        help="measure whole agent turns on threads of N messages (default 100 1000 10000)",
+    )  # fmt: skip
+    parser.add_argument("--agent-turns", type=int, default=30)
     args = parser.parse_args()
+    if args.agent is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            agent_turns(args.agent or [100, 1_000, 10_000], args.agent_turns, Path(tmp))
+        return
     print(
         "| inner saver | put: bare | put: with memory | put overhead "
         "| get_tuple: bare | get_tuple: with memory |"

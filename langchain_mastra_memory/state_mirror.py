@@ -102,9 +102,13 @@ def state_suffix(
     thread_id: str,
     resource_id: str,
     known: set[str] | None = None,
+    look_up: bool = True,
 ) -> Steps[StateSuffix]:
     """The unknown suffix of `messages` (see the module docstring). `known`, the ids the
-    thread is known to hold (a cache kept by the caller), grows with what the walk finds."""
+    thread is known to hold (a cache kept by the caller), grows with what the walk finds.
+    ``look_up=False`` trusts `known` to be complete (a thread this process mirrors turn by
+    turn): no storage read; an id stored elsewhere then fails the save, and the caller walks
+    again with look-ups."""
     known = set() if known is None else known
     found = StateSuffix()
     newest_first: list[BaseMessage] = []
@@ -115,7 +119,7 @@ def state_suffix(
         chunk = messages[max(0, end - CHUNK) : end]
         end -= CHUNK
         unknown = [m.id for m in chunk if m.id and m.id not in known and not is_injected(m)]
-        if unknown:
+        if unknown and look_up:
             held, taken, back = yield from _look_up(storage, unknown, thread_id)
             known |= held
             elsewhere |= taken

@@ -391,6 +391,9 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         if thread_id not in self._owners:  # the owner first, so the checkpoint is never orphaned
             self.memory.ensure_thread(thread_id=thread_id, resource_id=resource_id)
             self._owners[thread_id] = resource_id
+            if new_thread:  # created here: everything it will hold passes through the mirror
+                self.mirror.known(thread_id)
+                self.mirror.complete.add(thread_id)
         try:
             result = self.saver.put(config, checkpoint, metadata, new_versions)
         except Exception:
@@ -537,6 +540,9 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         if thread_id not in self._owners:
             await self.memory.aensure_thread(thread_id=thread_id, resource_id=resource_id)
             self._owners[thread_id] = resource_id
+            if new_thread:
+                self.mirror.known(thread_id)
+                self.mirror.complete.add(thread_id)
         try:
             result = await self._inner("put", config, checkpoint, metadata, new_versions)
         except Exception:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage, RemoveMessage
 
 from ..branches import BRANCH_OF, branch_off
-from ..errors import MastraMemoryError
+from ..errors import MastraMemoryError, MessageConflictError
 from ..state_mirror import StateSuffix, edited, state_suffix
 from ..storage.records import message_rows
 from ..twins import Steps, call, run_async, run_sync
@@ -55,6 +55,7 @@ class MirrorPlan:
     check_edits: list[BaseMessage] = field(default_factory=list)  # held messages to compare
     removed: list[str] = field(default_factory=list)  # mirror_deletes: ids the state dropped
     fork_diff: ForkDiff | None = None  # a fork: what each side of the split holds alone
+    messages: Sequence[BaseMessage] = ()  # the state (to walk again with look-ups)
 
 
 class ThreadMirror:
@@ -70,18 +71,26 @@ class ThreadMirror:
         self.heads: dict[str, str] = {}  # thread -> its latest root checkpoint id
         self._last_state: dict[str, tuple[str, list[str]]] = {}  # mirror_deletes only
         self._first: dict[str, str] = {}  # thread -> its latest state's first message id
+        self._warm: set[str] = set()  # threads whose newest messages are all in `known`
+        self.complete: set[str] = set()  # threads created here: all they hold is in `known`
 
     def known(self, thread_id: str) -> set[str]:
         """The ids `thread_id` is known to hold (filled as walks and saves find them)."""
         ids = self._known.get(thread_id)
         if ids is None:
             ids = self._known[thread_id] = set()
+            self._warm.discard(thread_id)
+            self.complete.discard(thread_id)
             if len(self._known) > CACHED_THREADS:
-                self._known.popitem(last=False)
+                evicted, _ = self._known.popitem(last=False)
+                self._warm.discard(evicted)
+                self.complete.discard(evicted)
         self._known.move_to_end(thread_id)
         return ids
 
     def forget(self, thread_id: str) -> None:
+        self._warm.discard(thread_id)
+        self.complete.discard(thread_id)
         self._known.pop(thread_id, None)
         self.heads.pop(thread_id, None)
         self._last_state.pop(thread_id, None)
@@ -132,9 +141,10 @@ class ThreadMirror:
     ) -> Steps[MirrorPlan]:
         """Read what the checkpoint adds, edits and (with mirror_deletes) drops."""
         known = self.known(thread_id)
+        trusted = thread_id in self._warm and fork_from is None
         suffix = yield from state_suffix(
             self.memory.storage, messages, thread_id=thread_id, resource_id=resource_id,
-            known=known,
+            known=known, look_up=not trusted,
         )  # fmt: skip
         if suffix.anchor is None and self._replaced(thread_id, messages, fork_from, step):
             # a node replaced the whole state (a compaction keeping nothing): what it put
@@ -142,12 +152,12 @@ class ThreadMirror:
             known.update(suffix.state_ids)
             suffix = StateSuffix()
         message_rows(suffix.new)  # an unstorable message is refused now, before any write
-        plan = MirrorPlan(thread_id, resource_id, suffix, fork_from)
+        plan = MirrorPlan(thread_id, resource_id, suffix, fork_from, messages=messages)
         if fork_from is not None:  # the branch's versions of what the thread holds after it
             plan.check_edits = [m for m in messages if m.id]
             plan.fork_diff = fork_diff
         elif source == "update":  # update_state: a held message may have been replaced by id
-            plan.check_edits = [m for m in messages if m.id in known]
+            plan.check_edits = [m for m in messages if m.id]  # (`known` may be partial)
         if self.mirror_deletes and parent_ids is not None and fork_from is None:
             kept = {m.id for m in messages}
             plan.removed = [i for i in parent_ids if i not in kept]
@@ -160,6 +170,8 @@ class ThreadMirror:
         if plan.fork_from is not None:
             yield from self._follow_fork(plan)
             known.clear()  # messages moved both ways: the next walk reads storage
+            self._warm.discard(plan.thread_id)
+            self.complete.discard(plan.thread_id)
         if plan.check_edits:
             changes = yield from edited(memory.storage, plan.check_edits, thread_id=plan.thread_id)
             if changes:
@@ -170,12 +182,25 @@ class ThreadMirror:
             if mine:
                 yield call(memory, "delete_messages", mine, **ref)
             known.difference_update(plan.removed)
-        if plan.suffix.new:
-            saved = yield call(
-                memory, "save_messages", plan.suffix.new, thread_id=plan.thread_id, **ref
-            )
-            known.update(plan.suffix.state_ids)
+        suffix = plan.suffix
+        if suffix.new:
+            try:
+                saved = yield call(
+                    memory, "save_messages", suffix.new, thread_id=plan.thread_id, **ref
+                )
+            except MessageConflictError:  # an id stored elsewhere: walk again, reading storage
+                self._warm.discard(plan.thread_id)
+                suffix = yield from state_suffix(
+                    memory.storage, plan.messages, thread_id=plan.thread_id,
+                    resource_id=plan.resource_id, known=known,
+                )  # fmt: skip
+                saved = yield call(
+                    memory, "save_messages", suffix.new, thread_id=plan.thread_id, **ref
+                )
+            known.update(suffix.state_ids)
             known.update(m.id for m in saved if m.id)
+        if plan.fork_from is None:  # the state's newest messages are all in `known` now
+            self._warm.add(plan.thread_id)
 
     def _follow_fork(self, plan: MirrorPlan) -> Steps[None]:
         """Make the thread the fork's branch (`lineage`): what an earlier fork moved to a branch
@@ -215,6 +240,8 @@ class ThreadMirror:
             for item in (value if isinstance(value, (list, tuple)) else [value])
             if isinstance(item, BaseMessage) and not isinstance(item, RemoveMessage) and item.id
         ]
+        if thread_id in self.complete:  # every message it holds is in `known`: no read
+            written = [m for m in written if m.id in self.known(thread_id)]
         if written:
             changes = yield from edited(self.memory.storage, written, thread_id=thread_id)
             if changes:
@@ -235,6 +262,8 @@ class ThreadMirror:
 
     def _warn(self, exc: MastraMemoryError, thread_id: str) -> None:
         self._known.pop(thread_id, None)  # the next checkpoint walks storage again
+        self._warm.discard(thread_id)
+        self.complete.discard(thread_id)
         logger.warning(
             "memory could not mirror a checkpoint of thread %r (%s); the graph run goes on, "
             "and the next checkpoint of the thread tries again",

@@ -98,12 +98,15 @@ def _faults_as_storage_errors(path: str) -> Iterator[None]:
         raise StorageError(f"SQLite database {path!r} failed: {exc}") from exc
 
 
+IDLE_READERS = 8  # read-only connections kept open between reads
+
+
 class SQLiteStorage(SQLStorage):
     """Threads, messages and resources in one SQLite file (or ``":memory:"``).
 
     The file is opened in WAL mode with a busy timeout and foreign keys on, so several processes
     can share it; every write is one ``BEGIN IMMEDIATE`` transaction. Reads of a file run on a
-    read-only connection of the calling thread, so they never wait on a write or on each other
+    pooled read-only connection, so they never wait on a write or on each other
     (a turn loads its history while recall searches); ``":memory:"`` has one connection. The
     schema is created or migrated forward on first use; a file written by a newer version
     raises `SchemaVersionError`.
@@ -123,8 +126,9 @@ class SQLiteStorage(SQLStorage):
         self.path = str(path)
         self.busy_timeout = busy_timeout
         self._lock = threading.RLock()  # the writing connection (and ":memory:"'s only one)
-        self._local = threading.local()  # per thread: its reader, and whether it is writing
-        self._readers: list[sqlite3.Connection] = []
+        self._local = threading.local()  # per thread: whether it is writing
+        self._readers: list[sqlite3.Connection] = []  # every open reader
+        self._idle: list[sqlite3.Connection] = []  # those not in use
         self._readers_lock = threading.Lock()
         self._closed = False
         try:
@@ -146,19 +150,31 @@ class SQLiteStorage(SQLStorage):
         conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
         return conn
 
-    def _reader(self) -> sqlite3.Connection:
-        """This thread's read-only connection to the file (opened on first use)."""
-        reader = getattr(self._local, "reader", None)
+    @contextmanager
+    def _reader(self) -> Iterator[sqlite3.Connection]:
+        """A read-only connection to the file for one read: an idle one, else a new one, back
+        to the idle ones afterwards (at most `IDLE_READERS` kept). Pooled, not per thread:
+        LangGraph saves checkpoints from short-lived threads, and a connection per thread
+        would cost an open per save and never be closed."""
+        with self._readers_lock:
+            if self._closed:
+                raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+            reader = self._idle.pop() if self._idle else None
         if reader is None:
             reader = self._connect()
             reader.execute("PRAGMA query_only=ON")
             with self._readers_lock:
-                if self._closed:
-                    reader.close()
-                    raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
                 self._readers.append(reader)
-            self._local.reader = reader
-        return reader
+        try:
+            yield reader
+        finally:
+            with self._readers_lock:
+                if self._closed or len(self._idle) >= IDLE_READERS:
+                    if reader in self._readers:  # (close() may have closed it already)
+                        self._readers.remove(reader)
+                    reader.close()
+                else:
+                    self._idle.append(reader)
 
     def __repr__(self) -> str:
         return f"SQLiteStorage({self.path!r})"
@@ -171,8 +187,8 @@ class SQLiteStorage(SQLStorage):
         connection (on the writing one, under its lock, for ":memory:" and for a read inside
         this thread's own write, which must see what it wrote)."""
         if not write and self.path != ":memory:" and not getattr(self._local, "writing", False):
-            with _faults_as_storage_errors(self.path):
-                yield self._reader()  # committed data, beside any write
+            with _faults_as_storage_errors(self.path), self._reader() as reader:
+                yield reader  # committed data, beside any write
             return
         with self._lock, _faults_as_storage_errors(self.path):
             if not write:  # ":memory:", or a read inside this thread's write: its own view
@@ -257,6 +273,7 @@ class SQLiteStorage(SQLStorage):
             for reader in self._readers:
                 reader.close()
             self._readers.clear()
+            self._idle.clear()
 
 
 def storage_or_default(storage: object, default_path: str | Path) -> MemoryStorage:
