@@ -14,7 +14,11 @@ The map, layers pointing one way (storage <- recall <- processors <- Memory <- i
   `TokenLimiterProcessor`, `MessageHistory`, `SemanticRecall`, `WorkingMemory`).
 - `memory.Memory`: the facade over those parts; `turn.TurnContext` assembles a turn's context.
 - `integrations/`: the shapes built on `Memory`: LCEL (`as_runnable`, `wrap`), the LangGraph
-  hook/node, `MemoryCheckpointer`, `MemoryMiddleware`, `MemoryChatMessageHistory`.
+  hook/node, `MemoryCheckpointer` (with `mirroring` and `lineage`: the conversation kept
+  through compaction, edits, forks and replays), `MemoryMiddleware`,
+  `MemoryChatMessageHistory`, and `store` (LangGraph's `BaseStore`).
+- `state_mirror` (a graph state's new turns) and `branches` (branch threads); `observational/`
+  (the Observer and Reflector, their prompts, parser and reply `checks`); `titles`.
 - Cross-cutting, small: `ids` (who owns a thread), `injected` (the tag on messages memory adds),
   `provider_rules` (the input shape providers accept), `messages`, `token_counting`,
   `tokenizers`, `params` (shared keyword arguments), `errors`, `testing` (a provider-strict
