@@ -47,8 +47,8 @@ from ..errors import ConfigurationError, InvalidMessageError, ResourceMismatchEr
 from ..ids import explicit_resource_id, resolve_ids
 from ..messages import ensure_messages
 from ..storage.sqlite import SQLiteStorage
-from ..twins import Steps, run_async, run_sync
-from .lineage import SaverReads, fork_diff
+from ..twins import Steps, call, run_async, run_sync
+from .lineage import fork_diff
 from .mirroring import MirrorPlan, ThreadMirror
 
 if TYPE_CHECKING:
@@ -161,6 +161,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
                 raise ConfigurationError(msg)
             memory.default_resource_id = default_resource_id
         self.mirror = ThreadMirror(memory, messages_key=messages_key, mirror_deletes=mirror_deletes)
+        self._io = CheckpointerIO(self)
         self._owners: dict[str, str] = {}  # thread -> owning resource, as read from storage
         memory.checkpointers.add(self)  # memory.delete_thread deletes the checkpoints too
 
@@ -247,12 +248,12 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         parent = (config.get("configurable") or {}).get("checkpoint_id")
         return None if latest is None or parent == latest else parent or ""
 
-    def _latest_known(self, thread_id: str, config: RunnableConfig) -> str | bool | None:
+    def _head(self, thread_id: str, config: RunnableConfig) -> str | None:
         """The thread's latest root checkpoint when this process knows it and the put builds
-        on it (no read needed); False when the saver must be asked."""
+        on it (no read needed); None when the saver must be asked."""
         parent = (config.get("configurable") or {}).get("checkpoint_id")
         head = self.mirror.heads.get(thread_id)
-        return head if head is not None and head == parent else False
+        return head if head is not None and head == parent else None
 
     def _plan(
         self,
@@ -271,7 +272,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         diff = None
         if fork_from is not None and latest is not None:
             diff = yield from fork_diff(
-                SaverReads(self), ids[0], head=latest, parent=fork_from, key=self.messages_key
+                self._io, ids[0], head=latest, parent=fork_from, key=self.messages_key
             )
         plan: MirrorPlan = yield from self.mirror.plan(
             *ids, messages, fork_from=fork_from, source=metadata.get("source"),
@@ -279,27 +280,16 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         )  # fmt: skip
         return plan
 
-    def _parent_ids(self, config: RunnableConfig, messages: Messages | None) -> list[str] | None:
+    def _parent_ids(self, config: RunnableConfig, messages: Messages | None) -> Steps[Ids | None]:
         """With mirror_deletes: the message ids of the checkpoint this put builds on."""
         if not self.mirror.mirror_deletes or messages is None:
             return None
         cached = self.mirror.state_ids(config)
         if cached is not None:
             return cached
-        has_parent = (config.get("configurable") or {}).get("checkpoint_id")
-        parent = self.saver.get_tuple(config) if has_parent else None
-        return None if parent is None else _ids_of(self._messages(parent.checkpoint))
-
-    async def _aparent_ids(
-        self, config: RunnableConfig, messages: Messages | None
-    ) -> list[str] | None:
-        if not self.mirror.mirror_deletes or messages is None:
+        if not (config.get("configurable") or {}).get("checkpoint_id"):
             return None
-        cached = self.mirror.state_ids(config)
-        if cached is not None:
-            return cached
-        has_parent = (config.get("configurable") or {}).get("checkpoint_id")
-        parent = await self._inner("get_tuple", config) if has_parent else None
+        parent = yield call(self._io, "get_tuple", config)
         return None if parent is None else _ids_of(self._messages(parent.checkpoint))
 
     def _root_writes(self, config: RunnableConfig) -> tuple[str, str] | None:
@@ -368,44 +358,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        thread_id, resource_id, messages = self._prepare_put(config, checkpoint)
-        new_thread = self._owner(thread_id) is None
-        if new_thread:
-            self._purge_orphans(thread_id)
-        self._check_owner(thread_id, resource_id)
-        latest = self._latest_known(thread_id, config) if messages is not None else None
-        if latest is False:
-            latest = self._latest(thread_id)
-        parent_ids = self._parent_ids(config, messages)
-        plan = run_sync(
-            self._plan(
-                (thread_id, resource_id),
-                messages,
-                config,
-                metadata,
-                new_versions,
-                latest,  # type: ignore[arg-type]
-                parent_ids,
-            )
-        )
-        if thread_id not in self._owners:  # the owner first, so the checkpoint is never orphaned
-            self.memory.ensure_thread(thread_id=thread_id, resource_id=resource_id)
-            self._owners[thread_id] = resource_id
-            if new_thread:  # created here: everything it will hold passes through the mirror
-                self.mirror.known(thread_id)
-                self.mirror.complete.add(thread_id)
-        try:
-            result = self.saver.put(config, checkpoint, metadata, new_versions)
-        except Exception:
-            if new_thread:  # the saver refused the thread's first checkpoint: memory as it was
-                self._owners.pop(thread_id, None)
-                self.memory.storage.delete_thread(thread_id)
-            raise
-        if messages is not None:
-            self.mirror.after_put(thread_id, checkpoint["id"], messages)
-        if plan is not None:
-            self.mirror.run(self.mirror.apply(plan), thread_id)
-        return _owned_config(result, resource_id)
+        return run_sync(self._put(config, checkpoint, metadata, new_versions))
 
     def put_writes(
         self,
@@ -414,9 +367,59 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        self.saver.put_writes(config, writes, task_id, task_path)
+        run_sync(self._put_writes(config, writes, task_id, task_path))
+
+    def _put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Steps[RunnableConfig]:
+        """`put`, once: checks, plan (reads only), the owner row, the saver's write, then the
+        mirror (whose failure warns and never aborts the graph run)."""
+        io = self._io
+        thread_id, resource_id, messages = self._prepare_put(config, checkpoint)
+        new_thread = (yield call(io, "owner", thread_id)) is None
+        if new_thread:
+            yield call(io, "purge_orphans", thread_id)
+        _verify(thread_id, resource_id, (yield call(io, "owner", thread_id)))
+        latest = self._head(thread_id, config) if messages is not None else None
+        if messages is not None and latest is None:  # not known here: ask the saver
+            latest = yield call(io, "latest", thread_id)
+        parent_ids = yield from self._parent_ids(config, messages)
+        plan = yield from self._plan(
+            (thread_id, resource_id), messages, config, metadata, new_versions, latest, parent_ids
+        )
+        if thread_id not in self._owners:  # the owner first, so the checkpoint is never orphaned
+            yield call(self.memory, "ensure_thread", thread_id=thread_id, resource_id=resource_id)
+            self._owners[thread_id] = resource_id
+            if new_thread:  # created here: everything it will hold passes through the mirror
+                self.mirror.known(thread_id)
+                self.mirror.complete.add(thread_id)
+        try:
+            result = yield call(io, "put", config, checkpoint, metadata, new_versions)
+        except Exception:
+            if new_thread:  # the saver refused the thread's first checkpoint: memory as it was
+                self._owners.pop(thread_id, None)
+                yield call(self.memory.storage, "delete_thread", thread_id)
+            raise
+        if messages is not None:
+            self.mirror.after_put(thread_id, checkpoint["id"], messages)
+        if plan is not None:
+            yield from self.mirror.safely(self.mirror.apply(plan), thread_id)
+        return _owned_config(result, resource_id)
+
+    def _put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+    ) -> Steps[None]:
+        yield call(self._io, "put_writes", config, writes, task_id, task_path)
         if (ids := self._root_writes(config)) is not None:
-            self.mirror.run(self.mirror.on_writes(*ids, writes), ids[0])
+            yield from self.mirror.safely(self.mirror.on_writes(*ids, writes), ids[0])
 
     def _purge_orphans(self, thread_id: str) -> None:
         """Before a thread memory does not hold gets its first checkpoint: delete checkpoints
@@ -517,44 +520,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        thread_id, resource_id, messages = self._prepare_put(config, checkpoint)
-        new_thread = await self._aowner(thread_id) is None
-        if new_thread:
-            await self._apurge_orphans(thread_id)
-        await self._acheck_owner(thread_id, resource_id)
-        latest = self._latest_known(thread_id, config) if messages is not None else None
-        if latest is False:
-            latest = await self._alatest(thread_id)
-        parent_ids = await self._aparent_ids(config, messages)
-        plan = await run_async(
-            self._plan(
-                (thread_id, resource_id),
-                messages,
-                config,
-                metadata,
-                new_versions,
-                latest,  # type: ignore[arg-type]
-                parent_ids,
-            )
-        )
-        if thread_id not in self._owners:
-            await self.memory.aensure_thread(thread_id=thread_id, resource_id=resource_id)
-            self._owners[thread_id] = resource_id
-            if new_thread:
-                self.mirror.known(thread_id)
-                self.mirror.complete.add(thread_id)
-        try:
-            result = await self._inner("put", config, checkpoint, metadata, new_versions)
-        except Exception:
-            if new_thread:
-                self._owners.pop(thread_id, None)
-                await self.memory.storage.adelete_thread(thread_id)
-            raise
-        if messages is not None:
-            self.mirror.after_put(thread_id, checkpoint["id"], messages)
-        if plan is not None:
-            await self.mirror.arun(self.mirror.apply(plan), thread_id)
-        return _owned_config(result, resource_id)
+        return await run_async(self._put(config, checkpoint, metadata, new_versions))
 
     async def aput_writes(
         self,
@@ -563,13 +529,56 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        await self._inner("put_writes", config, writes, task_id, task_path)
-        if (ids := self._root_writes(config)) is not None:
-            await self.mirror.arun(self.mirror.on_writes(*ids, writes), ids[0])
+        await run_async(self._put_writes(config, writes, task_id, task_path))
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self.aforget(thread_id)
         await self.memory.adelete_thread(thread_id)
+
+
+class CheckpointerIO:
+    """A checkpointer's I/O as sync/async twins, for the algorithms written once (`twins`):
+    the wrapped saver's reads and writes (its async methods, or its sync ones in a worker
+    thread) and the owner cache."""
+
+    def __init__(self, checkpointer: MemoryCheckpointer) -> None:
+        self.cp = checkpointer
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self.cp.saver.get_tuple(config)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await self.cp._inner("get_tuple", config)
+
+    def put(self, *args: Any) -> RunnableConfig:
+        return self.cp.saver.put(*args)
+
+    async def aput(self, *args: Any) -> RunnableConfig:
+        return await self.cp._inner("put", *args)
+
+    def put_writes(self, *args: Any) -> None:
+        self.cp.saver.put_writes(*args)
+
+    async def aput_writes(self, *args: Any) -> None:
+        await self.cp._inner("put_writes", *args)
+
+    def owner(self, thread_id: str) -> str | None:
+        return self.cp._owner(thread_id)
+
+    async def aowner(self, thread_id: str) -> str | None:
+        return await self.cp._aowner(thread_id)
+
+    def purge_orphans(self, thread_id: str) -> None:
+        self.cp._purge_orphans(thread_id)
+
+    async def apurge_orphans(self, thread_id: str) -> None:
+        await self.cp._apurge_orphans(thread_id)
+
+    def latest(self, thread_id: str) -> str | None:
+        return self.cp._latest(thread_id)
+
+    async def alatest(self, thread_id: str) -> str | None:
+        return await self.cp._alatest(thread_id)
 
 
 class _CopyThread:

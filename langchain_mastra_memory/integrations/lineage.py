@@ -29,19 +29,6 @@ class ForkDiff:
     returning: set[str] = field(default_factory=set)
 
 
-class SaverReads:
-    """``get_tuple`` of a checkpointer's wrapped saver, sync or async (for `twins`)."""
-
-    def __init__(self, checkpointer: Any) -> None:
-        self.checkpointer = checkpointer
-
-    def get_tuple(self, config: RunnableConfig) -> Any:
-        return self.checkpointer.saver.get_tuple(config)
-
-    async def aget_tuple(self, config: RunnableConfig) -> Any:
-        return await self.checkpointer._inner("get_tuple", config)
-
-
 def _config(thread_id: str, checkpoint_id: str) -> RunnableConfig:
     return {
         "configurable": {
@@ -53,10 +40,11 @@ def _config(thread_id: str, checkpoint_id: str) -> RunnableConfig:
 
 
 def fork_diff(
-    reads: SaverReads, thread_id: str, *, head: str, parent: str | None, key: str
+    reads: Any, thread_id: str, *, head: str, parent: str | None, key: str
 ) -> Steps[ForkDiff]:
     """Walk the head's and the fork parent's chains back, one checkpoint each in turn, until
-    one reaches a checkpoint the other has passed (their last common ancestor)."""
+    one reaches a checkpoint the other has passed (their last common ancestor); `reads` has
+    ``get_tuple`` and ``aget_tuple`` (the checkpointer's `CheckpointerIO`)."""
     order: dict[str, list[str]] = {"old": [], "new": []}
     ids: dict[str, dict[str, set[str]]] = {"old": {}, "new": {}}
     cursor: dict[str, str | None] = {"old": head, "new": parent or None}

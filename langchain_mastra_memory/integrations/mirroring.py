@@ -34,7 +34,7 @@ from ..branches import BRANCH_OF, branch_off
 from ..errors import MastraMemoryError, MessageConflictError
 from ..state_mirror import StateSuffix, edited, state_suffix
 from ..storage.records import message_rows
-from ..twins import Steps, call, run_async, run_sync
+from ..twins import Steps, call
 from .lineage import ForkDiff
 
 if TYPE_CHECKING:
@@ -247,16 +247,11 @@ class ThreadMirror:
             if changes:
                 yield call(self.memory, "update_messages", changes, resource_id=resource_id)
 
-    # -- running, never aborting the graph -------------------------------------------------------
-    def run(self, steps: Steps[None], thread_id: str) -> None:
+    # -- never aborting the graph -----------------------------------------------------------------
+    def safely(self, steps: Steps[None], thread_id: str) -> Steps[None]:
+        """`steps`, a memory failure in them warned about instead of raised."""
         try:
-            run_sync(steps)
-        except MastraMemoryError as exc:
-            self._warn(exc, thread_id)
-
-    async def arun(self, steps: Steps[None], thread_id: str) -> None:
-        try:
-            await run_async(steps)
+            yield from steps
         except MastraMemoryError as exc:
             self._warn(exc, thread_id)
 
