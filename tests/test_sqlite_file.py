@@ -164,3 +164,38 @@ def test_reads_go_on_beside_a_write_and_see_only_committed_data(tmp_path: Path) 
     storage.close()
     with pytest.raises(StorageError):
         storage.get_thread("t1")  # every connection closed, readers included
+
+
+def test_searches_go_on_while_another_connection_changes_the_schema(tmp_path: Path) -> None:
+    """LangGraph's SqliteSaver creates its tables in memory's file on first use, possibly while
+    a turn searches: FTS5 then fails to open its table ("vtable constructor failed") until the
+    change commits. A search is run again then, never failed (this loop failed ~5% of its
+    searches before)."""
+    import threading
+
+    storage = SQLiteStorage(tmp_path / "m.db")
+    storage.create_thread(thread_id="t", resource_id="r")
+    storage.save_messages([HumanMessage("my secret is 4242")], thread_id="t", resource_id="r")
+    stop, errors, found = threading.Event(), [], []
+
+    def search() -> None:
+        while not stop.is_set():
+            try:
+                found.append(len(storage.search_text("secret 4242", resource_id="r")))
+            except Exception as exc:  # collected: the assertion names them
+                errors.append(exc)
+
+    readers = [threading.Thread(target=search) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    ddl = sqlite3.connect(tmp_path / "m.db")
+    for i in range(40):
+        ddl.executescript(
+            f"CREATE TABLE a{i} (x); CREATE TABLE b{i} (y); CREATE INDEX i{i} ON b{i}(y);"
+        )
+    stop.set()
+    for reader in readers:
+        reader.join()
+    ddl.close()
+    storage.close()
+    assert errors == [] and found and set(found) == {1}

@@ -64,7 +64,9 @@ def default_saver(memory: Memory) -> BaseCheckpointSaver:
     if isinstance(storage, SQLiteStorage) and storage.path != ":memory:":
         from langgraph.checkpoint.sqlite import SqliteSaver
 
-        return SqliteSaver(sqlite3.connect(storage.path, check_same_thread=False))
+        saver = SqliteSaver(sqlite3.connect(storage.path, check_same_thread=False))
+        saver.setup()  # its tables now, not under a turn's concurrent reads of the same file
+        return saver
     from langgraph.checkpoint.memory import InMemorySaver
 
     return InMemorySaver()

@@ -201,8 +201,9 @@ class SQLStorage(ObservationTable, ItemTable):
 
     # -- plumbing ------------------------------------------------------------------------------
     def _retried(self, transaction: Callable[[], T], what: str) -> T:
-        """Run a whole write `transaction` (a function opening its own), again when the engine
-        aborted it to break a deadlock (PostgreSQL; SQLite's writers never interleave)."""
+        """Run a whole `transaction` (a function opening its own), again when the engine
+        aborted it for a reason that a second run does not meet (a deadlock in PostgreSQL; a
+        schema another connection changed under a SQLite reader)."""
         return transaction()
 
     def _run(self, conn: Connection, statement: str, params: Sequence[Any] = ()) -> Cursor:
@@ -627,6 +628,13 @@ class SQLStorage(ObservationTable, ItemTable):
         check_id(resource_id, "resource_id")
         check_optional_id(thread_id, "thread_id")
         check_query(query)
+        return self._retried(
+            lambda: self._search_text(query, resource_id, thread_id, limit), "searching text"
+        )
+
+    def _search_text(
+        self, query: str, resource_id: str, thread_id: str | None, limit: int
+    ) -> list[tuple[str, str, float]]:
         with self._transaction(write=False) as conn:  # choosing the words and ranking: one read
             # a thread's matches are a part of its resource's: rank a deeper pool for it
             pool = limit if thread_id is None else 4 * limit  # (the dialect may deepen it)

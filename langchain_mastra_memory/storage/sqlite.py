@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import ConfigurationError, StorageError
 from .base import MemoryStorage
@@ -99,6 +99,19 @@ def _faults_as_storage_errors(path: str) -> Iterator[None]:
 
 
 IDLE_READERS = 8  # read-only connections kept open between reads
+SCHEMA_ATTEMPTS = 6  # a read run again while another connection changes the schema
+T = TypeVar("T")
+
+
+def _under_schema_change(exc: BaseException) -> bool:
+    cause = exc.__cause__ if isinstance(exc, StorageError) else exc
+    return isinstance(cause, sqlite3.OperationalError) and _schema_changed(cause)
+
+
+def _schema_changed(exc: sqlite3.OperationalError) -> bool:
+    """SQLite's errors for a schema another connection changed under this one."""
+    text = str(exc)
+    return "vtable constructor failed" in text or "schema has changed" in text
 
 
 class SQLiteStorage(SQLStorage):
@@ -165,11 +178,15 @@ class SQLiteStorage(SQLStorage):
             reader.execute("PRAGMA query_only=ON")
             with self._readers_lock:
                 self._readers.append(reader)
+        stale = False
         try:
             yield reader
+        except sqlite3.OperationalError as exc:
+            stale = _schema_changed(exc)  # not worth keeping: the next read opens a fresh one
+            raise
         finally:
             with self._readers_lock:
-                if self._closed or len(self._idle) >= IDLE_READERS:
+                if stale or self._closed or len(self._idle) >= IDLE_READERS:
                     if reader in self._readers:  # (close() may have closed it already)
                         self._readers.remove(reader)
                     reader.close()
@@ -206,6 +223,21 @@ class SQLiteStorage(SQLStorage):
                 self._conn.execute("COMMIT")
             finally:
                 self._local.writing = False
+
+    def _retried(self, transaction: Callable[[], T], what: str) -> T:
+        """`transaction` again (up to `SCHEMA_ATTEMPTS` times, a few ms apart) when another
+        connection changed the schema under this read's connection: LangGraph's `SqliteSaver`
+        creates its tables in this file on first use, possibly while a turn searches, and
+        FTS5 then fails to open its table until that change is committed."""
+        from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random
+
+        retrying = Retrying(
+            retry=retry_if_exception(_under_schema_change),
+            stop=stop_after_attempt(SCHEMA_ATTEMPTS),
+            wait=wait_random(0.005, 0.02),
+            reraise=True,
+        )
+        return retrying(transaction)
 
     def _text_match(
         self, query: str, conn: Any, resource_id: str, *, pool: int
