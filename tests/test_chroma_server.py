@@ -1,7 +1,8 @@
 """Semantic recall against a real Chroma server (HttpClient), including one that goes down.
 
-`.ci/run` starts a server and sets LMM_TEST_CHROMA_URL; without it these tests start their own
-(`chroma run`, from the chromadb package), so they never skip.
+With LMM_TEST_CHROMA_URL set these tests use that server; without it (`make test` on any
+machine, CI included) they start their own (`chroma run`, from the chromadb package), so they
+never skip.
 """
 
 from __future__ import annotations

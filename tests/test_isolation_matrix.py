@@ -155,7 +155,6 @@ def build_world(kind: str, om: str | None, folder: Path) -> World:
 WORLDS = [
     pytest.param((kind, om), id=f"{kind}-om:{om or 'off'}", marks=marks)
     for kind, marks in [("sqlite", ()), ("postgres", (pytest.mark.postgres,))]
-    if kind == "sqlite" or os.environ.get("LMM_TEST_POSTGRES_DSN")
     for om in (None, "thread", "resource")
 ]
 

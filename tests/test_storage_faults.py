@@ -130,7 +130,7 @@ def test_writers_killed_at_random_points_lose_no_acknowledged_batch(
 ) -> None:
     found = {k: (t, s) for k, t, s in backends(tmp_path)}
     if kind not in found:
-        pytest.fail("LMM_TEST_POSTGRES_DSN is not set: .ci/run starts PostgreSQL")
+        pytest.fail("LMM_TEST_POSTGRES_DSN is not set (conftest sets it, or starts a server)")
     target, schema = found[kind]
     storage = SQLiteStorage(target) if kind == "sqlite" else PostgresStorage(target, schema=schema)
     storage.create_thread(thread_id="t", resource_id="r")
