@@ -66,9 +66,7 @@ def branch_off(
     `message_ids`, those of them instead) into a new branch thread; the branch (None when
     `only_if_any` and nothing would move)."""
     storage = synced.storage
-    found = yield call(storage, "get_thread", thread_id)
-    owner = found.resource_id if found is not None and resource_id is None else resource_id
-    thread = owned_thread(found, thread_id=thread_id, resource_id=owner or "")
+    thread = yield from _owned(storage, thread_id, resource_id)
     stored: list[StoredMessage] = yield call(
         storage, "list_messages", thread_id, resource_id=thread.resource_id
     )
@@ -99,11 +97,30 @@ def new_branch(synced: SyncedStorage, thread_id: str, **options: Any) -> Steps[T
     return branch
 
 
-def branches_of(storage: Any, thread_id: str, *, resource_id: str | None) -> Steps[list[Thread]]:
-    """The branches of a thread, newest first (another resource's thread: refused)."""
+def _owned(storage: Any, thread_id: str, resource_id: str | None) -> Steps[Thread]:
+    """The thread, if `resource_id` owns it (None: whoever does)."""
     found = yield call(storage, "get_thread", thread_id)
     owner = found.resource_id if found is not None and resource_id is None else resource_id
-    thread = owned_thread(found, thread_id=thread_id, resource_id=owner or "")
+    return owned_thread(found, thread_id=thread_id, resource_id=owner or "")
+
+
+def held_by_branches(
+    storage: Any, thread_id: str, holders: dict[str, str]
+) -> Steps[dict[str, str]]:
+    """Those of `holders` (message id -> the thread holding it) whose thread is a branch of
+    `thread_id`."""
+    if not holders:
+        return {}
+    threads = yield call(storage, "get_threads", sorted(set(holders.values())))
+    return {
+        i: t for i, t in holders.items()
+        if t in threads and threads[t].metadata.get(BRANCH_OF) == thread_id
+    }  # fmt: skip
+
+
+def branches_of(storage: Any, thread_id: str, *, resource_id: str | None) -> Steps[list[Thread]]:
+    """The branches of a thread, newest first (another resource's thread: refused)."""
+    thread = yield from _owned(storage, thread_id, resource_id)
     branches: list[Thread] = yield call(
         storage, "list_threads", resource_id=thread.resource_id,
         metadata={BRANCH_OF: thread_id}, order_by="created_at",

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from langchain_core.messages import BaseMessage, message_to_dict
 
-from .branches import BRANCH_OF
+from .branches import held_by_branches
 from .injected import is_injected
 from .storage.base import MemoryStorage
 from .storage.records import StoredMessage
@@ -85,13 +85,8 @@ def _look_up(
             held.add(own)
         elif stored_id == own:
             elsewhere[own] = s.thread_id
-    returning: set[str] = set()
-    if elsewhere:  # held by a branch of this thread: a fork went back to that branch
-        threads = yield call(storage, "get_threads", sorted(set(elsewhere.values())))
-        returning = {
-            i for i, t in elsewhere.items()
-            if t in threads and threads[t].metadata.get(BRANCH_OF) == thread_id
-        }  # fmt: skip
+    # held by a branch of this thread: a fork went back to that branch
+    returning = set((yield from held_by_branches(storage, thread_id, elsewhere)))
     return held, set(elsewhere) - held - returning, returning
 
 

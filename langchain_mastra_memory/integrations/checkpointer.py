@@ -254,7 +254,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         """The thread's latest root checkpoint when this process knows it and the put builds
         on it (no read needed); None when the saver must be asked."""
         parent = (config.get("configurable") or {}).get("checkpoint_id")
-        head = self.mirror.heads.get(thread_id)
+        head = self.mirror.thread(thread_id).head
         return head if head is not None and head == parent else None
 
     def _plan(
@@ -314,7 +314,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         configurable = config.get("configurable") or {}
         latest = not configurable.get("checkpoint_id") and not configurable.get("checkpoint_ns")
         if found is not None and latest:
-            self.mirror.heads[thread_id] = found.checkpoint["id"]
+            self.mirror.thread(thread_id).head = found.checkpoint["id"]
 
     def _latest(self, thread_id: str) -> str | None:
         """The thread's latest root checkpoint id, as the saver has it now."""
@@ -397,8 +397,9 @@ class MemoryCheckpointer(BaseCheckpointSaver):
             yield call(self.memory, "ensure_thread", thread_id=thread_id, resource_id=resource_id)
             self._owners[thread_id] = resource_id
             if new_thread:  # created here: everything it will hold passes through the mirror
-                self.mirror.known(thread_id)
-                self.mirror.complete.add(thread_id)
+                state = self.mirror.thread(thread_id)
+                state.reset()
+                state.complete = True
         try:
             result = yield call(io, "put", config, checkpoint, metadata, new_versions)
         except Exception:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage, RemoveMessage
 
-from ..branches import BRANCH_OF, branch_off
+from ..branches import branch_off, held_by_branches
 from ..errors import MastraMemoryError, MessageConflictError
 from ..state_mirror import StateSuffix, edited, state_suffix
 from ..storage.records import message_rows
@@ -58,53 +58,58 @@ class MirrorPlan:
     messages: Sequence[BaseMessage] = ()  # the state (to walk again with look-ups)
 
 
+@dataclass
+class ThreadState:
+    """What this process knows of a thread it mirrors (kept for `CACHED_THREADS` threads)."""
+
+    known: set[str] = field(default_factory=set)  # message ids it holds (as found)
+    warm: bool = False  # its latest state's newest messages are all in `known`
+    complete: bool = False  # created here: every message it holds is in `known`
+    head: str | None = None  # its latest root checkpoint
+    first: str | None = None  # the first message id of that checkpoint's state
+    last_ids: tuple[str, list[str]] | None = None  # mirror_deletes: (checkpoint, its ids)
+
+    def reset(self) -> None:
+        """Trust nothing cached about the messages (the next walk reads storage)."""
+        self.known.clear()
+        self.warm = self.complete = False
+
+
 class ThreadMirror:
-    """A checkpointer's mirroring state: which message ids each thread holds (a bounded
-    cache) and each thread's latest root checkpoint; the algorithms are written once as steps
-    (`twins`), the checkpointer runs them sync or async."""
+    """A checkpointer's mirroring: a `ThreadState` per thread (a bounded cache) and the
+    algorithms, written once as steps (`twins`); the checkpointer runs them sync or async."""
 
     def __init__(self, memory: Memory, *, messages_key: str, mirror_deletes: bool) -> None:
         self.memory = memory
         self.messages_key = messages_key
         self.mirror_deletes = mirror_deletes
-        self._known: OrderedDict[str, set[str]] = OrderedDict()
-        self.heads: dict[str, str] = {}  # thread -> its latest root checkpoint id
-        self._last_state: dict[str, tuple[str, list[str]]] = {}  # mirror_deletes only
-        self._first: dict[str, str] = {}  # thread -> its latest state's first message id
-        self._warm: set[str] = set()  # threads whose newest messages are all in `known`
-        self.complete: set[str] = set()  # threads created here: all they hold is in `known`
+        self._threads: OrderedDict[str, ThreadState] = OrderedDict()
+
+    def thread(self, thread_id: str) -> ThreadState:
+        """The thread's state (a fresh one, knowing nothing, on first use or after eviction)."""
+        state = self._threads.get(thread_id)
+        if state is None:
+            state = self._threads[thread_id] = ThreadState()
+            if len(self._threads) > CACHED_THREADS:
+                self._threads.popitem(last=False)
+        self._threads.move_to_end(thread_id)
+        return state
 
     def known(self, thread_id: str) -> set[str]:
         """The ids `thread_id` is known to hold (filled as walks and saves find them)."""
-        ids = self._known.get(thread_id)
-        if ids is None:
-            ids = self._known[thread_id] = set()
-            self._warm.discard(thread_id)
-            self.complete.discard(thread_id)
-            if len(self._known) > CACHED_THREADS:
-                evicted, _ = self._known.popitem(last=False)
-                self._warm.discard(evicted)
-                self.complete.discard(evicted)
-        self._known.move_to_end(thread_id)
-        return ids
+        return self.thread(thread_id).known
 
     def forget(self, thread_id: str) -> None:
-        self._warm.discard(thread_id)
-        self.complete.discard(thread_id)
-        self._known.pop(thread_id, None)
-        self.heads.pop(thread_id, None)
-        self._last_state.pop(thread_id, None)
-        self._first.pop(thread_id, None)
+        self._threads.pop(thread_id, None)
 
     def _replaced(
-        self, thread_id: str, messages: Sequence[BaseMessage], fork_from: str | None, step: int
+        self, state: ThreadState, messages: Sequence[BaseMessage], fork_from: str | None, step: int
     ) -> bool:
         """Whether a node (not the input: step 0 applies it) rewrote the state from its first
         message while continuing the thread's latest checkpoint."""
-        first = self._first.get(thread_id)
         return (
-            fork_from is None and step >= 1 and first is not None
-            and bool(messages) and messages[0].id != first
+            fork_from is None and step >= 1 and state.first is not None
+            and bool(messages) and messages[0].id != state.first
         )  # fmt: skip
 
     def after_put(
@@ -112,19 +117,20 @@ class ThreadMirror:
     ) -> None:
         """The thread's latest root checkpoint is now `checkpoint_id` (with mirror_deletes,
         its message ids are kept for the next put's comparison)."""
-        self.heads[thread_id] = checkpoint_id
+        state = self.thread(thread_id)
+        state.head = checkpoint_id
         if messages and messages[0].id:
-            self._first[thread_id] = messages[0].id
+            state.first = messages[0].id
         if self.mirror_deletes:
-            self._last_state[thread_id] = (checkpoint_id, [m.id for m in messages if m.id])
+            state.last_ids = (checkpoint_id, [m.id for m in messages if m.id])
 
     def state_ids(self, config: Any) -> list[str] | None:
         """The message ids of the checkpoint `config` names, when this process put it last."""
         configurable = config.get("configurable") or {}
-        last = self._last_state.get(str(configurable.get("thread_id")))
-        return (
-            last[1] if last is not None and last[0] == configurable.get("checkpoint_id") else None
-        )
+        state = self._threads.get(str(configurable.get("thread_id")))
+        last = state.last_ids if state is not None else None
+        parent = configurable.get("checkpoint_id")
+        return last[1] if last is not None and last[0] == parent else None
 
     # -- a checkpoint ----------------------------------------------------------------------------
     def plan(
@@ -140,24 +146,23 @@ class ThreadMirror:
         fork_diff: ForkDiff | None = None,
     ) -> Steps[MirrorPlan]:
         """Read what the checkpoint adds, edits and (with mirror_deletes) drops."""
-        known = self.known(thread_id)
-        trusted = thread_id in self._warm and fork_from is None
+        state = self.thread(thread_id)
+        known = state.known
+        trusted = state.warm and fork_from is None
         suffix = yield from state_suffix(
             self.memory.storage, messages, thread_id=thread_id, resource_id=resource_id,
             known=known, look_up=not trusted,
         )  # fmt: skip
-        if suffix.anchor is None and self._replaced(thread_id, messages, fork_from, step):
+        if suffix.anchor is None and self._replaced(state, messages, fork_from, step):
             # a node replaced the whole state (a compaction keeping nothing): what it put
             # there stands for older turns, it is not one; the walks stop at it from now on
             known.update(suffix.state_ids)
             suffix = StateSuffix()
         message_rows(suffix.new)  # an unstorable message is refused now, before any write
         plan = MirrorPlan(thread_id, resource_id, suffix, fork_from, messages=messages)
-        if fork_from is not None:  # the branch's versions of what the thread holds after it
-            plan.check_edits = [m for m in messages if m.id]
+        if fork_from is not None or source == "update":  # a held message may differ by id:
+            plan.check_edits = [m for m in messages if m.id]  # the branch's version, an edit
             plan.fork_diff = fork_diff
-        elif source == "update":  # update_state: a held message may have been replaced by id
-            plan.check_edits = [m for m in messages if m.id]  # (`known` may be partial)
         if self.mirror_deletes and parent_ids is not None and fork_from is None:
             kept = {m.id for m in messages}
             plan.removed = [i for i in parent_ids if i not in kept]
@@ -166,12 +171,11 @@ class ThreadMirror:
     def apply(self, plan: MirrorPlan) -> Steps[None]:
         """Branch off (a fork), update edits, delete (opted in), then save the new turns."""
         memory, ref = self.memory, {"resource_id": plan.resource_id}
-        known = self.known(plan.thread_id)
+        state = self.thread(plan.thread_id)
+        known = state.known
         if plan.fork_from is not None:
             yield from self._follow_fork(plan)
-            known.clear()  # messages moved both ways: the next walk reads storage
-            self._warm.discard(plan.thread_id)
-            self.complete.discard(plan.thread_id)
+            state.reset()  # messages moved both ways: the next walk reads storage
         if plan.check_edits:
             changes = yield from edited(memory.storage, plan.check_edits, thread_id=plan.thread_id)
             if changes:
@@ -189,7 +193,7 @@ class ThreadMirror:
                     memory, "save_messages", suffix.new, thread_id=plan.thread_id, **ref
                 )
             except MessageConflictError:  # an id stored elsewhere: walk again, reading storage
-                self._warm.discard(plan.thread_id)
+                state.warm = False
                 suffix = yield from state_suffix(
                     memory.storage, plan.messages, thread_id=plan.thread_id,
                     resource_id=plan.resource_id, known=known,
@@ -200,7 +204,7 @@ class ThreadMirror:
             known.update(suffix.state_ids)
             known.update(m.id for m in saved if m.id)
         if plan.fork_from is None:  # the state's newest messages are all in `known` now
-            self._warm.add(plan.thread_id)
+            state.warm = True
 
     def _follow_fork(self, plan: MirrorPlan) -> Steps[None]:
         """Make the thread the fork's branch (`lineage`): what an earlier fork moved to a branch
@@ -210,15 +214,10 @@ class ThreadMirror:
         diff = plan.fork_diff or ForkDiff()
         if diff.returning:
             stored = yield call(storage, "get_messages_by_id", sorted(diff.returning), **ref)
-            away: dict[str, list[str]] = {}
-            for s in stored:
-                if s.thread_id != plan.thread_id:
-                    away.setdefault(s.thread_id, []).append(s.message.id)
-            threads = (yield call(storage, "get_threads", sorted(away))) if away else {}
-            for source, ids in away.items():
-                found = threads.get(source)
-                if found is not None and found.metadata.get(BRANCH_OF) == plan.thread_id:
-                    yield call(self.memory.synced, "move", ids, thread_id=plan.thread_id, **ref)
+            away = {s.message.id: s.thread_id for s in stored if s.thread_id != plan.thread_id}
+            home = yield from held_by_branches(storage, plan.thread_id, away)
+            if home:
+                yield call(self.memory.synced, "move", list(home), thread_id=plan.thread_id, **ref)
         if diff.abandoned:
             yield from branch_off(
                 self.memory.synced, plan.thread_id, after_message_id=plan.suffix.anchor,
@@ -240,8 +239,9 @@ class ThreadMirror:
             for item in (value if isinstance(value, (list, tuple)) else [value])
             if isinstance(item, BaseMessage) and not isinstance(item, RemoveMessage) and item.id
         ]
-        if thread_id in self.complete:  # every message it holds is in `known`: no read
-            written = [m for m in written if m.id in self.known(thread_id)]
+        state = self.thread(thread_id)
+        if state.complete:  # every message it holds is in `known`: no read
+            written = [m for m in written if m.id in state.known]
         if written:
             changes = yield from edited(self.memory.storage, written, thread_id=thread_id)
             if changes:
@@ -256,9 +256,7 @@ class ThreadMirror:
             self._warn(exc, thread_id)
 
     def _warn(self, exc: MastraMemoryError, thread_id: str) -> None:
-        self._known.pop(thread_id, None)  # the next checkpoint walks storage again
-        self._warm.discard(thread_id)
-        self.complete.discard(thread_id)
+        self.thread(thread_id).reset()  # the next checkpoint walks storage again
         logger.warning(
             "memory could not mirror a checkpoint of thread %r (%s); the graph run goes on, "
             "and the next checkpoint of the thread tries again",

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 from ..errors import ConfigurationError, StorageError
 from .postgres_schema import MIGRATIONS
@@ -22,7 +22,6 @@ POSTGRES = Dialect(
     metadata_key=lambda key: key,
 )
 DEADLOCK_ATTEMPTS = 5
-T = TypeVar("T")
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
@@ -95,29 +94,17 @@ class PostgresStorage(SQLStorage):
         except psycopg.Error as exc:  # rolled back by the transaction block
             raise StorageError(f"PostgreSQL refused the operation: {exc}") from exc
 
-    def _retried(self, transaction: Callable[[], T], what: str) -> T:
-        """`transaction`, run up to `DEADLOCK_ATTEMPTS` times while PostgreSQL picks it as a
-        deadlock (or serialization) victim, with a short random back-off; then a
-        `StorageError` saying so (each aborted attempt was rolled back whole)."""
-        from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random
+    _transient = staticmethod(_aborted_by_conflict)  # a deadlock or serialization victim
+    _attempts = DEADLOCK_ATTEMPTS
+    _backoff = (0.005, 0.05)
 
-        retrying = Retrying(
-            retry=retry_if_exception(_aborted_by_conflict),
-            stop=stop_after_attempt(DEADLOCK_ATTEMPTS),
-            wait=wait_random(0.005, 0.05),
-            reraise=True,
+    def _gave_up(self, exc: StorageError, what: str) -> StorageError:
+        msg = (
+            f"{what}: PostgreSQL aborted the transaction {DEADLOCK_ATTEMPTS} times to break "
+            "a deadlock with concurrent writers of the same rows; nothing of it was applied, "
+            f"try again ({exc.__cause__})"
         )
-        try:
-            return retrying(transaction)
-        except StorageError as exc:
-            if not _aborted_by_conflict(exc):
-                raise
-            msg = (
-                f"{what}: PostgreSQL aborted the transaction {DEADLOCK_ATTEMPTS} times to break "
-                "a deadlock with concurrent writers of the same rows; nothing of it was applied, "
-                f"try again ({exc.__cause__})"
-            )
-            raise StorageError(msg) from exc
+        return StorageError(msg)
 
     def _text_match(
         self, query: str, conn: Any, resource_id: str, *, pool: int

@@ -23,6 +23,7 @@ from ..errors import (
     InvalidMessageError,
     ResourceMismatchError,
     SchemaVersionError,
+    StorageError,
     ThreadExistsError,
     ThreadNotFoundError,
 )
@@ -200,11 +201,37 @@ class SQLStorage(ObservationTable, ItemTable):
             self._run(conn, f"UPDATE {SCHEMA_TABLE} SET version = ?", (len(migrations),))
 
     # -- plumbing ------------------------------------------------------------------------------
+    # When a whole transaction may be run again: the engine's transient failure (a deadlock
+    # victim in PostgreSQL; a schema another connection changed under a SQLite reader), how
+    # many attempts, and the random back-off between them (seconds). None: never again.
+    _transient: Callable[[BaseException], bool] | None = None
+    _attempts = 1
+    _backoff = (0.005, 0.02)
+
     def _retried(self, transaction: Callable[[], T], what: str) -> T:
-        """Run a whole `transaction` (a function opening its own), again when the engine
-        aborted it for a reason that a second run does not meet (a deadlock in PostgreSQL; a
-        schema another connection changed under a SQLite reader)."""
-        return transaction()
+        """Run a whole `transaction` (a function opening its own), again while it fails for
+        the engine's `_transient` reason; then `_gave_up` says so."""
+        transient = self._transient
+        if transient is None:
+            return transaction()
+        from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random
+
+        retrying = Retrying(
+            retry=retry_if_exception(transient),
+            stop=stop_after_attempt(self._attempts),
+            wait=wait_random(*self._backoff),
+            reraise=True,
+        )
+        try:
+            return retrying(transaction)
+        except StorageError as exc:
+            if not transient(exc):
+                raise
+            raise self._gave_up(exc, what) from exc
+
+    def _gave_up(self, exc: StorageError, what: str) -> StorageError:
+        """The error after the last attempt (by default, that attempt's own)."""
+        return exc
 
     def _run(self, conn: Connection, statement: str, params: Sequence[Any] = ()) -> Cursor:
         return conn.execute(self.dialect.sql(statement), params)

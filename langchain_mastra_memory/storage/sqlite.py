@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from ..errors import ConfigurationError, StorageError
 from .base import MemoryStorage
@@ -100,7 +100,6 @@ def _faults_as_storage_errors(path: str) -> Iterator[None]:
 
 IDLE_READERS = 8  # read-only connections kept open between reads
 SCHEMA_ATTEMPTS = 6  # a read run again while another connection changes the schema
-T = TypeVar("T")
 
 
 def _under_schema_change(exc: BaseException) -> bool:
@@ -224,20 +223,11 @@ class SQLiteStorage(SQLStorage):
             finally:
                 self._local.writing = False
 
-    def _retried(self, transaction: Callable[[], T], what: str) -> T:
-        """`transaction` again (up to `SCHEMA_ATTEMPTS` times, a few ms apart) when another
-        connection changed the schema under this read's connection: LangGraph's `SqliteSaver`
-        creates its tables in this file on first use, possibly while a turn searches, and
-        FTS5 then fails to open its table until that change is committed."""
-        from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random
-
-        retrying = Retrying(
-            retry=retry_if_exception(_under_schema_change),
-            stop=stop_after_attempt(SCHEMA_ATTEMPTS),
-            wait=wait_random(0.005, 0.02),
-            reraise=True,
-        )
-        return retrying(transaction)
+    # LangGraph's `SqliteSaver` creates its tables in this file on first use, possibly while
+    # a turn searches; FTS5 then fails to open its table until that change commits: the read
+    # is run again, a few ms later (`SQLStorage._retried`)
+    _transient = staticmethod(_under_schema_change)
+    _attempts = SCHEMA_ATTEMPTS
 
     def _text_match(
         self, query: str, conn: Any, resource_id: str, *, pool: int
