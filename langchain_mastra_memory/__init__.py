@@ -7,7 +7,8 @@ The map, layers pointing one way (storage <- recall <- processors <- Memory <- i
   `PostgresStorage`, their schema migrations, and `records` (rows, times, validation).
 - `recall/`: `RecallIndex` (vector / keyword / hybrid search, neighbour windows, vectors kept in
   step with storage), `SyncedStorage` (writes followed by the index), `ChromaVectorStore`,
-  `MiniLMEmbeddings` and the shared embedding cache.
+  `PgVectorStore` (pgvector beside `PostgresStorage`), `MiniLMEmbeddings` and the shared
+  embedding cache.
 - `working_memory/`: `WorkingMemoryConfig`, the update `rules`, the `prompt`, the
   `WorkingMemoryStore` and the ``update_working_memory`` `tool`.
 - `processors/`: the `Runnable` processors (`TokenLimiter`, `ToolCallFilter`,
@@ -70,7 +71,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, `__getattr__`
         processor,
     )
     from .processors.semantic_recall import SemanticRecall
-    from .recall import CachedEmbeddings, ChromaVectorStore, MiniLMEmbeddings
+    from .recall import CachedEmbeddings, ChromaVectorStore, MiniLMEmbeddings, PgVectorStore
     from .storage import MemoryStorage, PostgresStorage, SQLiteStorage, StoredMessage
     from .thread import Thread
     from .token_counting import TokenCounter
@@ -97,6 +98,7 @@ _WHERE = {  # public name -> the module defining it
     "MessageNotFoundError": ".errors",
     "MiniLMEmbeddings": ".recall",
     "OrphanToolResultWarning": ".errors",
+    "PgVectorStore": ".recall",
     "PostgresStorage": ".storage",
     "processor": ".processors",
     "ResourceMismatchError": ".errors",
@@ -156,6 +158,7 @@ __all__ = [
     "MessageNotFoundError",
     "MiniLMEmbeddings",
     "OrphanToolResultWarning",
+    "PgVectorStore",
     "PostgresStorage",
     "ResourceMismatchError",
     "SQLiteStorage",

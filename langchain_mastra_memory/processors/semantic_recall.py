@@ -14,7 +14,7 @@ from ..ids import ids_from_options
 from ..injected import tag
 from ..messages import ids_of, mastra_role, message_text
 from ..recall.index import DEFAULT_MODE, Mode, RecallHit, RecallIndex, RecallOptions
-from ..recall.vector import ChromaVectorStore
+from ..recall.vector import VectorStore
 from ..storage.base import MemoryStorage
 from ..storage.records import StoredMessage
 from ..twins import Steps, call, run_async, run_sync
@@ -49,7 +49,7 @@ class SemanticRecall(MemoryProcessor):
     def __init__(
         self,
         storage: MemoryStorage,
-        vector: ChromaVectorStore | None = None,
+        vector: VectorStore | None = None,
         embedder: Embeddings | None = None,
         *,
         top_k: int = 4,

@@ -32,7 +32,7 @@ from ..storage.validation import check_id, check_optional_id, check_query
 from ..twins import Steps, both, call, run_async, run_sync
 from ..working_memory.config import TOOL_NAME as WORKING_MEMORY_TOOL
 from .embeddings import CachedEmbeddings, model_id
-from .vector import ChromaVectorStore, VectorHit, VectorRecord, index_name_for
+from .vector import ChromaVectorStore, VectorHit, VectorRecord, VectorStore, index_name_for
 from .writer import BacklogWriter
 
 logger = logging.getLogger(__name__)
@@ -95,8 +95,16 @@ class RecallHit:
     score: float
 
 
-def default_vector_store(storage: MemoryStorage) -> ChromaVectorStore:
-    """Embedded Chroma beside a SQLite file (``<file>.chroma``), else in memory."""
+def default_vector_store(storage: MemoryStorage) -> VectorStore:
+    """pgvector in the database of a `PostgresStorage` (a `ConfigurationError` naming the fix
+    when the server lacks it), embedded Chroma beside a SQLite file (``<file>.chroma``), else
+    Chroma in memory."""
+    from ..storage.postgres import PostgresStorage
+
+    if isinstance(storage, PostgresStorage):
+        from .pgvector import PgVectorStore
+
+        return PgVectorStore(storage)
     if isinstance(storage, SQLiteStorage) and storage.path != ":memory:":
         return ChromaVectorStore(path=Path(storage.path).resolve().with_suffix(".chroma"))
     return ChromaVectorStore()
@@ -120,7 +128,7 @@ class RecallIndex:
     def __init__(
         self,
         storage: MemoryStorage,
-        vector: ChromaVectorStore | None = None,
+        vector: VectorStore | None = None,
         embedder: Embeddings | None = None,
         *,
         options: RecallOptions | None = None,
@@ -141,11 +149,12 @@ class RecallIndex:
         cls,
         storage: MemoryStorage,
         options: bool | dict[str, Any] | RecallOptions,
-        vector: ChromaVectorStore | None = None,
+        vector: VectorStore | None = None,
         embedder: Embeddings | None = None,
     ) -> RecallIndex:
         """An index on `storage`, with the embedded defaults for what is not given (the
-        offline MiniLM embedder, Chroma beside a SQLite file or in memory)."""
+        offline MiniLM embedder; pgvector beside PostgreSQL, Chroma beside a SQLite file or in
+        memory)."""
         parsed = RecallOptions.parse(options)
         if parsed.mode != "keyword":
             if embedder is None:

@@ -32,7 +32,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.runnables.config import run_in_executor
 
@@ -69,6 +69,42 @@ class VectorHit:
     message_id: str
     resource_id: str
     score: float
+
+
+@runtime_checkable
+class VectorStore(Protocol):
+    """What recall needs of a vector store (`ChromaVectorStore`, `PgVectorStore`): pieces
+    written, searched and deleted per resource, each method with an ``a``-prefixed twin."""
+
+    def upsert(self, index_name: str, records: Sequence[VectorRecord]) -> None: ...
+    def query(
+        self,
+        index_name: str,
+        vector: Sequence[float],
+        *,
+        top_k: int,
+        resource_id: str,
+        thread_id: str | None = None,
+    ) -> list[VectorHit]: ...
+    def delete(
+        self,
+        index_name: str,
+        *,
+        ids: Sequence[str] = (),
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+    ) -> None: ...
+    def present(
+        self, index_name: str, resource_id: str, message_ids: Sequence[str]
+    ) -> set[str]: ...
+    def count(self, index_name: str, dimension: int, resource_id: str | None = None) -> int: ...
+    def warm(self, index_name: str, resource_id: str) -> bool: ...
+    async def aupsert(self, index_name: str, records: Sequence[VectorRecord]) -> None: ...
+    async def aquery(
+        self, index_name: str, vector: Sequence[float], **kwargs: Any
+    ) -> list[VectorHit]: ...
+    async def adelete(self, index_name: str, **kwargs: Any) -> None: ...
+    async def awarm(self, index_name: str, resource_id: str) -> bool: ...
 
 
 def index_name_for(model: str, dimension: int) -> str:

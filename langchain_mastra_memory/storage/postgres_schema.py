@@ -94,4 +94,15 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX memory_messages_by_thread_seq ON memory_messages(thread_id, seq);
     """,
+    # 6: the vector indexes `PgVectorStore` keeps beside the messages (each in a table of its own,
+    # made on first use: a fixed dimension per HNSW index, and the pgvector types)
+    """
+    CREATE TABLE memory_vector_indexes (
+        name TEXT PRIMARY KEY,
+        table_name TEXT NOT NULL UNIQUE,
+        dimension INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL
+    );
+    """,
 ]

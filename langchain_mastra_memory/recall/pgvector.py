@@ -1,0 +1,403 @@
+"""`PgVectorStore`: message embeddings in PostgreSQL (pgvector), beside `PostgresStorage`'s tables.
+
+One database to run, back up and scale: the vectors of each index (embedding model and
+dimension) live in a table of the storage's schema, ``memory_vectors_<digest>``, registered in
+``memory_vector_indexes``. Each row is one piece of a message (its id the message id, ``#n``
+after it for later pieces) with ``message_id, thread_id, resource_id, role, created_at`` and the
+embedding as ``halfvec`` (half precision: half the size and I/O, the same neighbours for
+normalised sentence embeddings; ``bench/pg_recall_bench.py`` measures it against an exact
+float32 scan), indexed by HNSW for cosine distance.
+
+A search is always one resource's (and, in thread scope, one thread's). Its pieces are counted
+(up to a bound, from the ``(resource_id, thread_id)`` index); a part small enough is scanned
+exactly (cheaper than the graph there, and exact), a big one is searched through HNSW with
+pgvector's iterative index scan (≥ 0.8) so the resource filter never starves the result.
+
+Example (needs a PostgreSQL server with pgvector)::
+
+    storage = PostgresStorage("postgresql://user:pass@db:5432/app")
+    memory = Memory(storage=storage, options={"semantic_recall": True})  # PgVectorStore chosen
+    memory.vector  # PgVectorStore(schema='public')
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.runnables.config import run_in_executor
+
+from ..errors import ConfigurationError, StorageError, VectorStoreError
+from .vector import VectorHit, VectorRecord, _check_name
+
+if TYPE_CHECKING:
+    from ..storage.postgres import PostgresStorage
+
+EXACT_LIMIT = 12_000  # pieces scanned exactly rather than through the graph
+COUNT_TTL = 30.0  # seconds a part's piece count is trusted (it only picks the faster path)
+EF_SEARCH = 120  # HNSW beam; widened to the number of pieces asked for
+MAX_SCAN_TUPLES = 200_000  # how far an iterative scan may go to fill a filtered result
+HNSW_M, HNSW_EF_CONSTRUCTION = 16, 128
+NO_EXTENSION = (
+    "semantic recall in PostgreSQL needs the pgvector extension (0.7 or later), which {why}. "
+    "Install pgvector on the server (e.g. the postgresql-<version>-pgvector package, or a "
+    "managed PostgreSQL that offers it) and run `CREATE EXTENSION vector;` once as a "
+    "superuser; or keep the vectors elsewhere: Memory(..., vector=ChromaVectorStore(...))"
+)
+
+
+def vector_literal(vector: Sequence[float]) -> str:
+    """pgvector's text form of a vector (4 significant digits: ``halfvec`` holds about 3)."""
+    values = vector.tolist() if hasattr(vector, "tolist") else list(vector)
+    return "[" + ",".join(["%.4g"] * len(values)) % tuple(values) + "]"
+
+
+class PgVectorStore:
+    """Message vectors in the PostgreSQL database and schema of a `PostgresStorage`, sharing its
+    connection pool (see the module doc). `exact_limit`: parts of at most this many pieces are
+    scanned exactly; `ef_search`: the HNSW beam for bigger ones.
+
+    Every method has an ``a``-prefixed async twin (run in a worker thread, as the storage's).
+
+    Example (needs a server)::
+
+        store = PgVectorStore(PostgresStorage(dsn))
+        store.upsert("demo", [VectorRecord("m1", [1.0, 0.0], "t1", "alice", "user", 0.0)])
+        [h.message_id for h in store.query("demo", [1.0, 0.1], top_k=3, resource_id="alice")]
+        # ['m1']; resource_id="bob" finds []
+    """
+
+    def __init__(
+        self,
+        storage: PostgresStorage,
+        *,
+        exact_limit: int = EXACT_LIMIT,
+        ef_search: int = EF_SEARCH,
+        halfvec: bool = True,
+    ) -> None:
+        from ..storage.postgres import PostgresStorage
+
+        if not isinstance(storage, PostgresStorage):
+            raise ConfigurationError(
+                f"PgVectorStore keeps vectors beside a PostgresStorage, got {type(storage).__name__}"
+            )
+        if exact_limit < 0 or not 1 <= ef_search <= 1000:
+            raise ConfigurationError("exact_limit must be >= 0 and ef_search in 1..1000")
+        self.storage = storage
+        self.exact_limit = exact_limit
+        self.ef_search = ef_search
+        self.kind = "halfvec" if halfvec else "vector"
+        self._lock = threading.Lock()
+        self._tables: dict[str, tuple[str, int]] = {}  # index name -> (table, dimension)
+        self._counts: dict[tuple[str, str, str | None], tuple[float, int]] = {}
+        self.extension_schema = self._extension()
+
+    def __repr__(self) -> str:
+        return f"PgVectorStore(schema={self.storage.schema!r})"
+
+    # -- plumbing ------------------------------------------------------------------------------
+    @contextmanager
+    def _transaction(self, what: str) -> Iterator[Any]:
+        try:
+            with self.storage._transaction(write=True) as conn:
+                yield conn
+        except StorageError as exc:
+            raise VectorStoreError(f"pgvector ({what}): {exc}") from exc
+
+    def _retried(self, what: str, work: Any) -> Any:
+        """A whole transaction, run again if PostgreSQL aborts it to break a deadlock."""
+        try:
+            return self.storage._retried(work, what)
+        except StorageError as exc:
+            raise VectorStoreError(f"pgvector ({what}): {exc}") from exc
+
+    def _extension(self) -> str:
+        """The schema holding pgvector's types, creating the extension (in ``public``) when the
+        server has it and the role may; a `ConfigurationError` naming the fix otherwise."""
+        import psycopg
+
+        try:
+            with self.storage._pool.connection() as conn:
+                found = conn.execute(
+                    "SELECT n.nspname, e.extversion FROM pg_extension e "
+                    "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
+                ).fetchone()
+                if found is None:
+                    available = conn.execute(
+                        "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+                    ).fetchone()
+                    if available is None:
+                        raise ConfigurationError(NO_EXTENSION.format(why="this server lacks"))
+                    try:
+                        conn.execute("SELECT pg_advisory_xact_lock(hashtext('pgvector'))")
+                        conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
+                        conn.commit()
+                    except psycopg.Error as exc:
+                        conn.rollback()
+                        why = f"is installed on the server but not in this database ({exc})"
+                        raise ConfigurationError(NO_EXTENSION.format(why=why)) from exc
+                    found = ("public", None)
+        except psycopg.Error as exc:
+            raise VectorStoreError(f"pgvector: PostgreSQL is unavailable: {exc}") from exc
+        schema, version = found
+        if version is not None and tuple(int(p) for p in version.split(".")[:2]) < (0, 7):
+            why = f"is at version {version} here: ALTER EXTENSION vector UPDATE"
+            raise ConfigurationError(NO_EXTENSION.format(why=why))
+        return str(schema)
+
+    def _type(self, dimension: int) -> str:
+        return f'"{self.extension_schema}".{self.kind}({int(dimension)})'
+
+    def _op(self) -> str:
+        return f'OPERATOR("{self.extension_schema}".<=>)'
+
+    def _table(self, index_name: str, dimension: int, *, create: bool = True) -> str | None:
+        """The table of `index_name`'s vectors (made on first use; None if absent and not
+        `create`); a table of another dimension is an error."""
+        _check_name(index_name)
+        known = self._tables.get(index_name)
+        if known is None:
+            with self._lock:
+                known = self._tables.get(index_name) or self._register(index_name, dimension, create)
+                if known is None:
+                    return None
+                self._tables[index_name] = known
+        table, stored = known
+        if stored != dimension:
+            msg = (
+                f"vector index {index_name!r} holds {stored}-dimensional vectors but the "
+                f"embedder makes {dimension}: use another index_name, or the same embedder"
+            )
+            raise VectorStoreError(msg)
+        return table
+
+    def _register(self, index_name: str, dimension: int, create: bool) -> tuple[str, int] | None:
+        with self._transaction("index") as conn:
+            row = conn.execute(
+                "SELECT table_name, dimension FROM memory_vector_indexes WHERE name = %s",
+                (index_name,),
+            ).fetchone()
+            if row is not None:
+                return str(row[0]), int(row[1])
+            if not create:
+                return None
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (index_name,))
+            row = conn.execute(  # another process may have made it while we waited
+                "SELECT table_name, dimension FROM memory_vector_indexes WHERE name = %s",
+                (index_name,),
+            ).fetchone()
+            if row is not None:
+                return str(row[0]), int(row[1])
+            table = "memory_vectors_" + hashlib.sha256(index_name.encode()).hexdigest()[:20]
+            ops = f'"{self.extension_schema}".{self.kind}_cosine_ops'
+            conn.execute(
+                f"CREATE TABLE {table} ("
+                "id TEXT PRIMARY KEY, message_id TEXT NOT NULL, thread_id TEXT NOT NULL, "
+                "resource_id TEXT NOT NULL, role TEXT NOT NULL, "
+                "created_at DOUBLE PRECISION NOT NULL, "
+                f"embedding {self._type(dimension)} NOT NULL)"
+            )
+            conn.execute(f"CREATE INDEX {table}_part ON {table}(resource_id, thread_id)")
+            conn.execute(f"CREATE INDEX {table}_message ON {table}(message_id)")
+            conn.execute(
+                f"CREATE INDEX {table}_hnsw ON {table} USING hnsw (embedding {ops}) "
+                f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
+            )
+            conn.execute(
+                "INSERT INTO memory_vector_indexes (name, table_name, dimension, kind, created_at)"
+                " VALUES (%s, %s, %s, %s, now())",
+                (index_name, table, dimension, self.kind),
+            )
+            return table, dimension
+
+    def _pieces(self, conn: Any, table: str, resource_id: str, thread_id: str | None) -> int:
+        """How many pieces the searched part holds (counted up to a bound, then cached)."""
+        key = (table, resource_id, thread_id)
+        cached = self._counts.get(key)
+        now = time.monotonic()
+        if cached is not None and now - cached[0] < COUNT_TTL:
+            return cached[1]
+        bound = self.exact_limit + 1
+        where = "resource_id = %s" + (" AND thread_id = %s" if thread_id is not None else "")
+        params = (resource_id,) if thread_id is None else (resource_id, thread_id)
+        (count,) = conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {where} LIMIT {bound}) AS s",
+            params,
+        ).fetchone()
+        if len(self._counts) > 10_000:
+            self._counts.clear()
+        self._counts[key] = (now, int(count))
+        return int(count)
+
+    # -- the vector-store interface --------------------------------------------------------------
+    def upsert(self, index_name: str, records: Sequence[VectorRecord]) -> None:
+        """Write (or overwrite) vectors by piece (the first under the message id)."""
+        if not records:
+            return
+        table = self._table(index_name, len(records[0].vector))
+        rows = sorted(
+            (
+                r.vector_id, r.message_id, r.thread_id, r.resource_id, r.role,
+                float(r.created_at), vector_literal(r.vector),
+            )
+            for r in records
+        )  # fmt: skip
+        statement = (
+            f"INSERT INTO {table} (id, message_id, thread_id, resource_id, role, created_at, "
+            f"embedding) VALUES (%s, %s, %s, %s, %s, %s, %s::{self._type(len(records[0].vector))})"
+            " ON CONFLICT (id) DO UPDATE SET message_id = EXCLUDED.message_id, "
+            "thread_id = EXCLUDED.thread_id, resource_id = EXCLUDED.resource_id, "
+            "role = EXCLUDED.role, created_at = EXCLUDED.created_at, "
+            "embedding = EXCLUDED.embedding"
+        )
+
+        def write() -> None:
+            with self._transaction("upsert") as conn, conn.cursor() as cursor:
+                cursor.executemany(statement, rows)
+
+        self._retried("upsert", write)
+
+    def query(
+        self,
+        index_name: str,
+        vector: Sequence[float],
+        *,
+        top_k: int,
+        resource_id: str,
+        thread_id: str | None = None,
+    ) -> list[VectorHit]:
+        """The `top_k` nearest pieces of `resource_id`'s messages (and `thread_id`'s when
+        given), one hit per piece, cosine similarity as the score."""
+        table = self._table(index_name, len(vector), create=False)
+        if table is None or top_k <= 0:
+            return []
+        literal = vector_literal(vector)
+        kind = self._type(len(vector))
+        where = "resource_id = %s" + (" AND thread_id = %s" if thread_id is not None else "")
+        params: tuple[Any, ...] = (resource_id,) if thread_id is None else (resource_id, thread_id)
+        with self._transaction("query") as conn:
+            if self._pieces(conn, table, resource_id, thread_id) <= self.exact_limit:
+                rows = conn.execute(  # exact: the scan cannot be turned into a graph search
+                    f"SELECT id, d FROM (SELECT id, embedding {self._op()} %s::{kind} AS d "
+                    f"FROM {table} WHERE {where} OFFSET 0) AS s ORDER BY d LIMIT %s",
+                    (literal, *params, top_k),
+                ).fetchall()
+            else:
+                conn.execute(
+                    f"SET LOCAL hnsw.ef_search = {max(self.ef_search, min(top_k, 1000))}; "
+                    "SET LOCAL hnsw.iterative_scan = relaxed_order; "
+                    f"SET LOCAL hnsw.max_scan_tuples = {MAX_SCAN_TUPLES}"
+                )
+                rows = conn.execute(
+                    f"WITH found AS MATERIALIZED (SELECT id, embedding {self._op()} %s::{kind} "
+                    f"AS d FROM {table} WHERE {where} ORDER BY d LIMIT %s) "
+                    "SELECT id, d FROM found ORDER BY d",
+                    (literal, *params, top_k),
+                ).fetchall()
+        return [VectorHit(str(i).split("#", 1)[0], resource_id, 1.0 - float(d)) for i, d in rows]
+
+    def warm(self, index_name: str, resource_id: str) -> bool:
+        """Nothing to load: PostgreSQL keeps its own cache (False, as for a part not held)."""
+        _check_name(index_name)
+        return False
+
+    def delete(
+        self,
+        index_name: str,
+        *,
+        ids: Sequence[str] = (),
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+    ) -> None:
+        """Delete every piece of these messages, or every vector of a thread (of `resource_id`
+        only, when given)."""
+        table = self._known(index_name)
+        if table is None:
+            return
+        owner = " AND resource_id = %s" if resource_id is not None else ""
+        tail: tuple[Any, ...] = (resource_id,) if resource_id is not None else ()
+        ids = sorted(set(ids))
+
+        def remove() -> None:
+            with self._transaction("delete") as conn:
+                if ids:
+                    conn.execute(
+                        f"DELETE FROM {table} WHERE message_id = ANY(%s){owner}", (ids, *tail)
+                    )
+                if thread_id is not None:
+                    conn.execute(
+                        f"DELETE FROM {table} WHERE thread_id = %s{owner}", (thread_id, *tail)
+                    )
+
+        self._retried("delete", remove)
+        self._counts.clear()
+
+    def present(self, index_name: str, resource_id: str, message_ids: Sequence[str]) -> set[str]:
+        """Which of these messages have their (first) vector in `resource_id`'s part."""
+        table = self._known(index_name)
+        if table is None or not message_ids:
+            return set()
+        with self._transaction("present") as conn:
+            rows = conn.execute(
+                f"SELECT id FROM {table} WHERE resource_id = %s AND id = ANY(%s)",
+                (resource_id, list(message_ids)),
+            ).fetchall()
+        return {str(r[0]) for r in rows}
+
+    def count(self, index_name: str, dimension: int, resource_id: str | None = None) -> int:
+        """How many vectors (pieces) the index holds, for one resource or in all."""
+        table = self._table(index_name, dimension, create=False)
+        if table is None:
+            return 0
+        where, params = ("WHERE resource_id = %s", (resource_id,)) if resource_id else ("", ())
+        with self._transaction("count") as conn:
+            return int(conn.execute(f"SELECT count(*) FROM {table} {where}", params).fetchone()[0])
+
+    def _known(self, index_name: str) -> str | None:
+        """The table of an index whatever its dimension (None if it has none yet)."""
+        if index_name in self._tables:
+            return self._tables[index_name][0]
+        _check_name(index_name)
+        with self._transaction("index") as conn:
+            row = conn.execute(
+                "SELECT table_name, dimension FROM memory_vector_indexes WHERE name = %s",
+                (index_name,),
+            ).fetchone()
+        if row is None:
+            return None
+        self._tables[index_name] = (str(row[0]), int(row[1]))
+        return str(row[0])
+
+    async def aupsert(self, index_name: str, records: Sequence[VectorRecord]) -> None:
+        """Async `upsert`."""
+        await run_in_executor(None, self.upsert, index_name, records)
+
+    async def aquery(
+        self, index_name: str, vector: Sequence[float], **kwargs: Any
+    ) -> list[VectorHit]:
+        """Async `query`."""
+        return await run_in_executor(None, lambda: self.query(index_name, vector, **kwargs))
+
+    async def awarm(self, index_name: str, resource_id: str) -> bool:
+        """Async `warm`."""
+        return await run_in_executor(None, self.warm, index_name, resource_id)
+
+    async def adelete(self, index_name: str, **kwargs: Any) -> None:
+        """Async `delete`."""
+        await run_in_executor(None, lambda: self.delete(index_name, **kwargs))
+
+    async def apresent(
+        self, index_name: str, resource_id: str, message_ids: Sequence[str]
+    ) -> set[str]:
+        """Async `present`."""
+        return await run_in_executor(None, self.present, index_name, resource_id, message_ids)
+
+    async def acount(
+        self, index_name: str, dimension: int, resource_id: str | None = None
+    ) -> int:
+        """Async `count`."""
+        return await run_in_executor(None, self.count, index_name, dimension, resource_id)
