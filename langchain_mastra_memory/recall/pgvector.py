@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 EXACT_LIMIT = 12_000  # pieces scanned exactly rather than through the graph
 COUNT_TTL = 30.0  # seconds a part's piece count is trusted (it only picks the faster path)
-EF_SEARCH = 120  # HNSW beam; widened to the number of pieces asked for
+EF_SEARCH = 400  # HNSW beam (widened to the pieces asked for): ANN@10 >= 0.95 on real chat pieces
 MAX_SCAN_TUPLES = 200_000  # how far an iterative scan may go to fill a filtered result
 HNSW_M, HNSW_EF_CONSTRUCTION = 16, 128
 NO_EXTENSION = (

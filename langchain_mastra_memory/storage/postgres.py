@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import ConfigurationError, StorageError
 from .postgres_schema import MIGRATIONS
-from .records import query_words
+from .postgres_text import PostgresText
 from .sql import Dialect, SQLStorage, TextMatch
 
 POSTGRES = Dialect(
@@ -64,6 +64,7 @@ class PostgresStorage(SQLStorage):
         if not _SCHEMA_NAME.match(schema):
             raise ConfigurationError(f"schema must be a lower-case SQL identifier, got {schema!r}")
         self.schema = schema
+        self._text = PostgresText(schema)
         self._pool = ConnectionPool(
             conninfo,
             min_size=1,
@@ -109,14 +110,8 @@ class PostgresStorage(SQLStorage):
     def _text_match(
         self, query: str, conn: Any, resource_id: str, *, pool: int
     ) -> TextMatch | None:
-        words = query_words(query)
-        if not words:
-            return None
-        return TextMatch(
-            "SELECT m.id, m.thread_id, ts_rank(m.tsv, q) AS score "
-            "FROM memory_messages m, to_tsquery('english', ?) q WHERE m.tsv @@ q",
-            " | ".join(words),
-        )
+        found = self._text.match(query, conn, resource_id)
+        return None if found is None else TextMatch(found[0].replace("%s", "?"), found[1])
 
     # -- schema --------------------------------------------------------------------------------
     def setup(self) -> None:

@@ -105,4 +105,16 @@ MIGRATIONS: list[str] = [
         created_at TIMESTAMPTZ NOT NULL
     );
     """,
+    # 7: keyword search by resource: the owner's lexeme ('o' + md5 of its id) in the index of its
+    # user and assistant messages, so a search reads its own resource's matches only
+    """
+    DROP INDEX memory_messages_tsv;
+    ALTER TABLE memory_messages DROP COLUMN tsv;
+    ALTER TABLE memory_messages ADD COLUMN tsv TSVECTOR GENERATED ALWAYS AS (
+        to_tsvector('english', text) || CASE WHEN role IN ('user', 'assistant')
+            THEN array_to_tsvector(ARRAY['o' || md5(resource_id)]) ELSE ''::tsvector END
+    ) STORED;
+    CREATE INDEX memory_messages_tsv ON memory_messages USING GIN (tsv);
+    ANALYZE memory_messages;
+    """,
 ]

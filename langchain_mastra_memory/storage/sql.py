@@ -105,13 +105,13 @@ Splitter = Callable[[str], Iterable[str]]  # a migration script -> its statement
 class TextMatch(NamedTuple):
     """A dialect's full-text search: ``statement`` is ``SELECT m.id, m.thread_id, <score> AS
     score FROM ... WHERE <match>`` over messages aliased ``m`` (higher scores better) taking
-    one parameter, `param`; the caller appends its filters (resource, role, thread), the order
+    the `params`; the caller appends its filters (resource, role, thread), the order
     and the limit. When `unpooled` is given, the statement ranks only a pool of the best
     matches before those filters, and `unpooled` is the same search over every match, for
     when they leave too few."""
 
     statement: str
-    param: Any
+    params: tuple[Any, ...]
     unpooled: str | None = None
 
 
@@ -669,7 +669,7 @@ class SQLStorage(ObservationTable, ItemTable):
             if match is None:
                 return []
             where = " AND m.resource_id = ? AND m.role IN ('user', 'assistant')"
-            params: list[Any] = [match.param, resource_id]
+            params: list[Any] = [*match.params, resource_id]
             if thread_id is not None:
                 where += " AND m.thread_id = ?"
                 params.append(thread_id)

@@ -270,7 +270,7 @@ class SQLiteStorage(SQLStorage):
             "FROM memory_messages_fts JOIN memory_messages m ON m.seq = memory_messages_fts.rowid "
             "WHERE memory_messages_fts MATCH ?"
         )
-        return TextMatch(pooled, match, unpooled)
+        return TextMatch(pooled, (match,), unpooled)
 
     # -- schema --------------------------------------------------------------------------------
     def setup(self) -> None:

@@ -1,0 +1,314 @@
+"""Benchmark: recall in one PostgreSQL (pgvector + keyword search) at scale, side by side.
+
+Data shaped as the library stores it: real chat text (every LoCoMo dev turn, in order, cycled to
+the size asked), saved through `PostgresStorage.save_messages` in threads of 400, each message
+embedded piece by piece (`embedding_pieces`) with the real MiniLM model. A cycled copy of a turn
+gets its pieces' vectors plus noise (sigma 0.04 per dimension, renormalised: cosine ~0.8 to the
+original, as a paraphrase), so copies are new points near their turn, not duplicates. Layouts: every message in ONE resource, or spread evenly over many resources. Queries:
+LoCoMo's real questions.
+
+Measured per query, BLAS pinned to one thread, caches cleared between repetitions (and the query
+embeddings computed again outside the timing): search + neighbour windows through
+`RecallIndex.recall` for ``vector``, ``keyword`` and ``hybrid`` on PostgreSQL (+ SQLite with
+embedded Chroma on the same data with ``--sqlite``), interleaved; the vector store's own top-10
+search beside langchain-postgres ``PGVector.similarity_search_with_score_by_vector`` filtered by
+resource, on the same vectors (HNSW index added to its table too) with ``--peer``; ANN@10: the
+share of an exact float32 numpy top-10 (pieces) found by each.
+
+    python bench/pg_recall_bench.py --size 100000 --layout one --sqlite --peer
+    python bench/pg_recall_bench.py --size 1000000 --layout spread --spread 1000 --peer
+    (--dsn postgresql://...; without it a throwaway PostgreSQL 18 + pgvector is started)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+from langchain_core.messages import AIMessage, HumanMessage
+from threadpoolctl import threadpool_limits
+
+from langchain_mastra_memory import ChromaVectorStore, PostgresStorage, SQLiteStorage
+from langchain_mastra_memory.messages import embedding_pieces
+from langchain_mastra_memory.recall.embeddings import EMBEDDING_CACHE, MiniLMEmbeddings
+from langchain_mastra_memory.recall.index import RecallIndex, RecallOptions
+from langchain_mastra_memory.recall.pgvector import PgVectorStore
+from langchain_mastra_memory.recall.vector import VectorRecord
+
+EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval" / "locomo-dev"
+MODES = ("vector", "keyword", "hybrid")
+PER_THREAD = 400
+NOISE = 0.04  # per dimension: a copy sits at cosine ~0.8 from its turn, as a paraphrase does
+CACHE = Path(tempfile.gettempdir()) / "lmm-locomo-pieces.npz"
+
+
+def locomo() -> tuple[list[tuple[str, bool]], list[str]]:
+    """(text, is_user) of every turn, and every question."""
+    turns: list[tuple[str, bool]] = []
+    questions: list[str] = []
+    for file in sorted(EVAL.glob("*.json")):
+        data = json.loads(file.read_text())
+        n = 1
+        while f"session_{n}" in data or f"session_{n}_date_time" in data:
+            for t in data.get(f"session_{n}") or []:
+                turns.append((t["text"], t["speaker"] == data["speaker_a"]))
+            n += 1
+        questions += [q["question"] for q in data["qa"] if q.get("category") in (1, 2, 3, 4)]
+    return turns, questions
+
+
+def piece_vectors(texts: list[str], embedder: MiniLMEmbeddings) -> dict[str, np.ndarray]:
+    """Each distinct piece's embedding (cached on disk between runs)."""
+    pieces = sorted({p for t in texts for p in embedding_pieces(HumanMessage(t))})
+    if CACHE.exists():
+        saved = np.load(CACHE, allow_pickle=False)
+        if list(saved["pieces"]) == pieces:
+            return dict(zip(pieces, saved["vectors"], strict=True))
+    print(f"embedding {len(pieces)} distinct pieces ...", file=sys.stderr)
+    vectors = np.asarray(embedder.embed_documents(pieces), dtype=np.float32)
+    np.savez(CACHE, pieces=np.asarray(pieces), vectors=vectors)
+    return dict(zip(pieces, vectors, strict=True))
+
+
+class Data:
+    """The messages, their owners and threads, and every piece's vector (float32)."""
+
+    def __init__(self, size: int, layout: str, spread: int, embedder: MiniLMEmbeddings) -> None:
+        turns, self.questions = locomo()
+        base = piece_vectors([t for t, _ in turns], embedder)
+        resources = 1 if layout == "one" else spread
+        share = -(-size // resources)
+        rng = np.random.default_rng(0)
+        self.owner = [f"r{i // share}" for i in range(size)]
+        self.thread = [f"{self.owner[i]}-t{(i % share) // PER_THREAD}" for i in range(size)]
+        self.text = [turns[i % len(turns)][0] for i in range(size)]
+        self.user = [turns[i % len(turns)][1] for i in range(size)]
+        self.pieces: list[list[np.ndarray]] = []
+        for i in range(size):
+            vectors = [base[p] for p in embedding_pieces(HumanMessage(self.text[i]))]
+            if i >= len(turns):
+                vectors = [v + NOISE * rng.standard_normal(v.size).astype(np.float32) for v in vectors]
+                vectors = [v / np.linalg.norm(v) for v in vectors]
+            self.pieces.append(vectors)
+        self.resources = sorted(set(self.owner), key=lambda r: int(r[1:]))
+
+    def threads(self) -> dict[str, list[int]]:
+        found: dict[str, list[int]] = {}
+        for i, thread in enumerate(self.thread):
+            found.setdefault(thread, []).append(i)
+        return found
+
+
+def load(storage, vector, name: str, data: Data, bulk: bool) -> dict[int, str]:  # type: ignore[no-untyped-def]
+    """Store every message and its vectors; message index -> id."""
+    ids: dict[int, str] = {}
+    records: list[VectorRecord] = []
+    started = time.perf_counter()
+    for thread, rows in data.threads().items():
+        owner = data.owner[rows[0]]
+        storage.create_thread(thread_id=thread, resource_id=owner)
+        messages = [(HumanMessage if data.user[i] else AIMessage)(data.text[i]) for i in rows]
+        stored = storage.save_messages(messages, thread_id=thread, resource_id=owner)
+        for i, s in zip(rows, stored, strict=True):
+            ids[i] = s.message.id or ""
+            records += [
+                VectorRecord(ids[i], v, thread, owner, "user", 0.0, piece=n)
+                for n, v in enumerate(data.pieces[i])
+            ]
+    print(f"  messages stored in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    started = time.perf_counter()
+    hnsw = None
+    if bulk and isinstance(vector, PgVectorStore):  # load, then build the graph once
+        vector.upsert(name, records[:1])
+        table = vector._tables[name][0]
+        with vector.storage._transaction(write=True) as conn:
+            hnsw = conn.execute(
+                "SELECT indexdef FROM pg_indexes WHERE indexname = %s", (f"{table}_hnsw",)
+            ).fetchone()[0]
+            conn.execute(f"DROP INDEX {table}_hnsw")
+    for start in range(0, len(records), 5000):
+        vector.upsert(name, records[start : start + 5000])
+    if hnsw is not None:
+        with vector.storage._transaction(write=True) as conn:
+            conn.execute("SET LOCAL maintenance_work_mem = '2GB'")
+            conn.execute("SET LOCAL max_parallel_maintenance_workers = 2")
+            conn.execute(hnsw)
+    storage.mark_embedded(list(ids.values()))
+    print(
+        f"  {len(records)} vectors written in {time.perf_counter() - started:.0f} s",
+        file=sys.stderr,
+    )
+    if isinstance(storage, PostgresStorage):
+        with storage._transaction(write=True) as conn:
+            conn.execute("ANALYZE")  # what autovacuum does after a load
+    return ids
+
+
+class Fixed(Embeddings):
+    """The peer's embedder: the query vector computed beforehand (embedding excluded)."""
+
+    def __init__(self) -> None:
+        self.vector: list[float] = []
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        raise NotImplementedError
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.vector
+
+
+def peer_store(dsn: str, data: Data, ids: dict[int, str]):  # type: ignore[no-untyped-def]
+    from langchain_postgres import PGVector
+
+    url = dsn.replace("postgresql://", "postgresql+psycopg://", 1)
+    store = PGVector(
+        embeddings=Fixed(), collection_name="bench", connection=url, embedding_length=384,
+        use_jsonb=True, pre_delete_collection=True,
+    )  # fmt: skip
+    started = time.perf_counter()
+    batch: tuple[list, list, list, list] = ([], [], [], [])
+    for i in range(len(data.text)):
+        for n, v in enumerate(data.pieces[i]):
+            batch[0].append(data.text[i])
+            batch[1].append(v.tolist())
+            batch[2].append({"resource_id": data.owner[i], "thread_id": data.thread[i]})
+            batch[3].append(ids[i] if n == 0 else f"{ids[i]}#{n}")
+        if len(batch[0]) >= 5000 or i == len(data.text) - 1:
+            store.add_embeddings(batch[0], batch[1], metadatas=batch[2], ids=batch[3])
+            batch = ([], [], [], [])
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SET maintenance_work_mem = '2GB'")
+        conn.execute(
+            "CREATE INDEX IF NOT EXISTS peer_hnsw ON public.langchain_pg_embedding "
+            "USING hnsw (embedding vector_cosine_ops)"
+        )
+        conn.execute("ANALYZE public.langchain_pg_embedding")
+    print(f"  peer loaded in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    return store
+
+
+def pct(values: list[float]) -> tuple[float, float]:
+    return float(np.percentile(values, 50)), float(np.percentile(values, 95))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dsn", default=None)
+    parser.add_argument("--size", type=int, default=20_000)
+    parser.add_argument("--layout", choices=("one", "spread"), default="one")
+    parser.add_argument("--spread", type=int, default=1000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--sqlite", action="store_true", help="the same data in SQLite + Chroma")
+    parser.add_argument("--peer", action="store_true", help="langchain-postgres PGVector beside")
+    parser.add_argument("--bulk", action="store_true", help="build the HNSW graph after loading")
+    args = parser.parse_args()
+    if args.dsn is None:
+        from langchain_mastra_memory.testing import throwaway_postgres
+
+        args.dsn = throwaway_postgres()
+    embedder = MiniLMEmbeddings()
+    data = Data(args.size, args.layout, args.spread, embedder)
+    pieces = sum(len(p) for p in data.pieces)
+    print(f"{args.size} messages, {pieces} pieces, {len(data.resources)} resources", file=sys.stderr)
+    schema = f"bench_{args.layout}_{args.size}"
+    pg = PostgresStorage(args.dsn, schema=schema)
+    pg.drop_schema()
+    pg = PostgresStorage(args.dsn, schema=schema)
+    pg_vector = PgVectorStore(pg)
+    backends: dict[str, tuple] = {}
+    name = "bench_pieces"
+    ids = load(pg, pg_vector, name, data, args.bulk)
+    backends["postgres"] = (pg, pg_vector)
+    tmp = Path(tempfile.mkdtemp())
+    if args.sqlite:
+        lite = SQLiteStorage(tmp / "bench.db")
+        lite_vector = ChromaVectorStore(path=tmp / "chroma")
+        lite_ids = load(lite, lite_vector, name, data, False)
+        assert len(lite_ids) == len(ids)
+        backends["sqlite"] = (lite, lite_vector)
+    peer = peer_store(args.dsn, data, ids) if args.peer else None
+    indexes = {
+        (backend, mode): RecallIndex(
+            storage, vector, embedder, options=RecallOptions(mode=mode, index_name=name)
+        )
+        for backend, (storage, vector) in backends.items()
+        for mode in MODES
+    }
+    rng = random.Random(1)
+    questions = rng.sample(data.questions, min(args.queries, len(data.questions)))
+    owners = [rng.choice(data.resources) for _ in questions]
+    first_thread = {}
+    for i, thread in enumerate(data.thread):
+        first_thread.setdefault(data.owner[i], thread)
+    timings: dict[str, list[float]] = {}
+    with threadpool_limits(limits=1):
+        for _rep in range(args.reps):
+            EMBEDDING_CACHE.clear()
+            pg_vector._counts.clear()
+            pg._text = type(pg._text)(pg.schema)
+            vectors = {q: embedder.embed_query(q) for q in questions}
+            for index in indexes.values():  # served from the cache while timed
+                for q in questions:
+                    index.embedder.embed_query(q)  # type: ignore[union-attr]
+            for q, owner in zip(questions, owners, strict=True):
+                for (backend, mode), index in indexes.items():
+                    started = time.perf_counter()
+                    index.recall(q, resource_id=owner, thread_id=first_thread[owner], exclude=set())
+                    timings.setdefault(f"{backend} {mode}", []).append(time.perf_counter() - started)
+                started = time.perf_counter()
+                pg_vector.query(name, vectors[q], top_k=10, resource_id=owner)
+                timings.setdefault("pgvector top-10", []).append(time.perf_counter() - started)
+                if peer is not None:
+                    peer.embeddings.vector = vectors[q]
+                    started = time.perf_counter()
+                    peer.similarity_search_with_score_by_vector(
+                        vectors[q], k=10, filter={"resource_id": {"$eq": owner}}
+                    )
+                    timings.setdefault("langchain-postgres top-10", []).append(
+                        time.perf_counter() - started
+                    )
+    # ANN@10 against an exact float32 scan of the resource's pieces
+    by_owner: dict[str, tuple[list[str], np.ndarray]] = {}
+    ann = {"pgvector": [], "langchain-postgres": []}
+    for q, owner in list(zip(questions, owners, strict=True))[:100]:
+        if owner not in by_owner:
+            rows = [i for i in range(len(data.owner)) if data.owner[i] == owner]
+            keys = [ids[i] if n == 0 else f"{ids[i]}#{n}" for i in rows for n in range(len(data.pieces[i]))]
+            by_owner[owner] = (keys, np.stack([v for i in rows for v in data.pieces[i]]))
+        keys, matrix = by_owner[owner]
+        qv = np.asarray(vectors[q], dtype=np.float32)
+        exact = {keys[j] for j in np.argsort(-(matrix @ qv))[:10]}
+        found = pg_vector.query(name, vectors[q], top_k=10, resource_id=owner)
+        exact = {k.split("#", 1)[0] for k in exact}  # messages of the exact top-10 pieces
+        got = {h.message_id for h in found}
+        assert found
+        ann["pgvector"].append(len(exact & got) / len(exact))
+        if peer is not None:
+            hits = peer.similarity_search_with_score_by_vector(
+                vectors[q], k=10, filter={"resource_id": {"$eq": owner}}
+            )
+            peer_got = {str(d.id).split("#", 1)[0] for d, _ in hits}
+            ann["langchain-postgres"].append(len(exact & peer_got) / len(exact))
+    print(f"\n## {args.size:,} messages ({pieces:,} pieces), layout {args.layout}"
+          f" ({len(data.resources)} resources), {len(questions)} queries x {args.reps}\n")
+    print("| what | p50 ms | p95 ms |\n|---|---:|---:|")
+    for key, values in timings.items():
+        p50, p95 = pct(values)
+        print(f"| {key} | {p50 * 1000:.1f} | {p95 * 1000:.1f} |")
+    for key, values in ann.items():
+        if values:
+            print(f"\nANN@10 {key}: {np.mean(values):.3f}")
+
+
+if __name__ == "__main__":
+    main()
