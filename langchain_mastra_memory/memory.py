@@ -147,13 +147,12 @@ class Memory:
         return await _shape("checkpointer").adelete_everywhere(self, thread_id, resource_id)
 
     def clone_thread(self, thread_id: str, **clone: Unpack[kw.CloneOptions]) -> Thread:
-        """Copy a thread and its messages (with new ids) under the same resource."""
-        return self.storage.clone_thread(thread_id, **with_new_id(clone, "new_thread_id"))[0]
+        """Copy a thread and its messages (with new ids, embedded behind) under the same resource."""
+        return self.synced.clone(thread_id, **with_new_id(clone, "new_thread_id"))
 
     async def aclone_thread(self, thread_id: str, **clone: Unpack[kw.CloneOptions]) -> Thread:
         """Async `clone_thread`."""
-        cloned = await self.storage.aclone_thread(thread_id, **with_new_id(clone, "new_thread_id"))
-        return cloned[0]
+        return await self.synced.aclone(thread_id, **with_new_id(clone, "new_thread_id"))
 
     def branch_thread(self, thread_id: str, **branch: Unpack[kw.BranchOptions]) -> Thread:
         """Move the messages after `after_message_id` into a new branch thread (`branches`)."""

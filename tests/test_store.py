@@ -277,3 +277,28 @@ def test_a_storage_without_items_names_the_backends() -> None:
 
     with pytest.raises(NotImplementedError, match="needs SQLiteStorage or PostgresStorage"):
         MemoryStorage.put_items(SQLiteStorage(":memory:"), [])  # the interface's default
+
+
+def test_the_default_index_embeds_the_whole_value_as_langgraphs_stores_do(storage, call: Call) -> None:
+    """``fields=["$"]`` (the default) embeds each value's JSON: scored and ranked by meaning,
+    in the order LangGraph's InMemoryStore gives with the same embedder."""
+    from langgraph.store.memory import InMemoryStore
+
+    memory = Memory(storage=storage)
+    ours = memory.store()
+    theirs = InMemoryStore(index={"embed": memory.store().embedder, "dims": 384})
+    values = {
+        "tea": {"note": "drinks green tea every morning", "kind": "habit"},
+        "cello": {"note": "plays the cello in an orchestra", "kind": "hobby"},
+        "knee": {"note": "hurt a knee skiing", "kind": "health"},
+    }
+    for key, value in values.items():
+        call(ours, "put", ("alice", "memories"), key, value)
+        theirs.put(("alice", "memories"), key, value)
+    for query in ("a musical instrument", "a hot drink", "an injury"):
+        hits = call(ours, "search", ("alice",), query=query)
+        expected = theirs.search(("alice",), query=query)
+        assert all(h.score is not None for h in hits)
+        assert [h.key for h in hits] == [e.key for e in expected]
+        assert hits[0].score == pytest.approx(expected[0].score, abs=1e-3)
+    assert call(ours, "search", ("bob",), query="a hot drink") == []

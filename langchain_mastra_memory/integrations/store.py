@@ -157,7 +157,7 @@ class MemoryStore(BaseStore):
         self.storage = memory.storage
         self.ttl_config = ttl
         self.embedder: Any = None
-        self.fields: list[tuple[str, list[str]]] = []
+        self.fields: list[tuple[str, Any]] = []
         if index is not False:
             config: dict[str, Any] = dict(index or {})
             if config.get("embed") is not None:
@@ -166,7 +166,7 @@ class MemoryStore(BaseStore):
                 self.embedder = memory.embedder or (
                     RecallIndex.with_defaults(self.storage, RecallOptions(), None, None).embedder
                 )
-            self.fields = [(f, tokenize_path(f)) for f in config.get("fields") or ["$"]]
+            self.fields = _tokenized(config.get("fields") or ["$"])
 
     def __repr__(self) -> str:
         return f"MemoryStore({self.storage!r})"
@@ -323,12 +323,12 @@ class MemoryStore(BaseStore):
         return kept[op.offset : op.offset + op.limit]
 
     def _texts(
-        self, value: dict[str, Any], fields: list[tuple[str, list[str]]] | None = None
+        self, value: dict[str, Any], fields: list[tuple[str, Any]] | None = None
     ) -> list[str]:
         """The texts to embed: each indexed field's (the store's, or a put's own `index`)."""
         texts: list[str] = []
         for _path, tokens in self.fields if fields is None else fields:
-            texts += [t for t in get_text_at_path(value, tokens) if t]
+            texts += [t for t in get_text_at_path(value, tokens) if t]  # "$": the whole value
         return texts
 
     def _write(self, puts: list[PutOp]) -> Steps[None]:
@@ -351,7 +351,7 @@ class MemoryStore(BaseStore):
             value = None if op.value is None else dict(op.value)
             wanted: list[str] = []
             if value is not None and self.embedder is not None and op.index is not False:
-                own = None if op.index is None else [(f, tokenize_path(f)) for f in op.index]
+                own = None if op.index is None else _tokenized(op.index)
                 wanted = self._texts(value, own)
             texts.append(wanted)
             writes.append(ItemWrite(op.namespace, op.key, value, None, op.ttl))
@@ -368,6 +368,14 @@ class MemoryStore(BaseStore):
             ]  # fmt: skip
         if writes:
             yield call(self.storage, "put_items", writes)
+
+
+def _tokenized(fields: Sequence[str] | str) -> list[tuple[str, Any]]:
+    """Index fields as LangGraph's stores keep them: ``"$"`` stands for the whole value (its
+    JSON), any other path is tokenized."""
+    if isinstance(fields, str):
+        fields = [fields]
+    return [(f, f if f == "$" else tokenize_path(f)) for f in fields]
 
 
 def _rows(vectors: np.ndarray | None, dimension: int) -> np.ndarray | None:

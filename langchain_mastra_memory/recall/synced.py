@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 from typing_extensions import Unpack
@@ -25,6 +25,7 @@ from .index import RecallIndex
 
 if TYPE_CHECKING:
     from ..observational.service import ObservationalMemory
+    from ..thread import Thread
     from ..titles import TitleWriter
 
 Msgs = Sequence[BaseMessage]
@@ -98,6 +99,18 @@ class SyncedStorage:
         """Async `update`."""
         stored = await self.storage.aupdate_messages(messages, resource_id=resource_id)
         return await self._aindexed(stored, replace=True)
+
+    def clone(self, thread_id: str, **clone: Any) -> Thread:
+        """Copy a thread and its messages under new ids; the copies' vectors follow behind."""
+        thread, stored = self.storage.clone_thread(thread_id, **clone)
+        self._indexed(stored)
+        return thread
+
+    async def aclone(self, thread_id: str, **clone: Any) -> Thread:
+        """Async `clone`."""
+        thread, stored = await self.storage.aclone_thread(thread_id, **clone)
+        await self._aindexed(stored)
+        return thread
 
     def delete(self, message_ids: Sequence[str], *, resource_id: str | None) -> int:
         """Delete messages by id, then their vectors (in their owners' partitions)."""
