@@ -4,7 +4,8 @@ Data shaped as the library stores it: real chat text (every LoCoMo dev turn, in 
 the size asked), saved through `PostgresStorage.save_messages` in threads of 400, each message
 embedded piece by piece (`embedding_pieces`) with the real MiniLM model. A cycled copy of a turn
 gets its pieces' vectors plus noise (sigma 0.04 per dimension, renormalised: cosine ~0.8 to the
-original, as a paraphrase), so copies are new points near their turn, not duplicates. Layouts: every message in ONE resource, or spread evenly over many resources. Queries:
+original, as a paraphrase), so copies are new points near their turn, not duplicates.
+Layouts: every message in ONE resource, or spread evenly over many resources. Queries:
 LoCoMo's real questions.
 
 Measured per query, BLAS pinned to one thread, caches cleared between repetitions (and the query
@@ -94,7 +95,9 @@ class Data:
         for i in range(size):
             vectors = [base[p] for p in embedding_pieces(HumanMessage(self.text[i]))]
             if i >= len(turns):
-                vectors = [v + NOISE * rng.standard_normal(v.size).astype(np.float32) for v in vectors]
+                vectors = [
+                    v + NOISE * rng.standard_normal(v.size).astype(np.float32) for v in vectors
+                ]
                 vectors = [v / np.linalg.norm(v) for v in vectors]
             self.pieces.append(vectors)
         self.resources = sorted(set(self.owner), key=lambda r: int(r[1:]))
@@ -219,7 +222,9 @@ def main() -> None:
     embedder = MiniLMEmbeddings()
     data = Data(args.size, args.layout, args.spread, embedder)
     pieces = sum(len(p) for p in data.pieces)
-    print(f"{args.size} messages, {pieces} pieces, {len(data.resources)} resources", file=sys.stderr)
+    print(
+        f"{args.size} messages, {pieces} pieces, {len(data.resources)} resources", file=sys.stderr
+    )
     schema = f"bench_{args.layout}_{args.size}"
     pg = PostgresStorage(args.dsn, schema=schema)
     pg.drop_schema()
@@ -264,7 +269,9 @@ def main() -> None:
                 for (backend, mode), index in indexes.items():
                     started = time.perf_counter()
                     index.recall(q, resource_id=owner, thread_id=first_thread[owner], exclude=set())
-                    timings.setdefault(f"{backend} {mode}", []).append(time.perf_counter() - started)
+                    timings.setdefault(f"{backend} {mode}", []).append(
+                        time.perf_counter() - started
+                    )
                 started = time.perf_counter()
                 pg_vector.query(name, vectors[q], top_k=10, resource_id=owner)
                 timings.setdefault("pgvector top-10", []).append(time.perf_counter() - started)
@@ -283,7 +290,11 @@ def main() -> None:
     for q, owner in list(zip(questions, owners, strict=True))[:100]:
         if owner not in by_owner:
             rows = [i for i in range(len(data.owner)) if data.owner[i] == owner]
-            keys = [ids[i] if n == 0 else f"{ids[i]}#{n}" for i in rows for n in range(len(data.pieces[i]))]
+            keys = [
+                ids[i] if n == 0 else f"{ids[i]}#{n}"
+                for i in rows
+                for n in range(len(data.pieces[i]))
+            ]
             by_owner[owner] = (keys, np.stack([v for i in rows for v in data.pieces[i]]))
         keys, matrix = by_owner[owner]
         qv = np.asarray(vectors[q], dtype=np.float32)
@@ -299,8 +310,10 @@ def main() -> None:
             )
             peer_got = {str(d.id).split("#", 1)[0] for d, _ in hits}
             ann["langchain-postgres"].append(len(exact & peer_got) / len(exact))
-    print(f"\n## {args.size:,} messages ({pieces:,} pieces), layout {args.layout}"
-          f" ({len(data.resources)} resources), {len(questions)} queries x {args.reps}\n")
+    print(
+        f"\n## {args.size:,} messages ({pieces:,} pieces), layout {args.layout}"
+        f" ({len(data.resources)} resources), {len(questions)} queries x {args.reps}\n"
+    )
     print("| what | p50 ms | p95 ms |\n|---|---:|---:|")
     for key, values in timings.items():
         p50, p95 = pct(values)

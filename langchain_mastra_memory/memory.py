@@ -147,7 +147,7 @@ class Memory:
         return await _shape("checkpointer").adelete_everywhere(self, thread_id, resource_id)
 
     def clone_thread(self, thread_id: str, **clone: Unpack[kw.CloneOptions]) -> Thread:
-        """Copy a thread and its messages (with new ids, embedded behind) under the same resource."""
+        """Copy a thread and its messages (new ids, embedded behind) under the same resource."""
         return self.synced.clone(thread_id, **with_new_id(clone, "new_thread_id"))
 
     async def aclone_thread(self, thread_id: str, **clone: Unpack[kw.CloneOptions]) -> Thread:

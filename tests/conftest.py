@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,7 +14,6 @@ import pytest
 from langchain_mastra_memory import Memory, MemoryStorage, PostgresStorage, SQLiteStorage
 from langchain_mastra_memory.storage.base import forbid_blocking_calls
 from langchain_mastra_memory.testing import throwaway_postgres
-
 
 # The whole suite on every machine: a DSN in the environment (CI may give one) wins; otherwise
 # the session starts its own server, and a failure to start is an error, never a skip.

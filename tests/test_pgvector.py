@@ -162,7 +162,9 @@ def test_a_server_without_pgvector_gets_a_clear_error_naming_the_fix() -> None:
         with pytest.raises(ConfigurationError, match="needs the pgvector extension"):
             PgVectorStore(storage)
         # Chroma stays available, and the messages side works as before
-        memory = Memory(storage=storage, vector=ChromaVectorStore(), options={"semantic_recall": True})
+        memory = Memory(
+            storage=storage, vector=ChromaVectorStore(), options={"semantic_recall": True}
+        )
         memory.create_thread(thread_id="t1", resource_id="alice")
         memory.save_messages([HumanMessage("hello")], thread_id="t1", resource_id="alice")
         assert memory.flush(timeout=60)

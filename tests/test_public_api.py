@@ -31,6 +31,7 @@ EXPECTED = [
     "MessageNotFoundError",
     "MiniLMEmbeddings",
     "OrphanToolResultWarning",
+    "PgVectorStore",
     "PostgresStorage",
     "ResourceMismatchError",
     "SQLiteStorage",

@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.store.base import InvalidNamespaceError
 from langgraph.store.memory import InMemoryStore
 
-from langchain_mastra_memory import Memory, SQLiteStorage
+from langchain_mastra_memory import Memory, PostgresStorage, SQLiteStorage
 from langchain_mastra_memory.integrations.store import MemoryStore, matches
 from langchain_mastra_memory.testing import strict_model
 
@@ -279,7 +279,9 @@ def test_a_storage_without_items_names_the_backends() -> None:
         MemoryStorage.put_items(SQLiteStorage(":memory:"), [])  # the interface's default
 
 
-def test_the_default_index_embeds_the_whole_value_as_langgraphs_stores_do(storage, call: Call) -> None:
+def test_the_default_index_embeds_the_whole_value_as_langgraphs_stores_do(
+    storage, call: Call
+) -> None:
     """``fields=["$"]`` (the default) embeds each value's JSON: scored and ranked by meaning,
     in the order LangGraph's InMemoryStore gives with the same embedder."""
     from langgraph.store.memory import InMemoryStore
@@ -302,3 +304,51 @@ def test_the_default_index_embeds_the_whole_value_as_langgraphs_stores_do(storag
         assert [h.key for h in hits] == [e.key for e in expected]
         assert hits[0].score == pytest.approx(expected[0].score, abs=1e-3)
     assert call(ours, "search", ("bob",), query="a hot drink") == []
+
+
+def test_query_search_runs_on_the_vector_index_and_never_returns_dead_items(
+    storage, call: Call
+) -> None:
+    """Deleted, expired and unindexed items never come back from the index; filters and
+    pages hold; in PostgreSQL the vectors are rows of pgvector's table, kept with the items."""
+    import time as clock
+
+    memory = Memory(storage=storage)
+    store = memory.store(index={"fields": ["text"]})
+    topics = ["tea", "coffee", "cello", "piano", "skiing", "running", "paris", "lisbon"]
+    for n, topic in enumerate(topics):
+        call(
+            store, "put", ("alice", "notes"), topic, {"text": f"alice talks about {topic}", "n": n}
+        )
+    call(
+        store,
+        "put",
+        ("alice", "notes", "deep"),
+        "violin",
+        {"text": "alice plays the violin", "n": 9},
+    )
+    call(store, "put", ("alice", "notes"), "raw", {"text": "music music music"}, index=False)
+    call(
+        store, "put", ("alice", "notes"), "ttl", {"text": "a short-lived note on music"}, ttl=0.0005
+    )
+    call(store, "put", ("bob", "notes"), "drums", {"text": "bob plays the drums, music"})
+    call(store, "delete", ("alice", "notes"), "piano")
+    clock.sleep(0.1)  # the TTL (0.03 s) has passed
+    hits = call(store, "search", ("alice",), query="a musical instrument", limit=3)
+    assert [h.key for h in hits][:2] == ["violin", "cello"]
+    assert {"piano", "ttl", "raw", "drums"}.isdisjoint(h.key for h in hits)
+    assert all(h.score is not None for h in hits)
+    page = call(store, "search", ("alice",), query="a musical instrument", limit=2, offset=1)
+    assert [h.key for h in page] == [h.key for h in hits[1:3]]
+    odd = call(store, "search", ("alice",), query="a drink", filter={"n": 1})
+    assert [h.key for h in odd] == ["coffee"]
+    everything = call(store, "search", ("alice",), query="music", limit=50)
+    assert everything[-1].key == "raw" and everything[-1].score is None  # unindexed: last
+    assert "bob" not in {h.namespace[0] for h in everything}
+    if isinstance(storage, PostgresStorage):
+        with storage._transaction(write=False) as conn:
+            rows = conn.execute(
+                "SELECT namespace, key FROM memory_store_vectors_384 ORDER BY 1, 2"
+            ).fetchall()
+        assert ("alice.notes", "piano") not in rows and ("alice.notes", "raw") not in rows
+        assert ("alice.notes.deep", "violin") in rows and len(rows) == 10  # ttl until purged

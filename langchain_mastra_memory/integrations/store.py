@@ -3,8 +3,9 @@
 `memory.store()` gives a store for ``graph.compile(store=...)``, ``create_react_agent(store=)``,
 ``get_store()`` in a node and langmem's memory tools. Items live in the memory's own database
 (SQLite or PostgreSQL, migrated like the rest), ``query=`` searches rank them by the cosine of
-the memory's embedder (the same model and cache as semantic recall; an exact scan of the
-prefix's items, max over each item's indexed fields), filters take LangGraph's operators, and
+the memory's embedder (the same model and cache as semantic recall; max over each item's
+indexed fields, ``"$"`` being the whole value; pgvector in PostgreSQL, an exact scan of the
+vectors alone in SQLite), filters take LangGraph's operators, and
 items may expire (TTL, refreshed on read).
 
 Working memory is an item too: ``("working_memory", resource_id)`` / ``"current"`` (thread
@@ -262,6 +263,10 @@ class MemoryStore(BaseStore):
                 refresh_ttl=op.refresh_ttl,
             )  # fmt: skip
             return [_item(s, SearchItem) for s in stored]
+        if op.query and self.embedder is not None and prefix and prefix[0] != WORKING_MEMORY:
+            found = yield from self._nearest(op)
+            if found is not None:
+                return found
         candidates: list[StoredItem] = []
         if not prefix or prefix[0] == WORKING_MEMORY:
             owner = prefix[1] if len(prefix) > 1 else None
@@ -287,6 +292,29 @@ class MemoryStore(BaseStore):
             _item(c, SearchItem, score)
             for c, score in zip(candidates[page], scores[page], strict=True)
         ]
+
+    def _nearest(self, op: SearchOp) -> Steps[list[SearchItem] | None]:
+        """A page of the items nearest the query, from storage's vector index (pgvector in
+        PostgreSQL, an exact scan of the vectors alone in SQLite); None when the nearest
+        indexed items cannot fill the page after the filter (the whole prefix is then ranked,
+        unindexed items after the scored)."""
+        assert op.query is not None
+        wanted = op.offset + op.limit
+        pool = wanted * (8 if op.filter else 1)
+        vector = yield call(self.embedder, "embed_query", op.query)
+        nearest = yield call(self.storage, "nearest_items", op.namespace_prefix, vector, limit=pool)
+        items = yield call(
+            self.storage, "get_items", [(ns, key) for ns, key, _ in nearest],
+            refresh_ttl=op.refresh_ttl,
+        )  # fmt: skip
+        page = [
+            _item(item, SearchItem, score)
+            for (_ns, _key, score), item in zip(nearest, items, strict=True)
+            if item is not None and (not op.filter or matches(item.value, op.filter))
+        ]
+        if len(page) < wanted:  # the filter ate the pool, or unindexed items end the page
+            return None
+        return page[op.offset : wanted]
 
     def _scores(self, query: str, candidates: list[StoredItem]) -> Steps[list[float | None]]:
         """Cosine of the query with each item's best indexed text (None: not indexed)."""

@@ -83,7 +83,8 @@ class PgVectorStore:
 
         if not isinstance(storage, PostgresStorage):
             raise ConfigurationError(
-                f"PgVectorStore keeps vectors beside a PostgresStorage, got {type(storage).__name__}"
+                "PgVectorStore keeps vectors beside a PostgresStorage, got "
+                f"{type(storage).__name__}"
             )
         if exact_limit < 0 or not 1 <= ef_search <= 1000:
             raise ConfigurationError("exact_limit must be >= 0 and ef_search in 1..1000")
@@ -162,7 +163,9 @@ class PgVectorStore:
         known = self._tables.get(index_name)
         if known is None:
             with self._lock:
-                known = self._tables.get(index_name) or self._register(index_name, dimension, create)
+                known = self._tables.get(index_name) or self._register(
+                    index_name, dimension, create
+                )
                 if known is None:
                     return None
                 self._tables[index_name] = known
@@ -396,8 +399,6 @@ class PgVectorStore:
         """Async `present`."""
         return await run_in_executor(None, self.present, index_name, resource_id, message_ids)
 
-    async def acount(
-        self, index_name: str, dimension: int, resource_id: str | None = None
-    ) -> int:
+    async def acount(self, index_name: str, dimension: int, resource_id: str | None = None) -> int:
         """Async `count`."""
         return await run_in_executor(None, self.count, index_name, dimension, resource_id)

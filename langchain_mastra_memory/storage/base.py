@@ -268,6 +268,13 @@ class MemoryStorage(ABC):
         """Every namespace holding a live item."""
         raise NotImplementedError(_NO_ITEMS.format(type(self).__name__))
 
+    def nearest_items(
+        self, prefix: tuple[str, ...], vector: Sequence[float], *, limit: int
+    ) -> list[tuple[tuple[str, ...], str, float]]:
+        """The live items under `prefix` nearest `vector`: (namespace, key, cosine), best
+        first."""
+        raise NotImplementedError(_NO_ITEMS.format(type(self).__name__))
+
     def working_memories(
         self, resource_id: str | None = None
     ) -> list[tuple[str, str | None, str, datetime]]:
@@ -296,6 +303,12 @@ class MemoryStorage(ABC):
         return await _off_loop(
             self.search_items, prefix, limit=limit, offset=offset, refresh_ttl=refresh_ttl
         )
+
+    async def anearest_items(
+        self, prefix: tuple[str, ...], vector: Sequence[float], *, limit: int
+    ) -> list[tuple[tuple[str, ...], str, float]]:
+        """Async `nearest_items`."""
+        return await _off_loop(self.nearest_items, prefix, vector, limit=limit)
 
     async def aitem_namespaces(self) -> list[tuple[str, ...]]:
         """Async `item_namespaces`."""
@@ -688,6 +701,7 @@ _SYNC_IO = (
     "update_messages", "delete_messages", "move_messages", "search_text", "message_windows",
     "unembedded", "mark_embedded", "embedded_ids", "get_working_memory", "modify_working_memory",
     "ensure_thread", "put_items", "get_items", "search_items", "item_namespaces",
+    "nearest_items",
     "working_memories", "observation_log", "unobserved_messages", "unobserved_tokens",
     "claim_observation", "release_observation", "commit_observation", "activate_observations",
     "commit_reflection",

@@ -84,6 +84,7 @@ class ItemTable(MemoryStorage):
                 where = (joined(write.namespace), write.key)
                 if write.value is None:
                     self._run(conn, _DELETE, where)
+                    self._index_item(conn, where, None)
                     continue
                 blob = None if write.vectors is None else write.vectors.astype(np.float32).tobytes()
                 ttl = write.ttl_minutes
@@ -93,6 +94,38 @@ class ItemTable(MemoryStorage):
                     _UPSERT.format(json=self.dialect.json_cast),
                     (*where, json.dumps(write.value), blob, now, now, ttl, expires),
                 )
+                self._index_item(conn, where, write.vectors)
+
+    def _index_item(self, conn: Any, where: tuple[str, str], vectors: np.ndarray | None) -> None:
+        """Keep an engine's own vector index of items in step (none here: scanned exactly)."""
+
+    def nearest_items(
+        self, prefix: Namespace, vector: Sequence[float], *, limit: int
+    ) -> list[tuple[Namespace, str, float]]:
+        """The `limit` live items under `prefix` nearest `vector`: (namespace, key, cosine of
+        the best indexed text), best first; items not indexed (or by another embedder's
+        dimension) are left out. Here an exact scan of the prefix's vectors alone."""
+        query = np.asarray(vector, dtype=np.float32)
+        query /= np.linalg.norm(query) or 1.0
+        condition, params = _prefix_condition(prefix)
+        with self._transaction(write=False) as conn:
+            rows = self._run(
+                conn,
+                "SELECT namespace, key, vectors FROM memory_store_items "
+                f"WHERE {condition} AND {_LIVE} AND vectors IS NOT NULL",
+                (*params, time.time()),
+            ).fetchall()
+        scored: list[tuple[Namespace, str, float]] = []
+        for namespace, key, blob in rows:
+            found = np.frombuffer(bytes(blob), dtype=np.float32)
+            if not found.size or found.size % query.size:
+                continue
+            found = found.reshape(-1, query.size)
+            norms = np.linalg.norm(found, axis=1)
+            best = float(np.max(found @ query / np.where(norms == 0, 1.0, norms)))
+            scored.append((tuple(namespace.split(".")), key, best))
+        scored.sort(key=lambda s: -s[2])
+        return scored[:limit]
 
     def get_items(
         self, refs: Sequence[tuple[Namespace, str]], *, refresh_ttl: bool = True

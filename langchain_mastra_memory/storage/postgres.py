@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from ..errors import ConfigurationError, StorageError
+from .postgres_items import ItemVectors
 from .postgres_schema import MIGRATIONS
 from .postgres_text import PostgresText
 from .sql import Dialect, SQLStorage, TextMatch
@@ -65,6 +66,7 @@ class PostgresStorage(SQLStorage):
             raise ConfigurationError(f"schema must be a lower-case SQL identifier, got {schema!r}")
         self.schema = schema
         self._text = PostgresText(schema)
+        self._item_vectors = ItemVectors()
         self._pool = ConnectionPool(
             conninfo,
             min_size=1,
@@ -112,6 +114,18 @@ class PostgresStorage(SQLStorage):
     ) -> TextMatch | None:
         found = self._text.match(query, conn, resource_id)
         return None if found is None else TextMatch(found[0].replace("%s", "?"), found[1])
+
+    def _index_item(self, conn: Any, where: tuple[str, str], vectors: Any) -> None:
+        self._item_vectors.write(conn, where, vectors)
+
+    def nearest_items(
+        self, prefix: tuple[str, ...], vector: Sequence[float], *, limit: int
+    ) -> list[tuple[tuple[str, ...], str, float]]:
+        """The items under `prefix` nearest `vector`, through pgvector (HNSW for a big prefix;
+        the exact scan when the server has no pgvector)."""
+        with self._transaction(write=False) as conn:
+            found = self._item_vectors.nearest(conn, prefix, vector, limit)
+        return super().nearest_items(prefix, vector, limit=limit) if found is None else found
 
     # -- schema --------------------------------------------------------------------------------
     def setup(self) -> None:

@@ -91,7 +91,9 @@ class PostgresText:
                 if name == "tsv" and elems:
                     # the array ends with min, max and null frequency (PostgreSQL's layout)
                     stats.lexemes = dict(zip(elems, elem_freqs, strict=False))
-                    stats.rare = float(elem_freqs[len(elems)]) if len(elem_freqs) > len(elems) else 0.0
+                    stats.rare = (
+                        float(elem_freqs[len(elems)]) if len(elem_freqs) > len(elems) else 0.0
+                    )
                     stats.mean_length = max(1.0, ((width or 100) - 8) / LEXEME_BYTES)
                 elif name == "resource_id":
                     stats.resources = dict(zip(vals or [], val_freqs or [], strict=False))
@@ -146,7 +148,9 @@ class PostgresText:
         for lexeme in kept:
             matched = max(frequency[lexeme] * rows, 0.5)
             idf = math.log(1.0 + (rows - matched + 0.5) / (matched + 0.5))
-            weights.append(f"CASE WHEN m.tsv @@ %s::tsquery THEN {idf:.6f}::float8 ELSE 0::float8 END")
+            weights.append(
+                f"CASE WHEN m.tsv @@ %s::tsquery THEN {idf:.6f}::float8 ELSE 0::float8 END"
+            )
             params.append(tsquery_literal([lexeme]))
         norm = (
             f"{K1 + 1:.3f}::float8 / (1 + {K1:.3f}::float8 * ({1 - B:.3f}::float8 + "
