@@ -29,10 +29,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.runnables.config import run_in_executor
-
 from ..errors import ConfigurationError, StorageError, VectorStoreError
-from .vector import VectorHit, VectorRecord, _check_name
+from ..storage.postgres_items import vector_literal
+from .vector import AsyncTwins, VectorHit, VectorRecord, _check_name
 
 if TYPE_CHECKING:
     from ..storage.postgres import PostgresStorage
@@ -50,13 +49,7 @@ NO_EXTENSION = (
 )
 
 
-def vector_literal(vector: Sequence[float]) -> str:
-    """pgvector's text form of a vector (4 significant digits: ``halfvec`` holds about 3)."""
-    values = vector.tolist() if hasattr(vector, "tolist") else list(vector)
-    return "[" + ",".join(["%.4g"] * len(values)) % tuple(values) + "]"
-
-
-class PgVectorStore:
+class PgVectorStore(AsyncTwins):
     """Message vectors in the PostgreSQL database and schema of a `PostgresStorage`, sharing its
     connection pool (see the module doc). `exact_limit`: parts of at most this many pieces are
     scanned exactly; `ef_search`: the HNSW beam for bigger ones.
@@ -374,31 +367,3 @@ class PgVectorStore:
             return None
         self._tables[index_name] = (str(row[0]), int(row[1]))
         return str(row[0])
-
-    async def aupsert(self, index_name: str, records: Sequence[VectorRecord]) -> None:
-        """Async `upsert`."""
-        await run_in_executor(None, self.upsert, index_name, records)
-
-    async def aquery(
-        self, index_name: str, vector: Sequence[float], **kwargs: Any
-    ) -> list[VectorHit]:
-        """Async `query`."""
-        return await run_in_executor(None, lambda: self.query(index_name, vector, **kwargs))
-
-    async def awarm(self, index_name: str, resource_id: str) -> bool:
-        """Async `warm`."""
-        return await run_in_executor(None, self.warm, index_name, resource_id)
-
-    async def adelete(self, index_name: str, **kwargs: Any) -> None:
-        """Async `delete`."""
-        await run_in_executor(None, lambda: self.delete(index_name, **kwargs))
-
-    async def apresent(
-        self, index_name: str, resource_id: str, message_ids: Sequence[str]
-    ) -> set[str]:
-        """Async `present`."""
-        return await run_in_executor(None, self.present, index_name, resource_id, message_ids)
-
-    async def acount(self, index_name: str, dimension: int, resource_id: str | None = None) -> int:
-        """Async `count`."""
-        return await run_in_executor(None, self.count, index_name, dimension, resource_id)

@@ -107,6 +107,39 @@ class VectorStore(Protocol):
     async def awarm(self, index_name: str, resource_id: str) -> bool: ...
 
 
+class AsyncTwins:
+    """The ``a``-prefixed twins of a vector store's methods, each run in a worker thread (the
+    clients underneath are synchronous)."""
+
+    async def aupsert(self, index_name: str, records: Sequence[VectorRecord]) -> None:
+        """Async `upsert`."""
+        await run_in_executor(None, self.upsert, index_name, records)  # type: ignore[attr-defined]
+
+    async def aquery(
+        self, index_name: str, vector: Sequence[float], **kwargs: Any
+    ) -> list[VectorHit]:
+        """Async `query`."""
+        return await run_in_executor(None, lambda: self.query(index_name, vector, **kwargs))  # type: ignore[attr-defined]
+
+    async def awarm(self, index_name: str, resource_id: str) -> bool:
+        """Async `warm`."""
+        return await run_in_executor(None, self.warm, index_name, resource_id)  # type: ignore[attr-defined]
+
+    async def adelete(self, index_name: str, **kwargs: Any) -> None:
+        """Async `delete`."""
+        await run_in_executor(None, lambda: self.delete(index_name, **kwargs))  # type: ignore[attr-defined]
+
+    async def apresent(
+        self, index_name: str, resource_id: str, message_ids: Sequence[str]
+    ) -> set[str]:
+        """Async `present`."""
+        return await run_in_executor(None, self.present, index_name, resource_id, message_ids)  # type: ignore[attr-defined]
+
+    async def acount(self, index_name: str, dimension: int, resource_id: str | None = None) -> int:
+        """Async `count`."""
+        return await run_in_executor(None, self.count, index_name, dimension, resource_id)  # type: ignore[attr-defined]
+
+
 def index_name_for(model: str, dimension: int) -> str:
     """The default collection name for an embedding model and dimension."""
     slug = re.sub(r"[^a-zA-Z0-9]+", "_", model).strip("_").lower() or "model"
@@ -169,7 +202,7 @@ def partition_name(index_name: str, resource_id: str) -> str:
     return f"{index_name[:480]}-r{digest}"
 
 
-class ChromaVectorStore:
+class ChromaVectorStore(AsyncTwins):
     """Message vectors in Chroma: ``path`` for an embedded ``PersistentClient``, nothing for an
     in-memory client, or ``client=chromadb.HttpClient(...)`` (or `from_url`) for a Chroma
     server, whose calls then give up after `timeout` seconds.
@@ -484,21 +517,3 @@ class ChromaVectorStore:
             col = self._existing(partition_name(index_name, resource_id))
             return 0 if col is None else int(self._call("count", col.count))
         return sum(int(self._call("count", col.count)) for col in self.partitions(index_name))
-
-    async def aupsert(self, index_name: str, records: Sequence[VectorRecord]) -> None:
-        """Async `upsert`."""
-        await run_in_executor(None, self.upsert, index_name, records)
-
-    async def aquery(
-        self, index_name: str, vector: Sequence[float], **kwargs: Any
-    ) -> list[VectorHit]:
-        """Async `query`."""
-        return await run_in_executor(None, lambda: self.query(index_name, vector, **kwargs))
-
-    async def awarm(self, index_name: str, resource_id: str) -> bool:
-        """Async `warm`."""
-        return await run_in_executor(None, self.warm, index_name, resource_id)
-
-    async def adelete(self, index_name: str, **kwargs: Any) -> None:
-        """Async `delete`."""
-        await run_in_executor(None, lambda: self.delete(index_name, **kwargs))

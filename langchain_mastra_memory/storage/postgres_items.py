@@ -25,8 +25,9 @@ EXACT_LIMIT = 12_000  # rows under a prefix scanned exactly rather than through 
 EF_SEARCH = 400
 
 
-def _literal(vector: Sequence[float]) -> str:
-    values = list(map(float, vector))
+def vector_literal(vector: Sequence[float]) -> str:
+    """pgvector's text form of a vector (4 significant digits: ``halfvec`` holds about 3)."""
+    values = vector.tolist() if hasattr(vector, "tolist") else list(map(float, vector))
     return "[" + ",".join(["%.4g"] * len(values)) % tuple(values) + "]"
 
 
@@ -101,7 +102,7 @@ class ItemVectors:
         with conn.cursor() as cursor:
             cursor.executemany(
                 f'INSERT INTO {table} VALUES (%s, %s, %s, %s::"{schema}".halfvec)',
-                [(*where, n, _literal(row)) for n, row in enumerate(rows)],
+                [(*where, n, vector_literal(row)) for n, row in enumerate(rows)],
             )
 
     def write(self, conn: Any, where: tuple[str, str], vectors: np.ndarray | None) -> None:
@@ -165,6 +166,6 @@ class ItemVectors:
             "FROM found f JOIN memory_store_items i ON i.namespace = f.namespace "
             "AND i.key = f.key AND (i.expires_at IS NULL OR i.expires_at > %s) "
             "GROUP BY f.namespace, f.key ORDER BY d LIMIT %s",
-            (_literal(vector), *params, pieces, time.time(), limit),
+            (vector_literal(vector), *params, pieces, time.time(), limit),
         ).fetchall()
         return [(tuple(ns.split(".")), key, 1.0 - float(d)) for ns, key, d in rows]
