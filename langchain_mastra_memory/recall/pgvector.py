@@ -49,6 +49,14 @@ NO_EXTENSION = (
 )
 
 
+def _registered(conn: Any, index_name: str) -> tuple[str, int] | None:
+    """(table, dimension) of an index in the registry, or None."""
+    row = conn.execute(
+        "SELECT table_name, dimension FROM memory_vector_indexes WHERE name = %s", (index_name,)
+    ).fetchone()
+    return None if row is None else (str(row[0]), int(row[1]))
+
+
 class PgVectorStore(AsyncTwins):
     """Message vectors in the PostgreSQL database and schema of a `PostgresStorage`, sharing its
     connection pool (see the module doc). `exact_limit`: parts of at most this many pieces are
@@ -173,21 +181,13 @@ class PgVectorStore(AsyncTwins):
 
     def _register(self, index_name: str, dimension: int, create: bool) -> tuple[str, int] | None:
         with self._transaction("index") as conn:
-            row = conn.execute(
-                "SELECT table_name, dimension FROM memory_vector_indexes WHERE name = %s",
-                (index_name,),
-            ).fetchone()
-            if row is not None:
-                return str(row[0]), int(row[1])
-            if not create:
-                return None
+            found = _registered(conn, index_name)
+            if found is not None or not create:
+                return found
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (index_name,))
-            row = conn.execute(  # another process may have made it while we waited
-                "SELECT table_name, dimension FROM memory_vector_indexes WHERE name = %s",
-                (index_name,),
-            ).fetchone()
-            if row is not None:
-                return str(row[0]), int(row[1])
+            found = _registered(conn, index_name)  # another process may have made it
+            if found is not None:  # while we waited
+                return found
             table = "memory_vectors_" + hashlib.sha256(index_name.encode()).hexdigest()[:20]
             ops = f'"{self.extension_schema}".{self.kind}_cosine_ops'
             conn.execute(
@@ -359,11 +359,8 @@ class PgVectorStore(AsyncTwins):
             return self._tables[index_name][0]
         _check_name(index_name)
         with self._transaction("index") as conn:
-            row = conn.execute(
-                "SELECT table_name, dimension FROM memory_vector_indexes WHERE name = %s",
-                (index_name,),
-            ).fetchone()
-        if row is None:
+            found = _registered(conn, index_name)
+        if found is None:
             return None
-        self._tables[index_name] = (str(row[0]), int(row[1]))
-        return str(row[0])
+        self._tables[index_name] = found
+        return found[0]

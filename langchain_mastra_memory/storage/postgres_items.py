@@ -119,10 +119,13 @@ class ItemVectors:
             return
         rows = np.asarray(vectors, dtype=np.float32)
         rows = rows.reshape(-1, rows.shape[-1]) if rows.ndim > 1 else rows.reshape(1, -1)
+        new = rows.shape[1] not in self.tables
         table = self._table(conn, rows.shape[1], create=True)
-        if table is not None:
+        if table is None:
+            return
+        if new:  # made just now, and filled from the items: this one's rows are in already
             conn.execute(f"DELETE FROM {table} WHERE namespace = %s AND key = %s", where)
-            self._insert(conn, table, str(self.extension), where, rows)
+        self._insert(conn, table, str(self.extension), where, rows)
 
     def nearest(
         self, conn: Any, prefix: Namespace, vector: Sequence[float], limit: int
