@@ -127,22 +127,14 @@ def load(storage, vector, name: str, data: Data, bulk: bool) -> dict[int, str]: 
             ]
     print(f"  messages stored in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     started = time.perf_counter()
-    hnsw = None
     if bulk and isinstance(vector, PgVectorStore):  # load, then build the graph once
         vector.upsert(name, records[:1])
-        table = vector._tables[name][0]
         with vector.storage._transaction(write=True) as conn:
-            hnsw = conn.execute(
-                "SELECT indexdef FROM pg_indexes WHERE indexname = %s", (f"{table}_hnsw",)
-            ).fetchone()[0]
-            conn.execute(f"DROP INDEX {table}_hnsw")
+            conn.execute(f"DROP INDEX IF EXISTS {vector._tables[name][0]}_hnsw")
     for start in range(0, len(records), 5000):
         vector.upsert(name, records[start : start + 5000])
-    if hnsw is not None:
-        with vector.storage._transaction(write=True) as conn:
-            conn.execute("SET LOCAL maintenance_work_mem = '2GB'")
-            conn.execute("SET LOCAL max_parallel_maintenance_workers = 2")
-            conn.execute(hnsw)
+    if bulk and isinstance(vector, PgVectorStore):
+        build_graph(vector, name)
     storage.mark_embedded(list(ids.values()))
     print(
         f"  {len(records)} vectors written in {time.perf_counter() - started:.0f} s",
@@ -151,6 +143,33 @@ def load(storage, vector, name: str, data: Data, bulk: bool) -> dict[int, str]: 
     if isinstance(storage, PostgresStorage):
         with storage._transaction(write=True) as conn:
             conn.execute("ANALYZE")  # what autovacuum does after a load
+    return ids
+
+
+def build_graph(vector: PgVectorStore, name: str) -> None:
+    """The HNSW index of `name`'s table, as `PgVectorStore` makes it, built in one pass."""
+    from langchain_mastra_memory.recall import pgvector
+
+    table = vector._tables[name][0]
+    ops = f'"{vector.extension_schema}".{vector.kind}_cosine_ops'
+    started = time.perf_counter()
+    with vector.storage._transaction(write=True) as conn:
+        conn.execute("SET LOCAL maintenance_work_mem = '4GB'")
+        conn.execute("SET LOCAL max_parallel_maintenance_workers = 2")
+        conn.execute(
+            f"CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw (embedding {ops}) "
+            f"WITH (m = {pgvector.HNSW_M}, ef_construction = {pgvector.HNSW_EF_CONSTRUCTION})"
+        )
+    print(f"  graph built in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+
+
+def stored_ids(storage: PostgresStorage, data: Data) -> dict[int, str]:
+    """Message index -> id, read back from a previous run's storage."""
+    ids: dict[int, str] = {}
+    for thread, rows in data.threads().items():
+        stored = storage.list_messages(thread)
+        assert len(stored) == len(rows), f"{thread}: {len(stored)} stored, {len(rows)} expected"
+        ids.update({i: s.message.id or "" for i, s in zip(rows, stored, strict=True)})
     return ids
 
 
@@ -167,14 +186,23 @@ class Fixed(Embeddings):
         return self.vector
 
 
-def peer_store(dsn: str, data: Data, ids: dict[int, str]):  # type: ignore[no-untyped-def]
+def peer_store(dsn: str, data: Data, ids: dict[int, str], reuse: bool):  # type: ignore[no-untyped-def]
     from langchain_postgres import PGVector
 
     url = dsn.replace("postgresql://", "postgresql+psycopg://", 1)
     store = PGVector(
-        embeddings=Fixed(), collection_name="bench", connection=url, embedding_length=384,
-        use_jsonb=True, pre_delete_collection=True,
+        embeddings=Fixed(), collection_name=f"bench_{len(data.text)}", connection=url,
+        embedding_length=384, use_jsonb=True, pre_delete_collection=not reuse,
     )  # fmt: skip
+    if reuse:
+        return store
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:  # one collection; the graph built after
+        conn.execute(
+            "DELETE FROM public.langchain_pg_collection WHERE name <> %s", (store.collection_name,)
+        )
+        conn.execute("DROP INDEX IF EXISTS public.peer_hnsw")
     started = time.perf_counter()
     batch: tuple[list, list, list, list] = ([], [], [], [])
     for i in range(len(data.text)):
@@ -186,8 +214,6 @@ def peer_store(dsn: str, data: Data, ids: dict[int, str]):  # type: ignore[no-un
         if len(batch[0]) >= 5000 or i == len(data.text) - 1:
             store.add_embeddings(batch[0], batch[1], metadatas=batch[2], ids=batch[3])
             batch = ([], [], [], [])
-    import psycopg
-
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("SET maintenance_work_mem = '2GB'")
         conn.execute(
@@ -214,6 +240,10 @@ def main() -> None:
     parser.add_argument("--sqlite", action="store_true", help="the same data in SQLite + Chroma")
     parser.add_argument("--peer", action="store_true", help="langchain-postgres PGVector beside")
     parser.add_argument("--bulk", action="store_true", help="build the HNSW graph after loading")
+    parser.add_argument(
+        "--reuse", action="store_true", help="measure the data a previous run left (same --size)"
+    )
+    parser.add_argument("--ef-search", type=int, default=None, help="PgVectorStore's HNSW beam")
     args = parser.parse_args()
     if args.dsn is None:
         from langchain_mastra_memory.testing import throwaway_postgres
@@ -227,12 +257,22 @@ def main() -> None:
     )
     schema = f"bench_{args.layout}_{args.size}"
     pg = PostgresStorage(args.dsn, schema=schema)
-    pg.drop_schema()
-    pg = PostgresStorage(args.dsn, schema=schema)
-    pg_vector = PgVectorStore(pg)
+    if not args.reuse:
+        pg.drop_schema()
+        pg = PostgresStorage(args.dsn, schema=schema)
+    extra = {} if args.ef_search is None else {"ef_search": args.ef_search}
+    pg_vector = PgVectorStore(pg, **extra)
     backends: dict[str, tuple] = {}
     name = "bench_pieces"
-    ids = load(pg, pg_vector, name, data, args.bulk)
+    if args.reuse:
+        ids = stored_ids(pg, data)
+        pg_vector.query(name, [1.0] * 384, top_k=1, resource_id="r0")  # registers the table
+        build_graph(pg_vector, name)  # if an interrupted load left it out
+        pg.mark_embedded(list(ids.values()))
+        with pg._transaction(write=True) as conn:
+            conn.execute("ANALYZE")
+    else:
+        ids = load(pg, pg_vector, name, data, args.bulk)
     backends["postgres"] = (pg, pg_vector)
     tmp = Path(tempfile.mkdtemp())
     if args.sqlite:
@@ -241,7 +281,7 @@ def main() -> None:
         lite_ids = load(lite, lite_vector, name, data, False)
         assert len(lite_ids) == len(ids)
         backends["sqlite"] = (lite, lite_vector)
-    peer = peer_store(args.dsn, data, ids) if args.peer else None
+    peer = peer_store(args.dsn, data, ids, args.reuse) if args.peer else None
     indexes = {
         (backend, mode): RecallIndex(
             storage, vector, embedder, options=RecallOptions(mode=mode, index_name=name)
