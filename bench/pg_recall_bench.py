@@ -192,16 +192,22 @@ def peer_store(dsn: str, data: Data, ids: dict[int, str], reuse: bool):  # type:
     url = dsn.replace("postgresql://", "postgresql+psycopg://", 1)
     store = PGVector(
         embeddings=Fixed(), collection_name=f"bench_{len(data.text)}", connection=url,
-        embedding_length=384, use_jsonb=True, pre_delete_collection=not reuse,
+        embedding_length=384, use_jsonb=True,
     )  # fmt: skip
-    if reuse:
-        return store
     import psycopg
 
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        loaded = conn.execute(
+            "SELECT count(*) FROM public.langchain_pg_embedding e JOIN "
+            "public.langchain_pg_collection c ON c.uuid = e.collection_id WHERE c.name = %s",
+            (store.collection_name,),
+        ).fetchone()[0]
+    if reuse and loaded == sum(len(p) for p in data.pieces):
+        return store
+
     with psycopg.connect(dsn, autocommit=True) as conn:  # one collection; the graph built after
-        conn.execute(
-            "DELETE FROM public.langchain_pg_collection WHERE name <> %s", (store.collection_name,)
-        )
+        conn.execute("DELETE FROM public.langchain_pg_collection")
+        store.create_collection()
         conn.execute("DROP INDEX IF EXISTS public.peer_hnsw")
     started = time.perf_counter()
     batch: tuple[list, list, list, list] = ([], [], [], [])
@@ -243,6 +249,7 @@ def main() -> None:
     parser.add_argument(
         "--reuse", action="store_true", help="measure the data a previous run left (same --size)"
     )
+    parser.add_argument("--load-only", action="store_true", help="load (for --reuse), no timing")
     parser.add_argument("--ef-search", type=int, default=None, help="PgVectorStore's HNSW beam")
     args = parser.parse_args()
     if args.dsn is None:
@@ -282,6 +289,8 @@ def main() -> None:
         assert len(lite_ids) == len(ids)
         backends["sqlite"] = (lite, lite_vector)
     peer = peer_store(args.dsn, data, ids, args.reuse) if args.peer else None
+    if args.load_only:
+        return
     indexes = {
         (backend, mode): RecallIndex(
             storage, vector, embedder, options=RecallOptions(mode=mode, index_name=name)

@@ -12,7 +12,7 @@ over whitespace tokens, the eval README's baseline).
 (`recall_data.py`), recall@k of the fact's message, 3 seeds.
 
     python bench/recall_eval.py [--data ../shared/eval/locomo-dev] [--skip-synthetic]
-                                [--precision float32|int8]
+                                [--precision float32|int8] [--postgres DSN]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 sys.path.insert(0, str(Path(__file__).parent))
 from recall_data import FACTS, build
 
-from langchain_mastra_memory import Memory, SQLiteStorage
+from langchain_mastra_memory import Memory, MemoryStorage, PostgresStorage, SQLiteStorage
 from langchain_mastra_memory.recall.embeddings import CachedEmbeddings, MiniLMEmbeddings
 
 MODES = ("vector", "keyword", "hybrid")
@@ -60,16 +60,23 @@ def turn_message(turn: dict, speaker_a: str) -> BaseMessage:
     return kind(text, name=turn["speaker"])
 
 
-def locomo(path: Path, ks: tuple[int, ...], embedder: Embeddings) -> dict[str, list[float]]:
-    """Sum of per-question evidence recall@k per mode (and the question count)."""
+def locomo(
+    path: Path, ks: tuple[int, ...], embedder: Embeddings, dsn: str | None = None
+) -> dict[str, list[float]]:
+    """Sum of per-question evidence recall@k per mode (and the question count); in PostgreSQL
+    (a schema per conversation, vectors in pgvector) when `dsn` is given."""
     from rank_bm25 import BM25Okapi
 
     totals: dict[str, list[float]] = {m: [0.0] * len(ks) for m in (*MODES, "BM25")}
     questions = 0
     for file in sorted(path.glob("*.json")):
         data = json.loads(file.read_text())
+        storage: MemoryStorage = SQLiteStorage(":memory:")
+        if dsn:
+            PostgresStorage(dsn, schema=f"eval_{file.stem}").drop_schema()
+            storage = PostgresStorage(dsn, schema=f"eval_{file.stem}")
         memory = Memory(
-            storage=SQLiteStorage(":memory:"),
+            storage=storage,
             embedder=embedder,
             options={"semantic_recall": {"top_k": max(ks), "message_range": 0}},
         )
@@ -90,6 +97,7 @@ def locomo(path: Path, ks: tuple[int, ...], embedder: Embeddings) -> dict[str, l
             for turn, message in zip(turns, saved, strict=True):
                 dia_of[message.id or ""] = turn["dia_id"]
                 texts.append(str(message.content))
+        memory.flush()  # every vector written before the questions
         ids = [t["dia_id"] for _n, _w, turns in conversation_turns(data) for t in turns]
         bm25 = BM25Okapi([t.split() for t in texts])
         qas = [q for q in data["qa"] if q.get("category") in (1, 2, 3, 4) and q.get("evidence")]
@@ -168,13 +176,16 @@ def main() -> None:
     parser.add_argument(
         "--precision", choices=["float32", "int8"], default="float32", help="of the embedder"
     )
+    parser.add_argument("--postgres", metavar="DSN", help="LoCoMo in PostgreSQL + pgvector")
     args = parser.parse_args()
     embedder = CachedEmbeddings(MiniLMEmbeddings(precision=args.precision))
     print(f"recall quality, {datetime.now():%Y-%m-%d}, all-MiniLM-L6-v2 {args.precision}")
     if args.data.is_dir() and any(args.data.glob("*.json")):
-        rows = locomo(args.data, (5, 10), embedder)
+        rows = locomo(args.data, (5, 10), embedder, args.postgres)
         count = int(next(iter(rows.values()))[-1])
-        table(f"LoCoMo ({args.data.name}, {count} questions): evidence recall@k", rows, (5, 10))
+        where = " in PostgreSQL" if args.postgres else ""
+        title = f"LoCoMo ({args.data.name}, {count} questions){where}: evidence recall@k"
+        table(title, rows, (5, 10))
     else:
         print(f"\nLoCoMo: no conversations in {args.data} (see ../shared/eval/README.md); skipped")
     if not args.skip_synthetic:

@@ -33,9 +33,11 @@ from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp,
 from typer.testing import CliRunner
 
 from langchain_mastra_memory import (
+    ChromaVectorStore,
     Memory,
     MemoryChatMessageHistory,
     MessageHistory,
+    PgVectorStore,
     PostgresStorage,
     ResourceMismatchError,
     SemanticRecall,
@@ -185,6 +187,9 @@ def file_world(
 
 # -- the cases -------------------------------------------------------------------------------------
 REFUSED, NOTHING = "refused", "nothing"
+VECTOR_READS = tuple(
+    f"{s}.{m}" for s in ("PgVectorStore", "ChromaVectorStore") for m in ("query", "present")
+)
 
 
 @dataclass(frozen=True)
@@ -287,6 +292,9 @@ CASES = [
     Case(("WorkingMemory",), lambda w: WorkingMemory(w.memory.storage).invoke([], BOB_ON_B), NOTHING),
     Case(("RecallIndex.search",), lambda w: w.memory.recall_index.search(QUESTION, resource_id="bob"), NOTHING),
     Case(("MemoryStorage.search_text",), lambda w: w.memory.storage.search_text(QUESTION, resource_id="bob"), NOTHING),
+    Case(VECTOR_READS, lambda w: vector_hits(w, resource_id="bob"), NOTHING),
+    Case(VECTOR_READS, lambda w: vector_hits(w, resource_id="bob", thread_id="tA"), NOTHING),
+    Case(VECTOR_READS, lambda w: vector_hits(w, resource_id="bob", twin=True), NOTHING),
     # the checkpointer and the graph
     Case(("MemoryCheckpointer.get_tuple", "MemoryCheckpointer.get"),
          lambda w: w.graph.checkpointer.get_tuple(BOB_ON_A), REFUSED),
@@ -325,6 +333,25 @@ CASES = [
     Case(("cli recall",), lambda w: invoke_cli(w, "recall", QUESTION, "--resource", "bob", "--thread", "tA"), NOTHING, True),
     Case(("cli working-memory show",), lambda w: invoke_cli(w, "working-memory", "show", "--resource", "bob"), NOTHING, True),
 ]  # fmt: skip
+
+
+def vector_hits(w: World, *, twin: bool = False, **part: str) -> Any:
+    """What the vector store itself (pgvector / Chroma) finds for bob, searching and asking
+    which of alice's messages have vectors, as the stored messages (the store answers with
+    ids; the messages are what would leak)."""
+    index, store = w.memory.recall_index, w.memory.vector
+    assert index is not None and index.embedder is not None and store is not None
+    vector, name = index.embedder.embed_query(QUESTION), index.index_name()
+    alices = [m.id or "" for m in w.memory.get_messages(thread_id="tA", resource_id="alice")]
+    assert store.query(name, vector, top_k=20, resource_id="alice")  # alice's are there
+    assert store.present(name, "alice", alices)
+    if twin:
+        hits = arun(store.aquery(name, vector, top_k=20, **part))
+        present = arun(store.apresent(name, part["resource_id"], alices))
+    else:
+        hits = store.query(name, vector, top_k=20, **part)
+        present = store.present(name, part["resource_id"], alices)
+    return w.memory.storage.get_messages_by_id([h.message_id for h in hits] + sorted(present))
 
 
 def case_id(case: Case) -> str:
@@ -385,6 +412,19 @@ NOT_READS = {
     "MemoryChatMessageHistory.add_user_message": "a write to the history's own thread, checked",
     "MemoryChatMessageHistory.add_ai_message": "a write to the history's own thread, checked",
     "MemoryChatMessageHistory.clear": "deletes the history's own thread's messages, checked",
+    **{
+        f"{store}.{name}": why
+        for store in ("PgVectorStore", "ChromaVectorStore")
+        for name, why in {
+            "upsert": "a write (the memory's writer, after storage's own checks)",
+            "delete": "a delete by ids / thread / resource, returns nothing",
+            "count": "how many vectors an index (or a resource's part) holds: a number",
+            "warm": "loads a resource's part for exact search; returns a flag",
+        }.items()
+    },
+    "ChromaVectorStore.collection": "Chroma's own collection handle: the operator's, not a user's",
+    "ChromaVectorStore.partitions": "Chroma's collections of an index: the operator's",
+    "ChromaVectorStore.from_url": "a constructor",
     "cli setup": "installs model files",
     "cli reindex": "embeds what storage holds; prints a count",
     "cli import": "a write; a line naming another resource's thread is refused",
@@ -392,7 +432,10 @@ NOT_READS = {
     "cli threads delete": "the operator's command (tested to delete checkpoints and the log too)",
     "cli working-memory set": "a write to the named resource",
 }
-SURFACES = [Memory, MemoryStore, MemoryCheckpointer, MemoryChatMessageHistory]
+SURFACES = [
+    Memory, MemoryStore, MemoryCheckpointer, MemoryChatMessageHistory, PgVectorStore,
+    ChromaVectorStore,
+]  # fmt: skip
 
 
 def public_paths() -> set[str]:
