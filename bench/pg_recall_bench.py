@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage, HumanMessage
+from rich.progress import track
 from threadpoolctl import threadpool_limits
 
 from langchain_mastra_memory import ChromaVectorStore, PostgresStorage, SQLiteStorage
@@ -65,36 +66,71 @@ def locomo() -> tuple[list[tuple[str, bool]], list[str]]:
     return turns, questions
 
 
-def piece_vectors(texts: list[str], embedder: MiniLMEmbeddings) -> dict[str, np.ndarray]:
+def piece_vectors(
+    texts: list[str], embedder: MiniLMEmbeddings, copies: str, size: int
+) -> dict[str, np.ndarray]:
     """Each distinct piece's embedding (cached on disk between runs)."""
     pieces = sorted({p for t in texts for p in embedding_pieces(HumanMessage(t))})
-    if CACHE.exists():
-        saved = np.load(CACHE, allow_pickle=False)
+    cache = CACHE if copies == "noise" else CACHE.with_name(f"lmm-reworded-{size}.npz")
+    if cache.exists():
+        saved = np.load(cache, allow_pickle=False)
         if list(saved["pieces"]) == pieces:
             return dict(zip(pieces, saved["vectors"], strict=True))
     print(f"embedding {len(pieces)} distinct pieces ...", file=sys.stderr)
-    vectors = np.asarray(embedder.embed_documents(pieces), dtype=np.float32)
-    np.savez(CACHE, pieces=np.asarray(pieces), vectors=vectors)
+    vectors = np.concatenate(
+        [
+            np.asarray(embedder.embed_documents(pieces[start : start + 4096]), dtype=np.float32)
+            for start in track(range(0, len(pieces), 4096), description="embedding")
+        ]
+    )
+    np.savez(cache, pieces=np.asarray(pieces), vectors=vectors)
     return dict(zip(pieces, vectors, strict=True))
 
 
-class Data:
-    """The messages, their owners and threads, and every piece's vector (float32)."""
+def reworded(text: str, copy: int, vocabulary: list[str]) -> str:
+    """A new message from a real one: about a third of its longer words swapped for other words
+    of the conversations (a deterministic function of the copy number)."""
+    rng = random.Random(f"{copy}:{text}")  # a str seed is stable across runs
+    return " ".join(
+        rng.choice(vocabulary) if len(w) >= 4 and w.isalpha() and rng.random() < 0.35 else w
+        for w in text.split(" ")
+    )
 
-    def __init__(self, size: int, layout: str, spread: int, embedder: MiniLMEmbeddings) -> None:
+
+class Data:
+    """The messages, their owners and threads, and every piece's vector (float32).
+
+    Copies beyond the real turns are either `reworded` (new text, embedded for real: the model's
+    own geometry; costs ~1 s per 800 pieces once, then cached) or the turn's vectors plus
+    noise (`NOISE`; free, but the noise fills all 384 dimensions, which makes a one-resource
+    graph search look worse than on real text — used where each resource is searched exactly)."""
+
+    def __init__(
+        self, size: int, layout: str, spread: int, embedder: MiniLMEmbeddings, copies: str
+    ) -> None:
         turns, self.questions = locomo()
-        base = piece_vectors([t for t, _ in turns], embedder)
         resources = 1 if layout == "one" else spread
         share = -(-size // resources)
         rng = np.random.default_rng(0)
         self.owner = [f"r{i // share}" for i in range(size)]
         self.thread = [f"{self.owner[i]}-t{(i % share) // PER_THREAD}" for i in range(size)]
-        self.text = [turns[i % len(turns)][0] for i in range(size)]
         self.user = [turns[i % len(turns)][1] for i in range(size)]
+        self.text = [turns[i % len(turns)][0] for i in range(size)]
+        if copies == "reworded":
+            vocabulary = sorted(
+                {w for t, _ in turns for w in t.split() if len(w) >= 4 and w.isalpha()}
+            )
+            self.text = [
+                t if i < len(turns) else reworded(t, i // len(turns), vocabulary)
+                for i, t in enumerate(self.text)
+            ]
+        base = piece_vectors(
+            self.text if copies == "reworded" else [t for t, _ in turns], embedder, copies, size
+        )
         self.pieces: list[list[np.ndarray]] = []
         for i in range(size):
             vectors = [base[p] for p in embedding_pieces(HumanMessage(self.text[i]))]
-            if i >= len(turns):
+            if i >= len(turns) and copies == "noise":
                 vectors = [
                     v + NOISE * rng.standard_normal(v.size).astype(np.float32) for v in vectors
                 ]
@@ -249,6 +285,10 @@ def main() -> None:
     parser.add_argument(
         "--reuse", action="store_true", help="measure the data a previous run left (same --size)"
     )
+    parser.add_argument(
+        "--copies", choices=("reworded", "noise"), default="reworded",
+        help="how messages beyond the real turns are made (see Data)",
+    )  # fmt: skip
     parser.add_argument("--load-only", action="store_true", help="load (for --reuse), no timing")
     parser.add_argument("--ef-search", type=int, default=None, help="PgVectorStore's HNSW beam")
     args = parser.parse_args()
@@ -257,12 +297,12 @@ def main() -> None:
 
         args.dsn = throwaway_postgres()
     embedder = MiniLMEmbeddings()
-    data = Data(args.size, args.layout, args.spread, embedder)
+    data = Data(args.size, args.layout, args.spread, embedder, args.copies)
     pieces = sum(len(p) for p in data.pieces)
     print(
         f"{args.size} messages, {pieces} pieces, {len(data.resources)} resources", file=sys.stderr
     )
-    schema = f"bench_{args.layout}_{args.size}"
+    schema = f"bench_{args.layout}_{args.size}_{args.copies}"
     pg = PostgresStorage(args.dsn, schema=schema)
     if not args.reuse:
         pg.drop_schema()
