@@ -145,7 +145,7 @@ class Data:
         return found
 
 
-def load(storage, vector, name: str, data: Data, bulk: bool) -> dict[int, str]:  # type: ignore[no-untyped-def]
+def load(storage, vector, name: str, data: Data, bulk: bool, graph: bool = True) -> dict[int, str]:  # type: ignore[no-untyped-def]
     """Store every message and its vectors; message index -> id."""
     ids: dict[int, str] = {}
     records: list[VectorRecord] = []
@@ -169,7 +169,7 @@ def load(storage, vector, name: str, data: Data, bulk: bool) -> dict[int, str]: 
             conn.execute(f"DROP INDEX IF EXISTS {vector._tables[name][0]}_hnsw")
     for start in range(0, len(records), 5000):
         vector.upsert(name, records[start : start + 5000])
-    if bulk and isinstance(vector, PgVectorStore):
+    if bulk and graph and isinstance(vector, PgVectorStore):
         build_graph(vector, name)
     storage.mark_embedded(list(ids.values()))
     print(
@@ -309,6 +309,10 @@ def main() -> None:
         "--copies", choices=("reworded", "noise"), default="reworded",
         help="how messages beyond the real turns are made (see Data)",
     )  # fmt: skip
+    parser.add_argument(
+        "--no-graph", action="store_true",
+        help="with --bulk: no HNSW index (every resource small enough to be searched exactly)",
+    )  # fmt: skip
     parser.add_argument("--load-only", action="store_true", help="load (for --reuse), no timing")
     parser.add_argument("--ef-search", type=int, default=None, help="PgVectorStore's HNSW beam")
     args = parser.parse_args()
@@ -334,12 +338,13 @@ def main() -> None:
     if args.reuse:
         ids = stored_ids(pg, data)
         pg_vector.query(name, [1.0] * 384, top_k=1, resource_id="r0")  # registers the table
-        build_graph(pg_vector, name)  # if an interrupted load left it out
+        if not args.no_graph:
+            build_graph(pg_vector, name)  # if an interrupted load left it out
         pg.mark_embedded(list(ids.values()))
         with pg._transaction(write=True) as conn:
             conn.execute("ANALYZE")
     else:
-        ids = load(pg, pg_vector, name, data, args.bulk)
+        ids = load(pg, pg_vector, name, data, args.bulk, not args.no_graph)
     backends["postgres"] = (pg, pg_vector)
     tmp = Path(tempfile.mkdtemp())
     if args.sqlite:

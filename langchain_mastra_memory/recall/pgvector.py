@@ -30,17 +30,20 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError, StorageError, VectorStoreError
-from ..storage.postgres_items import vector_literal
+from ..storage.postgres_items import (
+    EF_SEARCH,
+    EXACT_LIMIT,
+    HNSW_EF_CONSTRUCTION,
+    HNSW_M,
+    vector_literal,
+)
 from .vector import AsyncTwins, VectorHit, VectorRecord, _check_name
 
 if TYPE_CHECKING:
     from ..storage.postgres import PostgresStorage
 
-EXACT_LIMIT = 12_000  # pieces scanned exactly rather than through the graph
 COUNT_TTL = 30.0  # seconds a part's piece count is trusted (it only picks the faster path)
-EF_SEARCH = 400  # HNSW beam (widened to the pieces asked for): ANN@10 >= 0.95 on real chat pieces
 MAX_SCAN_TUPLES = 200_000  # how far an iterative scan may go to fill a filtered result
-HNSW_M, HNSW_EF_CONSTRUCTION = 16, 128
 NO_EXTENSION = (
     "semantic recall in PostgreSQL needs the pgvector extension (0.7 or later), which {why}. "
     "Install pgvector on the server (e.g. the postgresql-<version>-pgvector package, or a "
