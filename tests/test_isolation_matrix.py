@@ -52,8 +52,8 @@ from langchain_mastra_memory.storage.observations import scope_key
 from langchain_mastra_memory.testing import strict_model
 from langchain_mastra_memory.transfer import export_lines
 
-SECRET = "Zanzibar-7731"  # in each of alice's stores; bob asks about "Zanzibar"
-LEAK = "7731"  # what bob must never see
+SECRET = "Zanzibar-kq7731"  # in each of alice's stores; bob asks about "Zanzibar"
+LEAK = "kq7731"  # what bob must never see (not hex: a random uuid cannot contain it)
 QUESTION = "What is the Zanzibar locker code and travel plan?"
 ALICE_TURNS = [
     f"My locker code is {SECRET}, remember it.",
