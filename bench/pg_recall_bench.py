@@ -43,6 +43,7 @@ from langchain_mastra_memory.recall.embeddings import EMBEDDING_CACHE, MiniLMEmb
 from langchain_mastra_memory.recall.index import RecallIndex, RecallOptions
 from langchain_mastra_memory.recall.pgvector import PgVectorStore
 from langchain_mastra_memory.recall.vector import VectorRecord
+from langchain_mastra_memory.storage.pgvector_sql import HNSW_EF_CONSTRUCTION, HNSW_M
 
 EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval" / "locomo-dev"
 MODES = ("vector", "keyword", "hybrid")
@@ -184,8 +185,6 @@ def load(storage, vector, name: str, data: Data, bulk: bool, graph: bool = True)
 
 def build_graph(vector: PgVectorStore, name: str) -> None:
     """The HNSW index of `name`'s table, as `PgVectorStore` makes it, built in one pass."""
-    from langchain_mastra_memory.recall import pgvector
-
     table = vector._tables[name][0]
     ops = f'"{vector.extension_schema}".{vector.kind}_cosine_ops'
     started = time.perf_counter()
@@ -194,7 +193,7 @@ def build_graph(vector: PgVectorStore, name: str) -> None:
         conn.execute("SET LOCAL max_parallel_maintenance_workers = 2")
         conn.execute(
             f"CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw (embedding {ops}) "
-            f"WITH (m = {pgvector.HNSW_M}, ef_construction = {pgvector.HNSW_EF_CONSTRUCTION})"
+            f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
         )
     print(f"  graph built in {time.perf_counter() - started:.0f} s", file=sys.stderr)
 

@@ -30,11 +30,13 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError, StorageError, VectorStoreError
-from ..storage.postgres_items import (
+from ..storage.pgvector_sql import (
     EF_SEARCH,
     EXACT_LIMIT,
     HNSW_EF_CONSTRUCTION,
     HNSW_M,
+    nearest_sql,
+    rows_up_to,
     vector_literal,
 )
 from .vector import AsyncTwins, VectorHit, VectorRecord, _check_name
@@ -43,7 +45,6 @@ if TYPE_CHECKING:
     from ..storage.postgres import PostgresStorage
 
 COUNT_TTL = 30.0  # seconds a part's piece count is trusted (it only picks the faster path)
-MAX_SCAN_TUPLES = 200_000  # how far an iterative scan may go to fill a filtered result
 NO_EXTENSION = (
     "semantic recall in PostgreSQL needs the pgvector extension (0.7 or later), which {why}. "
     "Install pgvector on the server (e.g. the postgresql-<version>-pgvector package, or a "
@@ -98,7 +99,7 @@ class PgVectorStore(AsyncTwins):
         self.kind = "halfvec" if halfvec else "vector"
         self._lock = threading.Lock()
         self._tables: dict[str, tuple[str, int]] = {}  # index name -> (table, dimension)
-        self._counts: dict[tuple[str, str, str | None], tuple[float, int]] = {}
+        self._counts: dict[tuple[Any, ...], tuple[float, int]] = {}
         self.extension_schema = self._extension()
 
     def __repr__(self) -> str:
@@ -213,24 +214,19 @@ class PgVectorStore(AsyncTwins):
             )
             return table, dimension
 
-    def _pieces(self, conn: Any, table: str, resource_id: str, thread_id: str | None) -> int:
-        """How many pieces the searched part holds (counted up to a bound, then cached)."""
-        key = (table, resource_id, thread_id)
+    def _small(self, conn: Any, table: str, where: str, params: tuple[Any, ...]) -> bool:
+        """Whether the searched part is within `exact_limit` pieces (counted up to a bound,
+        then cached for `COUNT_TTL`)."""
+        key = (table, *params)
         cached = self._counts.get(key)
         now = time.monotonic()
         if cached is not None and now - cached[0] < COUNT_TTL:
-            return cached[1]
-        bound = self.exact_limit + 1
-        where = "resource_id = %s" + (" AND thread_id = %s" if thread_id is not None else "")
-        params = (resource_id,) if thread_id is None else (resource_id, thread_id)
-        (count,) = conn.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {where} LIMIT {bound}) AS s",
-            params,
-        ).fetchone()
+            return cached[1] <= self.exact_limit
+        count = rows_up_to(conn, table, where, params, self.exact_limit + 1)
         if len(self._counts) > 10_000:
             self._counts.clear()
-        self._counts[key] = (now, int(count))
-        return int(count)
+        self._counts[key] = (now, count)
+        return count <= self.exact_limit
 
     # -- the vector-store interface --------------------------------------------------------------
     def upsert(self, index_name: str, records: Sequence[VectorRecord]) -> None:
@@ -279,24 +275,20 @@ class PgVectorStore(AsyncTwins):
         where = "resource_id = %s" + (" AND thread_id = %s" if thread_id is not None else "")
         params: tuple[Any, ...] = (resource_id,) if thread_id is None else (resource_id, thread_id)
         with self._transaction("query") as conn:
-            if self._pieces(conn, table, resource_id, thread_id) <= self.exact_limit:
-                rows = conn.execute(  # exact: the scan cannot be turned into a graph search
-                    f"SELECT id, d FROM (SELECT id, embedding {self._op()} %s::{kind} AS d "
-                    f"FROM {table} WHERE {where} OFFSET 0) AS s ORDER BY d LIMIT %s",
-                    (literal, *params, top_k),
-                ).fetchall()
-            else:
-                conn.execute(
-                    f"SET LOCAL hnsw.ef_search = {max(self.ef_search, min(top_k, 1000))}; "
-                    "SET LOCAL hnsw.iterative_scan = relaxed_order; "
-                    f"SET LOCAL hnsw.max_scan_tuples = {MAX_SCAN_TUPLES}"
-                )
-                rows = conn.execute(
-                    f"WITH found AS MATERIALIZED (SELECT id, embedding {self._op()} %s::{kind} "
-                    f"AS d FROM {table} WHERE {where} ORDER BY d LIMIT %s) "
-                    "SELECT id, d FROM found ORDER BY d",
-                    (literal, *params, top_k),
-                ).fetchall()
+            nearest = nearest_sql(
+                conn,
+                source=table,
+                columns="id",
+                distance=f"embedding {self._op()} %s::{kind}",
+                where=where,
+                exact=self._small(conn, table, where, params),
+                beam=top_k,
+                ef_search=self.ef_search,
+            )
+            rows = conn.execute(
+                f"WITH found AS MATERIALIZED ({nearest}) SELECT id, d FROM found ORDER BY d",
+                (literal, *params, top_k),
+            ).fetchall()
         return [VectorHit(str(i).split("#", 1)[0], resource_id, 1.0 - float(d)) for i, d in rows]
 
     def warm(self, index_name: str, resource_id: str) -> bool:

@@ -19,21 +19,15 @@ from typing import Any
 
 import numpy as np
 
+from .pgvector_sql import (
+    EXACT_LIMIT,
+    HNSW_EF_CONSTRUCTION,
+    HNSW_M,
+    nearest_sql,
+    rows_up_to,
+    vector_literal,
+)
 from .records import Namespace
-
-EXACT_LIMIT = 12_000  # vectors scanned exactly rather than through the graph
-# The HNSW graph of every pgvector table here (recall's and the store's). Measured on 300k real
-# chat pieces in one resource (bench/pg_recall_bench.py): m 16 / ef_construction 128 found
-# 0.92 of the exact top-10 at ef_search 400 and 0.94 at 600; m 32 / 200 finds 0.95 / 0.96
-# (built 3.5x slower).
-HNSW_M, HNSW_EF_CONSTRUCTION = 32, 200
-EF_SEARCH = 500  # the beam (widened to the rows asked for; pgvector allows up to 1,000)
-
-
-def vector_literal(vector: Sequence[float]) -> str:
-    """pgvector's text form of a vector (4 significant digits: ``halfvec`` holds about 3)."""
-    values = vector.tolist() if hasattr(vector, "tolist") else list(map(float, vector))
-    return "[" + ",".join(["%.4g"] * len(values)) % tuple(values) + "]"
 
 
 class ItemVectors:
@@ -147,28 +141,17 @@ class ItemVectors:
             params: list[Any] = [head, head + ".", head + "/"]
         else:
             where, params = "TRUE", []
-        (count,) = conn.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM {table} v WHERE {where} "
-            f"LIMIT {EXACT_LIMIT + 1}) AS s",
-            params,
-        ).fetchone()
         distance = f'v.embedding OPERATOR("{schema}".<=>) %s::"{schema}".halfvec({len(vector)})'
         pieces = 4 * limit  # several texts per item may be among the nearest
-        if count <= EXACT_LIMIT:
-            nearest = (
-                f"SELECT namespace, key, d FROM (SELECT v.namespace, v.key, {distance} AS d "
-                f"FROM {table} v WHERE {where} OFFSET 0) AS s ORDER BY d LIMIT %s"
-            )
-        else:
-            conn.execute(
-                f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, min(pieces, 1000))}; "
-                "SET LOCAL hnsw.iterative_scan = relaxed_order; "
-                "SET LOCAL hnsw.max_scan_tuples = 200000"
-            )
-            nearest = (
-                f"SELECT v.namespace, v.key, {distance} AS d FROM {table} v WHERE {where} "
-                "ORDER BY d LIMIT %s"
-            )
+        nearest = nearest_sql(
+            conn,
+            source=f"{table} v",
+            columns="v.namespace, v.key",
+            distance=distance,
+            where=where,
+            exact=rows_up_to(conn, f"{table} v", where, params, EXACT_LIMIT + 1) <= EXACT_LIMIT,
+            beam=pieces,
+        )
         rows = conn.execute(
             f"WITH found AS MATERIALIZED ({nearest}) SELECT f.namespace, f.key, min(f.d) AS d "
             "FROM found f JOIN memory_store_items i ON i.namespace = f.namespace "
