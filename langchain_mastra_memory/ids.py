@@ -120,3 +120,28 @@ def with_new_id(kwargs: Any, key: str) -> dict[str, Any]:
 def visible_to(thread: Thread | None, resource_id: str | None) -> Thread | None:
     """`thread` if `resource_id` may see it (None for no owner given), else None."""
     return None if thread is None or resource_id not in (None, thread.resource_id) else thread
+
+
+def tool_ids(
+    run_config: RunnableConfig | None,
+    *,
+    thread_id: str | None = None,
+    resource_id: str | None = None,
+    default_resource_id: str | None = None,
+) -> tuple[str | None, str | None]:
+    """``(resource_id, thread_id)`` of a tool call: the tool's own fixed ids over the call's
+    config (LangGraph passes the graph's config to tools), by the rule above; either may be
+    None when nothing names it (a tool decides what it can do without)."""
+    configurable = dict((run_config or {}).get("configurable") or {})
+    configurable.update(
+        {k: v for k, v in (("thread_id", thread_id), ("resource_id", resource_id)) if v}
+    )
+    if configurable.get("thread_id"):
+        thread, owner = resolve_ids(
+            {"configurable": configurable}, default_resource_id=default_resource_id
+        )
+        return owner, thread
+    named = explicit_resource_id(
+        {"configurable": configurable}, default_resource_id=default_resource_id
+    )
+    return named, None

@@ -15,11 +15,13 @@ from typing_extensions import Unpack
 
 from . import params as kw
 from .branches import branches_of, new_branch
+from .browse import message_page, search_page, thread_page
 from .ids import resolve_ids, visible_to, with_new_id
 from .messages import MessageList
 from .observational.service import ObservationalMemory
 from .options import MemoryOptions
-from .recall.index import RecallIndex
+from .paging import MessagePage, Page, SearchHit
+from .recall.index import RecallIndex, RecallOptions
 from .recall.synced import SyncedStorage
 from .storage.base import MemoryStorage
 from .storage.sqlite import SQLiteStorage, storage_or_default  # noqa: F401 (the doctest uses it)
@@ -79,13 +81,21 @@ class Memory:
             )
             vector, embedder = self.recall_index.vector, self.recall_index.embedder
         self.vector, self.embedder = vector, embedder
+        # what searches and pages go through: semantic recall's index, else keyword search
+        self.searcher = self.recall_index or RecallIndex(
+            self.storage, options=RecallOptions(mode="keyword")
+        )
         self.titles = TitleWriter(self.storage, self.options.generate_title)
-        om = ObservationalMemory.from_option(self.storage, self.options.observational_memory)
-        self.synced = SyncedStorage(self.storage, self.recall_index, self.titles, om)
-        self.processors = list(processors)
-        warn_if_limiter_not_last(self.processors)
         self.working_memory = WorkingMemoryConfig.parse(self.options.working_memory)
         self.working = WorkingMemoryStore(self.storage, self.working_memory)
+        om = ObservationalMemory.from_option(
+            self.storage, self.options.observational_memory, self.working
+        )
+        self.synced = SyncedStorage(
+            self.storage, self.recall_index, self.titles, om, read_only=self.options.read_only
+        )
+        self.processors = list(processors)
+        warn_if_limiter_not_last(self.processors)
         self.checkpointers: weakref.WeakSet[MemoryCheckpointer] = weakref.WeakSet()
         self.turns = TurnContext(self.storage, self.options.last_messages, self.recall_index,
                                  self.working, processors, om)  # fmt: skip
@@ -123,12 +133,38 @@ class Memory:
         return await self.storage.aensure_thread(**ref)
 
     def list_threads(self, **query: Unpack[kw.ThreadQuery]) -> list[Thread]:
-        """Threads filtered by owner and metadata equality, ordered and paged."""
-        return self.storage.list_threads(**query)
+        """Threads filtered by owner and metadata equality (archived ones only with
+        ``archived=True``, or ``None`` for all), ordered, sliced by `limit` / `offset`."""
+        return self.storage.list_threads(**_unarchived(query))
 
     async def alist_threads(self, **query: Unpack[kw.ThreadQuery]) -> list[Thread]:
         """Async `list_threads`."""
-        return await self.storage.alist_threads(**query)
+        return await self.storage.alist_threads(**_unarchived(query))
+
+    def page_threads(self, **query: Unpack[kw.ThreadPageQuery]) -> Page[Thread]:
+        """A page of threads with ``total`` and ``has_more`` (Mastra 1.x ``listThreads``)."""
+        return run_sync(thread_page(self.storage, **query))
+
+    async def apage_threads(self, **query: Unpack[kw.ThreadPageQuery]) -> Page[Thread]:
+        """Async `page_threads`."""
+        return await run_async(thread_page(self.storage, **query))
+
+    def archive_thread(self, thread_id: str, *, resource_id: str | None = None) -> Thread:
+        """Archive a thread: out of listings and recall (its messages are kept) until
+        `unarchive_thread`; ``updated_at`` is kept."""
+        return self.storage.set_archived(thread_id, archived=True, resource_id=resource_id)
+
+    async def aarchive_thread(self, thread_id: str, *, resource_id: str | None = None) -> Thread:
+        """Async `archive_thread`."""
+        return await self.storage.aset_archived(thread_id, archived=True, resource_id=resource_id)
+
+    def unarchive_thread(self, thread_id: str, *, resource_id: str | None = None) -> Thread:
+        """Bring an archived thread back into listings and recall."""
+        return self.storage.set_archived(thread_id, archived=False, resource_id=resource_id)
+
+    async def aunarchive_thread(self, thread_id: str, *, resource_id: Opt = None) -> Thread:
+        """Async `unarchive_thread`."""
+        return await self.storage.aset_archived(thread_id, archived=False, resource_id=resource_id)
 
     def update_thread(self, thread_id: str, **update: Unpack[kw.ThreadUpdate]) -> Thread:
         """Set the title and/or merge keys into the metadata."""
@@ -147,12 +183,31 @@ class Memory:
         return await _shape("checkpointer").adelete_everywhere(self, thread_id, resource_id)
 
     def clone_thread(self, thread_id: str, **clone: Unpack[kw.CloneOptions]) -> Thread:
-        """Copy a thread and its messages (new ids, embedded behind) under the same resource."""
+        """Copy a thread under the same resource: its messages (all, or those `message_filter`
+        keeps, the newest `message_limit`; new ids, embedded at once), its thread-scoped
+        working memory and observation log."""
         return self.synced.clone(thread_id, **with_new_id(clone, "new_thread_id"))
 
     async def aclone_thread(self, thread_id: str, **clone: Unpack[kw.CloneOptions]) -> Thread:
         """Async `clone_thread`."""
         return await self.synced.aclone(thread_id, **with_new_id(clone, "new_thread_id"))
+
+    def transfer_thread(
+        self, thread_id: str, *, to_resource_id: str, resource_id: Opt = None
+    ) -> Thread:
+        """Give a thread to another resource: messages, vectors, keyword index, working memory
+        and observation log follow (`resource_id`: the caller, who must own it)."""
+        return self.synced.transfer(
+            thread_id, to_resource_id=to_resource_id, resource_id=resource_id
+        )
+
+    async def atransfer_thread(
+        self, thread_id: str, *, to_resource_id: str, resource_id: Opt = None
+    ) -> Thread:
+        """Async `transfer_thread`."""
+        return await self.synced.atransfer(
+            thread_id, to_resource_id=to_resource_id, resource_id=resource_id
+        )
 
     def branch_thread(self, thread_id: str, **branch: Unpack[kw.BranchOptions]) -> Thread:
         """Move the messages after `after_message_id` into a new branch thread (`branches`)."""
@@ -187,6 +242,27 @@ class Memory:
     async def aget_messages(self, **query: Unpack[kw.MessageQuery]) -> Messages:
         """Async `get_messages`."""
         return MessageList(s.message for s in await self.storage.alist_messages(**_listing(query)))
+
+    def page_messages(self, thread_id: str, **query: Unpack[kw.MessagePageQuery]) -> MessagePage:
+        """A page of the thread's messages with ``total`` and ``has_more``, plus the
+        ``include``d and ``query``-recalled ones (Mastra 1.x ``recall``'s paging)."""
+        return run_sync(message_page(self.storage, self.searcher, thread_id, **query))
+
+    async def apage_messages(
+        self, thread_id: str, **query: Unpack[kw.MessagePageQuery]
+    ) -> MessagePage:
+        """Async `page_messages`."""
+        return await run_async(message_page(self.storage, self.searcher, thread_id, **query))
+
+    def search_messages(self, query: str, **search: Unpack[kw.SearchQuery]) -> Page[SearchHit]:
+        """A page of the resource's messages best matching `query`, with thread and date."""
+        return run_sync(search_page(self.storage, self.searcher, query, **search))
+
+    async def asearch_messages(
+        self, query: str, **search: Unpack[kw.SearchQuery]
+    ) -> Page[SearchHit]:
+        """Async `search_messages`."""
+        return await run_async(search_page(self.storage, self.searcher, query, **search))
 
     def recall(self, **request: Unpack[kw.RecallOptions]) -> Messages:
         """Recalled messages and the newest ``last_messages``, through the processors;
@@ -245,6 +321,10 @@ class Memory:
     def working_memory_tool(self, **ids: Unpack[kw.ToolIds]) -> StructuredTool:
         """The ``update_working_memory`` StructuredTool (ids from here or the call's config)."""
         return _shape("..working_memory.tool").create_working_memory_tool(self, **ids)
+
+    def recall_tool(self, **opts: Unpack[kw.RecallToolOptions]) -> StructuredTool:
+        """The ``search_memory`` StructuredTool: the model searches its own past (`recall_tool`)."""
+        return _shape("recall_tool").create_recall_tool(self, **opts)
 
     # -- the turn ------------------------------------------------------------------------------
     def context(self, new_messages: In, **turn: Unpack[kw.TurnRef]) -> Messages:
@@ -313,6 +393,10 @@ def _shape(module: str) -> Any:
 
 def _branching(branch: kw.BranchOptions) -> dict[str, Any]:  # branch_off's keywords
     return {"resource_id": None, "after_message_id": None, **branch}
+
+
+def _unarchived(query: kw.ThreadQuery) -> dict[str, Any]:  # listings leave archived out
+    return {"archived": False, **query}
 
 
 def _listing(query: kw.MessageQuery) -> dict[str, Any]:  # get_messages in storage's names

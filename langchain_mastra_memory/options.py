@@ -9,6 +9,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from .errors import ConfigurationError
 
 
+def check_last_messages(value: Any) -> Any:
+    """`value` if it is a non-negative int or False (`ValueError` for pydantic if not)."""
+    if value is True or (not isinstance(value, int)) or (value is not False and value < 0):
+        raise ValueError(f"last_messages must be a non-negative int or False, got {value!r}")
+    return value
+
+
 class MemoryOptions(BaseModel):
     """Options of `Memory` (Mastra's ``MemoryConfig``).
 
@@ -19,6 +26,9 @@ class MemoryOptions(BaseModel):
     - ``generate_title``: ``False``/``True`` or ``{"model": chat_model}``.
     - ``observational_memory``: ``False`` or ``{"model": chat_model, ...}``
       (`ObservationalConfig`).
+    - ``read_only``: assemble the context but save nothing of a turn (routing agents,
+      sub-agents); the working-memory tool then refuses updates. One call can ask for it too
+      (`call_options`).
 
     Example:
         >>> MemoryOptions.parse({"last_messages": 10}).last_messages
@@ -32,14 +42,12 @@ class MemoryOptions(BaseModel):
     working_memory: dict[str, Any] | None = None
     generate_title: bool | dict[str, Any] = False
     observational_memory: bool | dict[str, Any] = False
+    read_only: bool = False
 
     @field_validator("last_messages", mode="before")
     @classmethod
     def _check_last(cls, value: Any) -> Any:
-        if value is True or (not isinstance(value, int)) or (value is not False and value < 0):
-            msg = f"last_messages must be a non-negative int or False, got {value!r}"
-            raise ValueError(msg)
-        return value
+        return check_last_messages(value)
 
     @classmethod
     def parse(cls, options: MemoryOptions | dict[str, Any] | None) -> MemoryOptions:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
 from typing_extensions import Required, TypedDict
@@ -24,14 +24,62 @@ class NewThread(TypedDict, total=False):
 
 
 class ThreadQuery(TypedDict, total=False):
-    """`Memory.list_threads`: filter by owner and metadata equality, order and page."""
+    """`Memory.list_threads`: filter by owner, metadata equality and archived state (default
+    False: archived threads are left out; None: all), order and page."""
 
     resource_id: str | None
     metadata: dict[str, Any] | None
+    archived: bool | None
     order_by: str  # "updated_at" (default) or "created_at"
     descending: bool  # default True
     limit: int | None
     offset: int
+
+
+class ThreadPageQuery(TypedDict, total=False):
+    """`Memory.page_threads`: `ThreadQuery`'s filters and order, by page (from 0) of
+    `per_page` threads (default 20; None: all)."""
+
+    resource_id: str | None
+    metadata: dict[str, Any] | None
+    archived: bool | None
+    order_by: str
+    descending: bool
+    page: int
+    per_page: int | None
+
+
+class MessagePageQuery(TypedDict, total=False):
+    """`Memory.page_messages`: the caller's resource (the thread's owner when not given), the
+    page (from 0) of `per_page` messages (default 40; None: all), newest first or not, a
+    ``[since, until)`` time range, message ids to include with `include_window` neighbours
+    each side, and a `query` whose recalled messages are included (instead of the last user
+    message's)."""
+
+    resource_id: str | None
+    page: int
+    per_page: int | None
+    descending: bool
+    since: datetime | None
+    until: datetime | None
+    include: Sequence[str]
+    include_window: int
+    query: str | None
+
+
+class SearchQuery(TypedDict, total=False):
+    """`Memory.search_messages`: whose memory, optionally one thread, the mode for this call,
+    a ``[since, until)`` time range, archived threads too, and the page (from 0) of
+    `per_page` hits (default 10)."""
+
+    resource_id: Required[str]
+    thread_id: str | None
+    mode: Literal["vector", "keyword", "hybrid"] | None
+    since: datetime | None
+    until: datetime | None
+    include_archived: bool
+    page: int
+    per_page: int | None
 
 
 class ThreadUpdate(TypedDict, total=False):
@@ -43,12 +91,16 @@ class ThreadUpdate(TypedDict, total=False):
 
 
 class CloneOptions(TypedDict, total=False):
-    """`Memory.clone_thread`: the clone's id (else a new UUID), title and extra metadata."""
+    """`Memory.clone_thread`: the clone's id (else a new UUID), title and extra metadata, and
+    which messages it copies: those `message_filter` keeps (``{"since", "until",
+    "message_ids"}``), the newest `message_limit` of them."""
 
     new_thread_id: str | None
     resource_id: str | None
     title: str | None
     metadata: dict[str, Any] | None
+    message_limit: int | None
+    message_filter: dict[str, Any] | None
 
 
 class BranchOptions(TypedDict, total=False):
@@ -100,6 +152,14 @@ class ToolIds(TypedDict, total=False):
     resource_id: str | None
 
 
+class RecallToolOptions(ToolIds, total=False):
+    """`Memory.recall_tool`: fixed ids (else each call's config gives them), the tool's name,
+    and how many hits a call returns (default 5)."""
+
+    name: str
+    per_page: int
+
+
 class SaveOptions(ThreadRef, total=False):
     """`Memory.save_messages`: the thread, its owner, and optionally one time per message."""
 
@@ -126,11 +186,15 @@ __all__ = [
     "BranchOptions",
     "CloneOptions",
     "MemoryRef",
+    "MessagePageQuery",
     "MessageQuery",
     "Mirroring",
     "NewThread",
     "RecallOptions",
+    "RecallToolOptions",
     "SaveOptions",
+    "SearchQuery",
+    "ThreadPageQuery",
     "ThreadQuery",
     "ThreadRef",
     "ThreadUpdate",

@@ -26,3 +26,9 @@ class Thread(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime
     updated_at: datetime
+    archived_at: datetime | None = None  # set by `Memory.archive_thread`
+
+    @property
+    def archived(self) -> bool:
+        """Whether the thread is archived (out of listings and recall unless asked for)."""
+        return self.archived_at is not None

@@ -24,12 +24,14 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import Runnable
 
-from .errors import InvalidMessageError, ThreadNotFoundError
+from . import call_options
+from .call_options import CallOptions
+from .errors import ConfigurationError, InvalidMessageError, ThreadNotFoundError
 from .messages import ensure_messages, ids_of
 from .processors import MemoryProcessor, TokenLimiter, ToolCallFilter
 from .processors.semantic_recall import assembled_block, last_human_text, recalled_block
 from .provider_rules import provider_safe
-from .recall.index import RecallIndex
+from .recall.index import RecallIndex, RecallOptions
 from .storage.base import MemoryStorage
 from .storage.records import StoredMessage
 from .thread import Thread
@@ -132,22 +134,24 @@ class TurnContext:
         new: Sequence[BaseMessage],
         history: Sequence[BaseMessage] | None,
     ) -> Steps[list[BaseMessage]]:
+        wanted = call_options.current()  # this call's own options, from the run's config
+        last = self.last_messages if wanted.last_messages is None else wanted.last_messages
+        index, options = self._recall_for(wanted)
         if resource_id is None:
             resource_id = owner_of((yield call(self.storage, "get_thread", thread_id)), thread_id)
-        last = self.last_messages
         found: list[StoredMessage] | None = None  # recalled while the history loaded
         if history is not None and self.observations is None:
             messages = newest(history, last)
         elif last is False and self.observations is None:
             messages = []
-        elif self.recall_index is not None and (query := recall_query((), new)[0]):
+        elif index is not None and (query := recall_query((), new)[0]):
             # the turn gives the query: search while the history loads (the two are
             # independent; what the history holds is left out of the recall afterwards)
             # (the search, the longer of the two, runs in this thread: it starts at once)
             found, messages = yield both(
                 call(
-                    self.recall_index, "recall", query, resource_id=resource_id,
-                    thread_id=thread_id, exclude=set(), never_hits=ids_of(new),
+                    index, "recall", query, resource_id=resource_id, thread_id=thread_id,
+                    exclude=set(), never_hits=ids_of(new), options=options,
                 ),
                 self._history(thread_id, resource_id, new, last),
             )  # fmt: skip
@@ -157,8 +161,10 @@ class TurnContext:
             shown = ids_of([*messages, *new])
             found = [s for s in found if s.message.id not in shown]
             messages = (yield from assembled_block(self.storage, found, thread_id)) + messages
-        elif self.recall_index is not None:
-            messages = (yield from self._recalled(thread_id, resource_id, messages, new)) + messages
+        elif index is not None:
+            messages = (
+                yield from self._recalled(thread_id, resource_id, messages, new, options)
+            ) + messages
         for step in self.steps:
             messages = yield call(step, "invoke", messages, **processor_options(step, new))
         return messages
@@ -180,12 +186,26 @@ class TurnContext:
         current = ids_of(new)  # a graph may have saved them already
         return newest([s.message for s in stored if s.message.id not in current], last)
 
+    def _recall_for(self, wanted: CallOptions) -> tuple[RecallIndex | None, RecallOptions | None]:
+        """The index a call recalls through (None: no recall) and its own options (None: the
+        index's)."""
+        if wanted.semantic_recall is False or wanted.semantic_recall is None:
+            return (None if wanted.semantic_recall is False else self.recall_index), None
+        if self.recall_index is None:
+            raise ConfigurationError(
+                "memory_options.semantic_recall: this memory has no semantic recall to tune "
+                '(enable it with Memory(options={"semantic_recall": True}))'
+            )
+        base = self.recall_index.options.model_dump()
+        return self.recall_index, RecallOptions.parse({**base, **wanted.semantic_recall})
+
     def _recalled(
         self,
         thread_id: str | None,
         resource_id: str,
         history: Sequence[BaseMessage],
         new: Sequence[BaseMessage],
+        options: RecallOptions | None = None,
     ) -> Steps[list[BaseMessage]]:
         assert self.recall_index is not None
         query, exclude = recall_query(history, new)
@@ -200,6 +220,7 @@ class TurnContext:
                 thread_id=thread_id,
                 exclude=exclude,
                 never_hits=ids_of(new),
+                options=options,
             )
         )
 

@@ -235,6 +235,31 @@ CASES = [
     Case(("Memory.alist_threads",), lambda w: arun(w.memory.alist_threads(resource_id="bob")), NOTHING),
     Case(("Memory.get_messages",), lambda w: w.memory.get_messages(thread_id="tA", resource_id="bob"), REFUSED),
     Case(("Memory.aget_messages",), lambda w: arun(w.memory.aget_messages(thread_id="tA", resource_id="bob")), REFUSED),
+    # pages, search, the recall tool, the lifecycle (Mastra 1.x)
+    Case(("Memory.page_threads",), lambda w: w.memory.page_threads(resource_id="bob", archived=None), NOTHING),
+    Case(("Memory.apage_threads",), lambda w: arun(w.memory.apage_threads(resource_id="bob")), NOTHING),
+    Case(("Memory.page_messages",), lambda w: w.memory.page_messages("tA", resource_id="bob"), REFUSED),
+    Case(("Memory.apage_messages",), lambda w: arun(w.memory.apage_messages("tA", resource_id="bob")), REFUSED),
+    Case(("Memory.page_messages",), lambda w: w.memory.page_messages(
+        "tB", resource_id="bob", include=alices_ids(w), include_window=3, query=QUESTION), NOTHING),
+    Case(("Memory.search_messages",), lambda w: w.memory.search_messages(QUESTION, resource_id="bob"), NOTHING),
+    Case(("Memory.asearch_messages",), lambda w: arun(w.memory.asearch_messages(
+        QUESTION, resource_id="bob", include_archived=True, mode="keyword")), NOTHING),
+    Case(("Memory.search_messages",), lambda w: w.memory.search_messages(
+        QUESTION, resource_id="bob", thread_id="tA"), REFUSED),
+    Case(("Memory.recall_tool",), lambda w: w.memory.recall_tool().invoke(
+        {"name": "search_memory", "args": {"query": QUESTION}, "id": "c1", "type": "tool_call"},
+        BOB_ON_B), NOTHING),
+    Case(("Memory.recall_tool",), lambda w: w.memory.recall_tool().invoke(
+        {"name": "search_memory", "args": {"query": QUESTION, "thread_id": "tA"}, "id": "c2",
+         "type": "tool_call"}, BOB_ON_B), NOTHING),
+    Case(("Memory.archive_thread",), lambda w: w.memory.archive_thread("tA", resource_id="bob"), REFUSED),
+    Case(("Memory.aarchive_thread",), lambda w: arun(w.memory.aarchive_thread("tA", resource_id="bob")), REFUSED),
+    Case(("Memory.unarchive_thread",), lambda w: w.memory.unarchive_thread("tA", resource_id="bob"), REFUSED),
+    Case(("Memory.transfer_thread",), lambda w: w.memory.transfer_thread(
+        "tA", to_resource_id="bob", resource_id="bob"), REFUSED),
+    Case(("Memory.atransfer_thread",), lambda w: arun(w.memory.atransfer_thread(
+        "tA", to_resource_id="bob", resource_id="bob")), REFUSED),
     # the turn: history, recall, working memory, observational memory
     Case(("Memory.recall",), lambda w: w.memory.recall(thread_id="tA", resource_id="bob", new_messages=ASK), REFUSED),
     Case(("Memory.arecall",), lambda w: arun(w.memory.arecall(thread_id="tA", resource_id="bob", new_messages=ASK)), REFUSED),
@@ -333,6 +358,10 @@ CASES = [
     Case(("cli recall",), lambda w: invoke_cli(w, "recall", QUESTION, "--resource", "bob", "--thread", "tA"), NOTHING, True),
     Case(("cli working-memory show",), lambda w: invoke_cli(w, "working-memory", "show", "--resource", "bob"), NOTHING, True),
 ]  # fmt: skip
+
+
+def alices_ids(w: World) -> list[str]:
+    return [m.id or "" for m in w.memory.get_messages(thread_id="tA", resource_id="alice")]
 
 
 def vector_hits(w: World, *, twin: bool = False, **part: str) -> Any:

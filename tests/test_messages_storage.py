@@ -332,6 +332,7 @@ def test_keyword_search_migrates_from_the_unpartitioned_index(tmp_path) -> None:
 
     from langchain_core.messages import AIMessage, HumanMessage
 
+    import langchain_mastra_memory.storage.sql as sql_module
     from langchain_mastra_memory import SQLiteStorage
     from langchain_mastra_memory.storage import sqlite_schema
 
@@ -339,6 +340,7 @@ def test_keyword_search_migrates_from_the_unpartitioned_index(tmp_path) -> None:
     current = sqlite_schema.MIGRATIONS
     try:
         sqlite_schema.MIGRATIONS = current[:2]
+        sql_module.THREAD_COLUMNS = sql_module.NEW_THREAD_COLUMNS  # that schema's threads
         import langchain_mastra_memory.storage.sqlite as sqlite_module
 
         sqlite_module.MIGRATIONS = current[:2]
@@ -354,6 +356,7 @@ def test_keyword_search_migrates_from_the_unpartitioned_index(tmp_path) -> None:
     finally:
         sqlite_schema.MIGRATIONS = current
         sqlite_module.MIGRATIONS = current
+        sql_module.THREAD_COLUMNS = sql_module.NEW_THREAD_COLUMNS + ", archived_at"
     assert sqlite3.connect(path).execute("SELECT version FROM memory_schema").fetchone()[0] == 2
     storage = SQLiteStorage(path)
     assert storage.schema_version() == len(current)

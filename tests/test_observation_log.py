@@ -211,12 +211,14 @@ def test_an_unbuffered_commit_takes_the_waiting_groups_into_the_log(storage) -> 
 def test_a_log_written_before_buffering_migrates_active(tmp_path: Path, monkeypatch) -> None:
     """A file at schema 5 (the log without buffering) opens at the current schema: its groups
     stay in the log, its cursor holds, and buffering continues after it."""
+    import langchain_mastra_memory.storage.sql as sql_module
     import langchain_mastra_memory.storage.sqlite as sqlite_module
     from langchain_mastra_memory.storage import sqlite_schema
 
     current = sqlite_schema.MIGRATIONS
     path = tmp_path / "v5.db"
     monkeypatch.setattr(sqlite_module, "MIGRATIONS", current[:5])
+    monkeypatch.setattr(sql_module, "THREAD_COLUMNS", sql_module.NEW_THREAD_COLUMNS)  # as then
     old = SQLiteStorage(path)
     ids = turns(old, "t1", 3)
     key = scope_key("thread", resource_id="alice", thread_id="t1")
@@ -232,6 +234,7 @@ def test_a_log_written_before_buffering_migrates_active(tmp_path: Path, monkeypa
                      (key, seq[0]))  # fmt: skip
     old.close()
     monkeypatch.setattr(sqlite_module, "MIGRATIONS", current)
+    monkeypatch.undo()
     storage = SQLiteStorage(path)
     assert storage.schema_version() == len(current)
     ref = {"resource_id": "alice", "thread_id": "t1"}

@@ -119,3 +119,32 @@ def test_a_resources_writers_take_turns_so_seq_follows_commits(schema: str) -> N
     waiting.join(10)
     assert done == ["c", "b"]
     storage.close()
+
+
+def test_keyword_search_weighs_rare_words_by_their_counted_messages(schema: str) -> None:
+    """Words too rare for ``pg_stats`` (every word of a young table) are counted, so the rarer
+    of two query words outweighs the other, as FTS5's BM25 does: one message of 'zebra'
+    beats five of 'giraffe' although it is longer (equal weights would rank it below)."""
+    storage = PostgresStorage(DSN, schema=schema)
+    storage.create_thread(thread_id="a1", resource_id="alice")
+    rare = HumanMessage("zebra sighting today at the lake", id="zebra")
+    common = [HumanMessage("giraffe sighting today", id=f"giraffe{i}") for i in range(5)]
+    filler = [HumanMessage(f"hello there friend {i}", id=f"f{i}") for i in range(20)]
+    storage.save_messages([*filler, *common, rare], thread_id="a1", resource_id="alice")
+    hits = storage.search_text("giraffe zebra", resource_id="alice", limit=6)
+    assert hits[0][0] == "zebra"
+    assert {h[0] for h in hits[1:]} == {f"giraffe{i}" for i in range(5)}
+
+
+def test_the_keyword_index_has_no_pending_list(schema: str) -> None:
+    """Every search would read GIN's pending list in full: new entries go in at once."""
+    import psycopg
+
+    PostgresStorage(DSN, schema=schema)
+    with psycopg.connect(DSN) as conn:
+        (options,) = conn.execute(
+            "SELECT reloptions FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relname = 'memory_messages_tsv'",
+            (schema,),
+        ).fetchone()
+    assert "fastupdate=off" in options

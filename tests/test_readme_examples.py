@@ -54,6 +54,13 @@ SCRIPTS = {
     ],
     "LangChain agents: middleware": [WM_CALL, AIMessage("Hi Alice!"), AIMessage("In Lisbon.")],
     "The agent tool": [WM_CALL, AIMessage("Nice to meet you, Ada.")],
+    "The recall tool: the model searches its own past": [
+        AIMessage("A fine name."),
+        AIMessage(
+            "", tool_calls=[{"name": "search_memory", "args": {"query": "boat name"}, "id": "s1"}]
+        ),
+        AIMessage("It is called Albatross."),
+    ],
     "LangGraph's store: `memory.store()`": [
         AIMessage(
             "",
@@ -98,6 +105,10 @@ def test_readme_example_runs_as_written(title: str, tmp_path: Path, monkeypatch)
         return
     threads = memory.list_threads()
     assert threads and all(memory.get_messages(thread_id=t.id) for t in threads)
+    if title.startswith("The recall tool"):  # the search found the boat in the other thread
+        tool_reply = [m for m in model.seen[-1] if m.type == "tool"][-1]
+        assert "Our sailboat is called Albatross." in tool_reply.content
+        return
     if any(m.tool_calls for m in SCRIPTS[title] if isinstance(m, AIMessage)):
         owner = next(t.resource_id for t in threads)
         assert "Lisbon" in memory.get_working_memory(resource_id=owner)

@@ -43,6 +43,7 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 
+from .. import call_options
 from ..errors import ConfigurationError, InvalidMessageError, ResourceMismatchError
 from ..ids import explicit_resource_id, resolve_ids
 from ..messages import ensure_messages
@@ -409,7 +410,8 @@ class MemoryCheckpointer(BaseCheckpointSaver):
             raise
         if messages is not None:
             self.mirror.after_put(thread_id, checkpoint["id"], messages)
-        if plan is not None:
+        read_only = self.memory.synced.read_only or call_options.of(config).read_only
+        if plan is not None and not read_only:  # read-only: the state is the graph's alone
             yield from self.mirror.safely(self.mirror.apply(plan), thread_id)
         return _owned_config(result, resource_id)
 

@@ -108,12 +108,16 @@ class MemoryWrapped(Runnable[Any, Any]):
 
     def _save_turn(self, turn: tuple[_Turn, Any]) -> list[BaseMessage]:
         call, output = turn  # the thread was ensured (and its owner checked) by _start
+        if not self.memory.synced.saves_turns():  # a read-only memory, or call
+            return []
         return self.memory.save_messages(
             call.to_save(output), thread_id=call.thread_id, resource_id=call.resource_id
         )
 
     async def _asave_turn(self, turn: tuple[_Turn, Any]) -> list[BaseMessage]:
         call, output = turn
+        if not self.memory.synced.saves_turns():
+            return []
         return await self.memory.asave_messages(
             call.to_save(output), thread_id=call.thread_id, resource_id=call.resource_id
         )
@@ -121,7 +125,8 @@ class MemoryWrapped(Runnable[Any, Any]):
     def _start(self, value: Any, config: RunnableConfig) -> _Turn:
         turn = _Turn(self.memory, value, config)
         thread_id, resource_id = turn.thread_id, turn.resource_id
-        self.memory.ensure_thread(thread_id=thread_id, resource_id=resource_id)
+        if self.memory.synced.saves_turns():  # read-only: not even an empty thread
+            self.memory.ensure_thread(thread_id=thread_id, resource_id=resource_id)
         if observed(config):
             turn.sent = self._context.invoke(turn.new, config)  # parsed once, by _Turn
         else:
@@ -131,7 +136,8 @@ class MemoryWrapped(Runnable[Any, Any]):
     async def _astart(self, value: Any, config: RunnableConfig) -> _Turn:
         turn = _Turn(self.memory, value, config)
         thread_id, resource_id = turn.thread_id, turn.resource_id
-        await self.memory.aensure_thread(thread_id=thread_id, resource_id=resource_id)
+        if self.memory.synced.saves_turns():
+            await self.memory.aensure_thread(thread_id=thread_id, resource_id=resource_id)
         if observed(config):
             turn.sent = await self._context.ainvoke(turn.new, config)
         else:

@@ -54,6 +54,7 @@ from langgraph.store.base import (
 )
 
 from ..errors import ConfigurationError
+from ..storage.filters import matches
 from ..storage.records import ItemWrite, Namespace, StoredItem
 from ..storage.validation import check_item_key, check_item_value, check_namespace, check_query
 from ..twins import Steps, call, run_async, run_sync
@@ -64,35 +65,6 @@ if TYPE_CHECKING:
 
 WORKING_MEMORY = "working_memory"
 CURRENT = "current"
-
-
-def matches(value: Any, wanted: Any) -> bool:
-    """LangGraph's filter semantics: nested equality, and ``$eq $ne $gt $gte $lt $lte``."""
-    if isinstance(wanted, dict):
-        if any(k.startswith("$") for k in wanted):
-            return all(_compare(value, op, operand) for op, operand in wanted.items())
-        return isinstance(value, dict) and all(matches(value.get(k), v) for k, v in wanted.items())
-    if isinstance(wanted, (list, tuple)):
-        return (
-            isinstance(value, (list, tuple))
-            and len(value) == len(wanted)
-            and all(matches(v, w) for v, w in zip(value, wanted, strict=True))
-        )
-    return bool(value == wanted)
-
-
-def _compare(value: Any, op: str, operand: Any) -> bool:
-    if op == "$eq":
-        return bool(value == operand)
-    if op == "$ne":
-        return bool(value != operand)
-    if op not in ("$gt", "$gte", "$lt", "$lte"):
-        raise ValueError(f"unsupported filter operator {op!r} (use $eq $ne $gt $gte $lt $lte)")
-    try:
-        left, right = float(value), float(operand)
-    except (TypeError, ValueError):
-        return False
-    return {"$gt": left > right, "$gte": left >= right, "$lt": left < right}.get(op, left <= right)
 
 
 class InvalidStoreInputError(ConfigurationError, InvalidNamespaceError):

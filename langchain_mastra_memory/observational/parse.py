@@ -37,6 +37,7 @@ class ParsedLog:
 
     entries: list[Entry] = field(default_factory=list)
     current_task: str | None = None
+    working_memory: str | None = None  # an Observer's update of the working memory, if any
 
 
 def _block(text: str, tag: str) -> tuple[str | None, str]:
@@ -61,10 +62,11 @@ def parse_log(text: object) -> ParsedLog:
     if isinstance(text, list):  # content blocks
         text = "\n".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in text)
     body = _THINK.sub("", str(text or ""))
+    working, body = _block(body, "working-memory")
     task, body = _block(body, "current-task")
     observations, rest = _block(body, "observations")
     body = observations if observations is not None else rest
-    parsed = ParsedLog(current_task=task or None)
+    parsed = ParsedLog(current_task=task or None, working_memory=working or None)
     date: str | None = None
     for raw in body.splitlines():
         if not raw.strip() or re.fullmatch(r"\s*</?[a-z-]+>\s*", raw, re.I):

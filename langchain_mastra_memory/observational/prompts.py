@@ -118,18 +118,40 @@ def _transcript(messages: Sequence[BaseMessage], times: Sequence[datetime | None
     return "\n".join(lines)
 
 
+WORKING_MEMORY_INSTRUCTIONS = """\
+The assistant also keeps a working memory: a short document of what it should always know
+about the user, shown below as <working-memory>. If the new messages change what it should
+say, write the WHOLE updated document inside <working-memory>...</working-memory> after the
+current task{shape}; if nothing in it should change, leave that block out."""
+
+
+def with_instruction(instructions: str, instruction: str | None) -> str:
+    """`instructions` with the developer's own `instruction` added (Mastra 1.x's option)."""
+    if not instruction or not instruction.strip():
+        return instructions
+    return f"{instructions}\nAlso, from the developer of this assistant:\n{instruction.strip()}\n"
+
+
 def observer_prompt(
     messages: Sequence[BaseMessage],
     times: Sequence[datetime | None],
     log: str,
     instructions: str = OBSERVER_INSTRUCTIONS,
+    working_memory: str | None = None,
+    working_memory_shape: str = "",
 ) -> list[BaseMessage]:
-    """The Observer's input: its instructions, the log so far, and the new messages."""
+    """The Observer's input: its instructions, the log so far, and the new messages (and,
+    when the Observer manages working memory, the document as it stands)."""
     known = log.strip() or "(none yet)"
+    manages = working_memory is not None
+    system = instructions
+    if manages:
+        system += "\n" + WORKING_MEMORY_INSTRUCTIONS.format(shape=working_memory_shape)
+    document = f"<working-memory>\n{working_memory}\n</working-memory>\n\n" if manages else ""
     return [
-        SystemMessage(instructions),
+        SystemMessage(system),
         HumanMessage(
-            f"<existing-observations>\n{known}\n</existing-observations>\n\n"
+            f"{document}<existing-observations>\n{known}\n</existing-observations>\n\n"
             f"<new-messages>\n{_transcript(messages, times)}\n</new-messages>"
         ),
     ]

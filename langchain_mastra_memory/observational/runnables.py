@@ -45,7 +45,8 @@ def _check_model(model: Any, role: str) -> BaseChatModel:
 
 
 class Observer(Runnable[dict[str, Any], ParsedLog]):
-    """``{"messages": [...], "times": [...] (optional), "log": "..."}`` -> the new entries."""
+    """``{"messages": [...], "times": [...] (optional), "log": "...", "working_memory": "..."
+    (optional: the Observer may then rewrite it)}`` -> the new entries."""
 
     def __init__(self, model: BaseChatModel, *, instructions: str = OBSERVER_INSTRUCTIONS) -> None:
         self.model = _check_model(model, "Observer")
@@ -55,7 +56,10 @@ class Observer(Runnable[dict[str, Any], ParsedLog]):
     def _prompt(self, value: dict[str, Any]) -> list[BaseMessage]:
         messages: Sequence[BaseMessage] = value["messages"]
         times: Sequence[datetime | None] = value.get("times") or [None] * len(messages)
-        return observer_prompt(messages, times, value.get("log", ""), self.instructions)
+        return observer_prompt(
+            messages, times, value.get("log", ""), self.instructions,
+            value.get("working_memory"), value.get("working_memory_shape", ""),
+        )  # fmt: skip
 
     def invoke(
         self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any

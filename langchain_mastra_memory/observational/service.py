@@ -18,19 +18,21 @@ yet observed; observed messages stay stored.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import queue
 import threading
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, wait
-from typing import Any, Literal
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import ConfigurationError, ResourceMismatchError
+from ..errors import ConfigurationError, MastraMemoryError, ResourceMismatchError
 from ..injected import tag
 from ..messages import ids_of
 from ..storage.base import MemoryStorage
@@ -46,11 +48,41 @@ from .checks import (
     usable_task,
 )
 from .parse import parse_log
-from .prompts import context_block, format_entries
+from .prompts import (
+    OBSERVER_INSTRUCTIONS,
+    REFLECTOR_INSTRUCTIONS,
+    context_block,
+    format_entries,
+    with_instruction,
+)
 from .runnables import Observer, Reflector
+
+if TYPE_CHECKING:
+    from ..working_memory.service import WorkingMemoryStore
 
 logger = logging.getLogger(__name__)
 SOURCE = "observational_memory"
+EVENT = "memory_status"  # the LangChain custom event's name
+EventKind = Literal[
+    "observing", "buffered", "activated", "reflecting", "reflected", "working_memory_updated",
+    "failed",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ObservationEvent:
+    """What observational memory just did, for a status line (`ObservationalConfig.on_status`).
+
+    Example:
+        >>> ObservationEvent("activated", "thread:t1", "alice", "t1", {"groups": 2}).kind
+        'activated'
+    """
+
+    kind: EventKind
+    scope_key: str
+    resource_id: str
+    thread_id: str | None
+    detail: dict[str, Any] = field(default_factory=dict)
 
 
 class ObservationalConfig(BaseModel):
@@ -69,11 +101,32 @@ class ObservationalConfig(BaseModel):
     - ``block_after``: a turn over this multiple of ``message_tokens`` waits for the Observer
       (default 1.2, Mastra's).
     - ``lease_seconds``: how long a run may hold its scope before another may take it.
+
+    Mastra 1.x's options too:
+
+    - ``observer_model`` / ``reflector_model``: a model for one of the two (``model`` is the
+      other's, or both's).
+    - ``instruction``: the developer's own words added to both prompts (what to keep, what to
+      ignore); ``observer_instruction`` / ``reflector_instruction`` for one of them.
+    - ``manage_working_memory``: the Observer also rewrites the working memory (it must be
+      enabled) when the conversation changed what it should say; the update goes through the
+      same validation as the tool, and an invalid one is dropped with a warning.
+    - ``on_status``: called with an `ObservationEvent` at each step (observing, buffered,
+      activated, reflecting, reflected, working_memory_updated, failed), so an app can show
+      what memory is doing; inside a run the same events go out as LangChain custom events
+      named ``memory_status`` (``astream_events`` shows them).
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
-    model: Any
+    model: Any = None
+    observer_model: Any = None
+    reflector_model: Any = None
+    instruction: str | None = None
+    observer_instruction: str | None = None
+    reflector_instruction: str | None = None
+    manage_working_memory: bool = False
+    on_status: Callable[[ObservationEvent], None] | None = None
     scope: Literal["thread", "resource"] = "thread"
     message_tokens: int = Field(30_000, gt=0)
     observation_tokens: int = Field(40_000, gt=0)
@@ -101,11 +154,15 @@ class ObservationalConfig(BaseModel):
     def parse(cls, option: bool | dict[str, Any]) -> ObservationalConfig | None:
         if option is False or option is None:
             return None
-        if not isinstance(option, dict) or not isinstance(option.get("model"), BaseChatModel):
-            raise ConfigurationError(
-                'observational_memory needs {"model": <a LangChain chat model>} (the Observer '
-                "and Reflector run on it); got " + repr(option)
-            )
+        given = option if isinstance(option, dict) else {}
+        for role in ("observer", "reflector"):
+            model = given.get(f"{role}_model") or given.get("model")
+            if not isinstance(model, BaseChatModel):
+                raise ConfigurationError(
+                    'observational_memory needs {"model": <a LangChain chat model>} (the '
+                    f'Observer and Reflector run on it; or "{role}_model" for the {role}); '
+                    f"got {option!r}"
+                )
         try:
             return cls.model_validate(option)
         except ValidationError as exc:
@@ -144,11 +201,32 @@ class DaemonWorker:
 class ObservationalMemory:
     """Observes behind the turn and shapes its history (see the module docstring)."""
 
-    def __init__(self, storage: MemoryStorage, config: ObservationalConfig) -> None:
+    def __init__(
+        self,
+        storage: MemoryStorage,
+        config: ObservationalConfig,
+        working: WorkingMemoryStore | None = None,
+    ) -> None:
         self.storage = storage
         self.config = config
-        self.observer = Observer(config.model)
-        self.reflector = Reflector(config.model)
+        self.observer = Observer(
+            config.observer_model or config.model,
+            instructions=with_instruction(
+                OBSERVER_INSTRUCTIONS, config.observer_instruction or config.instruction
+            ),
+        )
+        self.reflector = Reflector(
+            config.reflector_model or config.model,
+            instructions=with_instruction(
+                REFLECTOR_INSTRUCTIONS, config.reflector_instruction or config.instruction
+            ),
+        )
+        if config.manage_working_memory and (working is None or not working.config.enabled):
+            raise ConfigurationError(
+                "observational_memory.manage_working_memory needs working memory: "
+                'options={"working_memory": {"enabled": True}, ...}'
+            )
+        self.working = working if config.manage_working_memory else None
         self.counter = TokenCounter()
         self._pool: DaemonWorker | None = None
         self._running: dict[str, Future[Any]] = {}  # scope -> its run in the worker thread
@@ -157,11 +235,31 @@ class ObservationalMemory:
 
     @classmethod
     def from_option(
-        cls, storage: MemoryStorage, option: bool | dict[str, Any]
+        cls,
+        storage: MemoryStorage,
+        option: bool | dict[str, Any],
+        working: WorkingMemoryStore | None = None,
     ) -> ObservationalMemory | None:
         """The service for ``options["observational_memory"]`` (None when it is off)."""
         config = ObservationalConfig.parse(option)
-        return None if config is None else cls(storage, config)
+        return None if config is None else cls(storage, config, working)
+
+    def _emit(self, kind: EventKind, key: str, resource_id: str, thread_id: str | None,
+              **detail: Any) -> None:  # fmt: skip
+        """Tell `on_status`, and the run's callbacks when there is a run (a failing listener
+        warns; memory goes on)."""
+        event = ObservationEvent(kind, key, resource_id, thread_id, detail)
+        if self.config.on_status is not None:
+            try:
+                self.config.on_status(event)
+            except Exception as exc:
+                logger.warning("observational memory: on_status failed on %s: %s", kind, exc)
+        try:
+            from langchain_core.callbacks import dispatch_custom_event
+
+            dispatch_custom_event(EVENT, asdict(event))
+        except RuntimeError:  # no run to report to (the worker thread): on_status only
+            pass
 
     def key(self, thread_id: str, resource_id: str) -> str:
         return scope_key(self.config.scope, resource_id=resource_id, thread_id=thread_id)
@@ -255,8 +353,43 @@ class ObservationalMemory:
         )  # fmt: skip
         if not activated:
             return raw
+        self._activated(activated, key, resource_id, thread_id)
         self._submit(key, self._reflect(key, resource_id))
         return raw - sum(g.message_tokens for g in activated)
+
+    def _activated(
+        self, groups: Sequence[ObservationGroup], key: str, resource_id: str, thread_id: str
+    ) -> None:
+        if groups:
+            self._emit(
+                "activated", key, resource_id, thread_id, groups=len(groups),
+                message_tokens=sum(g.message_tokens for g in groups),
+            )  # fmt: skip
+
+    def _working_memory(self, resource_id: str, thread_id: str) -> Steps[dict[str, Any]]:
+        """The Observer's view of the working memory it manages ({} when it manages none)."""
+        if self.working is None:
+            return {}
+        current = yield call(self.working, "get", resource_id=resource_id, thread_id=thread_id)
+        if self.working.config.mode == "schema":
+            shape = " (as a JSON object holding only the fields that change)"
+            return {"working_memory": json.dumps(current or {}), "working_memory_shape": shape}
+        return {"working_memory": current or self.working.config.template or ""}
+
+    def _update_working_memory(
+        self, text: str, key: str, resource_id: str, thread_id: str
+    ) -> Steps[None]:
+        """Apply an Observer's rewrite of the working memory, validated as the tool's are; an
+        invalid one is dropped (the observations stand)."""
+        assert self.working is not None
+        try:
+            value: Any = json.loads(text) if self.working.config.mode == "schema" else text
+            yield call(self.working, "update", value, resource_id=resource_id, thread_id=thread_id)
+        except (ValueError, MastraMemoryError) as exc:
+            logger.warning("observational memory: the Observer's working memory refused: %s", exc)
+            self._emit("failed", key, resource_id, thread_id, step="working_memory", error=str(exc))
+            return
+        self._emit("working_memory_updated", key, resource_id, thread_id)
 
     def _observe(self, key: str, thread_id: str, resource_id: str) -> Steps[None]:
         """Observe what no group covers yet, commit it buffered, then activate (at the
@@ -272,10 +405,13 @@ class ObservationalMemory:
             if not pending:
                 yield call(self.storage, "release_observation", key, owner=owner)
                 return
+            self._emit("observing", key, resource_id, thread_id, messages=len(pending))
+            document = yield from self._working_memory(resource_id, thread_id)
             parsed = yield call(self.observer, "invoke", {
                 "messages": [s.message for s in pending],
                 "times": [s.created_at for s in pending],
                 "log": "\n".join(g.text for g in log),
+                **document,
             })  # fmt: skip
             problem = observation_problem(parsed.entries, [s.message for s in pending])
             if problem is not None:
@@ -290,13 +426,20 @@ class ObservationalMemory:
         except Exception as exc:  # nothing committed: the messages wait for the next run
             yield call(self.storage, "release_observation", key, owner=owner)
             logger.warning("observational memory: observing %s failed, retried later: %s", key, exc)
+            self._emit("failed", key, resource_id, thread_id, step="observe", error=str(exc))
             return
+        self._emit("buffered", key, resource_id, thread_id, messages=len(pending))
+        if parsed.working_memory is not None and self.working is not None:
+            yield from self._update_working_memory(
+                parsed.working_memory, key, resource_id, thread_id
+            )
         raw = yield call(self.storage, "unobserved_tokens", key, **ref)
         if raw >= self.config.message_tokens:
-            yield call(
+            activated = yield call(
                 self.storage, "activate_observations", key, retain_tokens=self.config.retain_tokens,
                 **ref,
             )  # fmt: skip
+            self._activated(activated, key, resource_id, thread_id)
         yield from self._reflect(key, resource_id)
 
     def _reflect(self, key: str, resource_id: str) -> Steps[None]:
@@ -311,6 +454,7 @@ class ObservationalMemory:
         try:
             log = yield call(self.storage, "observation_log", key)
             whole = "\n".join(g.text for g in log)
+            self._emit("reflecting", key, resource_id, None, groups=len(log), tokens=tokens)
             parsed = yield call(self.reflector, "invoke", {"log": whole})
             problem = reflection_problem(parsed.entries, parse_log(whole).entries)
             if problem is not None:
@@ -329,6 +473,10 @@ class ObservationalMemory:
             logger.warning(
                 "observational memory: reflecting %s failed, retried later: %s", key, exc
             )
+            self._emit("failed", key, resource_id, None, step="reflect", error=str(exc))
+            return
+        self._emit("reflected", key, resource_id, None, replaced=len(log),
+                   tokens=self._tokens(text))  # fmt: skip
 
     def _tokens(self, text: str) -> float:
         return float(len(self.counter.encoding.encode_ordinary(text)))

@@ -39,8 +39,10 @@ class SemanticRecall(MemoryProcessor):
     cache, so a text is embedded once.
 
     Beyond Mastra, ``mode="keyword"`` uses the storage's full-text index (BM25) and ``"hybrid"``
-    fuses vector and keyword hits by reciprocal rank. The default, ``"vector"``, is the mode that
-    won the project's evaluation (``bench/recall_eval.py``).
+    fuses the two: each side's scores are normalised over a deep candidate pool and added with
+    equal weights (`recall.index.fuse`). The default, ``"hybrid"``, is the mode that won the
+    project's evaluation on real multi-session chat (``bench/recall_eval.py``; README, "Recall
+    quality"); ``"vector"`` is Mastra's own behaviour.
     Reads ``thread_id``/``resource_id`` from ``config["configurable"]``.
     """
 
@@ -180,12 +182,13 @@ def recalled_block(
     thread_id: str | None,
     exclude: set[str],
     never_hits: frozenset[str] = frozenset(),
+    options: RecallOptions | None = None,
 ) -> Steps[list[BaseMessage]]:
     """Recall for `query` and assemble it: the thread's own hits as messages, other threads'
     as one labelled system block (their titles read from storage). Run with `twins`."""
     found = yield call(
         index, "recall", query, resource_id=resource_id, thread_id=thread_id,
-        exclude=exclude, never_hits=never_hits,
+        exclude=exclude, never_hits=never_hits, options=options,
     )  # fmt: skip
     return (yield from assembled_block(storage, found, thread_id))
 

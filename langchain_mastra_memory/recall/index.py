@@ -21,11 +21,12 @@ from typing import Any, Literal
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import ConfigurationError, VectorStoreError
 from ..messages import embedding_pieces, mastra_role, without_tool_calls
 from ..storage.base import MemoryStorage
+from ..storage.filters import check_filter, matches
 from ..storage.records import StoredMessage
 from ..storage.sqlite import SQLiteStorage
 from ..storage.validation import check_id, check_optional_id, check_query
@@ -65,6 +66,14 @@ class RecallOptions(BaseModel):
     threshold: float | None = Field(default=None, ge=-1.0, le=1.0)
     index_name: str | None = None
     mode: Mode = DEFAULT_MODE
+    # recall only from threads whose metadata matches (LangGraph's operators; Mastra's
+    # ``semanticRecall.filter``)
+    filter: dict[str, Any] | None = None
+
+    @field_validator("filter")
+    @classmethod
+    def _known_operators(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if value is None else check_filter(value, "semantic_recall filter")
 
     @property
     def window(self) -> MessageRange:
@@ -190,50 +199,61 @@ class RecallIndex:
         limit: int | None,
         *,
         with_threads: bool = True,
+        mode: Mode | None = None,
+        within_thread: bool | None = None,
+        options: RecallOptions | None = None,
     ) -> Steps[list[RecallHit]]:
         """The ranked hits; with `with_threads` False, vector hits may keep an empty thread id
-        (recall reads the hits' windows from storage anyway, with their threads)."""
+        (recall reads the hits' windows from storage anyway, with their threads). `options`
+        (a call's), `mode` and `within_thread` (search `thread_id` only) override the index's
+        options for this call."""
         check_id(resource_id, "resource_id")  # never reaches a vector store's filter unchecked
         check_optional_id(thread_id, "thread_id")
+        opts = options or self.options
+        mode = self._mode(mode if mode is not None else options.mode if options else None)
         if not check_query(query).strip():
             return []
         yield call(self.writer, "flush")  # what this process saved is searchable
-        k = limit or self.options.top_k
-        scoped = thread_id if self.options.scope == "thread" else None  # resource scope: all
-        mode = self.options.mode
+        k = limit or opts.top_k
+        if within_thread is None:
+            within_thread = opts.scope == "thread"
+        scoped = thread_id if within_thread else None  # resource scope: all of its threads
         pool = k if mode != "hybrid" else max(HYBRID_POOL, 4 * k)
         vector_hits: list[RecallHit] = []
         keyword_hits: list[RecallHit] = []
         if mode == "vector":
-            vector_hits = yield from self._vector_side(query, resource_id, scoped, pool)
+            vector_hits = yield from self._vector_side(query, resource_id, scoped, pool, opts)
         elif mode == "keyword":
             keyword_hits = yield from self._keyword_side(query, resource_id, scoped, pool)
         else:  # the two sides are independent: run at the same time (keyword in this
             # thread: SQLite releases the GIL at once, so the vector side starts beside it)
             keyword_hits, vector_hits = yield both(
                 self._keyword_side(query, resource_id, scoped, pool),
-                self._vector_side(query, resource_id, scoped, pool),
+                self._vector_side(query, resource_id, scoped, pool, opts),
             )
         if mode == "keyword":
             return keyword_hits[:k]
         ranked = vector_hits[:k] if mode == "vector" else fuse(vector_hits, keyword_hits, k)
-        unknown = [h.message_id for h in ranked if not h.thread_id]
-        if unknown and with_threads:  # vector hits do not carry their thread: storage knows it
-            stored = yield call(
-                self.storage, "get_messages_by_id", unknown, resource_id=resource_id
-            )
-            threads = {s.message.id: s.thread_id for s in stored}
-            ranked = [
-                h
-                if h.thread_id
-                else RecallHit(h.message_id, threads.get(h.message_id, ""), h.score)
-                for h in ranked
-                if h.thread_id or h.message_id in threads
-            ]
+        if with_threads:
+            ranked = yield from self._with_threads(ranked, resource_id)
         return ranked
 
+    def _with_threads(self, hits: list[RecallHit], resource_id: str) -> Steps[list[RecallHit]]:
+        """`hits` with their thread ids (vector hits do not carry theirs: storage knows it);
+        a hit whose message is gone is dropped."""
+        unknown = [h.message_id for h in hits if not h.thread_id]
+        if not unknown:
+            return hits
+        stored = yield call(self.storage, "get_messages_by_id", unknown, resource_id=resource_id)
+        threads = {s.message.id: s.thread_id for s in stored}
+        return [
+            h if h.thread_id else RecallHit(h.message_id, threads[h.message_id], h.score)
+            for h in hits
+            if h.thread_id or h.message_id in threads
+        ]
+
     def _vector_side(
-        self, query: str, resource_id: str, thread_id: str | None, pool: int
+        self, query: str, resource_id: str, thread_id: str | None, pool: int, opts: RecallOptions
     ) -> Steps[list[RecallHit]]:
         assert self.vector is not None and self.embedder is not None
         embedding = yield call(self.embedder, "embed_query", query)
@@ -242,7 +262,10 @@ class RecallIndex:
             self.vector, "query", name, embedding, top_k=pool * PIECES_PER_HIT,
             resource_id=resource_id, thread_id=thread_id,
         )  # fmt: skip
-        return self._threshold(best_piece_per_message(pieces))[:pool]
+        hits = best_piece_per_message(pieces)
+        if opts.threshold is not None:
+            hits = [h for h in hits if h.score >= opts.threshold]
+        return hits[:pool]
 
     def _keyword_side(
         self, query: str, resource_id: str, thread_id: str | None, pool: int
@@ -253,6 +276,20 @@ class RecallIndex:
         )  # fmt: skip
         return [RecallHit(*row) for row in rows]
 
+    def _mode(self, mode: Mode | None) -> Mode:
+        """The mode of a call: the options' unless given; one needing vectors needs an index
+        built with them."""
+        if mode is None:
+            return self.options.mode
+        if mode not in ("vector", "keyword", "hybrid"):
+            raise ConfigurationError(f"mode must be 'vector', 'keyword' or 'hybrid', got {mode!r}")
+        if mode != "keyword" and (self.vector is None or self.embedder is None):
+            raise ConfigurationError(
+                f"mode {mode!r} needs vectors: this memory searches by keyword only "
+                '(semantic_recall={"mode": "hybrid"} embeds messages)'
+            )
+        return mode
+
     def search(
         self,
         query: str,
@@ -260,9 +297,16 @@ class RecallIndex:
         resource_id: str,
         thread_id: str | None = None,
         limit: int | None = None,
+        mode: Mode | None = None,
+        within_thread: bool | None = None,
     ) -> list[RecallHit]:
-        """Hits for `query` (best first), by the configured mode; [] for a blank query."""
-        return run_sync(self._search(query, resource_id, thread_id, limit))
+        """Hits for `query` (best first), by the configured mode (or `mode`); [] for a blank
+        query. `within_thread`: search `thread_id` only (default: the options' scope)."""
+        return run_sync(
+            self._search(
+                query, resource_id, thread_id, limit, mode=mode, within_thread=within_thread
+            )
+        )
 
     async def asearch(
         self,
@@ -271,13 +315,15 @@ class RecallIndex:
         resource_id: str,
         thread_id: str | None = None,
         limit: int | None = None,
+        mode: Mode | None = None,
+        within_thread: bool | None = None,
     ) -> list[RecallHit]:
         """Async `search`."""
-        return await run_async(self._search(query, resource_id, thread_id, limit))
-
-    def _threshold(self, hits: list[RecallHit]) -> list[RecallHit]:
-        limit = self.options.threshold
-        return hits if limit is None else [h for h in hits if h.score >= limit]
+        return await run_async(
+            self._search(
+                query, resource_id, thread_id, limit, mode=mode, within_thread=within_thread
+            )
+        )
 
     # -- windows -------------------------------------------------------------------------------
     def _recall(
@@ -287,11 +333,38 @@ class RecallIndex:
         thread_id: str | None,
         exclude: set[str],
         never_hits: frozenset[str],
+        options: RecallOptions | None = None,
     ) -> Steps[list[StoredMessage]]:
-        limit = self.options.top_k + len(never_hits)
-        hits = yield from self._search(query, resource_id, thread_id, limit, with_threads=False)
-        hits = [h for h in hits if h.message_id not in never_hits][: self.options.top_k]
-        window = self.options.window
+        opts = options or self.options
+        top_k, wanted = opts.top_k, opts.filter
+        # spares for hits in archived threads, many more when a filter may drop most of them
+        limit = (min(100, 10 * top_k) if wanted is not None else 2 * top_k) + len(never_hits)
+        search = self._search(
+            query, resource_id, thread_id, limit, with_threads=False, options=options
+        )
+        archived: set[str] = set()
+        if opts.scope == "resource":  # archived threads are out of recall (not the
+            # current one: its own conversation goes on); looked up while the search runs
+            hits, shelved = yield both(
+                search,
+                call(self.storage, "list_threads", resource_id=resource_id, archived=True),
+            )
+            archived = {t.id for t in shelved} - {thread_id}
+        else:
+            hits = yield from search
+        hits = [h for h in hits if h.message_id not in never_hits]
+        if archived or wanted is not None:
+            hits = yield from self._with_threads(hits, resource_id)
+            hits = [h for h in hits if h.thread_id not in archived]
+        if wanted is not None:
+            threads = yield call(self.storage, "get_threads", sorted({h.thread_id for h in hits}))
+            hits = [
+                h
+                for h in hits
+                if h.thread_id in threads and matches(threads[h.thread_id].metadata, wanted)
+            ]
+        hits = hits[:top_k]
+        window = opts.window
         found = yield call(
             self.storage, "message_windows", [h.message_id for h in hits],
             before=window.before, after=window.after, resource_id=resource_id,
@@ -306,12 +379,13 @@ class RecallIndex:
         thread_id: str | None,
         exclude: set[str],
         never_hits: frozenset[str] = frozenset(),
+        options: RecallOptions | None = None,
     ) -> list[StoredMessage]:
         """The recalled messages (hits with neighbours), minus those in `exclude`.
 
         `never_hits` (the current turn's messages, which the query comes from) are skipped as
-        hits without costing one of the `top_k` places."""
-        return run_sync(self._recall(query, resource_id, thread_id, exclude, never_hits))
+        hits without costing one of the `top_k` places; `options`: a call's own."""
+        return run_sync(self._recall(query, resource_id, thread_id, exclude, never_hits, options))
 
     async def arecall(
         self,
@@ -321,9 +395,12 @@ class RecallIndex:
         thread_id: str | None,
         exclude: set[str],
         never_hits: frozenset[str] = frozenset(),
+        options: RecallOptions | None = None,
     ) -> list[StoredMessage]:
         """Async `recall`."""
-        return await run_async(self._recall(query, resource_id, thread_id, exclude, never_hits))
+        return await run_async(
+            self._recall(query, resource_id, thread_id, exclude, never_hits, options)
+        )
 
     # -- keeping vectors in step ---------------------------------------------------------------
     def _index(self, stored: Sequence[StoredMessage], replace: bool) -> Steps[int]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage
 from typing_extensions import Unpack
 
+from .. import call_options
 from ..errors import ConfigurationError
 from ..injected import is_injected
 from ..params import SaveOptions, ThreadRef
@@ -57,11 +58,18 @@ class SyncedStorage:
         index: RecallIndex | None,
         titles: TitleWriter | None = None,
         observations: ObservationalMemory | None = None,
+        *,
+        read_only: bool = False,
     ) -> None:
         self.storage = storage
         self.index = index
         self.titles = titles
         self.observations = observations
+        self.read_only = read_only  # turns are not saved (a call may ask for it too)
+
+    def saves_turns(self) -> bool:
+        """Whether this call's turn is saved: not when the memory or the call is read-only."""
+        return not (self.read_only or call_options.current().read_only)
 
     def save(self, messages: Msgs, **target: Unpack[SaveOptions]) -> Saved:
         """Store messages in a thread, then embed them (and title the thread, when asked)."""
@@ -101,15 +109,44 @@ class SyncedStorage:
         return await self._aindexed(stored, replace=True)
 
     def clone(self, thread_id: str, **clone: Any) -> Thread:
-        """Copy a thread and its messages under new ids; the copies' vectors follow behind."""
+        """Copy a thread (messages under new ids, its working memory and observation log);
+        the copies' vectors are written before it returns (the embedding cache knows the
+        texts the originals were embedded from)."""
         thread, stored = self.storage.clone_thread(thread_id, **clone)
-        self._indexed(stored)
+        if self.index:
+            self.index.after_save(stored)
         return thread
 
     async def aclone(self, thread_id: str, **clone: Any) -> Thread:
         """Async `clone`."""
         thread, stored = await self.storage.aclone_thread(thread_id, **clone)
-        await self._aindexed(stored)
+        if self.index:
+            await self.index.aafter_save(stored)
+        return thread
+
+    def transfer(self, thread_id: str, *, to_resource_id: str, resource_id: str | None) -> Thread:
+        """Give a thread to another resource; its vectors move to the new owner's partition
+        before it returns."""
+        owner = self.storage.get_thread(thread_id)
+        thread, stored = self.storage.transfer_thread(
+            thread_id, to_resource_id=to_resource_id, resource_id=resource_id
+        )
+        if self.index and owner is not None and owner.resource_id != thread.resource_id:
+            self.index.after_delete(thread_id=thread_id, resource_id=owner.resource_id)
+            self.index.after_save(stored)
+        return thread
+
+    async def atransfer(
+        self, thread_id: str, *, to_resource_id: str, resource_id: str | None
+    ) -> Thread:
+        """Async `transfer`."""
+        owner = await self.storage.aget_thread(thread_id)
+        thread, stored = await self.storage.atransfer_thread(
+            thread_id, to_resource_id=to_resource_id, resource_id=resource_id
+        )
+        if self.index and owner is not None and owner.resource_id != thread.resource_id:
+            await self.index.aafter_delete(thread_id=thread_id, resource_id=owner.resource_id)
+            await self.index.aafter_save(stored)
         return thread
 
     def delete(self, message_ids: Sequence[str], *, resource_id: str | None) -> int:
@@ -160,24 +197,33 @@ class SyncedStorage:
         return deleted
 
     def save_turn(self, messages: Msgs, **ref: Unpack[ThreadRef]) -> Saved:
-        """Save a turn, creating the thread on first use; never what memory injected."""
+        """Save a turn, creating the thread on first use; never what memory injected (nothing
+        when read-only)."""
+        if not self.saves_turns():
+            return []
         self.storage.ensure_thread(**ref)
         return self.save(to_save(messages), **ref)
 
     async def asave_turn(self, messages: Msgs, **ref: Unpack[ThreadRef]) -> Saved:
         """Async `save_turn`."""
+        if not self.saves_turns():
+            return []
         await self.storage.aensure_thread(**ref)
         return await self.asave(to_save(messages), **ref)
 
     def save_new(self, messages: Msgs, **ref: Unpack[ThreadRef]) -> Saved:
         """Save the new turns of a graph state: its unknown suffix (`state_mirror`), never a
-        compaction's summary, never deleting what the state dropped."""
+        compaction's summary, never deleting what the state dropped (nothing when read-only)."""
+        if not self.saves_turns():
+            return []
         self.storage.ensure_thread(**ref)
         found = run_sync(state_suffix(self.storage, messages, **ref))
         return self.save(found.new, **ref) if found.new else []
 
     async def asave_new(self, messages: Msgs, **ref: Unpack[ThreadRef]) -> Saved:
         """Async `save_new`."""
+        if not self.saves_turns():
+            return []
         await self.storage.aensure_thread(**ref)
         found = await run_async(state_suffix(self.storage, messages, **ref))
         return await self.asave(found.new, **ref) if found.new else []

@@ -111,8 +111,27 @@ class MemoryStorage(ABC):
         descending: bool = True,
         limit: int | None = None,
         offset: int = 0,
+        archived: bool | None = None,
     ) -> list[Thread]:
-        """Threads filtered by owner and metadata equality, ordered and paged."""
+        """Threads filtered by owner, metadata equality and archived state (None: both),
+        ordered and paged."""
+
+    @abstractmethod
+    def count_threads(
+        self,
+        *,
+        resource_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        archived: bool | None = None,
+    ) -> int:
+        """How many threads `list_threads` with these filters lists in all."""
+
+    @abstractmethod
+    def set_archived(
+        self, thread_id: str, *, archived: bool, resource_id: str | None = None
+    ) -> Thread:
+        """Archive (or restore) a thread; its ``updated_at`` is kept. `ThreadNotFoundError` /
+        `ResourceMismatchError` for an unknown thread or another resource's."""
 
     @abstractmethod
     def update_thread(
@@ -138,8 +157,20 @@ class MemoryStorage(ABC):
         resource_id: str | None = None,
         title: str | None = None,
         metadata: dict[str, Any] | None = None,
+        message_limit: int | None = None,
+        message_filter: Any = None,
     ) -> tuple[Thread, list[StoredMessage]]:
-        """Copy a thread and its messages (new message ids) under the same resource."""
+        """Copy a thread under the same resource, in one transaction: its messages (new ids;
+        those `message_filter` keeps — a `MessageFilter` or its dict —, the newest
+        `message_limit` of them), its thread-scoped working memory and observation log."""
+
+    @abstractmethod
+    def transfer_thread(
+        self, thread_id: str, *, to_resource_id: str, resource_id: str | None = None
+    ) -> tuple[Thread, list[StoredMessage]]:
+        """Give a thread (its messages, working memory and observation log) to another
+        resource; the thread and its messages as now stored. `resource_id`: the caller, who
+        must own it."""
 
     # -- messages ------------------------------------------------------------------------------
     @abstractmethod
@@ -167,6 +198,21 @@ class MemoryStorage(ABC):
         self, thread_id: str, *, last: int | None = None, resource_id: str | None = None
     ) -> list[StoredMessage]:
         """The thread's messages in order; with `last`, only the newest `last` of them."""
+
+    @abstractmethod
+    def page_messages(
+        self,
+        thread_id: str,
+        *,
+        resource_id: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        descending: bool = False,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> tuple[list[StoredMessage], int]:
+        """A page of the thread's messages (oldest first, or newest first with `descending`)
+        created in ``[since, until)``, and how many there are in that range."""
 
     @abstractmethod
     def get_messages_by_id(
@@ -497,6 +543,7 @@ class MemoryStorage(ABC):
         descending: bool = True,
         limit: int | None = None,
         offset: int = 0,
+        archived: bool | None = None,
     ) -> list[Thread]:
         """Async `list_threads`."""
         return await _off_loop(
@@ -507,6 +554,27 @@ class MemoryStorage(ABC):
             descending=descending,
             limit=limit,
             offset=offset,
+            archived=archived,
+        )
+
+    async def acount_threads(
+        self,
+        *,
+        resource_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        archived: bool | None = None,
+    ) -> int:
+        """Async `count_threads`."""
+        return await _off_loop(
+            self.count_threads, resource_id=resource_id, metadata=metadata, archived=archived
+        )
+
+    async def aset_archived(
+        self, thread_id: str, *, archived: bool, resource_id: str | None = None
+    ) -> Thread:
+        """Async `set_archived`."""
+        return await _off_loop(
+            self.set_archived, thread_id, archived=archived, resource_id=resource_id
         )
 
     async def aupdate_thread(
@@ -534,6 +602,8 @@ class MemoryStorage(ABC):
         resource_id: str | None = None,
         title: str | None = None,
         metadata: dict[str, Any] | None = None,
+        message_limit: int | None = None,
+        message_filter: Any = None,
     ) -> tuple[Thread, list[StoredMessage]]:
         """Async `clone_thread`."""
         return await _off_loop(
@@ -543,6 +613,16 @@ class MemoryStorage(ABC):
             resource_id=resource_id,
             title=title,
             metadata=metadata,
+            message_limit=message_limit,
+            message_filter=message_filter,
+        )
+
+    async def atransfer_thread(
+        self, thread_id: str, *, to_resource_id: str, resource_id: str | None = None
+    ) -> tuple[Thread, list[StoredMessage]]:
+        """Async `transfer_thread`."""
+        return await _off_loop(
+            self.transfer_thread, thread_id, to_resource_id=to_resource_id, resource_id=resource_id
         )
 
     async def asave_messages(
@@ -571,6 +651,10 @@ class MemoryStorage(ABC):
     ) -> list[StoredMessage]:
         """Async `list_messages`."""
         return await _off_loop(self.list_messages, thread_id, last=last, resource_id=resource_id)
+
+    async def apage_messages(self, thread_id: str, **page: Any) -> tuple[list[StoredMessage], int]:
+        """Async `page_messages` (same keyword arguments)."""
+        return await _off_loop(self.page_messages, thread_id, **page)
 
     async def aget_messages_by_id(
         self, message_ids: Sequence[str], *, resource_id: str | None = None
@@ -697,6 +781,7 @@ def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
 
 _SYNC_IO = (
     "setup", "close", "create_thread", "get_thread", "get_threads", "list_threads", "update_thread",
+    "count_threads", "set_archived", "page_messages", "transfer_thread",
     "delete_thread", "clone_thread", "save_messages", "list_messages", "get_messages_by_id",
     "update_messages", "delete_messages", "move_messages", "search_text", "message_windows",
     "unembedded", "mark_embedded", "embedded_ids", "get_working_memory", "modify_working_memory",

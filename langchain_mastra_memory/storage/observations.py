@@ -83,6 +83,53 @@ class ObservationTable(MemoryStorage):
         for table in ("memory_observation_groups", "memory_observation_state"):
             self._run(conn, f"DELETE FROM {table} WHERE scope_key = ?", (key,))
 
+    def _copy_observations(
+        self, conn: Any, source: str, target: str, copies: dict[str, tuple[str, int, int]]
+    ) -> None:
+        """Copy scope `source`'s whole log (replaced and buffered groups too) and its cursors
+        to the empty scope `target` (a clone): `copies` maps each copied message id to its
+        copy's ``(id, seq)`` and the original's seq. A group keeps the copied messages it
+        covered; a cursor moves to the last copy at or before it (none: nothing observed)."""
+        rows = self._run(
+            conn,
+            f"SELECT {_GROUP_COLUMNS} FROM memory_observation_groups WHERE scope_key = ? "
+            "ORDER BY created_at, id",
+            (source,),
+        ).fetchall()
+        ids = {r[0]: str(uuid.uuid4()) for r in rows}
+        for row in rows:
+            group = self._group(row)
+            covered = [copies[m] for m in group.message_ids if m in copies]
+            copy = replace(
+                group, id=ids[group.id], scope_key=target,
+                message_ids=tuple(new for new, _, _ in covered),
+                replaces=tuple(ids.get(g, g) for g in group.replaces),
+            )  # fmt: skip
+            self._insert_group(conn, copy, max((seq for _, seq, _ in covered), default=None))
+            if group.replaced_by is not None:
+                self._run(
+                    conn, "UPDATE memory_observation_groups SET replaced_by = ? WHERE id = ?",
+                    (ids.get(group.replaced_by, group.replaced_by), copy.id),
+                )  # fmt: skip
+        state = self._run(
+            conn,
+            "SELECT seq, buffered_seq FROM memory_observation_state WHERE scope_key = ?",
+            (source,),
+        ).fetchone()
+        if state is not None:
+
+            def moved(cursor: int | None) -> int | None:
+                if cursor is None:
+                    return None
+                return max((new for _, new, old in copies.values() if old <= cursor), default=0)
+
+            self._run(
+                conn,
+                "INSERT INTO memory_observation_state (scope_key, seq, buffered_seq) "
+                "VALUES (?, ?, ?)",
+                (target, moved(state[0]), moved(state[1])),
+            )
+
     def observation_log(self, key: str, *, buffered: bool = False) -> list[ObservationGroup]:
         """The active groups of a scope, oldest first; with `buffered`, the buffered groups
         after them."""

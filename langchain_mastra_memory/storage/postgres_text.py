@@ -4,8 +4,10 @@
 proportional to the history. So, as SQLite's FTS5 search does:
 
 - the words are weighed by BM25 (idf from the table's statistics: ``pg_stats`` keeps the
-  frequency of the most common lexemes of ``tsv``; a lexeme not among them is rarer than the
-  rarest listed; each message's length normalises, a word counts once per message);
+  frequency of the most common lexemes of ``tsv``; a lexeme not among them — names, places,
+  the words that tell messages apart — has its messages counted through the GIN index, capped
+  and cached, as FTS5 knows each word's count; each message's length normalises, a word counts
+  once per message);
 - the rarest words are kept while the messages they match stay within a budget (the rarest
   always): a very common word adds little to the ranking and much to the cost;
 - the resource's owner lexeme (``o`` + md5 of its id, in ``tsv`` of its user and assistant
@@ -33,6 +35,8 @@ MATCH_BUDGET = 1_000  # messages of the resource the kept words may match (estim
 K1, B = 1.2, 0.75  # BM25
 LEXEME_BYTES = 14.0  # a tsvector entry: its header, a short lexeme, a position
 DOMINANT_SHARE = 0.5  # a resource holding this share of the messages searches without its token
+RARE_COUNT_CAP = 5_000  # a rare lexeme's messages are counted up to this many
+RARE_COUNTS_KEPT = 50_000  # cached counts (cleared when full)
 
 
 def owner_lexeme(resource_id: str) -> str:
@@ -40,9 +44,12 @@ def owner_lexeme(resource_id: str) -> str:
     return "o" + hashlib.md5(resource_id.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def tsquery_literal(lexemes: list[str]) -> str:
-    """A tsquery OR-ing `lexemes`, each quoted (no tsquery syntax in them is interpreted)."""
-    return " | ".join("'" + x.replace("\\", "\\\\").replace("'", "''") + "'" for x in lexemes)
+def tsquery_literal(lexemes: list[str], operator: str = "|") -> str:
+    """A tsquery OR-ing (or joining by `operator`) `lexemes`, each quoted (no tsquery syntax
+    in them is interpreted)."""
+    return f" {operator} ".join(
+        "'" + x.replace("\\", "\\\\").replace("'", "''") + "'" for x in lexemes
+    )
 
 
 @dataclass
@@ -66,6 +73,7 @@ class PostgresText:
         self.schema = schema
         self.stats = TextStats()
         self._stems: dict[str, list[str]] = {}
+        self._counts: dict[tuple[str, str | None], tuple[float, int]] = {}  # (read at, count)
         self._lock = threading.Lock()
 
     def _refresh(self, conn: Any) -> TextStats:
@@ -119,6 +127,33 @@ class PostgresText:
                 self._stems[word] = list(lexemes or [])
         return list(dict.fromkeys(x for w in words for x in self._stems.get(w, [])))
 
+    def _rare_counts(
+        self, conn: Any, lexemes: list[str], owner: str | None, cap: int
+    ) -> dict[str, int]:
+        """How many messages each of `lexemes` (not among ``pg_stats``' common ones) is in —
+        of `owner`'s messages when given (its lexeme ANDed: the index intersects two short
+        lists, no other resource's rows are read) — counted up to `cap`, cached `STATS_TTL`."""
+        now = time.monotonic()
+        known: dict[str, int] = {}
+        for lexeme in lexemes:
+            cached = self._counts.get((lexeme, owner))
+            if cached is not None and now - cached[0] < STATS_TTL:
+                known[lexeme] = cached[1]
+        todo = [x for x in lexemes if x not in known]
+        if todo:
+            queries = [tsquery_literal([x] if owner is None else [x, owner], "&") for x in todo]
+            counted = conn.execute(
+                "SELECT (SELECT count(*) FROM (SELECT 1 FROM memory_messages "
+                f"WHERE tsv @@ q LIMIT {int(cap)}) AS s) FROM unnest(%s::tsquery[]) AS q",
+                (queries,),
+            ).fetchall()
+            if len(self._counts) > RARE_COUNTS_KEPT:
+                self._counts.clear()
+            for lexeme, (count,) in zip(todo, counted, strict=True):
+                self._counts[(lexeme, owner)] = (now, int(count))
+                known[lexeme] = int(count)
+        return known
+
     def match(self, query: str, conn: Any, resource_id: str) -> tuple[str, tuple[Any, ...]] | None:
         """``SELECT m.id, m.thread_id, <bm25> AS score FROM memory_messages m WHERE ...`` for
         the query's kept words in `resource_id`'s messages, with its parameters; None when
@@ -132,9 +167,18 @@ class PostgresText:
         stats = self._refresh(conn)
         rows = max(stats.rows, 1.0)
         share = stats.resources.get(resource_id, stats.other)
-        # a listed lexeme's frequency, else (rarer than every listed one) half the threshold;
-        # with no statistics yet every word counts as rare
-        frequency = {x: stats.lexemes.get(x, stats.rare / 2) for x in lexemes}
+        # a listed lexeme's frequency, else its messages counted (rarer than every listed one;
+        # with no statistics yet, every word)
+        frequency = {x: f for x in lexemes if (f := stats.lexemes.get(x)) is not None}
+        rare = [x for x in lexemes if x not in frequency]
+        own = share < DOMINANT_SHARE  # the owner's lexeme narrows the index search
+        if rare:  # counted among the resource's own messages (or all, for a dominant one)
+            counts = self._rare_counts(
+                conn, rare, owner_lexeme(resource_id) if own else None, RARE_COUNT_CAP
+            )
+            rows = max(rows, *counts.values())  # statistics older than the table's growth
+            part = max(rows * share, *counts.values(), 1.0) if own else rows
+            frequency.update({x: count / part for x, count in counts.items()})
         kept: list[str] = []
         spent = 0.0
         for lexeme in sorted(lexemes, key=frequency.__getitem__):
@@ -157,7 +201,7 @@ class PostgresText:
             f"{B:.3f}::float8 * length(m.tsv) / {stats.mean_length:.3f}::float8))"
         )
         words_query = tsquery_literal(kept)
-        if share < DOMINANT_SHARE:  # the owner's lexeme narrows the index search itself
+        if own:
             words_query = f"({words_query}) & {tsquery_literal([owner_lexeme(resource_id)])}"
         statement = (
             f"SELECT m.id, m.thread_id, ({' + '.join(weights)}) * {norm} AS score "

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 from langchain_core.messages import BaseMessage, message_to_dict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import (
     ConfigurationError,
@@ -78,9 +79,11 @@ class MessageRow:
 
 
 def thread_from_row(row: Sequence[Any]) -> Thread:
-    """A `Thread` from ``id, resource_id, title, metadata, created_at, updated_at`` columns
-    (metadata as JSON text or already decoded; times as ISO text or datetimes)."""
-    id_, resource_id, title, metadata, created_at, updated_at = row
+    """A `Thread` from ``id, resource_id, title, metadata, created_at, updated_at[,
+    archived_at]`` columns (metadata as JSON text or already decoded; times as ISO text or
+    datetimes; a schema before archiving has no ``archived_at``)."""
+    id_, resource_id, title, metadata, created_at, updated_at, *rest = row
+    archived_at = rest[0] if rest else None
     return Thread(
         id=id_,
         resource_id=resource_id,
@@ -88,6 +91,7 @@ def thread_from_row(row: Sequence[Any]) -> Thread:
         metadata=json.loads(metadata) if isinstance(metadata, str) else metadata,
         created_at=from_iso(created_at),
         updated_at=from_iso(updated_at),
+        archived_at=from_iso(archived_at) if archived_at is not None else None,
     )
 
 
@@ -336,3 +340,41 @@ class ObservationGroup:
     replaced_by: str | None
     active: bool = True  # False: buffered, written ahead of the threshold, not in the log yet
     message_tokens: float = 0.0  # the stored token count of the messages it covers
+
+
+class MessageFilter(BaseModel):
+    """Which messages of a thread a clone copies (Mastra 1.x ``messageFilter``): created in
+    ``[since, until)`` and/or among `message_ids` (every one, when nothing is given).
+
+    Example:
+        >>> MessageFilter.parse({"message_ids": ["m1"]}).message_ids
+        ['m1']
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    since: datetime | None = None
+    until: datetime | None = None
+    message_ids: list[str] | None = None
+
+    @classmethod
+    def parse(cls, value: object) -> MessageFilter:
+        """A filter from None, a dict or a filter; `ConfigurationError` for anything else."""
+        if isinstance(value, MessageFilter):
+            return value
+        try:
+            return cls.model_validate(value or {})
+        except ValidationError as exc:
+            raise ConfigurationError(f"invalid message_filter: {exc}") from exc
+
+    def keeps(self, stored: StoredMessage) -> bool:
+        """Whether `stored` passes the filter."""
+        moment = stored.created_at
+        return (
+            (self.since is None or moment >= _utc(self.since))
+            and (self.until is None or moment < _utc(self.until))
+            and (self.message_ids is None or stored.message.id in self.message_ids)
+        )
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
 from typing import Any, NamedTuple, Protocol, TypeVar
@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 from langchain_core.messages import ToolMessage
 
 from ..errors import (
+    ConfigurationError,
     InvalidMessageError,
     ResourceMismatchError,
     SchemaVersionError,
@@ -35,6 +36,7 @@ from .observations import ObservationTable, scope_key
 from .records import (
     MESSAGE_COLUMNS,
     ImportedThread,
+    MessageFilter,
     MessageRow,
     StoredMessage,
     call_ids_column,
@@ -51,11 +53,19 @@ from .records import (
     stored_message,
     thread_from_row,
 )
-from .validation import check_id, check_ids, check_optional_id, check_query, check_title
+from .validation import (
+    check_id,
+    check_ids,
+    check_optional_id,
+    check_query,
+    check_time,
+    check_title,
+)
 
 T = TypeVar("T")
 SCHEMA_TABLE = "memory_schema"  # one row: the number of migrations applied
-THREAD_COLUMNS = "id, resource_id, title, metadata, created_at, updated_at"
+NEW_THREAD_COLUMNS = "id, resource_id, title, metadata, created_at, updated_at"
+THREAD_COLUMNS = NEW_THREAD_COLUMNS + ", archived_at"
 _INSERT_MESSAGE = (
     "INSERT INTO memory_messages (id, thread_id, resource_id, role, type, content, text, "
     "tool_call_ids, token_count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -268,7 +278,7 @@ class SQLStorage(ObservationTable, ItemTable):
         self._run(conn, _INSERT_RESOURCE, (resource_id, now, now))
         inserted = self._run(
             conn,
-            f"INSERT INTO memory_threads ({THREAD_COLUMNS}) "
+            f"INSERT INTO memory_threads ({NEW_THREAD_COLUMNS}) "
             f"VALUES (?, ?, ?, ?{self.dialect.json_cast}, ?, ?) "
             "ON CONFLICT (id) DO NOTHING RETURNING id",
             (thread_id, resource_id, title, metadata_json, made, now),
@@ -372,6 +382,25 @@ class SQLStorage(ObservationTable, ItemTable):
                     found[thread.id] = thread
         return found
 
+    def _thread_filter(
+        self, resource_id: str | None, metadata: dict[str, Any] | None, archived: bool | None
+    ) -> tuple[str, list[Any]]:
+        """`` WHERE ...`` (or nothing) selecting threads by owner, metadata and archived."""
+        check_optional_id(resource_id, "resource_id")
+        if archived is not None and not isinstance(archived, bool):
+            raise ConfigurationError(f"archived must be True, False or None, got {archived!r}")
+        where: list[str] = []
+        params: list[Any] = []
+        if resource_id is not None:
+            where.append("resource_id = ?")
+            params.append(resource_id)
+        for key, value in check_metadata_filter(metadata):
+            where.append(self.dialect.metadata_equals)
+            params += [self.dialect.metadata_key(key), value]
+        if archived is not None:
+            where.append("archived_at IS NOT NULL" if archived else "archived_at IS NULL")
+        return (" WHERE " + " AND ".join(where) if where else ""), params
+
     def list_threads(
         self,
         *,
@@ -381,25 +410,45 @@ class SQLStorage(ObservationTable, ItemTable):
         descending: bool = True,
         limit: int | None = None,
         offset: int = 0,
+        archived: bool | None = None,
     ) -> list[Thread]:
         check_order(order_by, limit, offset)
-        check_optional_id(resource_id, "resource_id")
-        where: list[str] = []
-        params: list[Any] = []
-        if resource_id is not None:
-            where.append("resource_id = ?")
-            params.append(resource_id)
-        for key, value in check_metadata_filter(metadata):
-            where.append(self.dialect.metadata_equals)
-            params += [self.dialect.metadata_key(key), value]
-        statement = f"SELECT {THREAD_COLUMNS} FROM memory_threads"
-        if where:
-            statement += " WHERE " + " AND ".join(where)
+        where, params = self._thread_filter(resource_id, metadata, archived)
         direction = "DESC" if descending else "ASC"
-        statement += f" ORDER BY {order_by} {direction}, id {direction} LIMIT ? OFFSET ?"
+        statement = (
+            f"SELECT {THREAD_COLUMNS} FROM memory_threads{where} "
+            f"ORDER BY {order_by} {direction}, id {direction} LIMIT ? OFFSET ?"
+        )
         params += [self.dialect.no_limit if limit is None else limit, offset]
         with self._transaction(write=False) as conn:
             return [thread_from_row(r) for r in self._run(conn, statement, params).fetchall()]
+
+    def count_threads(
+        self,
+        *,
+        resource_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        archived: bool | None = None,
+    ) -> int:
+        where, params = self._thread_filter(resource_id, metadata, archived)
+        with self._transaction(write=False) as conn:
+            row = self._run(conn, f"SELECT count(*) FROM memory_threads{where}", params).fetchone()
+        return int(row[0])
+
+    def set_archived(
+        self, thread_id: str, *, archived: bool, resource_id: str | None = None
+    ) -> Thread:
+        check_id(thread_id, "thread_id")
+        check_optional_id(resource_id, "resource_id")
+        with self._transaction(write=True) as conn:
+            thread = self._owned_thread(conn, thread_id, resource_id, lock=True)
+            if thread.archived != archived:  # updated_at stays: archiving is not activity
+                moment = self._time(now_utc()) if archived else None
+                self._run(
+                    conn, "UPDATE memory_threads SET archived_at = ? WHERE id = ?",
+                    (moment, thread_id),
+                )  # fmt: skip
+            return self._owned_thread(conn, thread_id, None)
 
     def update_thread(
         self,
@@ -447,12 +496,17 @@ class SQLStorage(ObservationTable, ItemTable):
         resource_id: str | None = None,
         title: str | None = None,
         metadata: dict[str, Any] | None = None,
+        message_limit: int | None = None,
+        message_filter: MessageFilter | None = None,
     ) -> tuple[Thread, list[StoredMessage]]:
         check_id(thread_id, "thread_id")
         check_id(new_thread_id, "new_thread_id")
         check_optional_id(resource_id, "resource_id")
         check_title(title)
         dumps_metadata(metadata)
+        wanted = MessageFilter.parse(message_filter)
+        if message_limit is not None:
+            check_order("created_at", message_limit, 0)
         with self._transaction(write=True) as conn:
             source = self._owned_thread(conn, thread_id, resource_id)
             merged = {
@@ -464,24 +518,67 @@ class SQLStorage(ObservationTable, ItemTable):
                 conn, new_thread_id, source.resource_id,
                 title if title is not None else source.title, dumps_metadata(merged),
             )  # fmt: skip
-            copied = []
-            for stored in self._thread_messages(conn, thread_id, None):
+            self._run(  # the thread's own working memory comes along
+                conn,
+                "UPDATE memory_threads SET working_memory = "
+                "(SELECT working_memory FROM memory_threads WHERE id = ?) WHERE id = ?",
+                (thread_id, new_thread_id),
+            )
+            chosen = [s for s in self._thread_messages(conn, thread_id, None) if wanted.keeps(s)]
+            if message_limit is not None:
+                chosen = chosen[len(chosen) - message_limit :] if message_limit else []
+            copied, copies = [], {}  # original id -> its copy's
+            for stored in chosen:
                 message = stored.message.model_copy(update={"id": new_message_id()})
                 self._run(
                     conn,
                     _CLONE_MESSAGE,
                     (message.id, new_thread_id, message_to_json(message), stored.message.id),
                 )
-                copied.append(
-                    StoredMessage(
-                        message,
-                        new_thread_id,
-                        source.resource_id,
-                        stored.created_at,
-                        stored.token_count,
-                    )
-                )
+                copied.append(replace(stored, message=message, thread_id=new_thread_id))
+                copies[str(stored.message.id)] = str(message.id)
+            seqs = dict(  # each original's seq and its copy's (the observation log's cursors)
+                self._run(conn, "SELECT id, seq FROM memory_messages WHERE thread_id IN (?, ?)",
+                          (thread_id, new_thread_id)).fetchall()
+            )  # fmt: skip
+            self._copy_observations(
+                conn,
+                scope_key("thread", resource_id="", thread_id=thread_id),
+                scope_key("thread", resource_id="", thread_id=new_thread_id),
+                {old: (new, seqs[new], seqs[old]) for old, new in copies.items()},
+            )
             return clone, copied
+
+    def transfer_thread(
+        self, thread_id: str, *, to_resource_id: str, resource_id: str | None = None
+    ) -> tuple[Thread, list[StoredMessage]]:
+        check_id(thread_id, "thread_id")
+        check_id(to_resource_id, "to_resource_id")
+        check_optional_id(resource_id, "resource_id")
+        with self._transaction(write=True) as conn:
+            thread = self._owned_thread(conn, thread_id, resource_id, lock=True)
+            if thread.resource_id != to_resource_id:
+                now = self._time(now_utc())
+                self._run(conn, _INSERT_RESOURCE, (to_resource_id, now, now))
+                for table, column in (
+                    ("memory_threads", "id"),
+                    ("memory_messages", "thread_id"),  # keyword owner tokens follow (the
+                    # generated tsv in PostgreSQL, a trigger on the FTS table in SQLite)
+                    ("memory_observation_groups", "scope_key"),
+                ):
+                    key = (
+                        scope_key("thread", resource_id="", thread_id=thread_id)
+                        if column == "scope_key"
+                        else thread_id
+                    )
+                    self._run(
+                        conn, f"UPDATE {table} SET resource_id = ? WHERE {column} = ?",
+                        (to_resource_id, key),
+                    )  # fmt: skip
+            return (
+                self._owned_thread(conn, thread_id, None),
+                self._thread_messages(conn, thread_id, None),
+            )
 
     # -- messages ------------------------------------------------------------------------------
     def save_messages(
@@ -582,6 +679,40 @@ class SQLStorage(ObservationTable, ItemTable):
         with self._transaction(write=False) as conn:
             self._owned_thread(conn, thread_id, resource_id)
             return self._thread_messages(conn, thread_id, last)
+
+    def page_messages(
+        self,
+        thread_id: str,
+        *,
+        resource_id: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        descending: bool = False,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> tuple[list[StoredMessage], int]:
+        check_id(thread_id, "thread_id")
+        check_optional_id(resource_id, "resource_id")
+        check_order("created_at", limit, offset)
+        where, params = "thread_id = ?", [thread_id]
+        for bound, op, name in ((since, ">=", "since"), (until, "<", "until")):
+            moment = check_time(bound, name, ConfigurationError)
+            if moment is not None:
+                where += f" AND created_at {op} ?"
+                params.append(self._time(moment))
+        direction = "DESC" if descending else "ASC"
+        with self._transaction(write=False) as conn:
+            self._owned_thread(conn, thread_id, resource_id)
+            (total,) = self._run(
+                conn, f"SELECT count(*) FROM memory_messages WHERE {where}", params
+            ).fetchone()
+            rows = self._run(
+                conn,
+                f"SELECT {MESSAGE_COLUMNS} FROM memory_messages WHERE {where} "
+                f"ORDER BY created_at {direction}, seq {direction} LIMIT ? OFFSET ?",
+                [*params, self.dialect.no_limit if limit is None else limit, offset],
+            ).fetchall()
+        return [self._stored(r) for r in rows], int(total)
 
     def get_messages_by_id(
         self, message_ids: Sequence[str], *, resource_id: str | None = None

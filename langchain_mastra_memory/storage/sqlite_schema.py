@@ -144,6 +144,16 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX memory_messages_by_thread_seq ON memory_messages(thread_id, seq);
     """,
+    # 8: archived threads (Mastra 1.x ``archivedAt``): out of listings and recall until restored;
+    #    a thread given to another resource takes its messages' count along
+    """
+    ALTER TABLE memory_threads ADD COLUMN archived_at TEXT;
+    CREATE TRIGGER memory_messages_owner_count AFTER UPDATE OF resource_id ON memory_messages
+    WHEN old.resource_id IS NOT new.resource_id BEGIN
+        UPDATE memory_resources SET message_count = message_count - 1 WHERE id = old.resource_id;
+        UPDATE memory_resources SET message_count = message_count + 1 WHERE id = new.resource_id;
+    END;
+    """,
 ]
 
 

@@ -175,14 +175,16 @@ def check_metadata(value: object, what: str = "metadata") -> dict[str, Any] | No
     return value
 
 
-def check_time(value: object, what: str) -> datetime | None:
-    """A timestamp to store: None (assign one) or a datetime between 1900 and 3000 (naive
-    means UTC)."""
+def check_time(
+    value: object, what: str, error: type[MastraMemoryError] = InvalidMessageError
+) -> datetime | None:
+    """A timestamp to store (or to compare with): None (assign one / no bound) or a datetime
+    between 1900 and 3000 (naive means UTC)."""
     if value is None:
         return None
     if not isinstance(value, datetime):
         msg = f"{what} must be a datetime (or an ISO 8601 string in a file), got {value!r:.40}"
-        raise InvalidMessageError(msg)
+        raise error(msg)
     aware = value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
     try:
         inside = EARLIEST <= aware <= LATEST
@@ -190,5 +192,5 @@ def check_time(value: object, what: str) -> datetime | None:
         inside = False
     if not inside:
         msg = f"{what} must lie between {EARLIEST:%Y} and {LATEST:%Y}, got {value.isoformat()}"
-        raise InvalidMessageError(msg)
+        raise error(msg)
     return value

@@ -9,7 +9,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool, ToolException
 
 from ..errors import ConfigurationError, MastraMemoryError
-from ..ids import explicit_resource_id
+from ..ids import tool_ids
 from .config import TOOL_NAME, WorkingMemoryConfig
 
 if TYPE_CHECKING:
@@ -75,29 +75,23 @@ def create_working_memory_tool(
     """
     config = memory.working_memory
     memory.working.thread_key(thread_id or "unknown")  # refuses a disabled working memory
-    if config.read_only:
+    if config.read_only or memory.options.read_only:
         raise ConfigurationError("working memory is read-only: there is no tool to offer")
 
     def ids(run_config: RunnableConfig | None) -> tuple[str, str | None]:
         """``(resource_id, thread_id or None)``: this tool's own ids over the call's config."""
-        configurable = dict((run_config or {}).get("configurable") or {})
-        configurable.update(
-            {k: v for k, v in (("thread_id", thread_id), ("resource_id", resource_id)) if v}
-        )
-        if configurable.get("thread_id"):
-            thread, resource = memory.ids({"configurable": configurable})
-            return resource, thread
-        owner = explicit_resource_id(
-            {"configurable": configurable}, default_resource_id=memory.default_resource_id
-        )
-        if owner is None or config.scope == "thread":
+        owner, thread = tool_ids(
+            run_config, thread_id=thread_id, resource_id=resource_id,
+            default_resource_id=memory.default_resource_id,
+        )  # fmt: skip
+        if owner is None or (thread is None and config.scope == "thread"):
             msg = (
                 f"the {TOOL_NAME} tool needs the conversation's ids: run it in a graph invoked "
                 'with config={"configurable": {"thread_id": ...}}, or pass thread_id= / '
                 "resource_id= to memory.working_memory_tool()"
             )
             raise ConfigurationError(msg)
-        return owner, None
+        return owner, thread
 
     def argument(kwargs: dict[str, Any]) -> Any:
         """The ``memory`` argument, or an error the model can act on."""
@@ -125,7 +119,12 @@ def create_working_memory_tool(
         shown = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
         return f"Working memory updated. It now reads:\n{shown}"
 
+    def writable() -> None:
+        if not memory.synced.saves_turns():
+            raise ToolException("Memory is read-only in this conversation: nothing was saved.")
+
     def func(config: RunnableConfig, **kwargs: Any) -> str:
+        writable()
         value = argument(kwargs)
         resource, thread = ids(config)
         try:
@@ -136,6 +135,7 @@ def create_working_memory_tool(
             raise ToolException(str(exc)) from exc
 
     async def coroutine(config: RunnableConfig, **kwargs: Any) -> str:
+        writable()
         value = argument(kwargs)
         resource, thread = ids(config)
         try:

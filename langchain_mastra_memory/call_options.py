@@ -1,0 +1,68 @@
+"""Per-call memory options, from the run's config (Mastra 1.x's per-call ``memory.options``).
+
+A graph, chain or agent invoked with ``config={"configurable": {"thread_id": ...,
+"memory_options": {...}}}`` changes, for that call only: ``last_messages``, ``semantic_recall``
+(any of its options but the index: ``top_k``, ``message_range``, ``scope``, ``threshold``,
+``mode``, ``filter``; ``False`` turns recall off) and ``read_only`` (the context is assembled,
+nothing of the turn is saved: a routing agent, a sub-agent). Every shape reads them from the
+config LangChain and LangGraph carry to the code they run (`ensure_config`).
+
+Example:
+    >>> CallOptions.parse({"last_messages": 5, "read_only": True}).read_only
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langchain_core.runnables.config import ensure_config
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from .errors import ConfigurationError
+from .options import check_last_messages
+
+KEY = "memory_options"
+
+
+class CallOptions(BaseModel):
+    """What one call changes (None: the memory's own option)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    last_messages: int | Literal[False] | None = None
+    semantic_recall: dict[str, Any] | Literal[False] | None = None
+    read_only: bool | None = None
+
+    @field_validator("last_messages", mode="before")
+    @classmethod
+    def _check_last(cls, value: Any) -> Any:
+        return None if value is None else check_last_messages(value)
+
+    @field_validator("semantic_recall")
+    @classmethod
+    def _no_index(cls, value: Any) -> Any:
+        if isinstance(value, dict) and "index_name" in value:
+            raise ValueError("the index is the memory's: index_name cannot change per call")
+        return value
+
+    @classmethod
+    def parse(cls, value: object) -> CallOptions:
+        """The options of a config's ``memory_options`` (None: no change)."""
+        try:
+            return cls.model_validate(value or {})
+        except ValidationError as exc:
+            raise ConfigurationError(f"invalid {KEY} in the config: {exc}") from exc
+
+
+NONE = CallOptions()
+
+
+def of(config: Any) -> CallOptions:
+    """The options a run's `config` gives (none when it gives none)."""
+    value = ((config or {}).get("configurable") or {}).get(KEY)
+    return NONE if value is None else CallOptions.parse(value)
+
+
+def current() -> CallOptions:
+    """The options of the run this code runs in (none outside a run, or when not given)."""
+    return of(ensure_config())

@@ -1,0 +1,183 @@
+"""The ``search_memory`` tool: the model searches its own past (Mastra 1.x's recall tool).
+
+Semantic recall puts what the last user message brings to mind into the context on every
+turn; with this tool the model asks itself, when it knows it needs something: a query in its
+own words, optionally one conversation (an id from an earlier result), a date range and a
+search mode, a page at a time. Each hit comes with its conversation's title and id and its date.
+The resource is the call's (the package's rule: `ids`); another resource's messages and
+threads are never found, and a thread id that is not the resource's reads as unknown.
+Anything wrong in the arguments comes back as a message the model can act on.
+
+Example:
+    >>> from langchain_core.messages import HumanMessage
+    >>> from langchain_mastra_memory import Memory, SQLiteStorage
+    >>> memory = Memory(storage=SQLiteStorage(":memory:"))
+    >>> _ = memory.create_thread(thread_id="t1", resource_id="alice", title="Pets")
+    >>> _ = memory.save_messages(
+    ...     [HumanMessage("my cat is called Tom")], thread_id="t1", resource_id="alice")
+    >>> tool = memory.recall_tool(resource_id="alice")
+    >>> print(tool.invoke({"query": "cat", "mode": "keyword"}).splitlines()[1])
+    1. [... · "Pets" (thread t1)] user: my cat is called Tom
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import StructuredTool, ToolException
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import ConfigurationError, MastraMemoryError, ResourceMismatchError
+from ..ids import tool_ids
+from ..messages import mastra_role, message_text
+from ..paging import Page, SearchHit
+
+if TYPE_CHECKING:
+    from ..memory import Memory
+
+TOOL_NAME = "search_memory"
+SNIPPET_CHARS = 400  # of each hit's text
+DESCRIPTION = (
+    "Search your memory of earlier conversations with this user: what they said, what you "
+    "answered, in any past conversation. Use it when the answer may lie in the past and is "
+    "not in front of you. Give `query` in your own words; optionally `thread_id` (an id from "
+    "an earlier result) to search one conversation, `since` / `until` (ISO dates), `mode` "
+    "('hybrid' default: meaning and words; 'keyword': exact words, names, numbers; 'vector': "
+    "meaning), and `page` for more results."
+)
+
+
+class RecallArguments(BaseModel):
+    """What the model may pass."""
+
+    model_config = ConfigDict(extra="forbid")
+    query: str = Field(min_length=1, max_length=2000, description="What to look for.")
+    thread_id: str | None = Field(
+        default=None, description="Search only this conversation (an id from a result)."
+    )
+    since: datetime | None = Field(
+        default=None, description="Only messages from this time on (ISO 8601: 2026-01-31)."
+    )
+    until: datetime | None = Field(
+        default=None, description="Only messages before this time (ISO 8601)."
+    )
+    mode: Literal["hybrid", "vector", "keyword"] | None = Field(
+        default=None, description="How to match: meaning and words (hybrid), words, meaning."
+    )
+    page: int = Field(default=0, ge=0, le=1000, description="Results page, 0 first.")
+
+
+def create_recall_tool(
+    memory: Memory,
+    *,
+    thread_id: str | None = None,
+    resource_id: str | None = None,
+    name: str = TOOL_NAME,
+    per_page: int = 5,
+) -> StructuredTool:
+    """Build the tool over `memory` (ids fixed here or taken from each call's config; a call
+    with no owner at all raises `ConfigurationError` to the developer)."""
+    if not isinstance(per_page, int) or not 1 <= per_page <= 50:
+        raise ConfigurationError(f"per_page must be an int in 1..50, got {per_page!r}")
+
+    def owner(run_config: RunnableConfig | None) -> str:
+        found, _thread = tool_ids(
+            run_config, thread_id=thread_id, resource_id=resource_id,
+            default_resource_id=memory.default_resource_id,
+        )  # fmt: skip
+        if found is None:
+            raise ConfigurationError(
+                f"the {name} tool needs to know whose memory to search: run it in a graph "
+                'invoked with config={"configurable": {"thread_id": ..., "user_id": ...}}, '
+                "or pass resource_id= to memory.recall_tool()"
+            )
+        return found
+
+    def search(args: RecallArguments) -> dict[str, Any]:
+        return {
+            "thread_id": args.thread_id, "since": args.since, "until": args.until,
+            "mode": args.mode, "page": args.page, "per_page": per_page,
+        }  # fmt: skip
+
+    def func(config: RunnableConfig, **kwargs: Any) -> str:
+        args = _arguments(kwargs)
+        who = owner(config)
+        try:
+            found = memory.search_messages(args.query, resource_id=who, **search(args))
+        except MastraMemoryError as exc:
+            raise ToolException(_explain(exc, args)) from exc
+        return _render(found, args)
+
+    async def coroutine(config: RunnableConfig, **kwargs: Any) -> str:
+        args = _arguments(kwargs)
+        who = owner(config)
+        try:
+            found = await memory.asearch_messages(args.query, resource_id=who, **search(args))
+        except MastraMemoryError as exc:
+            raise ToolException(_explain(exc, args)) from exc
+        return _render(found, args)
+
+    return StructuredTool.from_function(
+        func=func,
+        coroutine=coroutine,
+        name=name,
+        description=DESCRIPTION,
+        args_schema=RecallArguments,
+        handle_tool_error=True,
+        handle_validation_error=_validation_message,
+    )
+
+
+def _arguments(kwargs: dict[str, Any]) -> RecallArguments:
+    try:
+        return RecallArguments.model_validate(kwargs)
+    except ValidationError as exc:
+        raise ToolException(_validation_message(exc)) from exc
+
+
+def _validation_message(exc: Any) -> str:
+    if isinstance(exc, ValidationError):
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()
+        )
+        return f"Invalid arguments ({problems}). Fix them and call again."
+    return f"Invalid arguments: {exc}. Fix them and call again."
+
+
+def _explain(exc: MastraMemoryError, args: RecallArguments) -> str:
+    if isinstance(exc, ResourceMismatchError) or type(exc).__name__ == "ThreadNotFoundError":
+        # another resource's thread reads as unknown: its existence is not revealed
+        return (
+            f"There is no conversation {args.thread_id!r} in this user's memory. Search "
+            "without thread_id, or use a thread id from an earlier result."
+        )
+    return f"The search failed: {exc}. Fix the arguments and call again."
+
+
+def _render(found: Page[SearchHit], args: RecallArguments) -> str:
+    if not found.items:
+        where = f" in conversation {args.thread_id!r}" if args.thread_id else ""
+        if found.total and args.page:
+            return (
+                f"No results on page {args.page}: there are {found.total} in all "
+                f"(pages 0..{(found.total - 1) // (found.per_page or 1)})."
+            )
+        return f"Nothing in memory matches {args.query!r}{where}."
+    pages = -(-found.total // (found.per_page or found.total))
+    head = f"{found.total} messages match {args.query!r} (page {found.page} of 0..{pages - 1}):"
+    lines = [head]
+    first = found.page * (found.per_page or 0)
+    for n, hit in enumerate(found.items, start=first + 1):
+        title = f'"{hit.thread_title}"' if hit.thread_title else "untitled"
+        text = " ".join(message_text(hit.message).split())
+        if len(text) > SNIPPET_CHARS:
+            text = text[: SNIPPET_CHARS - 1] + "…"
+        when = f"{hit.created_at:%Y-%m-%d %H:%M}"
+        lines.append(
+            f"{n}. [{when} · {title} (thread {hit.thread_id})] {mastra_role(hit.message)}: {text}"
+        )
+    if found.has_more:
+        lines.append(f"More results: call again with page={found.page + 1}.")
+    return "\n".join(lines)
