@@ -4,7 +4,9 @@ The map, layers pointing one way (storage <- recall <- processors <- Memory <- i
 
 - `storage/`: `MemoryStorage` (the interface, async twins, the blocking-call test mode),
   `sql.SQLStorage` (every SQL algorithm once, over a `Dialect`), `SQLiteStorage`,
-  `PostgresStorage`, their schema migrations, and `records` (rows, times, validation).
+  `PostgresStorage`, their schema migrations, `records` (rows, times, validation), the
+  observation log's and the store items' tables, PostgreSQL's keyword search and pgvector
+  SQL, and `filters` (LangGraph's filter operators).
 - `recall/`: `RecallIndex` (vector / keyword / hybrid search, neighbour windows, vectors kept in
   step with storage), `SyncedStorage` (writes followed by the index), `ChromaVectorStore`,
   `PgVectorStore` (pgvector beside `PostgresStorage`), `MiniLMEmbeddings` and the shared
@@ -13,11 +15,14 @@ The map, layers pointing one way (storage <- recall <- processors <- Memory <- i
   `WorkingMemoryStore` and the ``update_working_memory`` `tool`.
 - `processors/`: the `Runnable` processors (`TokenLimiter`, `ToolCallFilter`,
   `TokenLimiterProcessor`, `MessageHistory`, `SemanticRecall`, `WorkingMemory`).
-- `memory.Memory`: the facade over those parts; `turn.TurnContext` assembles a turn's context.
+- `memory.Memory`: the facade over those parts; `turn.TurnContext` assembles a turn's context;
+  `browse` reads memory a page at a time (threads, messages, search hits: `paging.Page`);
+  `call_options` are the options one call changes through its config.
 - `integrations/`: the shapes built on `Memory`: LCEL (`as_runnable`, `wrap`), the LangGraph
   hook/node, `MemoryCheckpointer` (with `mirroring` and `lineage`: the conversation kept
   through compaction, edits, forks and replays), `MemoryMiddleware`,
-  `MemoryChatMessageHistory`, and `store` (LangGraph's `BaseStore`).
+  `MemoryChatMessageHistory`, `store` (LangGraph's `BaseStore`) and `recall_tool` (the
+  ``search_memory`` tool).
 - `state_mirror` (a graph state's new turns) and `branches` (branch threads); `observational/`
   (the Observer and Reflector, their prompts, parser and reply `checks`); `titles`.
 - Cross-cutting, small: `ids` (who owns a thread), `injected` (the tag on messages memory adds),
@@ -59,7 +64,9 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, `__getattr__`
     from .integrations.checkpointer import MemoryCheckpointer
     from .memory import Memory
     from .messages import MessageList
+    from .observational.service import ObservationEvent
     from .options import MemoryOptions
+    from .paging import MessagePage, Page, SearchHit
     from .processors import (
         FunctionProcessor,
         MemoryProcessor,
@@ -95,14 +102,18 @@ _WHERE = {  # public name -> the module defining it
     "MessageConflictError": ".errors",
     "MessageHistory": ".processors",
     "MessageList": ".messages",
+    "MessagePage": ".paging",
     "MessageNotFoundError": ".errors",
     "MiniLMEmbeddings": ".recall",
+    "ObservationEvent": ".observational.service",
     "OrphanToolResultWarning": ".errors",
+    "Page": ".paging",
     "PgVectorStore": ".recall",
     "PostgresStorage": ".storage",
     "processor": ".processors",
     "ResourceMismatchError": ".errors",
     "SchemaVersionError": ".errors",
+    "SearchHit": ".paging",
     "SemanticRecall": ".processors.semantic_recall",
     "SQLiteStorage": ".storage",
     "StorageError": ".errors",
@@ -156,13 +167,17 @@ __all__ = [
     "MessageHistory",
     "MessageList",
     "MessageNotFoundError",
+    "MessagePage",
     "MiniLMEmbeddings",
+    "ObservationEvent",
     "OrphanToolResultWarning",
+    "Page",
     "PgVectorStore",
     "PostgresStorage",
     "ResourceMismatchError",
     "SQLiteStorage",
     "SchemaVersionError",
+    "SearchHit",
     "SemanticRecall",
     "StorageError",
     "StoredMessage",

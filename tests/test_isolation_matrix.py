@@ -253,6 +253,9 @@ CASES = [
     Case(("Memory.recall_tool",), lambda w: w.memory.recall_tool().invoke(
         {"name": "search_memory", "args": {"query": QUESTION, "thread_id": "tA"}, "id": "c2",
          "type": "tool_call"}, BOB_ON_B), NOTHING),
+    Case(("Memory.as_runnable",), lambda w: w.memory.as_runnable().invoke({"input": ASK}, {
+        "configurable": {**BOB_ON_B["configurable"], "memory_options": {
+            "last_messages": 100, "semantic_recall": {"filter": {"p": {"$ne": 1}}, "top_k": 10}}}}), NOTHING),
     Case(("Memory.archive_thread",), lambda w: w.memory.archive_thread("tA", resource_id="bob"), REFUSED),
     Case(("Memory.aarchive_thread",), lambda w: arun(w.memory.aarchive_thread("tA", resource_id="bob")), REFUSED),
     Case(("Memory.unarchive_thread",), lambda w: w.memory.unarchive_thread("tA", resource_id="bob"), REFUSED),
