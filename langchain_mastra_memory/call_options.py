@@ -17,10 +17,10 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from langchain_core.runnables.config import ensure_config
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
-from .errors import ConfigurationError
 from .options import check_last_messages
+from .storage.validation import validated
 
 KEY = "memory_options"
 
@@ -48,10 +48,7 @@ class CallOptions(BaseModel):
     @classmethod
     def parse(cls, value: object) -> CallOptions:
         """The options of a config's ``memory_options`` (None: no change)."""
-        try:
-            return cls.model_validate(value or {})
-        except ValidationError as exc:
-            raise ConfigurationError(f"invalid {KEY} in the config: {exc}") from exc
+        return validated(cls, value, f"{KEY} in the config")
 
 
 NONE = CallOptions()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
-from .errors import ConfigurationError
+from .storage.validation import validated
 
 
 def check_last_messages(value: Any) -> Any:
@@ -52,9 +52,4 @@ class MemoryOptions(BaseModel):
     @classmethod
     def parse(cls, options: MemoryOptions | dict[str, Any] | None) -> MemoryOptions:
         """Validate options given as a dict (or None for the defaults)."""
-        if isinstance(options, MemoryOptions):
-            return options
-        try:
-            return cls.model_validate(options or {})
-        except ValidationError as exc:
-            raise ConfigurationError(f"invalid memory options: {exc}") from exc
+        return validated(cls, options, "memory options")

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import ConfigurationError, VectorStoreError
 from ..messages import embedding_pieces, mastra_role, without_tool_calls
@@ -29,7 +29,7 @@ from ..storage.base import MemoryStorage
 from ..storage.filters import check_filter, matches
 from ..storage.records import StoredMessage
 from ..storage.sqlite import SQLiteStorage
-from ..storage.validation import check_id, check_optional_id, check_query
+from ..storage.validation import check_id, check_optional_id, check_query, validated
 from ..twins import Steps, both, call, run_async, run_sync
 from ..working_memory.config import TOOL_NAME as WORKING_MEMORY_TOOL
 from .embeddings import CachedEmbeddings, model_id
@@ -87,12 +87,7 @@ class RecallOptions(BaseModel):
     @classmethod
     def parse(cls, options: bool | dict[str, Any] | RecallOptions | None) -> RecallOptions:
         """Validate options given as ``True`` or a dict."""
-        if isinstance(options, RecallOptions):
-            return options
-        try:
-            return cls.model_validate({} if options in (True, None) else options)
-        except ValidationError as exc:
-            raise ConfigurationError(f"invalid semantic_recall options: {exc}") from exc
+        return validated(cls, options, "semantic_recall options")
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 from langchain_core.messages import BaseMessage, message_to_dict
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from ..errors import (
     ConfigurationError,
@@ -31,7 +31,7 @@ from ..messages import (
 )
 from ..thread import Thread
 from ..token_counting import TokenCounter
-from .validation import check_id, check_json_value, check_metadata, check_time
+from .validation import check_id, check_json_value, check_metadata, check_time, validated
 
 _METADATA_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,128}$")
 ONE_MICROSECOND = timedelta(microseconds=1)
@@ -359,12 +359,7 @@ class MessageFilter(BaseModel):
     @classmethod
     def parse(cls, value: object) -> MessageFilter:
         """A filter from None, a dict or a filter; `ConfigurationError` for anything else."""
-        if isinstance(value, MessageFilter):
-            return value
-        try:
-            return cls.model_validate(value or {})
-        except ValidationError as exc:
-            raise ConfigurationError(f"invalid message_filter: {exc}") from exc
+        return validated(cls, value, "message_filter")
 
     def keeps(self, stored: StoredMessage) -> bool:
         """Whether `stored` passes the filter."""

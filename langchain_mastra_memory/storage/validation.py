@@ -21,9 +21,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from ..errors import ConfigurationError, InvalidMessageError, MastraMemoryError
+
+Model = TypeVar("Model", bound=BaseModel)
 
 MAX_DEPTH = 64  # nesting of JSON values (message content, metadata)
 MAX_ID_LENGTH = 1_024
@@ -194,3 +198,14 @@ def check_time(
         msg = f"{what} must lie between {EARLIEST:%Y} and {LATEST:%Y}, got {value.isoformat()}"
         raise error(msg)
     return value
+
+
+def validated(model: type[Model], value: object, what: str) -> Model:
+    """`value` as `model`: an instance as it is, a dict validated, None (or True: "on, with
+    the defaults") the defaults; anything else a `ConfigurationError` naming `what`."""
+    if isinstance(value, model):
+        return value
+    try:
+        return model.model_validate({} if value is None or value is True else value)
+    except ValidationError as exc:
+        raise ConfigurationError(f"invalid {what}: {exc}") from exc
