@@ -4,9 +4,9 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-EXTRAS ?= dev,chroma,local,postgres,agents,openai
+EXTRAS ?= dev,chroma,local,postgres,agents,openai,ui
 
-.PHONY: setup demo test test-fast lint format typecheck bench clean
+.PHONY: setup browser demo test test-fast lint format typecheck bench clean
 
 setup: $(VENV)/.setup-done
 
@@ -17,14 +17,22 @@ $(VENV)/.setup-done: pyproject.toml
 	$(BIN)/langchain-mastra-memory setup
 	touch $@
 
+# The memory explorer's tests drive Debian's headless Chromium: installed when missing (as root,
+# from Debian's packages; elsewhere the tests say what to install).
+browser:
+	@command -v chromedriver >/dev/null && { command -v chromium >/dev/null || command -v chromium-browser >/dev/null; } || \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	else echo "install chromium and chromium-driver (the UI tests drive them)"; fi
+
 demo: setup
 	$(BIN)/langchain-mastra-memory demo
 
-test: setup
+test: setup browser
 	$(BIN)/python -m pytest
 
 test-fast: setup
-	$(BIN)/python -m pytest -m "not slow and not postgres and not chroma_server"
+	$(BIN)/python -m pytest -m "not slow and not postgres and not chroma_server and not browser"
 
 lint: setup
 	$(BIN)/ruff check langchain_mastra_memory tests bench

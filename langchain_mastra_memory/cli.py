@@ -505,3 +505,58 @@ def _demo_working_memory(path: Path) -> None:
         [], {"configurable": {"thread_id": "new-thread", "resource_id": "alice"}}
     )
     console.print(injected[0].content, markup=False, highlight=False)
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+@app.command()
+def ui(
+    db: Db = DEFAULT_DB,
+    dsn: Annotated[
+        str | None, typer.Option(help="A PostgreSQL DSN (instead of --db).", envvar="LMM_DSN")
+    ] = None,
+    host: Annotated[str, typer.Option(help="The address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="The port.")] = 8765,
+    token: Annotated[
+        str | None,
+        typer.Option(help="Needed by every request (?token=...); required off 127.0.0.1."),
+    ] = None,
+    write: Annotated[bool, typer.Option("--write", help="Allow editing working memory.")] = False,
+    open_browser: Annotated[bool, typer.Option("--open", help="Open it in the browser.")] = False,
+) -> None:
+    """Browse a memory in the browser: threads, messages, working memory, the observation log,
+    a recall playground and the next turn's context (read-only unless --write)."""
+    if host not in LOOPBACK and not token:
+        console.print(f"[red]refusing to listen on {host} without --token[/red] (anyone who "
+                      "reaches it would read every resource's memory)")  # fmt: skip
+        raise typer.Exit(2)
+    try:
+        import uvicorn
+
+        from .ui import create_app
+    except ImportError as exc:
+        console.print(f"[red]the explorer needs the 'ui' extra:[/red] pip install "
+                      f"'langchain-mastra-memory[ui]' ({exc})")  # fmt: skip
+        raise typer.Exit(1) from exc
+    from .memory import Memory
+
+    if dsn is not None:
+        from .storage.postgres import PostgresStorage
+
+        storage: Any = PostgresStorage(dsn)
+    else:
+        storage = _storage(db)
+    options = {"semantic_recall": {"mode": "hybrid"}, "working_memory": {"enabled": True}}
+    memory = _guard(lambda: Memory(storage=storage, embedder=_embedder(), options=options))
+    url = f"http://{host}:{port}/" + (f"?token={token}" if token else "")
+    console.print(
+        f"memory explorer on [bold]{url}[/bold] ({'read-write' if write else 'read-only'})"
+    )
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(url)
+    uvicorn.run(
+        create_app(memory, write=write, token=token), host=host, port=port, log_level="warning"
+    )

@@ -463,6 +463,8 @@ NOT_READS = {
     "cli demo": "a database of its own",
     "cli threads delete": "the operator's command (tested to delete checkpoints and the log too)",
     "cli working-memory set": "a write to the named resource",
+    "cli ui": "a web server: its pages are scoped to one resource in their URL, and crafted URLs "
+    "for another resource's thread are 404 without its data (tests/test_ui.py)",
 }
 SURFACES = [
     Memory, MemoryStore, MemoryCheckpointer, MemoryChatMessageHistory, PgVectorStore,

@@ -127,6 +127,10 @@ class MemoryStorage(ABC):
         """How many threads `list_threads` with these filters lists in all."""
 
     @abstractmethod
+    def thread_stats(self, thread_ids: Sequence[str]) -> dict[str, tuple[int, float]]:
+        """``(messages, stored tokens)`` of each thread (``(0, 0.0)`` for an unknown id)."""
+
+    @abstractmethod
     def set_archived(
         self, thread_id: str, *, archived: bool, resource_id: str | None = None
     ) -> Thread:
@@ -569,6 +573,10 @@ class MemoryStorage(ABC):
             self.count_threads, resource_id=resource_id, metadata=metadata, archived=archived
         )
 
+    async def athread_stats(self, thread_ids: Sequence[str]) -> dict[str, tuple[int, float]]:
+        """Async `thread_stats`."""
+        return await _off_loop(self.thread_stats, thread_ids)
+
     async def aset_archived(
         self, thread_id: str, *, archived: bool, resource_id: str | None = None
     ) -> Thread:
@@ -781,7 +789,7 @@ def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
 
 _SYNC_IO = (
     "setup", "close", "create_thread", "get_thread", "get_threads", "list_threads", "update_thread",
-    "count_threads", "set_archived", "page_messages", "transfer_thread",
+    "count_threads", "set_archived", "page_messages", "transfer_thread", "thread_stats",
     "delete_thread", "clone_thread", "save_messages", "list_messages", "get_messages_by_id",
     "update_messages", "delete_messages", "move_messages", "search_text", "message_windows",
     "unembedded", "mark_embedded", "embedded_ids", "get_working_memory", "modify_working_memory",

@@ -137,6 +137,18 @@ class ObservationTable(MemoryStorage):
             log = self._groups(conn, key, active=True)
             return log + self._groups(conn, key, active=False) if buffered else log
 
+    def observation_history(self, key: str) -> list[ObservationGroup]:
+        """Every group of a scope, oldest first: the log, the buffered groups waiting, and
+        those a reflection replaced (`replaced_by` names it) — what an explorer shows."""
+        with self._transaction(write=False) as conn:
+            rows = self._run(
+                conn,
+                f"SELECT {_GROUP_COLUMNS} FROM memory_observation_groups WHERE scope_key = ? "
+                "ORDER BY created_at, id",
+                (key,),
+            ).fetchall()
+        return [self._group(r) for r in rows]
+
     def _after_cursor(
         self, conn: Any, key: str, resource_id: str, thread_id: str | None, *, buffered: bool
     ) -> tuple[str, list[Any]]:

@@ -435,6 +435,20 @@ class SQLStorage(ObservationTable, ItemTable):
             row = self._run(conn, f"SELECT count(*) FROM memory_threads{where}", params).fetchone()
         return int(row[0])
 
+    def thread_stats(self, thread_ids: Sequence[str]) -> dict[str, tuple[int, float]]:
+        ids = list(dict.fromkeys(check_ids(thread_ids, "thread_ids")))
+        found: dict[str, tuple[int, float]] = {}
+        with self._transaction(write=False) as conn:
+            for condition, params in self.dialect.ids_in("thread_id", ids):
+                rows = self._run(
+                    conn,
+                    "SELECT thread_id, count(*), coalesce(sum(token_count), 0) "
+                    f"FROM memory_messages WHERE {condition} GROUP BY thread_id",
+                    params,
+                ).fetchall()
+                found.update({r[0]: (int(r[1]), float(r[2])) for r in rows})
+        return {i: found.get(i, (0, 0.0)) for i in ids}
+
     def set_archived(
         self, thread_id: str, *, archived: bool, resource_id: str | None = None
     ) -> Thread:

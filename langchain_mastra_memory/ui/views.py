@@ -1,0 +1,264 @@
+"""What each page of the memory explorer shows, read from a `Memory` (no HTML here).
+
+Every function takes the resource the page is scoped to and reads through the library's own
+scoped calls, so a crafted URL naming another resource's thread finds nothing
+(`ThreadNotFoundError`, shown as 404).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+
+from ..errors import ThreadNotFoundError
+from ..injected import SOURCE_KEY
+from ..memory import Memory
+from ..messages import mastra_role, message_text
+from ..paging import Page
+from ..recall.index import Mode
+from ..storage.observations import scope_key
+from ..thread import Thread
+from ..token_counting import TokenCounter
+
+PER_PAGE = 25
+MESSAGES_PER_PAGE = 50
+
+
+@dataclass(frozen=True)
+class ResourceRow:
+    id: str
+    threads: int
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class ThreadRow:
+    thread: Thread
+    messages: int
+    tokens: float
+
+
+@dataclass
+class MessageRow:
+    """A message as the thread page shows it: tool results folded into their call."""
+
+    id: str
+    role: str
+    text: str
+    created_at: datetime
+    tokens: float
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    results: dict[str, str] = field(default_factory=dict)  # tool_call_id -> result text
+    observed: bool = False
+    embedded: bool | None = None  # None: not embedded by design (system, tool)
+
+
+def _paged(items: list[Any], page: int, per_page: int = PER_PAGE) -> Page[Any]:
+    start = page * per_page
+    return Page(items[start : start + per_page], len(items), page, per_page)
+
+
+def resources(memory: Memory, *, query: str = "", page: int = 0) -> Page[ResourceRow]:
+    """The resources that own threads, newest activity first, filtered by id."""
+    threads = memory.page_threads(per_page=None, archived=None).items
+    latest: dict[str, tuple[int, datetime]] = {}
+    for t in threads:
+        count, at = latest.get(t.resource_id, (0, t.updated_at))
+        latest[t.resource_id] = (count + 1, max(at, t.updated_at))
+    rows = [ResourceRow(r, n, at) for r, (n, at) in latest.items() if query.lower() in r.lower()]
+    rows.sort(key=lambda r: r.updated_at, reverse=True)
+    return _paged(rows, page)
+
+
+def threads(memory: Memory, resource_id: str, *, query: str = "", page: int = 0) -> Page[ThreadRow]:
+    """The resource's threads (archived too), newest first, searchable by title and metadata."""
+    found = memory.page_threads(resource_id=resource_id, per_page=None, archived=None).items
+    needle = query.lower()
+    if needle:
+        found = [
+            t for t in found
+            if needle in (t.title or "").lower() or needle in json.dumps(t.metadata).lower()
+        ]  # fmt: skip
+    shown = _paged(found, page)
+    stats = memory.storage.thread_stats([t.id for t in shown.items])
+    rows = [ThreadRow(t, *stats[t.id]) for t in shown.items]
+    return Page(rows, shown.total, page, PER_PAGE)
+
+
+def thread(memory: Memory, resource_id: str, thread_id: str) -> Thread:
+    """The thread, when `resource_id` owns it (else `ThreadNotFoundError`: a 404)."""
+    found = memory.get_thread(thread_id, resource_id=resource_id)
+    if found is None:
+        raise ThreadNotFoundError(f"no thread {thread_id!r} for {resource_id!r}")
+    return found
+
+
+def observed_ids(memory: Memory, resource_id: str, thread_id: str) -> set[str]:
+    """Ids of the thread's messages that an active observation group covers."""
+    covered: set[str] = set()
+    for key in (
+        scope_key("thread", resource_id=resource_id, thread_id=thread_id),
+        scope_key("resource", resource_id=resource_id, thread_id=None),
+    ):
+        for group in memory.storage.observation_log(key):
+            covered.update(group.message_ids)
+    return covered
+
+
+def messages(
+    memory: Memory, resource_id: str, thread_id: str, *, page: int = 0
+) -> Page[MessageRow]:
+    """A page of the thread's messages, oldest first, tool results folded into their calls."""
+    thread(memory, resource_id, thread_id)
+    found = memory.page_messages(
+        thread_id, resource_id=resource_id, page=page, per_page=MESSAGES_PER_PAGE
+    )
+    waiting = {s.message.id for s in memory.storage.unembedded(limit=100_000)}
+    observed = observed_ids(memory, resource_id, thread_id)
+    stored = {
+        s.message.id: s
+        for s in memory.storage.get_messages_by_id(
+            [m.id or "" for m in found.items], resource_id=resource_id
+        )
+    }
+    counter = TokenCounter()
+    rows: list[MessageRow] = []
+    by_call: dict[str, MessageRow] = {}
+    for message in found.items:
+        if isinstance(message, ToolMessage) and message.tool_call_id in by_call:
+            by_call[message.tool_call_id].results[message.tool_call_id] = message_text(message)
+            continue
+        item = stored.get(message.id)
+        role = mastra_role(message)
+        row = MessageRow(
+            id=message.id or "", role=role, text=message_text(message),
+            created_at=item.created_at if item else datetime.min,
+            tokens=item.token_count if item and item.token_count else counter.count(message),
+            tool_calls=list(getattr(message, "tool_calls", None) or []),
+            observed=message.id in observed,
+            embedded=(message.id not in waiting) if role in ("user", "assistant") else None,
+        )  # fmt: skip
+        for call in row.tool_calls:
+            by_call[call["id"]] = row
+        rows.append(row)
+    return Page(rows, found.total, page, MESSAGES_PER_PAGE)
+
+
+def tokens_per_turn(memory: Memory, resource_id: str, thread_id: str) -> list[float]:
+    """The thread's stored tokens, turn by turn (a turn starts at each user message)."""
+    thread(memory, resource_id, thread_id)
+    turns: list[float] = []
+    for stored in memory.storage.list_messages(thread_id, resource_id=resource_id):
+        if isinstance(stored.message, HumanMessage) or not turns:
+            turns.append(0.0)
+        turns[-1] += stored.token_count or 0.0
+    return turns
+
+
+@dataclass(frozen=True)
+class RecallRow:
+    rank: int
+    message: BaseMessage
+    thread_id: str
+    thread_title: str | None
+    created_at: datetime
+    fused: float
+    cosine: float | None
+    bm25: float | None
+    neighbours: list[BaseMessage]
+
+
+def recall(memory: Memory, resource_id: str, query: str, mode: str) -> list[RecallRow]:
+    """The recall playground: the hits of `query` in `mode`, each with its own score and both
+    sides' (cosine, BM25) and its neighbours."""
+    if not query.strip():
+        return []
+    index = memory.searcher
+    hits = memory.search_messages(query, resource_id=resource_id, mode=mode, per_page=10)  # type: ignore[arg-type]
+    sides: dict[str, dict[str, float]] = {}
+    side: Mode
+    for side in ("vector", "keyword"):
+        if side == "vector" and index.vector is None:
+            continue
+        found = index.search(query, resource_id=resource_id, limit=100, mode=side)
+        sides[side] = {h.message_id: h.score for h in found}
+    windows = memory.storage.message_windows(
+        [h.message.id or "" for h in hits.items], before=1, after=1, resource_id=resource_id
+    )
+    rows = []
+    for rank, hit in enumerate(hits.items, start=1):
+        around = [s.message for s in windows if s.thread_id == hit.thread_id]
+        near = _neighbours(around, hit.message.id or "")
+        rows.append(RecallRow(
+            rank, hit.message, hit.thread_id, hit.thread_title, hit.created_at, hit.score,
+            sides.get("vector", {}).get(hit.message.id or ""),
+            sides.get("keyword", {}).get(hit.message.id or ""), near,
+        ))  # fmt: skip
+    return rows
+
+
+def _neighbours(thread_messages: list[BaseMessage], message_id: str) -> list[BaseMessage]:
+    ids = [m.id for m in thread_messages]
+    if message_id not in ids:
+        return []
+    at = ids.index(message_id)
+    return [m for m in thread_messages[max(0, at - 1) : at + 2] if m.id != message_id]
+
+
+@dataclass(frozen=True)
+class ContextPart:
+    name: str
+    messages: list[BaseMessage]
+    tokens: float
+
+
+@dataclass(frozen=True)
+class ContextPreview:
+    parts: list[ContextPart]
+    total: float
+    left_out: list[tuple[BaseMessage, str]]  # stored history not sent, and why
+    budget: float | None
+
+
+PART_NAMES = {
+    "working_memory": "Working memory",
+    "observational_memory": "Observation log",
+    "semantic_recall": "Recalled messages",
+}
+
+
+def context(memory: Memory, resource_id: str, thread_id: str, question: str) -> ContextPreview:
+    """What the model would receive on the next turn of the thread (with `question` as the
+    user's message), part by part, and the newest stored messages it would not see."""
+    thread(memory, resource_id, thread_id)
+    turn = [HumanMessage(question or "(the next message)", id="preview-turn")]
+    sent = memory.context(turn, thread_id=thread_id, resource_id=resource_id)  # merged blocks
+    counter = TokenCounter()
+    grouped: dict[str, list[BaseMessage]] = {}  # the parts before they were merged
+    injected = memory.working.message(resource_id=resource_id, thread_id=thread_id)
+    remembered = memory.recall(new_messages=turn, thread_id=thread_id, resource_id=resource_id)
+    for message in [*([injected] if injected else []), *remembered, *turn]:
+        source = message.response_metadata.get(SOURCE_KEY)
+        if message.id == "preview-turn":
+            name = "Current turn"
+        else:
+            name = PART_NAMES.get(source, "Memory") if source else "History"
+        grouped.setdefault(name, []).append(message)
+    parts = [ContextPart(n, ms, counter.count_all(ms)) for n, ms in grouped.items()]
+    shown = {m.id for m in sent}
+    last = memory.options.last_messages
+    window = None if last is False else int(last)
+    stored = memory.storage.list_messages(thread_id, resource_id=resource_id, last=window)
+    observed = observed_ids(memory, resource_id, thread_id)
+    left_out = [
+        (s.message, "covered by the observation log" if s.message.id in observed
+         else "left out by the processors (TokenLimiter / ToolCallFilter)")
+        for s in stored
+        if s.message.id not in shown
+    ]  # fmt: skip
+    limits = [float(getattr(p, "limit", 0)) for p in memory.processors if hasattr(p, "limit")]
+    return ContextPreview(parts, counter.count_all(sent), left_out, min(limits, default=None))

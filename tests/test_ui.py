@@ -1,0 +1,232 @@
+"""The memory explorer in a real browser: Debian's headless Chromium driven by Selenium over
+the bundled sample conversation, the app served by uvicorn on a free loopback port.
+
+Screenshots of each page go to ``tests/artifacts/ui/`` (the README's come from there)."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import HumanMessage
+from starlette.testclient import TestClient
+
+from langchain_mastra_memory import Memory, SQLiteStorage
+from langchain_mastra_memory.token_counting import TokenCounter
+from langchain_mastra_memory.transfer import import_lines, split_lines
+from langchain_mastra_memory.ui import create_app
+
+pytestmark = pytest.mark.browser
+SHOTS = Path(__file__).parent / "artifacts" / "ui"
+SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "city": {"type": "string"}},
+          "additionalProperties": False}  # fmt: skip
+
+
+def sample_memory(path: Path) -> Memory:
+    memory = Memory(
+        storage=SQLiteStorage(path),
+        options={"semantic_recall": True, "working_memory": {"enabled": True, "schema": SCHEMA}},
+    )
+    text = resources.files("langchain_mastra_memory.data").joinpath("sample_conversation.jsonl")
+    import_lines(memory, split_lines(text.read_text()))
+    memory.update_working_memory({"name": "Alice", "city": "Lisbon"}, resource_id="alice")
+    key = "thread:dog-care"  # an Observer's group over the thread's first ten messages
+    first = memory.get_messages(thread_id="dog-care")[:10]
+    assert memory.storage.claim_observation(key, owner="test", seconds=60)
+    memory.storage.commit_observation(
+        key, owner="test", resource_id="alice", current_task="Plan Biscuit's meals",
+        text="Date: 2026-05-04\n- [high] (09:03) User's dog Biscuit is a four-year-old beagle",
+        message_ids=[m.id for m in first], token_count=20.0,
+    )  # fmt: skip
+    assert memory.flush(120)
+    return memory
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Memory]]:
+    import uvicorn
+
+    memory = sample_memory(tmp_path_factory.mktemp("ui") / "memory.db")
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(memory, write=True), host="127.0.0.1", port=port, log_level="warning"
+        )
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    for _ in range(200):
+        if server.started:
+            break
+        time.sleep(0.05)
+    assert server.started
+    yield f"http://127.0.0.1:{port}", memory
+    server.should_exit = True
+    thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_path = shutil.which("chromedriver")
+    assert binary and driver_path, (
+        "the UI tests need Debian's chromium and chromium-driver: `make setup` installs them "
+        "(apt-get install chromium chromium-driver)"
+    )
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                 "--window-size=1280,1000", "--disable-gpu"):  # fmt: skip
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    yield driver
+    driver.quit()
+
+
+def visit(browser, url: str, shot: str | None = None) -> str:
+    """Load a page; no console error allowed; a screenshot when named."""
+    browser.get(url)
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == [], errors
+    if shot:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        browser.save_screenshot(str(SHOTS / f"{shot}.png"))
+    return browser.page_source
+
+
+def wait_for(browser, element_id: str):
+    """The element once the page that has it is loaded (a form post loads a new page)."""
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    located = expected_conditions.presence_of_element_located(("id", element_id))
+    return WebDriverWait(browser, 10).until(located)
+
+
+def test_every_page_loads_without_console_errors(served, browser) -> None:
+    base, _memory = served
+    assert "alice" in visit(browser, base + "/", "resources")
+    page = visit(browser, base + "/r/alice", "threads")
+    assert "Planning a weekend in Porto" in page and "Catching up" in page
+    page = visit(browser, base + "/r/alice/t/dog-care", "thread")
+    assert "My dog Biscuit is a four-year-old beagle" in page
+    assert "embedded" in page and "<svg" in page
+    page = visit(browser, base + "/r/alice/t/dog-care/observations", "observations")
+    assert "four-year-old beagle" in page and "covers 10 messages" in page and "in the log" in page
+    assert "observed" in visit(browser, base + "/r/alice/t/dog-care")
+    visit(browser, base + "/r/alice/working-memory", "working-memory")
+    searched = visit(browser, base + "/r/alice?q=porto")
+    assert "Planning a weekend in Porto" in searched and "Catching up" not in searched
+
+
+def test_load_more_as_you_scroll(served, browser) -> None:
+    base, memory = served
+    visit(browser, base + "/r/alice/t/career")
+    total = len(memory.get_messages(thread_id="career"))
+    assert total > 50
+    browser.execute_script("window.scrollTo(0, document.body.scrollHeight)")
+    for _ in range(50):  # the sentinel loads the next page by itself
+        shown = len(browser.find_elements("css selector", "#messages .msg"))
+        if shown == total:
+            break
+        time.sleep(0.1)
+    assert shown == total
+
+
+def test_the_working_memory_edit_round_trips_and_an_invalid_one_is_refused(served, browser) -> None:
+    base, memory = served
+    visit(browser, base + "/r/alice/working-memory")
+    box = browser.find_element("id", "wm-input")
+    box.clear()
+    box.send_keys('{"city": "Porto"}')
+    browser.find_element("css selector", "#wm-form button").click()
+    assert "Saved." in wait_for(browser, "wm-saved").text
+    assert memory.get_working_memory(resource_id="alice") == {"name": "Alice", "city": "Porto"}
+    box = browser.find_element("id", "wm-input")
+    box.clear()
+    box.send_keys('{"city": 42}')
+    browser.find_element("css selector", "#wm-form button").click()
+    assert "Refused" in wait_for(browser, "wm-error").text
+    browser.get_log("browser")  # the refusal's 400, expected: not an error of the next page
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(SHOTS / "working-memory-refused.png"))
+    assert memory.get_working_memory(resource_id="alice") == {"name": "Alice", "city": "Porto"}
+
+
+def test_the_recall_playground_finds_the_planted_fact(served, browser) -> None:
+    base, _ = served
+    visit(browser, base + "/r/alice/recall?q=what+is+my+dog+called&mode=hybrid", "recall")
+    rows = browser.find_elements("css selector", "#hits tr.hit")
+    planted = [r for r in rows if "My dog Biscuit is a four-year-old beagle" in r.text]
+    assert planted, [r.text for r in rows]  # the sample also holds the question itself
+    cells = planted[0].find_elements("tag name", "td")
+    assert int(cells[0].text) <= 5  # among the first hits
+    assert float(cells[2].text) > 0 and cells[3].text != "–"  # fused score and cosine shown
+    assert cells[5].text == "Biscuit's diet and walks\n2026-05-04 09:03"  # its thread and date
+
+
+def test_the_context_preview_totals_what_memory_context_returns(served, browser) -> None:
+    base, memory = served
+    question = "Where should I walk Biscuit in Lisbon?"
+    visit(browser, base + f"/r/alice/t/recall-check/context?q={question}", "context")
+    shown = float(browser.find_element("id", "total-tokens").text)
+    sent = memory.context(
+        [HumanMessage(question, id="preview-turn")], thread_id="recall-check", resource_id="alice"
+    )
+    assert shown == round(TokenCounter().count_all(sent))
+    parts = {e.get_attribute("data-part") for e in browser.find_elements("css selector", ".part")}
+    assert {"Working memory", "History", "Current turn"} <= parts
+
+
+def test_a_crafted_url_never_shows_another_resources_data(served) -> None:
+    _, memory = served
+    memory.create_thread(thread_id="bobs", resource_id="bob", title="Bob's secret kq7731")
+    memory.save_messages([HumanMessage("bob's code kq7731")], thread_id="bobs", resource_id="bob")
+    client = TestClient(create_app(memory))
+    for url in ("/r/alice/t/bobs", "/r/alice/t/bobs/messages?page=0", "/r/alice/t/bobs/context",
+                "/r/alice/t/bobs/observations", "/r/alice/working-memory?thread=bobs"):  # fmt: skip
+        answer = client.get(url)
+        assert answer.status_code == 404 and "kq7731" not in answer.text, url
+    for url in ("/r/alice", "/r/alice?q=secret", "/r/alice/recall?q=bob%27s+code&mode=keyword"):
+        answer = client.get(url)
+        assert answer.status_code == 200 and "kq7731" not in answer.text, url
+
+
+def test_read_only_and_the_token(served) -> None:
+    _, memory = served
+    read_only = TestClient(create_app(memory))
+    before = memory.get_working_memory(resource_id="alice")
+    assert read_only.post("/r/alice/working-memory", data={"memory": "{}"}).status_code == 403
+    assert memory.get_working_memory(resource_id="alice") == before
+    gated = TestClient(create_app(memory, token="s3cret"))
+    assert gated.get("/").status_code == 401
+    assert gated.get("/?token=wrong").status_code == 401
+    assert gated.get("/?token=s3cret").status_code == 200
+    assert gated.get("/r/alice").status_code == 200  # the cookie it set
+
+
+def test_the_command_refuses_another_address_without_a_token(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from langchain_mastra_memory.cli import app
+
+    db = tmp_path / "memory.db"
+    SQLiteStorage(db).close()
+    result = CliRunner().invoke(app, ["ui", "--db", str(db), "--host", "0.0.0.0"])
+    assert result.exit_code == 2 and "without --token" in result.output
