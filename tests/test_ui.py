@@ -121,7 +121,12 @@ def wait_for(browser, element_id: str):
 
 def test_every_page_loads_without_console_errors(served, browser) -> None:
     base, _memory = served
-    assert "alice" in visit(browser, base + "/", "resources")
+    front = visit(browser, base + "/", "resources")
+    assert "alice" in front
+    cells = browser.find_elements("css selector", "#resources tr")[1].find_elements(
+        "tag name", "td"
+    )
+    assert cells[0].text == "alice" and cells[1].text == "6" and cells[2].text == "336"
     page = visit(browser, base + "/r/alice", "threads")
     assert "Planning a weekend in Porto" in page and "Catching up" in page
     page = visit(browser, base + "/r/alice/t/dog-care", "thread")

@@ -33,6 +33,8 @@ class ResourceRow:
     id: str
     threads: int
     updated_at: datetime
+    messages: int = 0
+    tokens: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,18 @@ def resources(memory: Memory, *, query: str = "", page: int = 0) -> Page[Resourc
         latest[t.resource_id] = (count + 1, max(at, t.updated_at))
     rows = [ResourceRow(r, n, at) for r, (n, at) in latest.items() if query.lower() in r.lower()]
     rows.sort(key=lambda r: r.updated_at, reverse=True)
-    return _paged(rows, page)
+    shown = _paged(rows, page)
+    listed = {r.id for r in shown.items}
+    owners = {t.id: t.resource_id for t in threads if t.resource_id in listed}
+    totals: dict[str, tuple[int, float]] = {}
+    for thread_id, (count, tokens) in memory.storage.thread_stats(list(owners)).items():
+        owner = owners[thread_id]
+        messages, spent = totals.get(owner, (0, 0.0))
+        totals[owner] = (messages + count, spent + tokens)
+    items = [
+        ResourceRow(r.id, r.threads, r.updated_at, *totals.get(r.id, (0, 0.0))) for r in shown.items
+    ]
+    return Page(items, shown.total, page, PER_PAGE)
 
 
 def threads(memory: Memory, resource_id: str, *, query: str = "", page: int = 0) -> Page[ThreadRow]:
@@ -254,11 +267,16 @@ def context(memory: Memory, resource_id: str, thread_id: str, question: str) -> 
     window = None if last is False else int(last)
     stored = memory.storage.list_messages(thread_id, resource_id=resource_id, last=window)
     observed = observed_ids(memory, resource_id, thread_id)
-    left_out = [
-        (s.message, "covered by the observation log" if s.message.id in observed
-         else "left out by the processors (TokenLimiter / ToolCallFilter)")
-        for s in stored
-        if s.message.id not in shown
-    ]  # fmt: skip
+    left_out = [(s.message, _why_not_sent(s.message, observed)) for s in stored
+                if s.message.id not in shown]  # fmt: skip
     limits = [float(getattr(p, "limit", 0)) for p in memory.processors if hasattr(p, "limit")]
     return ContextPreview(parts, counter.count_all(sent), left_out, min(limits, default=None))
+
+
+def _why_not_sent(message: BaseMessage, observed: set[str]) -> str:
+    """Why a stored message of the history window is not in the context."""
+    if message.id in observed:
+        return "covered by the observation log"
+    if isinstance(message, ToolMessage) or getattr(message, "tool_calls", None):
+        return "tool traffic removed by ToolCallFilter (the working-memory tool's, or yours)"
+    return "over the token budget: TokenLimiter dropped the oldest messages"
