@@ -235,3 +235,22 @@ def test_the_command_refuses_another_address_without_a_token(tmp_path: Path) -> 
     SQLiteStorage(db).close()
     result = CliRunner().invoke(app, ["ui", "--db", str(db), "--host", "0.0.0.0"])
     assert result.exit_code == 2 and "without --token" in result.output
+
+
+def test_every_page_serves_on_each_backend_and_stays_scoped(storage) -> None:
+    """The same pages over SQLite (file, in memory) and PostgreSQL, without a browser."""
+    memory = Memory(storage=storage, options={"semantic_recall": {"mode": "keyword"},
+                                              "working_memory": {"enabled": True}})  # fmt: skip
+    text = resources.files("langchain_mastra_memory.data").joinpath("sample_conversation.jsonl")
+    import_lines(memory, split_lines(text.read_text()))
+    memory.create_thread(thread_id="bobs", resource_id="bob", title="kq7731")
+    client = TestClient(create_app(memory))
+    for url in ("/", "/r/alice", "/r/alice?q=porto", "/r/alice/t/dog-care",
+                "/r/alice/t/career/messages?page=1", "/r/alice/recall?q=dog&mode=keyword",
+                "/r/alice/t/dog-care/context?q=hi", "/r/alice/t/dog-care/observations",
+                "/r/alice/working-memory?thread=dog-care"):  # fmt: skip
+        answer = client.get(url)
+        assert answer.status_code == 200 and "kq7731" not in answer.text, url
+    assert client.get("/r/alice/t/bobs").status_code == 404
+    assert client.get("/r/bob/t/dog-care").status_code == 404
+    assert "Biscuit" in client.get("/r/alice/recall?q=Biscuit&mode=keyword").text
