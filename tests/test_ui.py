@@ -177,6 +177,7 @@ def test_the_working_memory_edit_round_trips_and_an_invalid_one_is_refused(serve
 def test_the_recall_playground_finds_the_planted_fact(served, browser) -> None:
     base, _ = served
     visit(browser, base + "/r/alice/recall?q=what+is+my+dog+called&mode=hybrid", "recall")
+    assert "Hits by day" in browser.page_source and "2026-05-04" in browser.page_source
     rows = browser.find_elements("css selector", "#hits tr.hit")
     planted = [r for r in rows if "My dog Biscuit is a four-year-old beagle" in r.text]
     assert planted, [r.text for r in rows]  # the sample also holds the question itself

@@ -130,8 +130,10 @@ def create_app(memory: Memory, *, write: bool = False, token: str | None = None)
             mode = modes[0]
         rows = views.recall(memory, owner, query, mode)
         by_thread = Counter(r.thread_title or r.thread_id for r in rows)
+        by_day = Counter(f"{r.created_at:%Y-%m-%d}" for r in rows)
+        charts = [plots.bars(by_thread.most_common()), plots.bars(sorted(by_day.items()))]
         return page(request, "recall.html", resource=owner, q=query, mode=mode, modes=modes,
-                    rows=rows, chart=plots.bars(by_thread.most_common()))  # fmt: skip
+                    rows=rows, charts=charts)  # fmt: skip
 
     async def context(request: Request) -> Response:
         owner, thread_id = request.path_params["resource"], request.path_params["thread"]
