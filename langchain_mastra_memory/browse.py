@@ -9,14 +9,14 @@ owner's messages only, and a search returns the searching resource's messages on
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from .errors import ConfigurationError, ThreadNotFoundError
 from .paging import MessagePage, Page, SearchHit, check_count, page_bounds
 from .recall.index import Mode, RecallIndex, hide_working_memory
 from .storage.base import MemoryStorage, owned_thread
-from .storage.records import StoredMessage
+from .storage.records import MessageFilter, StoredMessage
 from .storage.validation import check_id, check_ids, check_optional_id, check_time
 from .thread import Thread
 from .twins import Steps, call
@@ -129,8 +129,10 @@ def search_page(
     left out unless `include_archived`; up to `MAX_HITS` are ranked."""
     limit, offset = page_bounds(page, per_page)
     check_id(resource_id, "resource_id")
-    lower = check_time(since, "since", ConfigurationError)
-    upper = check_time(until, "until", ConfigurationError)
+    window = MessageFilter(  # the same time window a clone's filter keeps
+        since=check_time(since, "since", ConfigurationError),
+        until=check_time(until, "until", ConfigurationError),
+    )
     if thread_id is not None:
         yield from owner_of(storage, thread_id, resource_id)
     hits = yield call(
@@ -148,19 +150,10 @@ def search_page(
         if stored is None or stored.thread_id not in threads:
             continue
         thread = threads[stored.thread_id]
-        if (thread.archived and not include_archived) or not _within(stored, lower, upper):
+        if (thread.archived and not include_archived) or not window.keeps(stored):
             continue
         kept.append(
             SearchHit(stored.message, stored.thread_id, thread.title, stored.created_at, hit.score)
         )
     end = None if limit is None else offset + limit
     return Page(kept[offset:end], len(kept), page, per_page)
-
-
-def _within(stored: StoredMessage, since: datetime | None, until: datetime | None) -> bool:
-    moment = stored.created_at
-    return (since is None or moment >= _aware(since)) and (until is None or moment < _aware(until))
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import sys
 import tempfile
@@ -316,7 +315,7 @@ def recall(
         s.message.id: s for s in memory.storage.get_messages_by_id([h.message_id for h in hits])
     }
     sides = ["vector", "keyword"] if mode == "hybrid" else [mode]
-    scores = {side: _side_scores(index, side, query, resource, thread) for side in sides}
+    scores = index.side_scores(query, resource_id=resource, thread_id=thread, sides=sides)  # type: ignore[arg-type]
     headers = {"vector": "vector (cosine)", "keyword": "keyword (BM25)"}
     table = Table("rank", *(["fused"] if mode == "hybrid" else []), *(headers[s] for s in sides))
     table.add_column("thread")
@@ -333,18 +332,6 @@ def recall(
         console.print(
             f"[{mastra_role(message)}] {message_text(message)}", markup=False, highlight=False
         )
-
-
-def _side_scores(
-    index: Any, side: str, query: str, resource: str, thread: str | None
-) -> dict[str, float]:
-    """One mode's own scores for the query, over hybrid's candidate pool."""
-    from .recall.index import HYBRID_POOL
-
-    alone = copy.copy(index)
-    alone.options = index.options.model_copy(update={"mode": side})
-    hits = alone.search(query, resource_id=resource, thread_id=thread, limit=HYBRID_POOL)
-    return {h.message_id: h.score for h in hits}
 
 
 def _score(value: float | None) -> str:

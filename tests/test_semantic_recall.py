@@ -407,3 +407,17 @@ def test_reindex_rebuilds_vectors_the_store_lost(tmp_path) -> None:
     assert hits and "Brompton" in str(
         memory.storage.get_messages_by_id([hits[0].message_id])[0].message.content
     )
+
+
+async def test_side_scores_are_each_sides_own_for_the_owner_only(planted: Memory) -> None:
+    index = planted.recall_index
+    query = "moved to Lisbon in March"
+    scores = index.side_scores(query, resource_id="alice")
+    assert set(scores) == {"vector", "keyword"}
+    fact = next(m.id for m in planted.get_messages(thread_id="old") if "Lisbon" in str(m.content))
+    assert 0 < scores["vector"][fact] <= 1 and scores["keyword"][fact] > 0  # cosine, BM25
+    bobs = {m.id for m in planted.get_messages(thread_id="other")}
+    assert not bobs & (set(scores["vector"]) | set(scores["keyword"]))
+    assert await index.aside_scores(query, resource_id="alice") == scores
+    only = index.side_scores(query, resource_id="alice", sides=["keyword"])
+    assert only == {"keyword": scores["keyword"]}

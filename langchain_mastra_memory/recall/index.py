@@ -285,6 +285,41 @@ class RecallIndex:
             )
         return mode
 
+    def _side_scores(
+        self, query: str, resource_id: str, thread_id: str | None, sides: Sequence[Mode] | None
+    ) -> Steps[dict[str, dict[str, float]]]:
+        if sides is None:
+            sides = ["keyword"] if self.vector is None else ["vector", "keyword"]
+        scores: dict[str, dict[str, float]] = {}
+        for side in sides:
+            hits = yield from self._search(query, resource_id, thread_id, HYBRID_POOL, mode=side)
+            scores[side] = {h.message_id: h.score for h in hits}
+        return scores
+
+    def side_scores(
+        self,
+        query: str,
+        *,
+        resource_id: str,
+        thread_id: str | None = None,
+        sides: Sequence[Mode] | None = None,
+    ) -> dict[str, dict[str, float]]:
+        """Each side's own scores for `query` (vector: cosine, keyword: BM25) by message id,
+        over hybrid's candidate pool: what a fused score was made of. `sides`: both (keyword
+        only without vectors) unless given."""
+        return run_sync(self._side_scores(query, resource_id, thread_id, sides))
+
+    async def aside_scores(
+        self,
+        query: str,
+        *,
+        resource_id: str,
+        thread_id: str | None = None,
+        sides: Sequence[Mode] | None = None,
+    ) -> dict[str, dict[str, float]]:
+        """Async `side_scores`."""
+        return await run_async(self._side_scores(query, resource_id, thread_id, sides))
+
     def search(
         self,
         query: str,

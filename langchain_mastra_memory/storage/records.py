@@ -365,11 +365,7 @@ class MessageFilter(BaseModel):
         """Whether `stored` passes the filter."""
         moment = stored.created_at
         return (
-            (self.since is None or moment >= _utc(self.since))
-            and (self.until is None or moment < _utc(self.until))
+            (self.since is None or moment >= from_iso(self.since))
+            and (self.until is None or moment < from_iso(self.until))
             and (self.message_ids is None or stored.message.id in self.message_ids)
         )
-
-
-def _utc(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)

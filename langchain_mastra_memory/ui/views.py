@@ -19,7 +19,6 @@ from ..injected import SOURCE_KEY
 from ..memory import Memory
 from ..messages import mastra_role, message_text
 from ..paging import Page
-from ..recall.index import Mode
 from ..storage.observations import scope_key
 from ..thread import Thread
 from ..token_counting import TokenCounter
@@ -127,38 +126,41 @@ def messages(
 ) -> Page[MessageRow]:
     """A page of the thread's messages, oldest first, tool results folded into their calls."""
     thread(memory, resource_id, thread_id)
-    found = memory.page_messages(
-        thread_id, resource_id=resource_id, page=page, per_page=MESSAGES_PER_PAGE
-    )
-    waiting = {s.message.id for s in memory.storage.unembedded(limit=100_000)}
+    stored, total = memory.storage.page_messages(
+        thread_id, resource_id=resource_id, limit=MESSAGES_PER_PAGE,
+        offset=page * MESSAGES_PER_PAGE,
+    )  # fmt: skip
+    embedded = _with_vectors(memory, resource_id, [s.message.id or "" for s in stored])
     observed = observed_ids(memory, resource_id, thread_id)
-    stored = {
-        s.message.id: s
-        for s in memory.storage.get_messages_by_id(
-            [m.id or "" for m in found.items], resource_id=resource_id
-        )
-    }
     counter = TokenCounter()
     rows: list[MessageRow] = []
     by_call: dict[str, MessageRow] = {}
-    for message in found.items:
+    for item in stored:
+        message = item.message
         if isinstance(message, ToolMessage) and message.tool_call_id in by_call:
             by_call[message.tool_call_id].results[message.tool_call_id] = message_text(message)
             continue
-        item = stored.get(message.id)
         role = mastra_role(message)
         row = MessageRow(
             id=message.id or "", role=role, text=message_text(message),
-            created_at=item.created_at if item else datetime.min,
-            tokens=item.token_count if item and item.token_count else counter.count(message),
+            created_at=item.created_at, tokens=item.token_count or counter.count(message),
             tool_calls=list(getattr(message, "tool_calls", None) or []),
             observed=message.id in observed,
-            embedded=(message.id not in waiting) if role in ("user", "assistant") else None,
+            embedded=(message.id in embedded)
+            if embedded is not None and role in ("user", "assistant") else None,
         )  # fmt: skip
         for call in row.tool_calls:
             by_call[call["id"]] = row
         rows.append(row)
-    return Page(rows, found.total, page, MESSAGES_PER_PAGE)
+    return Page(rows, total, page, MESSAGES_PER_PAGE)
+
+
+def _with_vectors(memory: Memory, resource_id: str, message_ids: list[str]) -> set[str] | None:
+    """Which of these messages the vector store holds (None: this memory keeps no vectors)."""
+    index = memory.recall_index
+    if index is None or index.vector is None or not message_ids:
+        return None if index is None or index.vector is None else set()
+    return index.vector.present(index.index_name(), resource_id, message_ids)
 
 
 def tokens_per_turn(memory: Memory, resource_id: str, thread_id: str) -> list[float]:
@@ -190,15 +192,8 @@ def recall(memory: Memory, resource_id: str, query: str, mode: str) -> list[Reca
     sides' (cosine, BM25) and its neighbours."""
     if not query.strip():
         return []
-    index = memory.searcher
     hits = memory.search_messages(query, resource_id=resource_id, mode=mode, per_page=10)  # type: ignore[arg-type]
-    sides: dict[str, dict[str, float]] = {}
-    side: Mode
-    for side in ("vector", "keyword"):
-        if side == "vector" and index.vector is None:
-            continue
-        found = index.search(query, resource_id=resource_id, limit=100, mode=side)
-        sides[side] = {h.message_id: h.score for h in found}
+    sides = memory.searcher.side_scores(query, resource_id=resource_id)
     windows = memory.storage.message_windows(
         [h.message.id or "" for h in hits.items], before=1, after=1, resource_id=resource_id
     )
