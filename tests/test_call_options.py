@@ -113,6 +113,30 @@ def test_one_call_can_be_read_only_in_a_graph(storage: MemoryStorage, call) -> N
     assert [m.content for m in memory.get_messages(thread_id="side")][-2:] == ["keep me", "Saved."]
 
 
+def test_read_only_edits_and_time_travel_leave_memory_alone(storage: MemoryStorage) -> None:
+    """LangGraph's documented state edits under a read-only call: a RemoveMessage through
+    update_state and a replay from an earlier checkpoint neither delete nor add anything in
+    memory, while the graph's own state follows each edit."""
+    from langchain_core.messages import RemoveMessage
+
+    memory = seeded(storage)
+    model = strict_model(AIMessage("First."), AIMessage("Second."), AIMessage("Replayed."))
+    agent = react_agent(memory, model)
+    agent.invoke({"messages": [HumanMessage("one", id="u1")]}, cfg("g"))
+    agent.invoke({"messages": [HumanMessage("two", id="u2")]}, cfg("g"))
+    stored = [m.content for m in memory.get_messages(thread_id="g")]
+    assert stored == ["one", "First.", "two", "Second."]
+    agent.update_state(cfg("g", read_only=True), {"messages": [RemoveMessage(id="u1")]})
+    assert "one" not in [m.content for m in agent.get_state(cfg("g")).values["messages"]]
+    assert [m.content for m in memory.get_messages(thread_id="g")] == stored
+    earlier = list(agent.get_state_history(cfg("g")))[-3]  # after the first turn's input
+    replay = {"configurable": {**earlier.config["configurable"], "user_id": "alice",
+                               "memory_options": {"read_only": True}}}  # fmt: skip
+    out = agent.invoke(None, replay)
+    assert len(model.seen) == 3 and out["messages"][-1].content == "Replayed."  # it did run
+    assert [m.content for m in memory.get_messages(thread_id="g")] == stored
+
+
 def test_one_call_changes_history_and_recall(storage: MemoryStorage, call) -> None:
     memory = seeded(storage)
     turn = [HumanMessage("the harbour fact please", id="q")]

@@ -14,6 +14,7 @@ from langchain_core.outputs import ChatGenerationChunk
 
 from langchain_mastra_memory import ConfigurationError, Memory, MemoryStorage
 from langchain_mastra_memory.observational.prompts import OBSERVER_INSTRUCTIONS
+from langchain_mastra_memory.provider_rules import provider_violations
 from langchain_mastra_memory.storage.observations import scope_key
 from langchain_mastra_memory.testing import strict_model
 
@@ -26,13 +27,16 @@ OBSERVED = (
 
 
 class Recorder(FakeListChatModel):
-    """A scripted model that records each prompt it is given."""
+    """A scripted model that records each prompt it is given, refusing any a provider would."""
 
     responses: list = ["unused"]  # noqa: RUF012
     calls: list = []  # noqa: RUF012
     reply: str = OBSERVED
 
     def _call(self, messages, *args, **kwargs):
+        problems = provider_violations(messages)
+        if problems:
+            raise ValueError(f"a provider would refuse this prompt: {problems}")
         self.calls.append(messages)
         return self.reply.replace("{n}", str(len(self.calls)))
 
