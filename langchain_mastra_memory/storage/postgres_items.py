@@ -23,8 +23,10 @@ from .pgvector_sql import (
     EXACT_LIMIT,
     HNSW_EF_CONSTRUCTION,
     HNSW_M,
-    nearest_sql,
-    rows_up_to,
+    PgVectorFeatures,
+    nearest_rows,
+    pgvector_features,
+    scan_exactly,
     vector_literal,
 )
 from .records import Namespace
@@ -35,6 +37,7 @@ class ItemVectors:
 
     def __init__(self) -> None:
         self.extension: str | bool | None = False  # False: not looked up yet; None: absent
+        self.features = PgVectorFeatures((0, 8))  # read with the extension
         self.tables: set[int] = set()
         self._lock = threading.Lock()
 
@@ -52,7 +55,8 @@ class ItemVectors:
                 except Exception:
                     row = (None,)
             self.extension = row[0]
-            if row[0] is not None:  # the tables an earlier process made
+            if row[0] is not None:  # its version, and the tables an earlier process made
+                self.features = pgvector_features(conn) or self.features
                 self.tables |= {
                     int(name.rsplit("_", 1)[1])
                     for (name,) in conn.execute(
@@ -61,6 +65,11 @@ class ItemVectors:
                     ).fetchall()
                 }
         return self.extension or None  # type: ignore[return-value]
+
+    @property
+    def kind(self) -> str:
+        """The stored type: ``halfvec`` where pgvector has it (0.7), else ``vector``."""
+        return "halfvec" if self.features.halfvec else "vector"
 
     def _table(self, conn: Any, dimension: int, *, create: bool) -> str | None:
         schema = self._pgvector(conn)
@@ -77,12 +86,12 @@ class ItemVectors:
                 conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (table,))
                 conn.execute(
                     f'CREATE TABLE IF NOT EXISTS {table} (namespace TEXT COLLATE "C" NOT NULL, '
-                    f'key TEXT NOT NULL, n INTEGER NOT NULL, embedding "{schema}".halfvec'
+                    f'key TEXT NOT NULL, n INTEGER NOT NULL, embedding "{schema}".{self.kind}'
                     f"({int(dimension)}) NOT NULL, PRIMARY KEY (namespace, key, n))"
                 )
                 conn.execute(
                     f"CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw "
-                    f'(embedding "{schema}".halfvec_cosine_ops) '
+                    f'(embedding "{schema}".{self.kind}_cosine_ops) '
                     f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
                 )
                 for namespace, key, blob in conn.execute(  # items stored before the table
@@ -100,7 +109,7 @@ class ItemVectors:
     ) -> None:
         with conn.cursor() as cursor:
             cursor.executemany(
-                f'INSERT INTO {table} VALUES (%s, %s, %s, %s::"{schema}".halfvec)',
+                f'INSERT INTO {table} VALUES (%s, %s, %s, %s::"{schema}".{self.kind})',
                 [(*where, n, vector_literal(row)) for n, row in enumerate(rows)],
             )
 
@@ -141,22 +150,34 @@ class ItemVectors:
             params: list[Any] = [head, head + ".", head + "/"]
         else:
             where, params = "TRUE", []
-        distance = f'v.embedding OPERATOR("{schema}".<=>) %s::"{schema}".halfvec({len(vector)})'
+        distance = f'v.embedding OPERATOR("{schema}".<=>) %s::"{schema}".{self.kind}({len(vector)})'
         pieces = 4 * limit  # several texts per item may be among the nearest
-        nearest = nearest_sql(
+        iterative = self.features.iterative_scan
+        rows = nearest_rows(
             conn,
+            lambda nearest: conn.execute(
+                f"WITH found AS MATERIALIZED ({nearest}) SELECT f.namespace, f.key, "
+                "min(f.d) AS d FROM found f JOIN memory_store_items i ON i.namespace = "
+                "f.namespace AND i.key = f.key AND (i.expires_at IS NULL OR i.expires_at > %s) "
+                "GROUP BY f.namespace, f.key ORDER BY d LIMIT %s",
+                (vector_literal(vector), *params, pieces, time.time(), limit),
+            ).fetchall(),
+            wanted=limit,
+            exact=scan_exactly(
+                conn,
+                table=table,
+                source=f"{table} v",
+                where=where,
+                params=params,
+                beam=pieces,
+                exact_limit=EXACT_LIMIT,
+                iterative=iterative,
+            ),
+            iterative=iterative,
             source=f"{table} v",
             columns="v.namespace, v.key",
             distance=distance,
             where=where,
-            exact=rows_up_to(conn, f"{table} v", where, params, EXACT_LIMIT + 1) <= EXACT_LIMIT,
             beam=pieces,
         )
-        rows = conn.execute(
-            f"WITH found AS MATERIALIZED ({nearest}) SELECT f.namespace, f.key, min(f.d) AS d "
-            "FROM found f JOIN memory_store_items i ON i.namespace = f.namespace "
-            "AND i.key = f.key AND (i.expires_at IS NULL OR i.expires_at > %s) "
-            "GROUP BY f.namespace, f.key ORDER BY d LIMIT %s",
-            (vector_literal(vector), *params, pieces, time.time(), limit),
-        ).fetchall()
         return [(tuple(ns.split(".")), key, 1.0 - float(d)) for ns, key, d in rows]
