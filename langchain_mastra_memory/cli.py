@@ -507,17 +507,39 @@ def ui(
     port: Annotated[int, typer.Option(help="The port.")] = 8765,
     token: Annotated[
         str | None,
-        typer.Option(help="Needed by every request (?token=...); required off 127.0.0.1."),
+        typer.Option(
+            help="Needed by every request (?token=...); a random one is made when not given.",
+            envvar="LMM_UI_TOKEN",
+        ),
+    ] = None,
+    no_token: Annotated[
+        bool,
+        typer.Option(
+            "--no-token",
+            help="Serve without a token (127.0.0.1 only: any local user can then read memory).",
+        ),
+    ] = False,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(help="Another Host name to serve (a reverse proxy's); repeatable."),
     ] = None,
     write: Annotated[bool, typer.Option("--write", help="Allow editing working memory.")] = False,
     open_browser: Annotated[bool, typer.Option("--open", help="Open it in the browser.")] = False,
 ) -> None:
     """Browse a memory in the browser: threads, messages, working memory, the observation log,
-    a recall playground and the next turn's context (read-only unless --write)."""
-    if host not in LOOPBACK and not token:
-        console.print(f"[red]refusing to listen on {host} without --token[/red] (anyone who "
+    a recall playground and the next turn's context (read-only unless --write).
+
+    As Jupyter does, it asks every request for a token (a random one, printed in the URL, unless
+    --token or LMM_UI_TOKEN gives one; --no-token on 127.0.0.1 only), serves only loopback Host
+    names (and --host, --allow-host), and refuses changes from other web pages."""
+    if no_token and host not in LOOPBACK:
+        console.print(f"[red]refusing to listen on {host} without a token[/red] (anyone who "
                       "reaches it would read every resource's memory)")  # fmt: skip
         raise typer.Exit(2)
+    if not no_token and not token:
+        import secrets
+
+        token = secrets.token_urlsafe(24)
     try:
         import uvicorn
 
@@ -536,7 +558,7 @@ def ui(
         storage = _storage(db)
     options = {"semantic_recall": {"mode": "hybrid"}, "working_memory": {"enabled": True}}
     memory = _guard(lambda: Memory(storage=storage, embedder=_embedder(), options=options))
-    url = f"http://{host}:{port}/" + (f"?token={token}" if token else "")
+    url = f"http://{host}:{port}/" + ("" if no_token else f"?token={token}")
     console.print(
         f"memory explorer on [bold]{url}[/bold] ({'read-write' if write else 'read-only'})"
     )
@@ -545,5 +567,7 @@ def ui(
 
         webbrowser.open(url)
     uvicorn.run(
-        create_app(memory, write=write, token=token), host=host, port=port, log_level="warning"
-    )
+        create_app(memory, write=write, token=None if no_token else token,
+                   hosts=[host, *(allow_host or [])]),
+        host=host, port=port, log_level="warning",
+    )  # fmt: skip

@@ -48,6 +48,11 @@ def sample_memory(path: Path) -> Memory:
     return memory
 
 
+def local(app) -> TestClient:
+    """A client that reaches the explorer as the browser on this machine does (Host 127.0.0.1)."""
+    return TestClient(app, base_url="http://127.0.0.1")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -204,7 +209,7 @@ def test_a_crafted_url_never_shows_another_resources_data(served) -> None:
     _, memory = served
     memory.create_thread(thread_id="bobs", resource_id="bob", title="Bob's secret kq7731")
     memory.save_messages([HumanMessage("bob's code kq7731")], thread_id="bobs", resource_id="bob")
-    client = TestClient(create_app(memory))
+    client = local(create_app(memory))
     for url in ("/r/alice/t/bobs", "/r/alice/t/bobs/messages?page=0", "/r/alice/t/bobs/context",
                 "/r/alice/t/bobs/observations", "/r/alice/working-memory?thread=bobs"):  # fmt: skip
         answer = client.get(url)
@@ -216,11 +221,11 @@ def test_a_crafted_url_never_shows_another_resources_data(served) -> None:
 
 def test_read_only_and_the_token(served) -> None:
     _, memory = served
-    read_only = TestClient(create_app(memory))
+    read_only = local(create_app(memory))
     before = memory.get_working_memory(resource_id="alice")
     assert read_only.post("/r/alice/working-memory", data={"memory": "{}"}).status_code == 403
     assert memory.get_working_memory(resource_id="alice") == before
-    gated = TestClient(create_app(memory, token="s3cret"))
+    gated = local(create_app(memory, token="s3cret"))
     assert gated.get("/").status_code == 401
     assert gated.get("/?token=wrong").status_code == 401
     assert gated.get("/?token=s3cret").status_code == 200
@@ -234,8 +239,8 @@ def test_the_command_refuses_another_address_without_a_token(tmp_path: Path) -> 
 
     db = tmp_path / "memory.db"
     SQLiteStorage(db).close()
-    result = CliRunner().invoke(app, ["ui", "--db", str(db), "--host", "0.0.0.0"])
-    assert result.exit_code == 2 and "without --token" in result.output
+    result = CliRunner().invoke(app, ["ui", "--db", str(db), "--host", "0.0.0.0", "--no-token"])
+    assert result.exit_code == 2 and "without a token" in result.output
 
 
 def test_every_page_serves_on_each_backend_and_stays_scoped(storage) -> None:
@@ -245,7 +250,7 @@ def test_every_page_serves_on_each_backend_and_stays_scoped(storage) -> None:
     text = resources.files("langchain_mastra_memory.data").joinpath("sample_conversation.jsonl")
     import_lines(memory, split_lines(text.read_text()))
     memory.create_thread(thread_id="bobs", resource_id="bob", title="kq7731")
-    client = TestClient(create_app(memory))
+    client = local(create_app(memory))
     for url in ("/", "/r/alice", "/r/alice?q=porto", "/r/alice/t/dog-care",
                 "/r/alice/t/career/messages?page=1", "/r/alice/recall?q=dog&mode=keyword",
                 "/r/alice/t/dog-care/context?q=hi", "/r/alice/t/dog-care/observations",
@@ -255,3 +260,73 @@ def test_every_page_serves_on_each_backend_and_stays_scoped(storage) -> None:
     assert client.get("/r/alice/t/bobs").status_code == 404
     assert client.get("/r/bob/t/dog-care").status_code == 404
     assert "Biscuit" in client.get("/r/alice/recall?q=Biscuit&mode=keyword").text
+
+
+def raw_request(base: str, method: str, path: str, headers: dict[str, str], body: str = ""):
+    """One HTTP request to the live server, headers exactly as given (as curl sends them)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    where = urlsplit(base)
+    connection = http.client.HTTPConnection(where.hostname, where.port, timeout=10)
+    connection.putrequest(method, path, skip_host=True)
+    for name, value in {"Host": where.netloc, **headers}.items():
+        connection.putheader(name, value)
+    if body:
+        connection.putheader("Content-Type", "application/x-www-form-urlencoded")
+        connection.putheader("Content-Length", str(len(body)))
+    connection.endheaders(body.encode() if body else None)
+    answer = connection.getresponse()
+    return answer.status, answer.read().decode()
+
+
+def test_another_web_page_can_neither_change_nor_read_memory(served) -> None:
+    """The attacks of issue 33 on the live --write explorer (no token): a cross-site form post
+    (CSRF) and a DNS-rebinding read are refused, and nothing changes."""
+    base, memory = served
+    before = memory.get_working_memory(resource_id="alice", thread_id="dog-care")
+    forged = "memory=%23+pwned"
+    path = "/r/alice/working-memory?thread=dog-care"
+    for headers in (
+        {"Origin": "http://evil.example"},
+        {"Referer": "http://evil.example/page"},
+        {"Origin": "null"},  # a sandboxed frame or a data: URL
+        {"Sec-Fetch-Site": "cross-site"},
+        {},  # no origin at all, and no CSRF token
+        {"Origin": base},  # same origin, but no CSRF token: the form was not ours
+    ):
+        status, text = raw_request(base, "POST", path, headers, forged)
+        assert status == 403, (headers, status, text)
+    port = base.rsplit(":", 1)[1]
+    status, text = raw_request(
+        base, "GET", "/r/alice/t/dog-care", {"Host": f"rebind.evil.example:{port}"}
+    )
+    assert status == 400 and "Biscuit" not in text
+    status, text = raw_request(base, "GET", "/", {"Host": f"evil.example:{port}"})
+    assert status == 400 and "alice" not in text
+    assert memory.get_working_memory(resource_id="alice", thread_id="dog-care") == before
+    # the explorer's own page, with its own form, still saves
+    status, page = raw_request(base, "GET", path, {})
+    assert status == 200
+    token = page.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]
+    status, _ = raw_request(base, "POST", path, {"Origin": base},
+                            f"csrf_token={token}&memory=%7B%22city%22%3A+%22Braga%22%7D")  # fmt: skip
+    assert status == 200
+    assert memory.get_working_memory(resource_id="alice", thread_id="dog-care")["city"] == "Braga"
+    memory.update_working_memory(before or {}, resource_id="alice", thread_id="dog-care")
+
+
+def test_hosts_and_tokens(served) -> None:
+    _, memory = served
+    assert local(create_app(memory)).get("/").status_code == 200
+    for host in ("localhost", "127.0.0.1:8765", "[::1]:8765"):
+        answer = local(create_app(memory)).get("/", headers={"Host": host})
+        assert answer.status_code == 200, host
+    proxied = TestClient(create_app(memory, hosts=["memory.example.org"]),
+                         base_url="http://memory.example.org")  # fmt: skip
+    assert proxied.get("/").status_code == 200
+    assert TestClient(create_app(memory)).get("/").status_code == 400  # Host: testserver
+    gated = local(create_app(memory, token="s3cret"))
+    assert gated.get("/", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+    assert gated.get("/", headers={"Authorization": "Bearer nope"}).status_code == 401
+    assert gated.get("/", headers={"Host": "evil.example"}).status_code == 400

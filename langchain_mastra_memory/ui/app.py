@@ -1,16 +1,18 @@
 """The memory explorer's web app: Starlette routes over `views`, server-rendered Jinja pages.
 
 Read-only unless made with ``write=True`` (then working memory is editable, through the same
-validation as the tool). With a `token`, every request must carry it (``?token=`` once, then a
-cookie). Every page is scoped to one resource in its URL (``/r/<resource>/...``) and reads
-through the library's scoped calls: another resource's thread is a 404.
+validation as the tool). Behind `guard.LocalWebGuard`: only loopback Host headers (and `hosts`),
+no state change from another origin, a CSRF token in every form, and with a `token` every
+request must carry it (``?token=`` once, then a cookie). Every page is scoped to one resource in
+its URL (``/r/<resource>/...``) and reads through the library's scoped calls: another
+resource's thread is a 404.
 """
 
 from __future__ import annotations
 
-import hmac
 import json
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -26,12 +28,18 @@ from ..memory import Memory
 from ..messages import mastra_role, message_text
 from ..storage.observations import scope_key
 from . import plots, views
+from .guard import COOKIE, LocalWebGuard, genuine_form
 
 TEMPLATES = Path(__file__).with_name("templates")
-COOKIE = "lmm_token"
 
 
-def create_app(memory: Memory, *, write: bool = False, token: str | None = None) -> Starlette:
+def create_app(
+    memory: Memory,
+    *,
+    write: bool = False,
+    token: str | None = None,
+    hosts: Sequence[str] = (),
+) -> Starlette:
     """The explorer over `memory` (see the module docstring).
 
     Example:
@@ -45,7 +53,8 @@ def create_app(memory: Memory, *, write: bool = False, token: str | None = None)
     env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False)
 
     def page(request: Request, name: str, status: int = 200, **data: Any) -> HTMLResponse:
-        html = env.get_template(name).render(request=request, write=write, **data)
+        csrf = request.scope.get("state", {}).get("csrf_token", "")
+        html = env.get_template(name).render(request=request, write=write, csrf=csrf, **data)
         response = HTMLResponse(html, status_code=status)
         given = request.query_params.get("token")
         if token is not None and given is not None:  # remembered for the next pages
@@ -95,7 +104,10 @@ def create_app(memory: Memory, *, write: bool = False, token: str | None = None)
         if request.method == "POST":
             if not write:
                 return PlainTextResponse("read-only: start the explorer with --write", 403)
-            draft = str((await request.form()).get("memory", ""))
+            form = await request.form()
+            if not genuine_form(request, form.get("csrf_token")):
+                return PlainTextResponse("the form's CSRF token is missing or wrong", 403)
+            draft = str(form.get("memory", ""))
             try:
                 value: Any = json.loads(draft) if config.mode == "schema" else draft
                 memory.update_working_memory(value, resource_id=owner, thread_id=thread_id)
@@ -164,23 +176,5 @@ def create_app(memory: Memory, *, write: bool = False, token: str | None = None)
         routes=routes,
         exception_handlers={ThreadNotFoundError: not_found, ConfigurationError: bad_request},
     )
-    if token is not None:
-        app.add_middleware(_TokenGate, token=token)
+    app.add_middleware(LocalWebGuard, token=token, hosts=hosts)
     return app
-
-
-class _TokenGate:
-    """Refuses every request without the token (``?token=`` or the cookie it sets)."""
-
-    def __init__(self, app: Any, token: str) -> None:
-        self.app, self.token = app, token
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            request = Request(scope)
-            given = request.query_params.get("token") or request.cookies.get(COOKIE) or ""
-            if not hmac.compare_digest(given.encode(), self.token.encode()):
-                response: Response = PlainTextResponse("a token is needed: ?token=...", 401)
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
