@@ -118,11 +118,29 @@ def held_by_branches(
     }  # fmt: skip
 
 
+def drop_emptied(
+    synced: SyncedStorage, branch_ids: Collection[str], *, resource_id: str
+) -> Steps[list[str]]:
+    """Delete those of `branch_ids` (branch threads whose messages just went home) that hold
+    no message any more; the ids deleted."""
+    if not branch_ids:
+        return []
+    stats = yield call(synced.storage, "thread_stats", sorted(set(branch_ids)))
+    emptied = [t for t, (count, _tokens) in stats.items() if count == 0]
+    for branch_id in emptied:
+        yield call(synced, "delete_thread", branch_id, resource_id=resource_id)
+    return emptied
+
+
 def branches_of(storage: Any, thread_id: str, *, resource_id: str | None) -> Steps[list[Thread]]:
-    """The branches of a thread, newest first (another resource's thread: refused)."""
+    """The branches of a thread that hold messages, oldest first (another resource's thread:
+    refused)."""
     thread = yield from _owned(storage, thread_id, resource_id)
     branches: list[Thread] = yield call(
         storage, "list_threads", resource_id=thread.resource_id,
         metadata={BRANCH_OF: thread_id}, order_by="created_at",
     )  # fmt: skip
-    return branches
+    if not branches:
+        return branches
+    stats = yield call(storage, "thread_stats", [b.id for b in branches])
+    return [b for b in branches if stats[b.id][0] > 0]

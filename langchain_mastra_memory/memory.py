@@ -218,7 +218,8 @@ class Memory:
         return await run_async(new_branch(self.synced, thread_id, **_branching(branch)))
 
     def list_branches(self, thread_id: str, *, resource_id: Opt = None) -> list[Thread]:
-        """The thread's branches (forks, replays, `branch_thread`), oldest first."""
+        """The thread's branches (forks, replays, `branch_thread`) that hold messages, oldest
+        first (a branch whose messages all came home is removed)."""
         return run_sync(branches_of(self.storage, thread_id, resource_id=resource_id))
 
     async def alist_branches(self, thread_id: str, *, resource_id: Opt = None) -> list[Thread]:

@@ -243,6 +243,31 @@ def test_time_travel_forks_the_thread_and_keeps_the_abandoned_branch(
     assert sorted(stored(memory, b.id)[0] for b in memory.list_branches("t1")) == ["answer 4", "q2"]
 
 
+def test_going_back_to_the_abandoned_lineage_brings_it_home_and_leaves_no_empty_branch(
+    storage: MemoryStorage, mode: str
+) -> None:
+    """Fork at answer 1, then resume the first lineage (its checkpoint ending with answer 3):
+    q2..answer 3 come home from their branch, which is then empty and goes; the alternative
+    lineage moves to a branch of its own."""
+    memory = Memory(storage=storage)
+    graph = chat_graph(memory, ("reply", Echo()))
+    for q in ("q1", "q2", "q3"):
+        run(graph, {"messages": [HumanMessage(q)]}, ALICE, mode)
+    original = snapshot_ending_with(graph, ALICE, "answer 3")
+    fork = snapshot_ending_with(graph, ALICE, "answer 1")
+    run(graph, {"messages": [HumanMessage("q2-alt")]}, fork.config, mode)
+    (first,) = memory.list_branches("t1")
+    run(graph, {"messages": [HumanMessage("q4")]}, original.config, mode)
+    assert stored(memory) == ["q1", "answer 1", "q2", "answer 2", "q3", "answer 3", "q4",
+                              "answer 5"]  # fmt: skip
+    branches = memory.list_branches("t1")
+    assert [stored(memory, b.id) for b in branches] == [["q2-alt", "answer 4"]]
+    assert first.id not in {b.id for b in branches}
+    assert memory.get_thread(first.id) is None  # emptied by the return: removed
+    threads = memory.list_threads(resource_id="alice")
+    assert all(stored(memory, t.id) for t in threads)  # no empty thread left behind
+
+
 def test_update_state_on_an_old_checkpoint_forks_too(storage: MemoryStorage) -> None:
     memory = Memory(storage=storage)
     graph = chat_graph(memory, ("reply", Echo()))

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage, RemoveMessage
 
-from ..branches import branch_off, held_by_branches
+from ..branches import branch_off, drop_emptied, held_by_branches
 from ..errors import MastraMemoryError, MessageConflictError
 from ..state_mirror import StateSuffix, edited, state_suffix
 from ..storage.records import message_rows
@@ -218,6 +218,9 @@ class ThreadMirror:
             home = yield from held_by_branches(storage, plan.thread_id, away)
             if home:
                 yield call(self.memory.synced, "move", list(home), thread_id=plan.thread_id, **ref)
+                yield from drop_emptied(
+                    self.memory.synced, set(home.values()), resource_id=plan.resource_id
+                )
         if diff.abandoned:
             yield from branch_off(
                 self.memory.synced, plan.thread_id, after_message_id=plan.suffix.anchor,
