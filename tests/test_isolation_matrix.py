@@ -188,7 +188,9 @@ def file_world(
 # -- the cases -------------------------------------------------------------------------------------
 REFUSED, NOTHING = "refused", "nothing"
 VECTOR_READS = tuple(
-    f"{s}.{m}" for s in ("PgVectorStore", "ChromaVectorStore") for m in ("query", "present")
+    f"{s}.{m}"
+    for s in ("PgVectorStore", "ChromaVectorStore")
+    for m in ("query", "present", "vectors")
 )
 
 
@@ -377,13 +379,17 @@ def vector_hits(w: World, *, twin: bool = False, **part: str) -> Any:
     alices = [m.id or "" for m in w.memory.get_messages(thread_id="tA", resource_id="alice")]
     assert store.query(name, vector, top_k=20, resource_id="alice")  # alice's are there
     assert store.present(name, "alice", alices)
+    assert store.vectors(name, "alice", alices)  # what a clone copies
     if twin:
         hits = arun(store.aquery(name, vector, top_k=20, **part))
         present = arun(store.apresent(name, part["resource_id"], alices))
+        copied = arun(store.avectors(name, part["resource_id"], alices))
     else:
         hits = store.query(name, vector, top_k=20, **part)
         present = store.present(name, part["resource_id"], alices)
-    return w.memory.storage.get_messages_by_id([h.message_id for h in hits] + sorted(present))
+        copied = store.vectors(name, part["resource_id"], alices)
+    found = [h.message_id for h in hits] + sorted(present) + sorted(copied)
+    return w.memory.storage.get_messages_by_id(found)
 
 
 def case_id(case: Case) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import numpy as np
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
@@ -140,3 +141,46 @@ def test_a_transfer_is_for_the_owner_only(memory: Memory, call) -> None:
         call(memory, "transfer_thread", "t1", to_resource_id="")
     same = call(memory, "transfer_thread", "t1", to_resource_id="alice")  # already its owner
     assert same.resource_id == "alice" and len(texts(memory, "t1")) == 6
+
+
+def test_a_clone_after_a_restart_copies_vectors_and_embeds_nothing(
+    storage: MemoryStorage, call
+) -> None:
+    """The originals' vectors are read back and written under the copies' ids: a new process
+    (an empty embedding cache) clones a thread without one call to the model."""
+    from test_embeddings import Counting
+
+    from langchain_mastra_memory.recall.embeddings import EMBEDDING_CACHE
+
+    first = Counting()
+    writer = Memory(storage=storage, embedder=first, options={"semantic_recall": True})
+    writer.create_thread(thread_id="long", resource_id="alice")
+    lines = [f"Note {i}: the {c} fence by the {p} needs paint. Then lunch." for i, (c, p) in
+             enumerate((c, p) for c in ("red", "blue", "green") for p in ("pond", "shed", "gate"))]  # fmt: skip
+    writer.save_messages([HumanMessage(t) for t in lines], thread_id="long", resource_id="alice")
+    writer.flush(60)
+    assert first.texts >= len(lines)
+    writer.recall_index.writer.close()  # the restart: the first process is gone
+    EMBEDDING_CACHE.clear()
+    counting = Counting()
+    reader = Memory(storage=storage, embedder=counting, vector=writer.vector,
+                    options={"semantic_recall": True})  # fmt: skip
+    reader.recall_index.index_name()  # the model's dimension, probed once per process
+    counting.texts = 0
+    clone = call(reader, "clone_thread", "long", new_thread_id="copy", resource_id="alice")
+    assert counting.texts == 0
+    assert storage.unembedded() == []
+    copies = {m.id for m in reader.get_messages(thread_id=clone.id)}
+    index = reader.recall_index.index_name()
+    originals = {m.id: m for m in reader.get_messages(thread_id="long")}
+    copied = writer.vector.vectors(index, "alice", sorted(copies))
+    source = writer.vector.vectors(index, "alice", sorted(originals))
+    assert len(copied) == len(lines) and all(len(v) == 2 for v in copied.values())  # 2 pieces
+    assert first.texts >= len(lines) and counting.texts == 0
+    text = {m.id: m.content for m in reader.get_messages(thread_id="copy")}
+    by_text = {text[i]: v for i, v in copied.items()}
+    for message_id, pieces in source.items():  # the same vectors (to float32's last bit)
+        assert np.allclose(by_text[originals[message_id].content], pieces, atol=1e-6)
+    hits = reader.recall_index.search("the blue fence by the gate", resource_id="alice",
+                                      thread_id="copy", within_thread=True, mode="vector")  # fmt: skip
+    assert text[hits[0].message_id].startswith("Note 5")  # blue, gate

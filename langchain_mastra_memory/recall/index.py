@@ -546,6 +546,49 @@ class RecallIndex:
     def _warn(self, exc: Exception) -> None:
         logger.warning("semantic recall: embeddings not written (%s); they will be backfilled", exc)
 
+    def _copy(self, pairs: Sequence[tuple[str, StoredMessage]], source_resource: str) -> Steps[int]:
+        """Write copies' vectors from their sources' (same text, same pieces: a clone embeds
+        nothing); a copy whose source has no vectors (not embedded yet, or a store that cannot
+        read them back) is embedded. `pairs`: (source message id, the copy)."""
+        if self.vector is None or self.embedder is None or not pairs:
+            return 0
+        name = yield from self._index_name_steps()
+        found: dict[str, list[list[float]]] = {}
+        if hasattr(self.vector, "vectors"):
+            found = yield call(self.vector, "vectors", name, source_resource, [s for s, _ in pairs])
+        records = [
+            _vector_record(copy, piece, vector)
+            for source, copy in pairs
+            for piece, vector in enumerate(found.get(source, ()))
+        ]
+        if records:
+            yield call(self.vector, "upsert", name, records)
+            copied = sorted({r.message_id for r in records})
+            yield call(self.storage, "mark_embedded", copied)
+        rest = [copy for source, copy in pairs if source not in found]
+        embedded = yield from self._index(rest, False) if rest else _nothing()
+        return len(pairs) - len(rest) + embedded
+
+    def after_copy(self, pairs: Sequence[tuple[str, StoredMessage]], source_resource: str) -> None:
+        """`_copy` now (a failure warns; the backlog keeps what was not written)."""
+        if self.vector is None:
+            return
+        try:
+            run_sync(self._copy(pairs, source_resource))
+        except VectorStoreError as exc:
+            self._warn(exc)
+
+    async def aafter_copy(
+        self, pairs: Sequence[tuple[str, StoredMessage]], source_resource: str
+    ) -> None:
+        """Async `after_copy`."""
+        if self.vector is None:
+            return
+        try:
+            await run_async(self._copy(pairs, source_resource))
+        except VectorStoreError as exc:
+            self._warn(exc)
+
     def after_save(self, stored: Sequence[StoredMessage], *, replace: bool = False) -> None:
         """Embed what was just stored now (a failure warns; the backlog keeps it)."""
         if self.vector is None:  # keyword mode: the full-text index is kept by storage itself
@@ -591,6 +634,11 @@ class RecallIndex:
             )
         except VectorStoreError as exc:
             logger.warning("semantic recall: vectors of deleted messages not removed (%s)", exc)
+
+
+def _nothing() -> Steps[int]:
+    return 0
+    yield  # a generator: no step
 
 
 def _vector_record(stored: StoredMessage, piece: int, vector: Sequence[float]) -> VectorRecord:

@@ -43,7 +43,7 @@ from ..storage.pgvector_sql import (
     scan_exactly,
     vector_literal,
 )
-from .vector import AsyncTwins, VectorHit, VectorRecord, _check_name
+from .vector import AsyncTwins, VectorHit, VectorRecord, _check_name, pieces_by_message
 
 if TYPE_CHECKING:
     from ..storage.postgres import PostgresStorage
@@ -385,6 +385,22 @@ class PgVectorStore(AsyncTwins):
                 (resource_id, list(message_ids)),
             ).fetchall()
         return {str(r[0]) for r in rows}
+
+    def vectors(
+        self, index_name: str, resource_id: str, message_ids: Sequence[str]
+    ) -> dict[str, list[list[float]]]:
+        """The stored vectors of these messages of `resource_id`, each message's pieces in
+        order (what a clone copies instead of embedding again)."""
+        table = self._known(index_name)
+        if table is None or not message_ids:
+            return {}
+        with self._transaction("vectors") as conn:
+            rows = conn.execute(
+                f"SELECT id, embedding::text FROM {table} "
+                "WHERE resource_id = %s AND message_id = ANY(%s)",
+                (resource_id, list(message_ids)),
+            ).fetchall()
+        return pieces_by_message((str(i), text[1:-1].split(",")) for i, text in rows)
 
     def count(self, index_name: str, dimension: int, resource_id: str | None = None) -> int:
         """How many vectors (pieces) the index holds, for one resource or in all."""

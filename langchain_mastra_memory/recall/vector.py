@@ -29,7 +29,7 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -138,6 +138,26 @@ class AsyncTwins:
     async def acount(self, index_name: str, dimension: int, resource_id: str | None = None) -> int:
         """Async `count`."""
         return await run_in_executor(None, self.count, index_name, dimension, resource_id)  # type: ignore[attr-defined]
+
+    async def avectors(
+        self, index_name: str, resource_id: str, message_ids: Sequence[str]
+    ) -> dict[str, list[list[float]]]:
+        """Async `vectors`."""
+        return await run_in_executor(None, self.vectors, index_name, resource_id, message_ids)  # type: ignore[attr-defined]
+
+
+def pieces_by_message(rows: Iterable[tuple[str, Sequence[float]]]) -> dict[str, list[list[float]]]:
+    """``(vector id, vector)`` rows as each message's vectors in piece order (a message whose
+    pieces are not all there is left out: it is embedded again instead)."""
+    found: dict[str, dict[int, list[float]]] = {}
+    for vector_id, vector in rows:
+        message_id, _, piece = vector_id.partition("#")
+        found.setdefault(message_id, {})[int(piece or 0)] = [float(x) for x in vector]
+    return {
+        message_id: [pieces[n] for n in range(len(pieces))]
+        for message_id, pieces in found.items()
+        if set(pieces) == set(range(len(pieces)))
+    }
 
 
 def index_name_for(model: str, dimension: int) -> str:
@@ -509,6 +529,24 @@ class ChromaVectorStore(AsyncTwins):
             return set()
         found = self._call("get", col.get, ids=list(message_ids), include=[])
         return set(found["ids"])
+
+    def vectors(
+        self, index_name: str, resource_id: str, message_ids: Sequence[str]
+    ) -> dict[str, list[list[float]]]:
+        """The stored vectors of these messages of `resource_id`, each message's pieces in
+        order (what a clone copies instead of embedding again)."""
+        col = self._existing(partition_name(_check_name(index_name), resource_id))
+        ids = list(dict.fromkeys(message_ids))
+        if col is None or not ids:
+            return {}
+        rows: list[tuple[str, Sequence[float]]] = []
+        for start in range(0, len(ids), 500):
+            found = self._call(
+                "get", col.get, where={"message_id": {"$in": ids[start : start + 500]}},
+                include=["embeddings"],
+            )  # fmt: skip
+            rows += zip(found["ids"], found["embeddings"], strict=True)
+        return pieces_by_message(rows)
 
     def count(self, index_name: str, dimension: int, resource_id: str | None = None) -> int:
         """How many vectors (pieces) the index holds, for one resource or in all."""
