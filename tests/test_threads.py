@@ -190,3 +190,34 @@ def test_clone_refuses_wrong_resource_and_taken_ids(memory: Memory) -> None:
     with pytest.raises(ThreadNotFoundError):
         memory.clone_thread("ghost", new_thread_id="t4")
     assert sorted(t.id for t in memory.list_threads()) == ["t1", "t2"]
+
+
+def test_resources_are_paged_newest_first_with_their_totals(storage, call) -> None:
+    """`page_resources` (the explorer's home page): one query, the same answer as the listing
+    it replaced (`MemoryStorage.page_resources`, the Python fallback)."""
+    from langchain_mastra_memory import MemoryStorage
+
+    for n, owner in enumerate(["ann", "bob_1", "bobx1", "100%", "carol"]):
+        for t in range(n + 1):
+            storage.create_thread(thread_id=f"{owner}-{t}", resource_id=owner)
+        storage.save_messages(
+            [HumanMessage("hello " * (n + 1))] * (n + 1), thread_id=f"{owner}-0", resource_id=owner
+        )
+    storage.update_thread("ann-0", title="touched last", resource_id="ann")
+    rows, total = call(storage, "page_resources")
+    assert total == 5 and rows[0].id == "ann" and rows[0].threads == 1
+    assert [r.id for r in rows[1:]] == ["carol", "100%", "bobx1", "bob_1"]
+    assert {r.id: r.messages for r in rows} == {
+        "ann": 1,
+        "bob_1": 2,
+        "bobx1": 3,
+        "100%": 4,
+        "carol": 5,
+    }
+    assert all(r.tokens > 0 for r in rows)
+    assert rows == MemoryStorage.page_resources(storage)[0]  # as the fallback answers
+    second, _ = call(storage, "page_resources", offset=2, limit=2)
+    assert [r.id for r in second] == [r.id for r in rows[2:4]]
+    assert [r.id for r in call(storage, "page_resources", query="B_1")[0]] == ["bob_1"]  # _ literal
+    assert [r.id for r in call(storage, "page_resources", query="0%")[0]] == ["100%"]
+    assert call(storage, "page_resources", query="zzz") == ([], 0)

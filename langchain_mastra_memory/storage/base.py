@@ -23,7 +23,14 @@ from ..errors import (
     ThreadNotFoundError,
 )
 from ..thread import Thread
-from .records import ImportedThread, ItemWrite, ObservationGroup, StoredItem, StoredMessage
+from .records import (
+    ImportedThread,
+    ItemWrite,
+    ObservationGroup,
+    ResourceSummary,
+    StoredItem,
+    StoredMessage,
+)
 from .validation import check_id, check_ids
 
 logger = logging.getLogger(__name__)
@@ -480,6 +487,32 @@ class MemoryStorage(ABC):
         return await _off_loop(self.commit_reflection, key, **group)
 
     # -- derived -----------------------------------------------------------------------------
+    def page_resources(
+        self, *, query: str = "", offset: int = 0, limit: int = 50
+    ) -> tuple[list[ResourceSummary], int]:
+        """One page of the resources that own threads, newest activity first, whose id holds
+        `query` (any case), with their message and token totals; and how many match in all.
+        (SQL backends answer it in the database.)"""
+        latest: dict[str, tuple[int, datetime]] = {}
+        for t in self.list_threads(archived=None):
+            if query.lower() in t.resource_id.lower():
+                count, at = latest.get(t.resource_id, (0, t.updated_at))
+                latest[t.resource_id] = (count + 1, max(at, t.updated_at))
+        ordered = sorted(latest.items(), key=lambda item: (item[1][1], item[0]), reverse=True)
+        rows = []
+        for resource_id, (count, at) in ordered[offset : offset + limit]:
+            owned = [t.id for t in self.list_threads(resource_id=resource_id, archived=None)]
+            stats = self.thread_stats(owned).values()
+            messages, tokens = sum(n for n, _ in stats), sum(t for _, t in stats)
+            rows.append(ResourceSummary(resource_id, count, at, messages, tokens))
+        return rows, len(ordered)
+
+    async def apage_resources(
+        self, *, query: str = "", offset: int = 0, limit: int = 50
+    ) -> tuple[list[ResourceSummary], int]:
+        """Async `page_resources`."""
+        return await _off_loop(self.page_resources, query=query, offset=offset, limit=limit)
+
     def get_threads(self, thread_ids: Sequence[str]) -> dict[str, Thread]:
         """The threads of `thread_ids` that exist, by id (SQL backends read them at once)."""
         threads = (self.get_thread(i) for i in dict.fromkeys(check_ids(thread_ids, "thread_ids")))

@@ -54,6 +54,17 @@ class ImportedThread:
 
 
 @dataclass(frozen=True)
+class ResourceSummary:
+    """A resource that owns threads: how many, its newest activity, its messages and tokens."""
+
+    id: str
+    threads: int
+    updated_at: datetime
+    messages: int = 0
+    tokens: float = 0.0
+
+
+@dataclass(frozen=True)
 class StoredMessage:
     """A message as stored: the LangChain message plus where and when it was stored."""
 

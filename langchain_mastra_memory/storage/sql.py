@@ -38,6 +38,7 @@ from .records import (
     ImportedThread,
     MessageFilter,
     MessageRow,
+    ResourceSummary,
     StoredMessage,
     call_ids_column,
     check_conflicts,
@@ -434,6 +435,41 @@ class SQLStorage(ObservationTable, ItemTable):
         with self._transaction(write=False) as conn:
             row = self._run(conn, f"SELECT count(*) FROM memory_threads{where}", params).fetchone()
         return int(row[0])
+
+    def page_resources(
+        self, *, query: str = "", offset: int = 0, limit: int = 50
+    ) -> tuple[list[ResourceSummary], int]:
+        if not (isinstance(offset, int) and offset >= 0 and isinstance(limit, int) and limit > 0):
+            raise ConfigurationError("offset must be an int >= 0 and limit an int >= 1")
+        escaped = query.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        needle = f"%{escaped}%"
+        where = " WHERE lower(resource_id) LIKE ? ESCAPE '\\'" if query else ""
+        params: tuple[Any, ...] = (needle,) if query else ()
+        with self._transaction(write=False) as conn:
+            (total,) = self._run(
+                conn, f"SELECT count(DISTINCT resource_id) FROM memory_threads{where}", params
+            ).fetchone()
+            page = self._run(
+                conn,
+                f"SELECT resource_id, count(*), max(updated_at) AS newest FROM memory_threads"
+                f"{where} GROUP BY resource_id ORDER BY newest DESC, resource_id DESC "
+                "LIMIT ? OFFSET ?",
+                (*params, limit, offset),
+            ).fetchall()
+            totals: dict[str, tuple[int, float]] = {}
+            for condition, ids in self.dialect.ids_in("resource_id", [r[0] for r in page]):
+                for owner, count, tokens in self._run(
+                    conn,
+                    "SELECT resource_id, count(*), coalesce(sum(token_count), 0) "
+                    f"FROM memory_messages WHERE {condition} GROUP BY resource_id",
+                    ids,
+                ).fetchall():
+                    totals[owner] = (int(count), float(tokens))
+        rows = [
+            ResourceSummary(owner, int(n), from_iso(at), *totals.get(owner, (0, 0.0)))
+            for owner, n, at in page
+        ]
+        return rows, int(total)
 
     def thread_stats(self, thread_ids: Sequence[str]) -> dict[str, tuple[int, float]]:
         ids = list(dict.fromkeys(check_ids(thread_ids, "thread_ids")))

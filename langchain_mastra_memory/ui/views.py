@@ -20,20 +20,12 @@ from ..memory import Memory
 from ..messages import mastra_role, message_text
 from ..paging import Page
 from ..storage.observations import scope_key
+from ..storage.records import ResourceSummary
 from ..thread import Thread
 from ..token_counting import TokenCounter
 
 PER_PAGE = 25
 MESSAGES_PER_PAGE = 50
-
-
-@dataclass(frozen=True)
-class ResourceRow:
-    id: str
-    threads: int
-    updated_at: datetime
-    messages: int = 0
-    tokens: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -63,27 +55,13 @@ def _paged(items: list[Any], page: int, per_page: int = PER_PAGE) -> Page[Any]:
     return Page(items[start : start + per_page], len(items), page, per_page)
 
 
-def resources(memory: Memory, *, query: str = "", page: int = 0) -> Page[ResourceRow]:
-    """The resources that own threads, newest activity first, filtered by id."""
-    threads = memory.page_threads(per_page=None, archived=None).items
-    latest: dict[str, tuple[int, datetime]] = {}
-    for t in threads:
-        count, at = latest.get(t.resource_id, (0, t.updated_at))
-        latest[t.resource_id] = (count + 1, max(at, t.updated_at))
-    rows = [ResourceRow(r, n, at) for r, (n, at) in latest.items() if query.lower() in r.lower()]
-    rows.sort(key=lambda r: r.updated_at, reverse=True)
-    shown = _paged(rows, page)
-    listed = {r.id for r in shown.items}
-    owners = {t.id: t.resource_id for t in threads if t.resource_id in listed}
-    totals: dict[str, tuple[int, float]] = {}
-    for thread_id, (count, tokens) in memory.storage.thread_stats(list(owners)).items():
-        owner = owners[thread_id]
-        messages, spent = totals.get(owner, (0, 0.0))
-        totals[owner] = (messages + count, spent + tokens)
-    items = [
-        ResourceRow(r.id, r.threads, r.updated_at, *totals.get(r.id, (0, 0.0))) for r in shown.items
-    ]
-    return Page(items, shown.total, page, PER_PAGE)
+def resources(memory: Memory, *, query: str = "", page: int = 0) -> Page[ResourceSummary]:
+    """The resources that own threads, newest activity first, filtered by id (paged in the
+    database: `MemoryStorage.page_resources`)."""
+    found, total = memory.storage.page_resources(
+        query=query, offset=page * PER_PAGE, limit=PER_PAGE
+    )
+    return Page(found, total, page, PER_PAGE)
 
 
 def threads(memory: Memory, resource_id: str, *, query: str = "", page: int = 0) -> Page[ThreadRow]:
