@@ -23,11 +23,11 @@ from langchain_core.messages import HumanMessage
 from starlette.testclient import TestClient
 
 sys.path.insert(0, str(Path(__file__).parent))
-from token_limiter_bench import p50_p95  # noqa: E402
+from token_limiter_bench import p50_p95
 
-from langchain_mastra_memory import Memory, MemoryStorage, SQLiteStorage  # noqa: E402
-from langchain_mastra_memory.storage.records import ImportedThread  # noqa: E402
-from langchain_mastra_memory.ui import create_app  # noqa: E402
+from langchain_mastra_memory import Memory, MemoryStorage, SQLiteStorage
+from langchain_mastra_memory.storage.records import ImportedThread
+from langchain_mastra_memory.ui import create_app
 
 
 class ListingStorage(SQLiteStorage):
