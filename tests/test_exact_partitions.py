@@ -172,7 +172,9 @@ def test_writes_during_a_load_are_replayed_in_order() -> None:
         threading.Event().wait(0.01)
     assert found is not None
     assert [i for i, _ in found] == ["c", "a", "b"] or [i for i, _ in found] == ["c", "b", "a"]
-    assert {i for i, _ in exact.search("p", [1.0, 0.0], top_k=3, thread_id="t2")} == {"a"}
+    assert {i for i, _ in exact.search("p", [1.0, 0.0], top_k=3, threads=frozenset({"t2"}))} == {
+        "a"
+    }
 
 
 def test_memory_is_bounded_in_bytes_least_recently_searched_first() -> None:

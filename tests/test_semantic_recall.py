@@ -421,3 +421,57 @@ async def test_side_scores_are_each_sides_own_for_the_owner_only(planted: Memory
     assert await index.aside_scores(query, resource_id="alice") == scores
     only = index.side_scores(query, resource_id="alice", sides=["keyword"])
     assert only == {"keyword": scores["keyword"]}
+
+
+@pytest.fixture(
+    scope="module",
+    params=[pytest.param("postgres", marks=pytest.mark.postgres), "sqlite-file", "sqlite-memory"],
+)
+def one_percent(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """20,000 messages of alice in 200 threads; 2 threads (1%) are project "kiln"."""
+    from datetime import datetime, timedelta, timezone
+
+    from conftest import make_storage
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_mastra_memory import PostgresStorage
+    from langchain_mastra_memory.storage.records import ImportedThread
+
+    storage = make_storage(request.param, tmp_path_factory.mktemp("one-percent"))
+    memory = Memory(storage=storage, embedder=DeterministicFakeEmbedding(size=16),
+                    options={"semantic_recall": {"mode": "hybrid"}})  # fmt: skip
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    memory.synced.save_import([
+        ImportedThread(
+            thread_id=f"t{t}", resource_id="alice",
+            metadata={"project": "kiln" if t in (17, 171) else f"p{t}"},
+            messages=[HumanMessage(f"pottery note {t}-{i} about glazes") for i in range(100)],
+            created_at=[start + timedelta(minutes=100 * t + i) for i in range(100)],
+        )
+        for t in range(200)
+    ])  # fmt: skip
+    memory.flush(900)
+    yield memory
+    if isinstance(storage, PostgresStorage):
+        storage.drop_schema()
+    storage.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["vector", "keyword", "hybrid"])
+def test_a_filter_matching_one_percent_still_fills_top_k(one_percent: Memory, mode: str) -> None:
+    """The recall filter keeps 1% of a 20k-message resource. The threads it keeps are searched
+    inside both sides (vector store and keyword index), so recall returns `top_k` hits from
+    them instead of what of a 10 x top_k pool survived the filter (about one)."""
+    from langchain_mastra_memory.recall.index import RecallOptions
+
+    memory = one_percent
+    options = RecallOptions(top_k=10, message_range=0, mode=mode, filter={"project": "kiln"})
+    found = memory.recall_index.recall(
+        "pottery glazes", resource_id="alice", thread_id=None, exclude=set(), options=options
+    )
+    assert len(found) == 10
+    assert {s.thread_id for s in found} <= {"t17", "t171"}
+    nothing = RecallOptions(top_k=10, mode=mode, filter={"project": "none"})
+    assert memory.recall_index.recall("pottery glazes", resource_id="alice", thread_id=None,
+                                      exclude=set(), options=nothing) == []  # fmt: skip

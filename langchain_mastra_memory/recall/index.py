@@ -90,6 +90,10 @@ class RecallOptions(BaseModel):
         return validated(cls, options, "semantic_recall options")
 
 
+MAX_THREAD_FILTER = 2000  # threads a recall filter passes into the searches (more: filtered after)
+Part = tuple[str, "str | None", "Sequence[str] | None"]  # resource, thread, threads searched
+
+
 @dataclass(frozen=True)
 class RecallHit:
     """One search result before neighbours are loaded."""
@@ -197,11 +201,13 @@ class RecallIndex:
         mode: Mode | None = None,
         within_thread: bool | None = None,
         options: RecallOptions | None = None,
+        thread_ids: Sequence[str] | None = None,
     ) -> Steps[list[RecallHit]]:
         """The ranked hits; with `with_threads` False, vector hits may keep an empty thread id
         (recall reads the hits' windows from storage anyway, with their threads). `options`
         (a call's), `mode` and `within_thread` (search `thread_id` only) override the index's
-        options for this call."""
+        options for this call; `thread_ids`: only these threads' messages, filtered inside
+        both searches (a filter matching few threads still fills the result)."""
         check_id(resource_id, "resource_id")  # never reaches a vector store's filter unchecked
         check_optional_id(thread_id, "thread_id")
         opts = options or self.options
@@ -216,15 +222,16 @@ class RecallIndex:
         pool = k if mode != "hybrid" else max(HYBRID_POOL, 4 * k)
         vector_hits: list[RecallHit] = []
         keyword_hits: list[RecallHit] = []
+        part = (resource_id, scoped, thread_ids)
         if mode == "vector":
-            vector_hits = yield from self._vector_side(query, resource_id, scoped, pool, opts)
+            vector_hits = yield from self._vector_side(query, part, pool, opts)
         elif mode == "keyword":
-            keyword_hits = yield from self._keyword_side(query, resource_id, scoped, pool)
+            keyword_hits = yield from self._keyword_side(query, part, pool)
         else:  # the two sides are independent: run at the same time (keyword in this
             # thread: SQLite releases the GIL at once, so the vector side starts beside it)
             keyword_hits, vector_hits = yield both(
-                self._keyword_side(query, resource_id, scoped, pool),
-                self._vector_side(query, resource_id, scoped, pool, opts),
+                self._keyword_side(query, part, pool),
+                self._vector_side(query, part, pool, opts),
             )
         if mode == "keyword":
             return keyword_hits[:k]
@@ -248,26 +255,27 @@ class RecallIndex:
         ]
 
     def _vector_side(
-        self, query: str, resource_id: str, thread_id: str | None, pool: int, opts: RecallOptions
+        self, query: str, part: Part, pool: int, opts: RecallOptions
     ) -> Steps[list[RecallHit]]:
         assert self.vector is not None and self.embedder is not None
+        resource_id, thread_id, thread_ids = part
         embedding = yield call(self.embedder, "embed_query", query)
         name = yield from self._index_name_steps()
+        among = {} if thread_ids is None else {"thread_ids": thread_ids}
         pieces = yield call(
             self.vector, "query", name, embedding, top_k=pool * PIECES_PER_HIT,
-            resource_id=resource_id, thread_id=thread_id,
+            resource_id=resource_id, thread_id=thread_id, **among,
         )  # fmt: skip
         hits = best_piece_per_message(pieces)
         if opts.threshold is not None:
             hits = [h for h in hits if h.score >= opts.threshold]
         return hits[:pool]
 
-    def _keyword_side(
-        self, query: str, resource_id: str, thread_id: str | None, pool: int
-    ) -> Steps[list[RecallHit]]:
+    def _keyword_side(self, query: str, part: Part, pool: int) -> Steps[list[RecallHit]]:
+        resource_id, thread_id, thread_ids = part
         rows = yield call(
             self.storage, "search_text", query, resource_id=resource_id, thread_id=thread_id,
-            limit=pool,
+            limit=pool, thread_ids=thread_ids,
         )  # fmt: skip
         return [RecallHit(*row) for row in rows]
 
@@ -367,11 +375,20 @@ class RecallIndex:
     ) -> Steps[list[StoredMessage]]:
         opts = options or self.options
         top_k, wanted = opts.top_k, opts.filter
-        # spares for hits in archived threads, many more when a filter may drop most of them
-        limit = (min(100, 10 * top_k) if wanted is not None else 2 * top_k) + len(never_hits)
+        limit = 2 * top_k + len(never_hits)  # spares for hits in archived threads
+        allowed: list[str] | None = None
+        if wanted is not None and opts.scope == "resource":
+            # the threads the filter keeps, searched inside both sides (never a starved pool)
+            owned = yield call(self.storage, "list_threads", resource_id=resource_id)
+            allowed = [t.id for t in owned if matches(t.metadata, wanted)]
+            if not allowed:
+                return []
+            if len(allowed) > MAX_THREAD_FILTER:  # a filter keeping that much: filter after
+                allowed, limit = None, min(100, 10 * top_k) + len(never_hits)
         search = self._search(
-            query, resource_id, thread_id, limit, with_threads=False, options=options
-        )
+            query, resource_id, thread_id, limit, with_threads=False, options=options,
+            thread_ids=allowed,
+        )  # fmt: skip
         archived: set[str] = set()
         if opts.scope == "resource":  # archived threads are out of recall (not the
             # current one: its own conversation goes on); looked up while the search runs

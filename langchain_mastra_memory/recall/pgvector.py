@@ -43,7 +43,14 @@ from ..storage.pgvector_sql import (
     scan_exactly,
     vector_literal,
 )
-from .vector import AsyncTwins, VectorHit, VectorRecord, _check_name, pieces_by_message
+from .vector import (
+    AsyncTwins,
+    VectorHit,
+    VectorRecord,
+    _check_name,
+    only_threads,
+    pieces_by_message,
+)
 
 if TYPE_CHECKING:
     from ..storage.postgres import PostgresStorage
@@ -253,7 +260,7 @@ class PgVectorStore(AsyncTwins):
     def _exact(self, conn: Any, table: str, where: str, params: tuple[Any, ...], beam: int) -> bool:
         """Whether the searched part is scanned exactly (`scan_exactly`: within `exact_limit`
         pieces, or too selective for a graph without an iterative scan), cached `COUNT_TTL`."""
-        key = (table, beam, *params)
+        key = (table, beam, *(tuple(p) if isinstance(p, list) else p for p in params))
         cached = self._counts.get(key)
         now = time.monotonic()
         if cached is not None and now - cached[0] < COUNT_TTL:
@@ -309,16 +316,22 @@ class PgVectorStore(AsyncTwins):
         top_k: int,
         resource_id: str,
         thread_id: str | None = None,
+        thread_ids: Sequence[str] | None = None,
     ) -> list[VectorHit]:
-        """The `top_k` nearest pieces of `resource_id`'s messages (and `thread_id`'s when
-        given), one hit per piece, cosine similarity as the score."""
+        """The `top_k` nearest pieces of `resource_id`'s messages (and `thread_id`'s, or those
+        of `thread_ids`, when given: filtered inside the search), one hit per piece, cosine
+        similarity as the score."""
         table = self._table(index_name, len(vector), create=False)
-        if table is None or top_k <= 0:
+        threads = only_threads(thread_id, thread_ids)
+        if table is None or top_k <= 0 or (threads is not None and not threads):
             return []
         literal = vector_literal(vector)
         kind = self._type(len(vector))
-        where = "resource_id = %s" + (" AND thread_id = %s" if thread_id is not None else "")
-        params: tuple[Any, ...] = (resource_id,) if thread_id is None else (resource_id, thread_id)
+        where, params = "resource_id = %s", (resource_id,)
+        if threads is not None and len(threads) == 1:
+            where, params = where + " AND thread_id = %s", (resource_id, *threads)
+        elif threads is not None:
+            where, params = where + " AND thread_id = ANY(%s)", (resource_id, sorted(threads))
         with self._transaction("query") as conn:
             rows = nearest_rows(
                 conn,

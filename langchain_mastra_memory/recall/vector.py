@@ -85,6 +85,7 @@ class VectorStore(Protocol):
         top_k: int,
         resource_id: str,
         thread_id: str | None = None,
+        thread_ids: Sequence[str] | None = None,
     ) -> list[VectorHit]: ...
     def delete(
         self,
@@ -144,6 +145,15 @@ class AsyncTwins:
     ) -> dict[str, list[list[float]]]:
         """Async `vectors`."""
         return await run_in_executor(None, self.vectors, index_name, resource_id, message_ids)  # type: ignore[attr-defined]
+
+
+def only_threads(thread_id: str | None, thread_ids: Sequence[str] | None) -> frozenset[str] | None:
+    """The threads a search may return (None: all of the resource's): `thread_id`, those of
+    `thread_ids`, or both's intersection."""
+    if thread_ids is None:
+        return None if thread_id is None else frozenset([thread_id])
+    allowed = frozenset(thread_ids)
+    return allowed if thread_id is None else allowed & {thread_id}
 
 
 def pieces_by_message(rows: Iterable[tuple[str, Sequence[float]]]) -> dict[str, list[list[float]]]:
@@ -459,23 +469,31 @@ class ChromaVectorStore(AsyncTwins):
         top_k: int,
         resource_id: str,
         thread_id: str | None = None,
+        thread_ids: Sequence[str] | None = None,
     ) -> list[VectorHit]:
-        """The `top_k` nearest pieces of `resource_id`'s messages (and `thread_id`'s when
-        given), one hit per piece."""
+        """The `top_k` nearest pieces of `resource_id`'s messages (and `thread_id`'s, or those
+        of `thread_ids`, when given: filtered inside the search), one hit per piece."""
         _check_name(index_name)
+        threads = only_threads(thread_id, thread_ids)
+        if threads is not None and not threads:
+            return []
         self._migrate(index_name, len(vector))
         col = self._existing(partition_name(index_name, resource_id))
         if col is None:
             return []  # this resource has no vectors yet
         _check_dimension(col, index_name, len(vector))
         if self._exact is not None:
-            found = self._exact.search(str(col.id), vector, top_k=top_k, thread_id=thread_id)
+            found = self._exact.search(str(col.id), vector, top_k=top_k, threads=threads)
             if found is not None:
                 return [
                     VectorHit(vector_id.split("#", 1)[0], resource_id, similarity)
                     for vector_id, similarity in found
                 ]
-        where = {"thread_id": thread_id} if thread_id is not None else None
+        where: dict[str, Any] | None = None
+        if threads is not None:
+            where = {"thread_id": next(iter(threads))} if len(threads) == 1 else {
+                "thread_id": {"$in": sorted(threads)}
+            }  # fmt: skip
         result = self._call(
             "query",
             col.query,

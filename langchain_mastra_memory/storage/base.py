@@ -252,9 +252,16 @@ class MemoryStorage(ABC):
     # -- recall --------------------------------------------------------------------------------
     @abstractmethod
     def search_text(
-        self, query: str, *, resource_id: str, thread_id: str | None = None, limit: int = 10
+        self,
+        query: str,
+        *,
+        resource_id: str,
+        thread_id: str | None = None,
+        limit: int = 10,
+        thread_ids: Sequence[str] | None = None,
     ) -> list[tuple[str, str, float]]:
-        """Keyword (BM25) search over user and assistant messages of one resource (and thread).
+        """Keyword (BM25) search over user and assistant messages of one resource (and thread,
+        or those of `thread_ids`: filtered inside the search, never a short pool).
 
         Returns ``(message_id, thread_id, score)``, best first; higher scores are better.
         """
@@ -724,12 +731,19 @@ class MemoryStorage(ABC):
         )
 
     async def asearch_text(
-        self, query: str, *, resource_id: str, thread_id: str | None = None, limit: int = 10
+        self,
+        query: str,
+        *,
+        resource_id: str,
+        thread_id: str | None = None,
+        limit: int = 10,
+        thread_ids: Sequence[str] | None = None,
     ) -> list[tuple[str, str, float]]:
         """Async `search_text`."""
         return await _off_loop(
-            self.search_text, query, resource_id=resource_id, thread_id=thread_id, limit=limit
-        )
+            self.search_text, query, resource_id=resource_id, thread_id=thread_id, limit=limit,
+            thread_ids=thread_ids,
+        )  # fmt: skip
 
     async def amessage_windows(
         self, message_ids: Sequence[str], *, before: int, after: int, resource_id: str

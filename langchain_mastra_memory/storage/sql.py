@@ -831,29 +831,40 @@ class SQLStorage(ObservationTable, ItemTable):
 
     # -- recall --------------------------------------------------------------------------------
     def search_text(
-        self, query: str, *, resource_id: str, thread_id: str | None = None, limit: int = 10
+        self,
+        query: str,
+        *,
+        resource_id: str,
+        thread_id: str | None = None,
+        limit: int = 10,
+        thread_ids: Sequence[str] | None = None,
     ) -> list[tuple[str, str, float]]:
         check_id(resource_id, "resource_id")
         check_optional_id(thread_id, "thread_id")
         check_query(query)
+        threads = None if thread_ids is None else check_ids(thread_ids, "thread_ids")
+        if thread_id is not None:
+            threads = [thread_id] if threads is None or thread_id in threads else []
+        if threads is not None and not threads:
+            return []
         return self._retried(
-            lambda: self._search_text(query, resource_id, thread_id, limit), "searching text"
+            lambda: self._search_text(query, resource_id, threads, limit), "searching text"
         )
 
     def _search_text(
-        self, query: str, resource_id: str, thread_id: str | None, limit: int
+        self, query: str, resource_id: str, threads: list[str] | None, limit: int
     ) -> list[tuple[str, str, float]]:
         with self._transaction(write=False) as conn:  # choosing the words and ranking: one read
             # a thread's matches are a part of its resource's: rank a deeper pool for it
-            pool = limit if thread_id is None else 4 * limit  # (the dialect may deepen it)
+            pool = limit if threads is None else 4 * limit  # (the dialect may deepen it)
             match = self._text_match(query, conn, resource_id, pool=pool)
             if match is None:
                 return []
             where = " AND m.resource_id = ? AND m.role IN ('user', 'assistant')"
             params: list[Any] = [*match.params, resource_id]
-            if thread_id is not None:
-                where += " AND m.thread_id = ?"
-                params.append(thread_id)
+            if threads is not None:
+                where += f" AND m.thread_id IN ({', '.join('?' * len(threads))})"
+                params.extend(threads)
             order = " ORDER BY score DESC LIMIT ?"
             rows = self._run(conn, match.statement + where + order, [*params, limit]).fetchall()
             if len(rows) < limit and match.unpooled is not None:  # the filters ate the pool:
