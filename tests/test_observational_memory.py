@@ -28,11 +28,12 @@ class Scripted(FakeListChatModel):
     calls: list = []  # noqa: RUF012
     fail: bool = False
     gate: threading.Event | None = None
+    gate_seconds: float | None = 10  # None: held until released
 
     def _call(self, messages, *args, **kwargs):
         self.calls.append(messages)
         if self.gate is not None:
-            self.gate.wait(10)
+            self.gate.wait(self.gate_seconds)
         if self.fail:
             raise RuntimeError("observer model down")
         if messages[0].content == REFLECTOR_INSTRUCTIONS:
@@ -89,6 +90,30 @@ def test_far_over_the_threshold_the_turn_waits_for_the_observer() -> None:
     chat_turns(memory, 2)
     key = scope_key("thread", resource_id="alice", thread_id="t1")
     assert memory.storage.observation_log(key)  # no flush needed: it ran in the turn
+
+
+def test_a_hung_observer_holds_a_turn_no_longer_than_block_timeout() -> None:
+    """The Observer hangs (its model never answers until released): a turn far over the
+    threshold waits `block_timeout`, then goes on with what it has and says so (a `timeout`
+    event); nothing is lost, and the run lands once the model answers."""
+    gate = threading.Event()
+    observer = Scripted(calls=[], gate=gate, gate_seconds=None)
+    events: list = []
+    memory = om_memory(observer, message_tokens=30, block_after=1.0, block_timeout=0.3,
+                       on_status=events.append)  # fmt: skip
+    turn = threading.Thread(target=chat_turns, args=(memory, 2))
+    turn.start()
+    turn.join(60)  # without the bound the turn waits for the model: forever
+    hung = turn.is_alive()
+    gate.set()
+    turn.join()
+    assert not hung
+    kinds = [e.kind for e in events]
+    assert "timeout" in kinds and events[kinds.index("timeout")].detail["waited_seconds"] == 0.3
+    assert memory.flush(30)
+    key = scope_key("thread", resource_id="alice", thread_id="t1")
+    assert memory.storage.observation_log(key)  # the run landed behind the turns
+    assert len(memory.get_messages(thread_id="t1")) == 4
 
 
 def test_a_failing_observer_loses_nothing_and_tries_again(caplog) -> None:

@@ -18,10 +18,12 @@ yet observed; observed messages stay stored.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, wait
@@ -65,7 +67,7 @@ SOURCE = "observational_memory"
 EVENT = "memory_status"  # the LangChain custom event's name
 EventKind = Literal[
     "observing", "buffered", "activated", "reflecting", "reflected", "working_memory_updated",
-    "failed",
+    "failed", "timeout",
 ]  # fmt: skip
 
 
@@ -101,6 +103,9 @@ class ObservationalConfig(BaseModel):
     - ``block_after``: a turn over this multiple of ``message_tokens`` waits for the Observer
       (default 1.2, Mastra's).
     - ``lease_seconds``: how long a run may hold its scope before another may take it.
+    - ``block_timeout``: the longest a turn waits for the Observer (default: the lease); past
+      it the turn goes on with what the log holds and a ``timeout`` event is emitted (the run
+      goes on behind; a hung one's lease lapses).
 
     Mastra 1.x's options too:
 
@@ -112,7 +117,7 @@ class ObservationalConfig(BaseModel):
       enabled) when the conversation changed what it should say; the update goes through the
       same validation as the tool, and an invalid one is dropped with a warning.
     - ``on_status``: called with an `ObservationEvent` at each step (observing, buffered,
-      activated, reflecting, reflected, working_memory_updated, failed), so an app can show
+      activated, reflecting, reflected, working_memory_updated, failed, timeout), so an app can show
       what memory is doing; inside a run the same events go out as LangChain custom events
       named ``memory_status`` (``astream_events`` shows them).
     """
@@ -134,6 +139,12 @@ class ObservationalConfig(BaseModel):
     buffer_activation: float = Field(0.8, gt=0, le=1)
     block_after: float = Field(1.2, ge=1)
     lease_seconds: float = Field(300.0, gt=0)
+    block_timeout: float | None = Field(None, gt=0)
+
+    @property
+    def turn_wait(self) -> float:
+        """The longest a turn waits for the Observer (`block_timeout`, else the lease)."""
+        return self.block_timeout if self.block_timeout is not None else self.lease_seconds
 
     @property
     def buffer_step(self) -> float | None:
@@ -260,6 +271,8 @@ class ObservationalMemory:
             dispatch_custom_event(EVENT, asdict(event))
         except RuntimeError:  # no run to report to (the worker thread): on_status only
             pass
+        except Exception as exc:  # the run it belonged to is over (a turn that stopped waiting)
+            logger.debug("observational memory: %s not reported to its run: %s", kind, exc)
 
     def key(self, thread_id: str, resource_id: str) -> str:
         return scope_key(self.config.scope, resource_id=resource_id, thread_id=thread_id)
@@ -301,13 +314,23 @@ class ObservationalMemory:
         raw = storage.unobserved_tokens(key, resource_id=resource_id, thread_id=thread_id)
         if raw >= config.message_tokens:
             raw = self._activate(key, resource_id, thread_id, raw)
-        if raw >= config.block_after * config.message_tokens:  # far over: the turn waits
+        if raw >= config.block_after * config.message_tokens:  # far over: the turn waits,
+            # at most `turn_wait` in all, for the run under way or one of its own
+            deadline = time.monotonic() + config.turn_wait
             running = self._running.get(key)
-            if running is not None:
-                wait([running])  # the run under way lands and activates
+            turn = contextvars.copy_context()  # the run's callbacks see the run's events
+            if running is None:
+                self._submit(key, self._observe(key, thread_id, resource_id), turn)
+                running = self._running.get(key)
+            elif self._waited(running, deadline, key, resource_id, thread_id):
                 raw = storage.unobserved_tokens(key, resource_id=resource_id, thread_id=thread_id)
-            if raw >= config.block_after * config.message_tokens:
-                run_sync(self._observe(key, thread_id, resource_id))
+                if raw >= config.block_after * config.message_tokens:
+                    self._submit(key, self._observe(key, thread_id, resource_id), turn)
+                    running = self._running.get(key)
+                else:
+                    running = None
+            if running is not None:
+                self._waited(running, deadline, key, resource_id, thread_id)
             return
         fresh = storage.unobserved_tokens(
             key, resource_id=resource_id, thread_id=thread_id, buffered=True
@@ -326,18 +349,38 @@ class ObservationalMemory:
         pending = list(self._running.values())
         return not wait(pending, timeout=timeout).not_done if pending else True
 
-    def _submit(self, key: str, steps: Steps[None]) -> None:
+    def _submit(
+        self, key: str, steps: Steps[None], context: contextvars.Context | None = None
+    ) -> None:
         """Run `steps` (an Observer or Reflector run) in the worker thread, unless a run for
-        `key` is under way already (it activates and reflects when it ends)."""
+        `key` is under way already (it activates and reflects when it ends); in `context`
+        when given (a turn waiting for it: its callbacks receive the run's events)."""
         with self._lock:
             if key in self._running:
                 steps.close()
                 return
             if self._pool is None:
                 self._pool = DaemonWorker("memory-observer")
-            future = self._pool.submit(run_sync, steps)
+            future = (
+                self._pool.submit(run_sync, steps)
+                if context is None
+                else self._pool.submit(context.run, run_sync, steps)
+            )
             self._running[key] = future
         future.add_done_callback(lambda done: self._finished(key, done))
+
+    def _waited(
+        self, run: Future[Any], deadline: float, key: str, resource_id: str, thread_id: str
+    ) -> bool:
+        """Wait for `run` until `deadline`; False (and a ``timeout`` event) if it is not done."""
+        if wait([run], timeout=max(0.0, deadline - time.monotonic())).done:
+            return True
+        logger.warning(
+            "observational memory: the turn stopped waiting for the Observer of %s after %.0f s;"
+            " it goes on with the log as it is", key, self.config.turn_wait,
+        )  # fmt: skip
+        self._emit("timeout", key, resource_id, thread_id, waited_seconds=self.config.turn_wait)
+        return False
 
     def _finished(self, key: str, future: Future[Any]) -> None:
         with self._lock:

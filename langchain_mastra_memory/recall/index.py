@@ -90,6 +90,7 @@ class RecallOptions(BaseModel):
         return validated(cls, options, "semantic_recall options")
 
 
+FLUSH_TIMEOUT = 30.0  # the longest a search waits for this process's vector writer
 MAX_THREAD_FILTER = 2000  # threads a recall filter passes into the searches (more: filtered after)
 Part = tuple[str, "str | None", "Sequence[str] | None"]  # resource, thread, threads searched
 
@@ -150,6 +151,7 @@ class RecallIndex:
         self.vector = vector
         self.embedder = CachedEmbeddings(embedder) if embedder is not None else None
         self._index_name: str | None = self.options.index_name
+        self.flush_timeout = FLUSH_TIMEOUT
         self.writer = BacklogWriter(self)
 
     @classmethod
@@ -214,7 +216,14 @@ class RecallIndex:
         mode = self._mode(mode if mode is not None else options.mode if options else None)
         if not check_query(query).strip():
             return []
-        yield call(self.writer, "flush")  # what this process saved is searchable
+        # what this process saved is searchable, unless the writer is stuck (a hung embedder
+        # or vector store): then the search goes on with what is indexed, never waits forever
+        if not (yield call(self.writer, "flush", self.flush_timeout)):
+            logger.warning(
+                "semantic recall: the vector writer is still busy after %.0f s; this search "
+                "does not see the newest messages' vectors (keyword search does)",
+                self.flush_timeout,
+            )
         k = limit or opts.top_k
         if within_thread is None:
             within_thread = opts.scope == "thread"

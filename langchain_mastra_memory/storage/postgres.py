@@ -43,7 +43,10 @@ class PostgresStorage(SQLStorage):
 
     Every write is one transaction; writers of the same thread (or working memory) are
     serialized by a row lock, so several app processes can share the database. `schema` puts
-    the tables in their own PostgreSQL schema (created if needed). Needs the ``postgres`` extra.
+    the tables in their own PostgreSQL schema (created if needed). Nothing waits without a
+    bound: a lock held elsewhere longer than `lock_timeout` seconds fails the operation with
+    a `StorageError` (nothing applied), a connection is made within `connect_timeout` and taken
+    from the pool within `pool_timeout`. Needs the ``postgres`` extra.
 
     Example (needs a server)::
 
@@ -53,7 +56,16 @@ class PostgresStorage(SQLStorage):
 
     dialect = POSTGRES
 
-    def __init__(self, conninfo: str, *, schema: str = "public", max_connections: int = 8) -> None:
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        schema: str = "public",
+        max_connections: int = 8,
+        lock_timeout: float = 30.0,
+        connect_timeout: float = 10.0,
+        pool_timeout: float = 30.0,
+    ) -> None:
         try:
             from psycopg_pool import ConnectionPool
         except ImportError as exc:  # pragma: no cover - depends on the install
@@ -71,7 +83,12 @@ class PostgresStorage(SQLStorage):
             conninfo,
             min_size=1,
             max_size=max_connections,
-            kwargs={"options": f"-c search_path={schema} -c timezone=UTC"},
+            kwargs={
+                "options": f"-c search_path={schema} -c timezone=UTC "
+                f"-c lock_timeout={int(lock_timeout * 1000)}",
+                "connect_timeout": max(1, round(connect_timeout)),
+            },
+            timeout=pool_timeout,
             open=False,
         )
         try:
