@@ -34,6 +34,7 @@ from .working_memory import WorkingMemoryConfig, WorkingMemoryStore
 if TYPE_CHECKING:
     from .integrations.chat_history import MemoryChatMessageHistory
     from .integrations.checkpointer import MemoryCheckpointer
+    from .integrations.retriever import MemoryRetriever
     from .integrations.store import MemoryStore
 
 DEFAULT_DATABASE = "memory.db"
@@ -368,6 +369,13 @@ class Memory:
     def as_node(self, *, key: str = "messages", output_key: str = "llm_input_messages") -> Node:
         """A graph node writing the model's input to `output_key` (the state is not rewritten)."""
         return _shape("graph").memory_hook(self, key=key, output_key=output_key)
+
+    def as_retriever(self, **options: Any) -> MemoryRetriever:
+        """A LangChain retriever over this memory (`MemoryRetriever`: ``resource_id``,
+        ``thread_id``, ``k``, ``mode``, ``message_range``, ``filter``, ``threshold``)."""
+        from .integrations.retriever import MemoryRetriever
+
+        return MemoryRetriever(memory=self, **options)
 
     def middleware(self) -> Any:
         """A ``langchain.agents`` middleware applying memory before and saving after each call."""

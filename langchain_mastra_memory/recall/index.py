@@ -383,6 +383,36 @@ class RecallIndex:
         options: RecallOptions | None = None,
     ) -> Steps[list[StoredMessage]]:
         opts = options or self.options
+        hits = yield from self._ranked(query, resource_id, thread_id, never_hits, opts, False)
+        window = opts.window
+        found = yield call(
+            self.storage, "message_windows", [h.message_id for h in hits],
+            before=window.before, after=window.after, resource_id=resource_id,
+        )  # fmt: skip
+        return hide_working_memory([s for s in found if s.message.id not in exclude])
+
+    def ranked(
+        self, query: str, *, resource_id: str, thread_id: str | None, options: RecallOptions
+    ) -> Steps[list[RecallHit]]:
+        """Steps of recall's hits as `options` rank and filter them (scope, filter, threshold,
+        archived threads, `top_k`), with their threads: what `MemoryRetriever` returns."""
+        return self._ranked(query, resource_id, thread_id, frozenset(), options, True)
+
+    def side_scores_steps(
+        self, query: str, resource_id: str, thread_id: str | None
+    ) -> Steps[dict[str, dict[str, float]]]:
+        """Steps of `side_scores` (both sides)."""
+        return self._side_scores(query, resource_id, thread_id, None)
+
+    def _ranked(
+        self,
+        query: str,
+        resource_id: str,
+        thread_id: str | None,
+        never_hits: frozenset[str],
+        opts: RecallOptions,
+        with_threads: bool,
+    ) -> Steps[list[RecallHit]]:
         top_k, wanted = opts.top_k, opts.filter
         limit = 2 * top_k + len(never_hits)  # spares for hits in archived threads
         allowed: list[str] | None = None
@@ -395,7 +425,7 @@ class RecallIndex:
             if len(allowed) > MAX_THREAD_FILTER:  # a filter keeping that much: filter after
                 allowed, limit = None, min(100, 10 * top_k) + len(never_hits)
         search = self._search(
-            query, resource_id, thread_id, limit, with_threads=False, options=options,
+            query, resource_id, thread_id, limit, with_threads=False, options=opts,
             thread_ids=allowed,
         )  # fmt: skip
         archived: set[str] = set()
@@ -419,13 +449,9 @@ class RecallIndex:
                 for h in hits
                 if h.thread_id in threads and matches(threads[h.thread_id].metadata, wanted)
             ]
-        hits = hits[:top_k]
-        window = opts.window
-        found = yield call(
-            self.storage, "message_windows", [h.message_id for h in hits],
-            before=window.before, after=window.after, resource_id=resource_id,
-        )  # fmt: skip
-        return hide_working_memory([s for s in found if s.message.id not in exclude])
+        if not with_threads:  # (recall reads the hits' windows, with their threads, anyway)
+            return hits[:top_k]
+        return (yield from self._with_threads(hits[:top_k], resource_id))
 
     def recall(
         self,
