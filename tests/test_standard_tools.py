@@ -27,7 +27,7 @@ class WorkingMemoryTool:
 
     @property
     def tool_invoke_params_example(self) -> dict:
-        return {"memory": "# User\\n- **Name**: Alice\n- **Pets**: a cat, Tom"}
+        return {"memory": "# User\n- **Name**: Alice\n- **Pets**: a cat, Tom"}
 
 
 class RecallTool:
