@@ -497,6 +497,24 @@ def _demo_working_memory(path: Path) -> None:
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
+def _served_memory(db: Path, dsn: str | None, *, create: bool = False) -> Memory:
+    """The memory a server (explorer, MCP) serves: PostgreSQL at `dsn`, else the SQLite file;
+    hybrid recall and working memory on."""
+    from .memory import Memory
+
+    def build() -> Memory:
+        if dsn is not None:
+            from .storage.postgres import PostgresStorage
+
+            storage: Any = PostgresStorage(dsn)
+        else:
+            storage = _storage(db, create=create)
+        options = {"semantic_recall": {"mode": "hybrid"}, "working_memory": {"enabled": True}}
+        return Memory(storage=storage, embedder=_embedder(), options=options)
+
+    return _guard(build)
+
+
 @app.command()
 def ui(
     db: Db = DEFAULT_DB,
@@ -548,16 +566,7 @@ def ui(
         console.print(f"[red]the explorer needs the 'ui' extra:[/red] pip install "
                       f"'langchain-mastra-memory[ui]' ({exc})")  # fmt: skip
         raise typer.Exit(1) from exc
-    from .memory import Memory
-
-    if dsn is not None:
-        from .storage.postgres import PostgresStorage
-
-        storage: Any = PostgresStorage(dsn)
-    else:
-        storage = _storage(db)
-    options = {"semantic_recall": {"mode": "hybrid"}, "working_memory": {"enabled": True}}
-    memory = _guard(lambda: Memory(storage=storage, embedder=_embedder(), options=options))
+    memory = _served_memory(db, dsn)
     url = f"http://{host}:{port}/" + ("" if no_token else f"?token={token}")
     console.print(
         f"memory explorer on [bold]{url}[/bold] ({'read-write' if write else 'read-only'})"
@@ -571,3 +580,78 @@ def ui(
                    hosts=[host, *(allow_host or [])]),
         host=host, port=port, log_level="warning",
     )  # fmt: skip
+
+
+@app.command("mcp")
+def mcp_server(
+    db: Db = DEFAULT_DB,
+    dsn: Annotated[
+        str | None, typer.Option(help="A PostgreSQL DSN (instead of --db).", envvar="LMM_DSN")
+    ] = None,
+    resource: Annotated[
+        str | None, typer.Option(help="Whose memory every call reads and writes.")
+    ] = None,
+    multi_resource: Annotated[
+        bool,
+        typer.Option(
+            "--multi-resource",
+            help="Each call names its resource (for a client trusted with every resource).",
+        ),
+    ] = False,
+    http: Annotated[bool, typer.Option("--http", help="Streamable HTTP instead of stdio.")] = False,
+    host: Annotated[str, typer.Option(help="The address to listen on (--http).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="The port (--http).")] = 8766,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            help="Needed by every HTTP request (Bearer); random when not given.",
+            envvar="LMM_MCP_TOKEN",
+        ),
+    ] = None,
+    no_token: Annotated[
+        bool, typer.Option("--no-token", help="HTTP without a token (127.0.0.1 only).")
+    ] = False,
+    allow_host: Annotated[
+        list[str] | None, typer.Option(help="Another Host name to serve (--http); repeatable.")
+    ] = None,
+) -> None:
+    """Serve memory to MCP clients (Claude Desktop, Cursor, IDEs, other agents): search, working
+    memory, threads, saving; over stdio (default) or streamable HTTP (--http)."""
+    err = err_console
+    if (resource is None) == (not multi_resource):
+        err.print("[red]give --resource ID (one resource's memory) or --multi-resource[/red]")
+        raise typer.Exit(2)
+    if no_token and host not in LOOPBACK:
+        err.print(f"[red]refusing to listen on {host} without a token[/red]")
+        raise typer.Exit(2)
+    try:
+        from .integrations.mcp_server import create_mcp_server
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        err.print(f"[red]the MCP server needs the 'mcp' extra:[/red] pip install "
+                  f"'langchain-mastra-memory[mcp]' ({exc})")  # fmt: skip
+        raise typer.Exit(1) from exc
+    memory = _served_memory(db, dsn, create=True)
+    server = create_mcp_server(memory, resource_id=resource, multi_resource=multi_resource)
+    if not http:
+        server.run("stdio")
+        return
+    import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from .ui.guard import LocalWebGuard
+
+    names = [*LOOPBACK, host, *(allow_host or [])]
+    security = TransportSecuritySettings(
+        allowed_hosts=[f"{n}:*" if ":" not in n else f"[{n}]:*" for n in names] + names,
+        allowed_origins=[f"http://{n}:*" for n in names],
+    )
+    if not no_token and not token:
+        import secrets
+
+        token = secrets.token_urlsafe(24)
+    asgi = LocalWebGuard(server.streamable_http_app(transport_security=security, host=host),
+                         token=None if no_token else token, hosts=names)  # fmt: skip
+    err.print(f"MCP server on http://{host}:{port}/mcp"
+              + ("" if no_token else f" (Authorization: Bearer {token})"))  # fmt: skip
+    sys.stderr.flush()
+    uvicorn.run(asgi, host=host, port=port, log_level="warning")

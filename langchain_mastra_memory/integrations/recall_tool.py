@@ -95,26 +95,15 @@ def create_recall_tool(
             )
         return found
 
-    def search(args: RecallArguments) -> dict[str, Any]:
-        return {
-            "thread_id": args.thread_id, "since": args.since, "until": args.until,
-            "mode": args.mode, "page": args.page, "per_page": per_page,
-        }  # fmt: skip
-
     def func(config: RunnableConfig, **kwargs: Any) -> str:
-        args = _arguments(kwargs)
-        who = owner(config)
-        try:
-            found = memory.search_messages(args.query, resource_id=who, **search(args))
-        except MastraMemoryError as exc:
-            raise ToolException(_explain(exc, args)) from exc
-        return _render(found, args)
+        return search_for_model(memory, owner(config), kwargs, per_page=per_page)
 
     async def coroutine(config: RunnableConfig, **kwargs: Any) -> str:
         args = _arguments(kwargs)
         who = owner(config)
         try:
-            found = await memory.asearch_messages(args.query, resource_id=who, **search(args))
+            found = await memory.asearch_messages(args.query, resource_id=who,
+                                                  **_search(args, per_page))  # fmt: skip
         except MastraMemoryError as exc:
             raise ToolException(_explain(exc, args)) from exc
         return _render(found, args)
@@ -128,6 +117,28 @@ def create_recall_tool(
         handle_tool_error=True,
         handle_validation_error=_validation_message,
     )
+
+
+def search_for_model(
+    memory: Memory, resource_id: str, arguments: dict[str, Any], *, per_page: int = 5
+) -> str:
+    """The tool's answer to `arguments` (`RecallArguments`) over `resource_id`'s memory; a
+    `ToolException` saying what to fix for bad arguments or an unknown thread (the MCP server
+    answers with the same words)."""
+    args = _arguments(arguments)
+    try:
+        found = memory.search_messages(args.query, resource_id=resource_id,
+                                       **_search(args, per_page))  # fmt: skip
+    except MastraMemoryError as exc:
+        raise ToolException(_explain(exc, args)) from exc
+    return _render(found, args)
+
+
+def _search(args: RecallArguments, per_page: int) -> dict[str, Any]:
+    return {
+        "thread_id": args.thread_id, "since": args.since, "until": args.until,
+        "mode": args.mode, "page": args.page, "per_page": per_page,
+    }  # fmt: skip
 
 
 def _arguments(kwargs: dict[str, Any]) -> RecallArguments:
