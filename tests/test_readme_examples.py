@@ -61,6 +61,7 @@ SCRIPTS = {
         ),
         AIMessage("It is called Albatross."),
     ],
+    "A retriever: `memory.as_retriever()`": [AIMessage("Tomatoes, on the balcony.")],
     "LangGraph's store: `memory.store()`": [
         AIMessage(
             "",
@@ -105,6 +106,9 @@ def test_readme_example_runs_as_written(title: str, tmp_path: Path, monkeypatch)
         return
     threads = memory.list_threads()
     assert threads and all(memory.get_messages(thread_id=t.id) for t in threads)
+    if title.startswith("A retriever"):  # the model was shown what the retriever found
+        assert "I grow tomatoes on the balcony" in model.seen[-1][0].content
+        return
     if title.startswith("The recall tool"):  # the search found the boat in the other thread
         tool_reply = [m for m in model.seen[-1] if m.type == "tool"][-1]
         assert "Our sailboat is called Albatross." in tool_reply.content
