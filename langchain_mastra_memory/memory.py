@@ -373,9 +373,7 @@ class Memory:
     def as_retriever(self, **options: Any) -> MemoryRetriever:
         """A LangChain retriever over this memory (`MemoryRetriever`: ``resource_id``,
         ``thread_id``, ``k``, ``mode``, ``message_range``, ``filter``, ``threshold``)."""
-        from .integrations.retriever import MemoryRetriever
-
-        return MemoryRetriever(memory=self, **options)
+        return _shape("retriever").MemoryRetriever(memory=self, **options)
 
     def middleware(self) -> Any:
         """A ``langchain.agents`` middleware applying memory before and saving after each call."""

@@ -83,6 +83,61 @@ class ObservationTable(MemoryStorage):
         for table in ("memory_observation_groups", "memory_observation_state"):
             self._run(conn, f"DELETE FROM {table} WHERE scope_key = ?", (key,))
 
+    def _forget_observed(self, conn: Any, key: str, message_ids: Sequence[str]) -> int:
+        """Unlearn `message_ids` (a deleted or given-away thread's) from scope `key`'s log, by
+        each group's provenance: a group covering any of them goes, and so does a reflection
+        that condensed such a group (and what it condensed). A group's text cannot be split by
+        message, so the log is cut back to before the first group that goes (later groups go
+        too) and the cursors move back with it: the scope's other messages it covered are
+        unobserved again, and the next Observer run re-derives them. The groups removed."""
+        gone_ids = set(message_ids)
+        rows = self._run(
+            conn,
+            f"SELECT {_GROUP_COLUMNS} FROM memory_observation_groups WHERE scope_key = ? "
+            "ORDER BY created_at, id",
+            (key,),
+        ).fetchall()
+        groups = [self._group(r) for r in rows]
+        tainted = {g.id for g in groups if gone_ids & set(g.message_ids)}
+        changed = True
+        while changed:  # a reflection of a tainted group is tainted, and so is what it condensed
+            before = len(tainted)
+            for g in groups:
+                if tainted & set(g.replaces) or (g.replaced_by in tainted):
+                    tainted.add(g.id)
+            changed = len(tainted) != before
+        if not tainted:
+            return 0
+        first = next(n for n, g in enumerate(groups) if g.id in tainted)
+        dropped = tainted | {g.id for g in groups[first:] if g.replaced_by is None}
+        dropped |= {g.id for g in groups if g.replaced_by in dropped}
+        for group_id in dropped:
+            self._run(conn, "DELETE FROM memory_observation_groups WHERE id = ?", (group_id,))
+        kept = [g for g in groups if g.id not in dropped and g.replaced_by is None]
+        active = [m for g in kept if g.active for m in g.message_ids]
+        every = [m for g in kept for m in g.message_ids]
+        self._run(
+            conn,
+            "UPDATE memory_observation_state SET seq = ?, buffered_seq = ? WHERE scope_key = ?",
+            (self._last_seq(conn, active), self._last_seq(conn, every), key),
+        )
+        return len(dropped)
+
+    def _last_seq(self, conn: Any, message_ids: Sequence[str]) -> int | None:
+        """The highest seq among `message_ids` still stored (None: none)."""
+        best: int | None = None
+        ids = list(dict.fromkeys(message_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            (found,) = self._run(
+                conn,
+                f"SELECT max(seq) FROM memory_messages WHERE id IN ({', '.join('?' * len(chunk))})",
+                chunk,
+            ).fetchone()
+            if found is not None:
+                best = int(found) if best is None else max(best, int(found))
+        return best
+
     def _copy_observations(
         self, conn: Any, source: str, target: str, copies: dict[str, tuple[str, int, int]]
     ) -> None:

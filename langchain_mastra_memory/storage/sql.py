@@ -530,13 +530,23 @@ class SQLStorage(ObservationTable, ItemTable):
         check_optional_id(resource_id, "resource_id")
         with self._transaction(write=True) as conn:
             try:
-                self._owned_thread(conn, thread_id, resource_id, lock=True)
+                thread = self._owned_thread(conn, thread_id, resource_id, lock=True)
             except ThreadNotFoundError:
                 return False
+            said = self._thread_message_ids(conn, thread_id)
             self._run(conn, "DELETE FROM memory_threads WHERE id = ?", (thread_id,))
             key = scope_key("thread", resource_id="", thread_id=thread_id)
             self._delete_observations(conn, key)  # a later owner of the id starts with no log
+            # the owner's resource-scoped log forgets what this thread said (by provenance)
+            owner_key = scope_key("resource", resource_id=thread.resource_id, thread_id=None)
+            self._forget_observed(conn, owner_key, said)
             return True
+
+    def _thread_message_ids(self, conn: Any, thread_id: str) -> list[str]:
+        rows = self._run(
+            conn, "SELECT id FROM memory_messages WHERE thread_id = ?", (thread_id,)
+        ).fetchall()
+        return [str(r[0]) for r in rows]
 
     def clone_thread(
         self,
@@ -608,6 +618,9 @@ class SQLStorage(ObservationTable, ItemTable):
         with self._transaction(write=True) as conn:
             thread = self._owned_thread(conn, thread_id, resource_id, lock=True)
             if thread.resource_id != to_resource_id:
+                # the old owner's resource-scoped log forgets what the thread said
+                old_key = scope_key("resource", resource_id=thread.resource_id, thread_id=None)
+                self._forget_observed(conn, old_key, self._thread_message_ids(conn, thread_id))
                 now = self._time(now_utc())
                 self._run(conn, _INSERT_RESOURCE, (to_resource_id, now, now))
                 for table, column in (
