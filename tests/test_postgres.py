@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import uuid
+from pathlib import Path
 
 import pytest
 from langchain_core.messages import HumanMessage
@@ -30,36 +31,57 @@ def schema() -> str:
         conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
 
 
-def _appender(schema: str, worker: int, count: int) -> None:  # runs in a child process
-    storage = PostgresStorage(DSN, schema=schema)
+def _reporting(work, report: str, *args) -> None:  # runs in a child process
+    """Run `work`; a failure's traceback goes to `report` (what the test shows), exit code 1."""
+    import traceback
+
+    try:
+        work(*args)
+    except BaseException:
+        with open(report, "w") as out:
+            out.write(traceback.format_exc())
+        raise
+
+
+def _appender(schema: str, worker: int, count: int) -> None:
+    storage = PostgresStorage(DSN, schema=schema, max_connections=2)
     for i in range(count):
         storage.save_messages(
             [HumanMessage(f"w{worker}-{i}", id=f"w{worker}-{i}")],
             thread_id="t1",
             resource_id="alice",
         )
+    storage.close()
 
 
-def _wm_updater(schema: str, worker: int) -> None:  # runs in a child process
+def _wm_updater(schema: str, worker: int) -> None:
     memory = Memory(
-        storage=PostgresStorage(DSN, schema=schema),
+        storage=PostgresStorage(DSN, schema=schema, max_connections=2),
         options={"working_memory": {"enabled": True, "schema": {"type": "object"}}},
     )
     for i in range(25):
         memory.update_working_memory({f"w{worker}": {f"k{i}": i}}, resource_id="alice")
+    memory.storage.close()
 
 
-def test_four_processes_append_and_update_working_memory(schema: str) -> None:
+def test_four_processes_append_and_update_working_memory(schema: str, tmp_path) -> None:
+    """Four appenders and four working-memory updaters at once. Each child reports its own
+    failure (the traceback, in the assertion), so a rare one says what it was."""
     storage = PostgresStorage(DSN, schema=schema)
     storage.create_thread(thread_id="t1", resource_id="alice")
     ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_appender, args=(schema, w, 30)) for w in range(4)]
-    procs += [ctx.Process(target=_wm_updater, args=(schema, w)) for w in range(4)]
+    reports = [str(tmp_path / f"child-{n}.txt") for n in range(8)]
+    procs = [ctx.Process(target=_reporting, args=(_appender, reports[w], schema, w, 30))
+             for w in range(4)]  # fmt: skip
+    procs += [ctx.Process(target=_reporting, args=(_wm_updater, reports[4 + w], schema, w))
+              for w in range(4)]  # fmt: skip
     for p in procs:
         p.start()
     for p in procs:
-        p.join(180)
-        assert p.exitcode == 0
+        p.join(300)
+    failures = {r: Path(r).read_text() for r in reports if os.path.exists(r)}
+    assert failures == {}
+    assert [p.exitcode for p in procs] == [0] * 8
     stored = storage.list_messages("t1")
     ids = [s.message.id for s in stored]
     assert len(ids) == len(set(ids)) == 120

@@ -425,8 +425,9 @@ async def test_side_scores_are_each_sides_own_for_the_owner_only(planted: Memory
 
 @pytest.fixture(
     scope="module",
-    params=[pytest.param("postgres", marks=pytest.mark.postgres), "sqlite-file", "sqlite-memory"],
-)
+    params=[pytest.param("postgres", marks=pytest.mark.postgres), "sqlite-file", "sqlite-memory",
+            "sqlite-file+qdrant"],
+)  # fmt: skip
 def one_percent(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     """20,000 messages of alice in 200 threads; 2 threads (1%) are project "kiln"."""
     from datetime import datetime, timedelta, timezone
@@ -437,9 +438,15 @@ def one_percent(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
     from langchain_mastra_memory import PostgresStorage
     from langchain_mastra_memory.storage.records import ImportedThread
 
-    storage = make_storage(request.param, tmp_path_factory.mktemp("one-percent"))
+    folder = tmp_path_factory.mktemp("one-percent")
+    storage = make_storage(request.param.split("+")[0], folder)
+    vector = None
+    if request.param.endswith("+qdrant"):  # Qdrant's local mode: filtered inside the search
+        from langchain_mastra_memory import QdrantVectorStore
+
+        vector = QdrantVectorStore(folder / "qdrant")
     memory = Memory(storage=storage, embedder=DeterministicFakeEmbedding(size=16),
-                    options={"semantic_recall": {"mode": "hybrid"}})  # fmt: skip
+                    vector=vector, options={"semantic_recall": {"mode": "hybrid"}})  # fmt: skip
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)
     memory.synced.save_import([
         ImportedThread(

@@ -3,7 +3,9 @@
 - `index`: `RecallIndex` (vector, keyword and hybrid search, neighbour windows, keeping vectors
   in step with storage) and `RecallOptions`.
 - `vector`: the `VectorStore` protocol and `ChromaVectorStore` (embedded, in memory, or a
-  Chroma server); `pgvector`: `PgVectorStore` (in PostgreSQL, beside `PostgresStorage`).
+  Chroma server); `pgvector`: `PgVectorStore` (in PostgreSQL, beside `PostgresStorage`);
+  `qdrant`: `QdrantVectorStore` (Qdrant's local mode, a server or a cluster; imported when
+  asked for: the ``qdrant`` extra).
 - `embeddings`: `MiniLMEmbeddings` (all-MiniLM-L6-v2 offline, numpy) and the shared
   `CachedEmbeddings` LRU.
 """
@@ -13,11 +15,21 @@ from .index import RecallHit, RecallIndex, RecallOptions
 from .pgvector import PgVectorStore
 from .vector import ChromaVectorStore, VectorStore
 
+
+def __getattr__(name: str) -> object:
+    if name == "QdrantVectorStore":  # the qdrant extra, loaded when asked for
+        from .qdrant import QdrantVectorStore
+
+        return QdrantVectorStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "CachedEmbeddings",
     "ChromaVectorStore",
     "MiniLMEmbeddings",
     "PgVectorStore",
+    "QdrantVectorStore",
     "RecallHit",
     "RecallIndex",
     "RecallOptions",

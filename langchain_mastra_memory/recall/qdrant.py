@@ -1,0 +1,307 @@
+"""`QdrantVectorStore`: recall's vectors in Qdrant, embedded (local mode) or a server/cluster.
+
+One collection per index (embedding model and dimension), ``lmm_<index name>``, cosine
+distance. Each point is one piece of a message: its id a UUID derived from the piece id
+(``message id`` or ``message id#n``), its payload ``vid`` (that piece id), ``message_id``,
+``thread_id``, ``resource_id`` (a tenant index: Qdrant keeps each resource's points together),
+``role`` and ``created_at`` (indexed). Every query is filtered by resource *inside* the
+search (and by thread, or a set of threads, when asked): never a post-filter, so a small
+resource or a selective filter still fills ``top_k``.
+
+The same code talks to qdrant-client's local mode (``QdrantVectorStore(":memory:")`` or a
+folder, no server: numpy scans, for tests and small apps) and to a Qdrant server or cluster
+(``QdrantVectorStore(url="http://qdrant:6333", api_key=...)``). Needs the ``qdrant`` extra.
+
+Example:
+    >>> store = QdrantVectorStore(":memory:")
+    >>> store.upsert("demo", [VectorRecord("m1", [1.0, 0.0], "t1", "alice", "user", 0.0)])
+    >>> [h.message_id for h in store.query("demo", [1.0, 0.1], top_k=3, resource_id="alice")]
+    ['m1']
+    >>> store.query("demo", [1.0, 0.1], top_k=3, resource_id="bob")
+    []
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigurationError, VectorStoreError
+from .vector import (
+    DEFAULT_TIMEOUT,
+    AsyncTwins,
+    VectorHit,
+    VectorRecord,
+    _check_name,
+    only_threads,
+    pieces_by_message,
+)
+
+POINTS = uuid.UUID("5b0f2c1e-8a57-4d0c-9c3e-6f1f3f1d2a90")  # namespace of the point ids
+INDEXED = ("message_id", "thread_id")  # keyword payload indexes besides the tenant's
+
+
+def point_id(vector_id: str) -> str:
+    """The point id of a piece (Qdrant ids are integers or UUIDs)."""
+    return str(uuid.uuid5(POINTS, vector_id))
+
+
+class QdrantVectorStore(AsyncTwins):
+    """Message vectors in Qdrant (see the module doc). `location`: ``":memory:"`` or a folder
+    (local mode); or `url` (and `api_key`) for a server or cluster; or a ready `client`.
+
+    Every method has an ``a``-prefixed async twin (run in a worker thread).
+    """
+
+    def __init__(
+        self,
+        location: str | Path | None = None,
+        *,
+        url: str | None = None,
+        api_key: str | None = None,
+        client: Any = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        try:
+            from qdrant_client import QdrantClient
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            msg = (
+                "QdrantVectorStore needs the 'qdrant' extra: "
+                "pip install 'langchain-mastra-memory[qdrant]'"
+            )
+            raise ConfigurationError(msg) from exc
+        if sum(x is not None for x in (location, url, client)) != 1:
+            raise ConfigurationError(
+                "QdrantVectorStore takes one of: a location (':memory:' or a folder: local "
+                "mode), url= (a server or cluster), or client="
+            )
+        if client is not None:
+            self.client = client
+        elif url is not None:
+            self.client = QdrantClient(url=url, api_key=api_key, timeout=int(timeout))
+        elif str(location) == ":memory:":
+            self.client = QdrantClient(location=":memory:")
+        else:
+            self.client = QdrantClient(path=str(location))
+        self.where = url or str(location or "client")
+        self.local = location is not None  # local mode: payload indexes have no effect there
+        self._lock = threading.RLock()  # local mode is not safe across threads
+        self._known: dict[str, int] = {}  # collection -> dimension
+
+    def __repr__(self) -> str:
+        return f"QdrantVectorStore({self.where!r})"
+
+    # -- plumbing ------------------------------------------------------------------------------
+    def _call(self, what: str, func: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            with self._lock:
+                return func(*args, **kwargs)
+        except VectorStoreError:
+            raise
+        except Exception as exc:
+            raise VectorStoreError(f"Qdrant ({what}): {exc}") from exc
+
+    @staticmethod
+    def _name(index_name: str) -> str:
+        return "lmm_" + _check_name(index_name)
+
+    def _collection(self, index_name: str, dimension: int, *, create: bool) -> str | None:
+        """The collection of `index_name` (made on first write), or None; another dimension
+        is an error."""
+        from qdrant_client import models
+
+        name = self._name(index_name)
+        known = self._known.get(name)
+        if known is None:
+            if self._call("exists", self.client.collection_exists, name):
+                info = self._call("info", self.client.get_collection, name)
+                known = int(info.config.params.vectors.size)
+            elif not create:
+                return None
+            else:
+                params = models.VectorParams(size=dimension, distance=models.Distance.COSINE)
+                self._call("create", self.client.create_collection, name, vectors_config=params)
+                if not self.local:
+                    self._index_payload(name)
+                known = dimension
+            self._known[name] = known
+        if known != dimension:
+            raise VectorStoreError(
+                f"vector index {index_name!r} holds {known}-dimensional vectors but the "
+                f"embedder makes {dimension}: use another index_name, or the same embedder"
+            )
+        return name
+
+    def _index_payload(self, name: str) -> None:
+        """The resource as the tenant (points kept together per resource), and the fields
+        searches filter on."""
+        from qdrant_client import models
+
+        tenant = models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True)
+        create = self.client.create_payload_index
+        self._call("index", create, name, "resource_id", field_schema=tenant)
+        for field in INDEXED:
+            self._call("index", create, name, field, field_schema=models.PayloadSchemaType.KEYWORD)
+        self._call("index", create, name, "created_at", field_schema=models.PayloadSchemaType.FLOAT)
+
+    def _existing(self, index_name: str) -> str | None:
+        name = self._name(index_name)
+        if name in self._known or self._call("exists", self.client.collection_exists, name):
+            return name
+        return None
+
+    @staticmethod
+    def _filter(
+        resource_id: str | None,
+        threads: frozenset[str] | None = None,
+        message_ids: Sequence[str] = (),
+    ) -> Any:
+        """Qdrant's filter: this resource, these threads, these messages (each when given)."""
+        from qdrant_client import models
+
+        def field(key: str, match: Any) -> Any:
+            return models.FieldCondition(key=key, match=match)
+
+        must: list[Any] = []
+        if resource_id is not None:
+            must.append(field("resource_id", models.MatchValue(value=resource_id)))
+        if threads is not None:
+            must.append(field("thread_id", models.MatchAny(any=sorted(threads))))
+        if message_ids:
+            must.append(field("message_id", models.MatchAny(any=list(message_ids))))
+        return models.Filter(must=must)
+
+    # -- the vector-store interface --------------------------------------------------------------
+    def upsert(self, index_name: str, records: Sequence[VectorRecord]) -> None:
+        """Write (or overwrite) vectors by piece, with the message's metadata."""
+        from qdrant_client import models
+
+        if not records:
+            return
+        name = self._collection(index_name, len(records[0].vector), create=True)
+        points = [
+            models.PointStruct(
+                id=point_id(r.vector_id),
+                vector=[float(x) for x in r.vector],
+                payload={
+                    "vid": r.vector_id,
+                    "message_id": r.message_id,
+                    "thread_id": r.thread_id,
+                    "resource_id": r.resource_id,
+                    "role": r.role,
+                    "created_at": float(r.created_at),
+                },
+            )
+            for r in records
+        ]
+        for start in range(0, len(points), 500):
+            self._call("upsert", self.client.upsert, name, points=points[start : start + 500])
+
+    def query(
+        self,
+        index_name: str,
+        vector: Sequence[float],
+        *,
+        top_k: int,
+        resource_id: str,
+        thread_id: str | None = None,
+        thread_ids: Sequence[str] | None = None,
+    ) -> list[VectorHit]:
+        """The `top_k` nearest pieces of `resource_id`'s messages (and `thread_id`'s, or those
+        of `thread_ids`), filtered inside the search, one hit per piece."""
+        threads = only_threads(thread_id, thread_ids)
+        name = self._collection(index_name, len(vector), create=False)
+        if name is None or top_k <= 0 or (threads is not None and not threads):
+            return []
+        found = self._call(
+            "query", self.client.query_points, name, query=[float(x) for x in vector],
+            query_filter=self._filter(resource_id, threads), limit=top_k,
+            with_payload=["message_id"],
+        )  # fmt: skip
+        return [
+            VectorHit(p.payload["message_id"], resource_id, float(p.score)) for p in found.points
+        ]
+
+    def warm(self, index_name: str, resource_id: str) -> bool:
+        """Nothing to load ahead (False, as for a part not held)."""
+        _check_name(index_name)
+        return False
+
+    def delete(
+        self,
+        index_name: str,
+        *,
+        ids: Sequence[str] = (),
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+    ) -> None:
+        """Delete every piece of these messages, or every vector of a thread (of `resource_id`
+        only, when given)."""
+        from qdrant_client import models
+
+        name = self._existing(index_name)
+        if name is None:
+            return
+        ids = list(ids)
+        for start in range(0, len(ids), 500):
+            selector = models.FilterSelector(
+                filter=self._filter(resource_id, message_ids=ids[start : start + 500])
+            )
+            self._call("delete", self.client.delete, name, points_selector=selector)
+        if thread_id is not None:
+            selector = models.FilterSelector(
+                filter=self._filter(resource_id, frozenset([thread_id]))
+            )
+            self._call("delete", self.client.delete, name, points_selector=selector)
+
+    def present(self, index_name: str, resource_id: str, message_ids: Sequence[str]) -> set[str]:
+        """Which of these messages have their (first) vector in `resource_id`'s part."""
+        name = self._existing(index_name)
+        if name is None or not message_ids:
+            return set()
+        points = self._call("retrieve", self.client.retrieve, name,
+                            ids=[point_id(m) for m in message_ids], with_payload=True)  # fmt: skip
+        return {
+            p.payload["message_id"]
+            for p in points
+            if p.payload.get("resource_id") == resource_id and "#" not in p.payload["vid"]
+        }
+
+    def vectors(
+        self, index_name: str, resource_id: str, message_ids: Sequence[str]
+    ) -> dict[str, list[list[float]]]:
+        """The stored vectors of these messages of `resource_id`, each message's pieces in
+        order (what a clone copies instead of embedding again)."""
+        name = self._existing(index_name)
+        ids = list(dict.fromkeys(message_ids))
+        if name is None or not ids:
+            return {}
+        rows: list[tuple[str, Sequence[float]]] = []
+        for start in range(0, len(ids), 500):
+            offset = None
+            while True:
+                points, offset = self._call(
+                    "scroll", self.client.scroll, name,
+                    scroll_filter=self._filter(resource_id, message_ids=ids[start : start + 500]),
+                    limit=1000, offset=offset, with_payload=["vid"], with_vectors=True,
+                )  # fmt: skip
+                rows += [(p.payload["vid"], p.vector) for p in points]
+                if offset is None:
+                    break
+        return pieces_by_message(rows)
+
+    def count(self, index_name: str, dimension: int, resource_id: str | None = None) -> int:
+        """How many vectors (pieces) the index holds, for one resource or in all."""
+        name = self._collection(index_name, dimension, create=False)
+        if name is None:
+            return 0
+        found = self._call("count", self.client.count, name,
+                           count_filter=self._filter(resource_id), exact=True)  # fmt: skip
+        return int(found.count)
+
+    def close(self) -> None:
+        """Release the client (local mode: the folder's lock)."""
+        self._call("close", self.client.close)

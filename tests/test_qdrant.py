@@ -1,0 +1,105 @@
+"""`QdrantVectorStore`: recall's vectors in Qdrant (qdrant-client's local mode, no server), with
+the same store contract, recall, isolation and lifecycle as Chroma and pgvector."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+
+from langchain_mastra_memory import Memory, QdrantVectorStore, SQLiteStorage
+from langchain_mastra_memory.errors import ConfigurationError, VectorStoreError
+from langchain_mastra_memory.recall.vector import VectorRecord
+
+
+def record(message_id: str, vector: list[float], thread: str, owner: str, piece: int = 0):
+    return VectorRecord(message_id, vector, thread, owner, "user", 0.0, piece=piece)
+
+
+@pytest.fixture(params=["memory", "path"])
+def store(request: pytest.FixtureRequest, tmp_path: Path):
+    made = QdrantVectorStore(":memory:" if request.param == "memory" else tmp_path / "qdrant")
+    yield made
+    made.close()
+
+
+def test_search_is_per_resource_and_thread_and_pieces_come_back(store, call) -> None:
+    records = [
+        record("a1", [1.0, 0.0, 0.0], "ta", "alice"),
+        record("a1", [0.0, 0.0, 1.0], "ta", "alice", piece=1),
+        record("a2", [0.8, 0.6, 0.0], "tb", "alice"),
+        record("b1", [1.0, 0.0, 0.0], "tc", "bob"),
+    ]
+    call(store, "upsert", "demo", records)
+    hits = call(store, "query", "demo", [1.0, 0.1, 0.0], top_k=5, resource_id="alice")
+    assert [h.message_id for h in hits] == ["a1", "a2", "a1"]  # one hit per piece, best first
+    assert hits[0].score == pytest.approx(0.995, abs=2e-3) and hits[0].resource_id == "alice"
+    only_b = call(store, "query", "demo", [1.0, 0.1, 0.0], top_k=5, resource_id="alice",
+                  thread_id="tb")  # fmt: skip
+    assert [h.message_id for h in only_b] == ["a2"]
+    among = store.query("demo", [1, 0, 0], top_k=5, resource_id="alice", thread_ids=["tb", "tc"])
+    assert [h.message_id for h in among] == ["a2"]  # tc is bob's
+    assert [h.message_id for h in store.query("demo", [1, 0, 0], top_k=5, resource_id="bob")] == [
+        "b1"
+    ]
+    assert store.query("demo", [1, 0, 0], top_k=5, resource_id="carol") == []
+    assert store.query("nothing-yet", [1, 0, 0], top_k=5, resource_id="alice") == []
+    assert store.present("demo", "alice", ["a1", "a2", "b1", "zz"]) == {"a1", "a2"}
+    assert store.vectors("demo", "alice", ["a1", "b1"]) == {
+        "a1": [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+    }
+    assert store.count("demo", 3) == 4 and store.count("demo", 3, "alice") == 3
+    call(store, "delete", "demo", ids=["a1"], resource_id="bob")  # not bob's: kept
+    assert store.count("demo", 3, "alice") == 3
+    call(store, "delete", "demo", ids=["a1"], resource_id="alice")  # every piece
+    assert store.count("demo", 3, "alice") == 1
+    call(store, "delete", "demo", thread_id="tc")
+    assert store.count("demo", 3) == 1
+    with pytest.raises(VectorStoreError, match="holds 3-dimensional vectors"):
+        store.upsert("demo", [record("m9", [1.0, 0.0], "t", "alice")])
+
+
+def test_it_takes_exactly_one_place() -> None:
+    with pytest.raises(ConfigurationError, match="one of"):
+        QdrantVectorStore()
+    with pytest.raises(ConfigurationError, match="one of"):
+        QdrantVectorStore(":memory:", url="http://localhost:6333")
+
+
+def garden(memory: Memory) -> None:
+    memory.create_thread(thread_id="g1", resource_id="alice", title="Garden")
+    memory.create_thread(thread_id="b1", resource_id="bob")
+    memory.save_messages([HumanMessage("I grow tomatoes on the balcony"),
+                          AIMessage("Tomatoes need six hours of sun.")],
+                         thread_id="g1", resource_id="alice")  # fmt: skip
+    memory.save_messages([HumanMessage("bob's locker code is qx4471")], thread_id="b1",
+                         resource_id="bob")  # fmt: skip
+    memory.flush(60)
+
+
+def test_memory_recalls_isolates_and_keeps_vectors_in_step(tmp_path: Path, call) -> None:
+    vectors = QdrantVectorStore(tmp_path / "qdrant")
+    memory = Memory(storage=SQLiteStorage(tmp_path / "memory.db"), vector=vectors,
+                    options={"semantic_recall": {"mode": "vector"}})  # fmt: skip
+    garden(memory)
+    index = memory.recall_index
+    name = index.index_name()
+    assert vectors.count(name, 384, "alice") >= 2
+    hits = call(index, "search", "what vegetables do I grow?", resource_id="alice")
+    assert hits and hits[0].thread_id == "g1"
+    assert all(
+        h.thread_id != "b1" for h in call(index, "search", "locker code", resource_id="alice")
+    )
+    # clone: the copies' vectors are copied, not embedded again
+    clone = call(memory, "clone_thread", "g1", new_thread_id="g2", resource_id="alice")
+    copies = [m.id for m in memory.get_messages(thread_id=clone.id)]
+    assert set(vectors.vectors(name, "alice", copies)) == set(copies)
+    # transfer: the vectors move to the new owner's part
+    call(memory, "transfer_thread", "g2", to_resource_id="bob", resource_id="alice")
+    assert set(vectors.vectors(name, "bob", copies)) == set(copies)
+    assert vectors.vectors(name, "alice", copies) == {}
+    # delete: the vectors go
+    call(memory, "delete_thread", "g1", resource_id="alice")
+    assert vectors.count(name, 384, "alice") == 0
+    assert memory.storage.unembedded() == []
