@@ -438,6 +438,7 @@ NOT_READS = {
     "Memory.create_thread": "creates a thread for the caller; an existing id is ThreadExistsError",
     "Memory.update_working_memory": "writes the caller's working memory (read back by get_working_memory)",
     "Memory.flush": "waits for this process's writes",
+    "cli mcp": "starts a server: its tools' reads are attacked in tests/test_mcp.py (another resource's thread, search, working memory, observations, writing into another's thread, naming another resource)",
     "Memory.backfill_embeddings": "embeds what storage holds; returns a count",
     "Memory.checkpointer": "builds the checkpointer (its reads are in the matrix)",
     "Memory.store": "builds the store (its reads are in the matrix)",

@@ -426,7 +426,7 @@ async def test_side_scores_are_each_sides_own_for_the_owner_only(planted: Memory
 @pytest.fixture(
     scope="module",
     params=[pytest.param("postgres", marks=pytest.mark.postgres), "sqlite-file", "sqlite-memory",
-            "sqlite-file+qdrant"],
+            "sqlite-file+qdrant", "sqlite-file+milvus"],
 )  # fmt: skip
 def one_percent(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     """20,000 messages of alice in 200 threads; 2 threads (1%) are project "kiln"."""
@@ -445,6 +445,10 @@ def one_percent(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
         from langchain_mastra_memory import QdrantVectorStore
 
         vector = QdrantVectorStore(folder / "qdrant")
+    if request.param.endswith("+milvus"):  # Milvus Lite: the resource is the partition key
+        from langchain_mastra_memory import MilvusVectorStore
+
+        vector = MilvusVectorStore(folder / "milvus.db")
     memory = Memory(storage=storage, embedder=DeterministicFakeEmbedding(size=16),
                     vector=vector, options={"semantic_recall": {"mode": "hybrid"}})  # fmt: skip
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)

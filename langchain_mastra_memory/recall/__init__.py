@@ -4,8 +4,9 @@
   in step with storage) and `RecallOptions`.
 - `vector`: the `VectorStore` protocol and `ChromaVectorStore` (embedded, in memory, or a
   Chroma server); `pgvector`: `PgVectorStore` (in PostgreSQL, beside `PostgresStorage`);
-  `qdrant`: `QdrantVectorStore` (Qdrant's local mode, a server or a cluster; imported when
-  asked for: the ``qdrant`` extra).
+  `qdrant`: `QdrantVectorStore` (Qdrant's local mode, a server or a cluster) and `milvus`:
+  `MilvusVectorStore` (Milvus Lite, standalone or distributed), imported when asked for (the
+  ``qdrant`` and ``milvus`` extras).
 - `embeddings`: `MiniLMEmbeddings` (all-MiniLM-L6-v2 offline, numpy) and the shared
   `CachedEmbeddings` LRU.
 """
@@ -21,12 +22,17 @@ def __getattr__(name: str) -> object:
         from .qdrant import QdrantVectorStore
 
         return QdrantVectorStore
+    if name == "MilvusVectorStore":  # the milvus extra, likewise
+        from .milvus import MilvusVectorStore
+
+        return MilvusVectorStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
     "CachedEmbeddings",
     "ChromaVectorStore",
+    "MilvusVectorStore",
     "MiniLMEmbeddings",
     "PgVectorStore",
     "QdrantVectorStore",

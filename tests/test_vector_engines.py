@@ -1,5 +1,6 @@
-"""`QdrantVectorStore`: recall's vectors in Qdrant (qdrant-client's local mode, no server), with
-the same store contract, recall, isolation and lifecycle as Chroma and pgvector."""
+"""`QdrantVectorStore` and `MilvusVectorStore`: recall's vectors in Qdrant (qdrant-client's local
+mode) and Milvus (Milvus Lite), no server, with the same store contract, recall, isolation and
+lifecycle as Chroma and pgvector."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from langchain_mastra_memory import Memory, QdrantVectorStore, SQLiteStorage
+from langchain_mastra_memory import Memory, MilvusVectorStore, QdrantVectorStore, SQLiteStorage
 from langchain_mastra_memory.errors import ConfigurationError, VectorStoreError
 from langchain_mastra_memory.recall.vector import VectorRecord
 
@@ -17,9 +18,20 @@ def record(message_id: str, vector: list[float], thread: str, owner: str, piece:
     return VectorRecord(message_id, vector, thread, owner, "user", 0.0, piece=piece)
 
 
-@pytest.fixture(params=["memory", "path"])
+ENGINES = ["qdrant-memory", "qdrant-path", "milvus-lite"]
+
+
+def engine(kind: str, folder: Path):
+    if kind == "qdrant-memory":
+        return QdrantVectorStore(":memory:")
+    if kind == "qdrant-path":
+        return QdrantVectorStore(folder / "qdrant")
+    return MilvusVectorStore(folder / "milvus.db")
+
+
+@pytest.fixture(params=ENGINES)
 def store(request: pytest.FixtureRequest, tmp_path: Path):
-    made = QdrantVectorStore(":memory:" if request.param == "memory" else tmp_path / "qdrant")
+    made = engine(request.param, tmp_path)
     yield made
     made.close()
 
@@ -60,11 +72,13 @@ def test_search_is_per_resource_and_thread_and_pieces_come_back(store, call) -> 
         store.upsert("demo", [record("m9", [1.0, 0.0], "t", "alice")])
 
 
-def test_it_takes_exactly_one_place() -> None:
+def test_each_takes_exactly_one_place() -> None:
     with pytest.raises(ConfigurationError, match="one of"):
         QdrantVectorStore()
     with pytest.raises(ConfigurationError, match="one of"):
         QdrantVectorStore(":memory:", url="http://localhost:6333")
+    with pytest.raises(ConfigurationError, match="one of"):
+        MilvusVectorStore()
 
 
 def garden(memory: Memory) -> None:
@@ -78,8 +92,9 @@ def garden(memory: Memory) -> None:
     memory.flush(60)
 
 
-def test_memory_recalls_isolates_and_keeps_vectors_in_step(tmp_path: Path, call) -> None:
-    vectors = QdrantVectorStore(tmp_path / "qdrant")
+@pytest.mark.parametrize("kind", ["qdrant-path", "milvus-lite"])
+def test_memory_recalls_isolates_and_keeps_vectors_in_step(tmp_path: Path, call, kind: str) -> None:
+    vectors = engine(kind, tmp_path)
     memory = Memory(storage=SQLiteStorage(tmp_path / "memory.db"), vector=vectors,
                     options={"semantic_recall": {"mode": "vector"}})  # fmt: skip
     garden(memory)

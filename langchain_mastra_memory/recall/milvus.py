@@ -1,0 +1,286 @@
+"""`MilvusVectorStore`: recall's vectors in Milvus: Milvus Lite (a local file), a standalone
+server or a distributed cluster, through pymilvus's `MilvusClient`.
+
+One collection per index (embedding model and dimension), ``lmm_<index name>``, cosine metric.
+Each row is one piece of a message: primary key the piece id (``message id`` or ``message
+id#n``), ``message_id``, ``thread_id``, ``role``, ``created_at``, and ``resource_id`` as the
+collection's **partition key** (Milvus's multi-tenant design: each resource's rows hash to
+their partition and a search filtered by it reads only that one). Every search is filtered by
+resource (and thread, or a set of threads) inside Milvus's search, never after it.
+
+``MilvusVectorStore("./memory_vectors.db")`` is Milvus Lite (the ``milvus`` extra: pure Python
+over FAISS, no server; for tests and small apps); ``MilvusVectorStore(uri="http://milvus:19530",
+token=...)`` a server or cluster, with the same code.
+
+Example:
+    >>> import tempfile
+    >>> store = MilvusVectorStore(tempfile.mkdtemp() + "/vectors.db")
+    >>> store.upsert("demo", [VectorRecord("m1", [1.0, 0.0], "t1", "alice", "user", 0.0)])
+    >>> [h.message_id for h in store.query("demo", [1.0, 0.1], top_k=3, resource_id="alice")]
+    ['m1']
+    >>> store.query("demo", [1.0, 0.1], top_k=3, resource_id="bob")
+    []
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigurationError, VectorStoreError
+from .vector import (
+    AsyncTwins,
+    VectorHit,
+    VectorRecord,
+    _check_name,
+    only_threads,
+    pieces_by_message,
+)
+
+MAX_ID = 512  # VARCHAR length of the id fields
+BATCH = 500
+
+
+def literal(value: str) -> str:
+    """A string as a Milvus filter literal (quoted and escaped)."""
+    return json.dumps(value)
+
+
+def one_of(field: str, values: Sequence[str]) -> str:
+    return f"{field} in [{', '.join(map(literal, values))}]"
+
+
+class MilvusVectorStore(AsyncTwins):
+    """Message vectors in Milvus (see the module doc). `location`: a Milvus Lite file; or
+    `uri` (and `token`) for a server or cluster; or a ready `client` (a `MilvusClient`).
+
+    Every method has an ``a``-prefixed async twin (run in a worker thread).
+    """
+
+    def __init__(
+        self,
+        location: str | Path | None = None,
+        *,
+        uri: str | None = None,
+        token: str | None = None,
+        client: Any = None,
+    ) -> None:
+        try:
+            from pymilvus import MilvusClient
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            msg = (
+                "MilvusVectorStore needs the 'milvus' extra: "
+                "pip install 'langchain-mastra-memory[milvus]'"
+            )
+            raise ConfigurationError(msg) from exc
+        if sum(x is not None for x in (location, uri, client)) != 1:
+            raise ConfigurationError(
+                "MilvusVectorStore takes one of: a Milvus Lite file, uri= (a server or "
+                "cluster), or client="
+            )
+        if client is not None:
+            self.client = client
+        elif uri is not None:
+            self.client = MilvusClient(uri=uri, token=token or "")
+        else:
+            self.client = MilvusClient(str(location))
+        self.where = uri or str(location or "client")
+        self._lock = threading.RLock()  # Milvus Lite's embedded engine: one caller at a time
+        self._known: dict[str, int] = {}
+
+    def __repr__(self) -> str:
+        return f"MilvusVectorStore({self.where!r})"
+
+    # -- plumbing ------------------------------------------------------------------------------
+    def _call(self, what: str, func: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            with self._lock:
+                return func(*args, **kwargs)
+        except VectorStoreError:
+            raise
+        except Exception as exc:
+            raise VectorStoreError(f"Milvus ({what}): {exc}") from exc
+
+    @staticmethod
+    def _name(index_name: str) -> str:
+        return "lmm_" + _check_name(index_name).replace("-", "_").replace(".", "_")
+
+    def _collection(self, index_name: str, dimension: int, *, create: bool) -> str | None:
+        """The collection of `index_name` (made on first write), or None; another dimension
+        is an error."""
+        name = self._name(index_name)
+        known = self._known.get(name)
+        if known is None:
+            if self._call("exists", self.client.has_collection, name):
+                known = self._dimension(name)
+            elif not create:
+                return None
+            else:
+                self._create(name, dimension)
+                known = dimension
+            self._known[name] = known
+        if known != dimension:
+            raise VectorStoreError(
+                f"vector index {index_name!r} holds {known}-dimensional vectors but the "
+                f"embedder makes {dimension}: use another index_name, or the same embedder"
+            )
+        return name
+
+    def _dimension(self, name: str) -> int:
+        described = self._call("describe", self.client.describe_collection, name)
+        field = next(f for f in described["fields"] if f["name"] == "vector")
+        return int(field["params"]["dim"])
+
+    def _create(self, name: str, dimension: int) -> None:
+        from pymilvus import DataType
+
+        schema = self.client.create_schema(auto_id=False, enable_dynamic_field=False)
+        schema.add_field("pk", DataType.VARCHAR, is_primary=True, max_length=MAX_ID + 16)
+        schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dimension)
+        for field in ("message_id", "thread_id"):
+            schema.add_field(field, DataType.VARCHAR, max_length=MAX_ID)
+        schema.add_field("resource_id", DataType.VARCHAR, max_length=MAX_ID, is_partition_key=True)
+        schema.add_field("role", DataType.VARCHAR, max_length=32)
+        schema.add_field("created_at", DataType.DOUBLE)
+        index = self.client.prepare_index_params()
+        index.add_index(field_name="vector", index_type="AUTOINDEX", metric_type="COSINE")
+        for field in ("message_id", "thread_id"):
+            index.add_index(field_name=field, index_type="INVERTED")
+        self._call("create", self.client.create_collection, name, schema=schema,
+                   index_params=index)  # fmt: skip
+
+    def _existing(self, index_name: str) -> str | None:
+        name = self._name(index_name)
+        if name in self._known or self._call("exists", self.client.has_collection, name):
+            return name
+        return None
+
+    @staticmethod
+    def _filter(
+        resource_id: str | None,
+        threads: frozenset[str] | None = None,
+        message_ids: Sequence[str] = (),
+    ) -> str:
+        """Milvus's filter expression: this resource, these threads, these messages."""
+        parts = []
+        if resource_id is not None:
+            parts.append(f"resource_id == {literal(resource_id)}")
+        if threads is not None:
+            parts.append(one_of("thread_id", sorted(threads)))
+        if message_ids:
+            parts.append(one_of("message_id", list(message_ids)))
+        return " and ".join(parts)
+
+    # -- the vector-store interface --------------------------------------------------------------
+    def upsert(self, index_name: str, records: Sequence[VectorRecord]) -> None:
+        """Write (or overwrite) vectors by piece, with the message's metadata."""
+        if not records:
+            return
+        name = self._collection(index_name, len(records[0].vector), create=True)
+        rows = [
+            {
+                "pk": r.vector_id,
+                "vector": [float(x) for x in r.vector],
+                "message_id": r.message_id,
+                "thread_id": r.thread_id,
+                "resource_id": r.resource_id,
+                "role": r.role,
+                "created_at": float(r.created_at),
+            }
+            for r in records
+        ]
+        for start in range(0, len(rows), BATCH):
+            self._call("upsert", self.client.upsert, name, data=rows[start : start + BATCH])
+
+    def query(
+        self,
+        index_name: str,
+        vector: Sequence[float],
+        *,
+        top_k: int,
+        resource_id: str,
+        thread_id: str | None = None,
+        thread_ids: Sequence[str] | None = None,
+    ) -> list[VectorHit]:
+        """The `top_k` nearest pieces of `resource_id`'s messages (and `thread_id`'s, or those
+        of `thread_ids`), filtered inside the search, one hit per piece."""
+        threads = only_threads(thread_id, thread_ids)
+        name = self._collection(index_name, len(vector), create=False)
+        if name is None or top_k <= 0 or (threads is not None and not threads):
+            return []
+        found = self._call(
+            "search", self.client.search, name, data=[[float(x) for x in vector]],
+            limit=top_k, filter=self._filter(resource_id, threads), output_fields=["message_id"],
+        )  # fmt: skip
+        return [
+            VectorHit(hit["entity"]["message_id"], resource_id, float(hit["distance"]))
+            for hit in found[0]
+        ]
+
+    def warm(self, index_name: str, resource_id: str) -> bool:
+        """Nothing to load ahead (False, as for a part not held)."""
+        _check_name(index_name)
+        return False
+
+    def delete(
+        self,
+        index_name: str,
+        *,
+        ids: Sequence[str] = (),
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+    ) -> None:
+        """Delete every piece of these messages, or every vector of a thread (of `resource_id`
+        only, when given)."""
+        name = self._existing(index_name)
+        if name is None:
+            return
+        ids = list(ids)
+        for start in range(0, len(ids), BATCH):
+            where = self._filter(resource_id, message_ids=ids[start : start + BATCH])
+            self._call("delete", self.client.delete, name, filter=where)
+        if thread_id is not None:
+            where = self._filter(resource_id, frozenset([thread_id]))
+            self._call("delete", self.client.delete, name, filter=where)
+
+    def present(self, index_name: str, resource_id: str, message_ids: Sequence[str]) -> set[str]:
+        """Which of these messages have their (first) vector in `resource_id`'s part."""
+        name = self._existing(index_name)
+        if name is None or not message_ids:
+            return set()
+        rows = self._call("get", self.client.get, name, ids=list(message_ids),
+                          output_fields=["resource_id"])  # fmt: skip
+        return {row["pk"] for row in rows if row["resource_id"] == resource_id}
+
+    def vectors(
+        self, index_name: str, resource_id: str, message_ids: Sequence[str]
+    ) -> dict[str, list[list[float]]]:
+        """The stored vectors of these messages of `resource_id`, each message's pieces in
+        order (what a clone copies instead of embedding again)."""
+        name = self._existing(index_name)
+        ids = list(dict.fromkeys(message_ids))
+        if name is None or not ids:
+            return {}
+        rows: list[tuple[str, Sequence[float]]] = []
+        for start in range(0, len(ids), BATCH):
+            where = self._filter(resource_id, message_ids=ids[start : start + BATCH])
+            found = self._call("query", self.client.query, name, filter=where,
+                               output_fields=["pk", "vector"])  # fmt: skip
+            rows += [(row["pk"], row["vector"]) for row in found]
+        return pieces_by_message(rows)
+
+    def count(self, index_name: str, dimension: int, resource_id: str | None = None) -> int:
+        """How many vectors (pieces) the index holds, for one resource or in all."""
+        name = self._collection(index_name, dimension, create=False)
+        if name is None:
+            return 0
+        found = self._call("count", self.client.query, name, filter=self._filter(resource_id),
+                           output_fields=["count(*)"])  # fmt: skip
+        return int(found[0]["count(*)"])
+
+    def close(self) -> None:
+        """Release the client."""
+        self._call("close", self.client.close)
