@@ -497,6 +497,20 @@ def _demo_working_memory(path: Path) -> None:
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
+def _server_token(token: str | None, *, no_token: bool, host: str) -> str | None:
+    """The token a local server (explorer, MCP over HTTP) asks of every request: the one given,
+    else a random one; None with ``--no-token``, which only 127.0.0.1 may use."""
+    if no_token and host not in LOOPBACK:
+        err_console.print(f"[red]refusing to listen on {host} without a token[/red] (anyone "
+                          "who reaches it would read every resource's memory)")  # fmt: skip
+        raise typer.Exit(2)
+    if no_token:
+        return None
+    import secrets
+
+    return token or secrets.token_urlsafe(24)
+
+
 def _served_memory(db: Path, dsn: str | None, *, create: bool = False) -> Memory:
     """The memory a server (explorer, MCP) serves: PostgreSQL at `dsn`, else the SQLite file;
     hybrid recall and working memory on."""
@@ -550,14 +564,7 @@ def ui(
     As Jupyter does, it asks every request for a token (a random one, printed in the URL, unless
     --token or LMM_UI_TOKEN gives one; --no-token on 127.0.0.1 only), serves only loopback Host
     names (and --host, --allow-host), and refuses changes from other web pages."""
-    if no_token and host not in LOOPBACK:
-        console.print(f"[red]refusing to listen on {host} without a token[/red] (anyone who "
-                      "reaches it would read every resource's memory)")  # fmt: skip
-        raise typer.Exit(2)
-    if not no_token and not token:
-        import secrets
-
-        token = secrets.token_urlsafe(24)
+    token = _server_token(token, no_token=no_token, host=host)
     try:
         import uvicorn
 
@@ -567,7 +574,7 @@ def ui(
                       f"'langchain-mastra-memory[ui]' ({exc})")  # fmt: skip
         raise typer.Exit(1) from exc
     memory = _served_memory(db, dsn)
-    url = f"http://{host}:{port}/" + ("" if no_token else f"?token={token}")
+    url = f"http://{host}:{port}/" + ("" if token is None else f"?token={token}")
     console.print(
         f"memory explorer on [bold]{url}[/bold] ({'read-write' if write else 'read-only'})"
     )
@@ -576,7 +583,7 @@ def ui(
 
         webbrowser.open(url)
     uvicorn.run(
-        create_app(memory, write=write, token=None if no_token else token,
+        create_app(memory, write=write, token=token,
                    hosts=[host, *(allow_host or [])]),
         host=host, port=port, log_level="warning",
     )  # fmt: skip
@@ -621,9 +628,7 @@ def mcp_server(
     if (resource is None) == (not multi_resource):
         err.print("[red]give --resource ID (one resource's memory) or --multi-resource[/red]")
         raise typer.Exit(2)
-    if no_token and host not in LOOPBACK:
-        err.print(f"[red]refusing to listen on {host} without a token[/red]")
-        raise typer.Exit(2)
+    token = _server_token(token, no_token=no_token, host=host)
     try:
         from .integrations.mcp_server import create_mcp_server
     except ImportError as exc:  # pragma: no cover - depends on the install
@@ -645,13 +650,9 @@ def mcp_server(
         allowed_hosts=[f"{n}:*" if ":" not in n else f"[{n}]:*" for n in names] + names,
         allowed_origins=[f"http://{n}:*" for n in names],
     )
-    if not no_token and not token:
-        import secrets
-
-        token = secrets.token_urlsafe(24)
     asgi = LocalWebGuard(server.streamable_http_app(transport_security=security, host=host),
-                         token=None if no_token else token, hosts=names)  # fmt: skip
+                         token=token, hosts=names)  # fmt: skip
     err.print(f"MCP server on http://{host}:{port}/mcp"
-              + ("" if no_token else f" (Authorization: Bearer {token})"))  # fmt: skip
+              + ("" if token is None else f" (Authorization: Bearer {token})"))  # fmt: skip
     sys.stderr.flush()
     uvicorn.run(asgi, host=host, port=port, log_level="warning")

@@ -25,20 +25,13 @@ Example:
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigurationError, VectorStoreError
-from .vector import (
-    AsyncTwins,
-    VectorHit,
-    VectorRecord,
-    _check_name,
-    only_threads,
-    pieces_by_message,
-)
+from ..errors import ConfigurationError
+from .engine import EngineStore, one_place
+from .vector import VectorHit, VectorRecord, only_threads, pieces_by_message
 
 MAX_ID = 512  # VARCHAR length of the id fields
 BATCH = 500
@@ -53,12 +46,14 @@ def one_of(field: str, values: Sequence[str]) -> str:
     return f"{field} in [{', '.join(map(literal, values))}]"
 
 
-class MilvusVectorStore(AsyncTwins):
+class MilvusVectorStore(EngineStore):
     """Message vectors in Milvus (see the module doc). `location`: a Milvus Lite file; or
     `uri` (and `token`) for a server or cluster; or a ready `client` (a `MilvusClient`).
 
     Every method has an ``a``-prefixed async twin (run in a worker thread).
     """
+
+    engine = "Milvus"
 
     def __init__(
         self,
@@ -76,58 +71,17 @@ class MilvusVectorStore(AsyncTwins):
                 "pip install 'langchain-mastra-memory[milvus]'"
             )
             raise ConfigurationError(msg) from exc
-        if sum(x is not None for x in (location, uri, client)) != 1:
-            raise ConfigurationError(
-                "MilvusVectorStore takes one of: a Milvus Lite file, uri= (a server or "
-                "cluster), or client="
-            )
-        if client is not None:
-            self.client = client
-        elif uri is not None:
-            self.client = MilvusClient(uri=uri, token=token or "")
-        else:
-            self.client = MilvusClient(str(location))
-        self.where = uri or str(location or "client")
-        self._lock = threading.RLock()  # Milvus Lite's embedded engine: one caller at a time
-        self._known: dict[str, int] = {}
+        one_place("Milvus", "a Milvus Lite file", "uri= (a server or cluster)",
+                  location, uri, client)  # fmt: skip
+        if client is None and uri is not None:
+            client = MilvusClient(uri=uri, token=token or "")
+        elif client is None:
+            client = MilvusClient(str(location))
+        self._start(client, uri or str(location or "client"))
 
-    def __repr__(self) -> str:
-        return f"MilvusVectorStore({self.where!r})"
-
-    # -- plumbing ------------------------------------------------------------------------------
-    def _call(self, what: str, func: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            with self._lock:
-                return func(*args, **kwargs)
-        except VectorStoreError:
-            raise
-        except Exception as exc:
-            raise VectorStoreError(f"Milvus ({what}): {exc}") from exc
-
-    @staticmethod
-    def _name(index_name: str) -> str:
-        return "lmm_" + _check_name(index_name).replace("-", "_").replace(".", "_")
-
-    def _collection(self, index_name: str, dimension: int, *, create: bool) -> str | None:
-        """The collection of `index_name` (made on first write), or None; another dimension
-        is an error."""
-        name = self._name(index_name)
-        known = self._known.get(name)
-        if known is None:
-            if self._call("exists", self.client.has_collection, name):
-                known = self._dimension(name)
-            elif not create:
-                return None
-            else:
-                self._create(name, dimension)
-                known = dimension
-            self._known[name] = known
-        if known != dimension:
-            raise VectorStoreError(
-                f"vector index {index_name!r} holds {known}-dimensional vectors but the "
-                f"embedder makes {dimension}: use another index_name, or the same embedder"
-            )
-        return name
+    # -- the engine's collections --------------------------------------------------------------
+    def _exists(self, name: str) -> bool:
+        return bool(self._call("exists", self.client.has_collection, name))
 
     def _dimension(self, name: str) -> int:
         described = self._call("describe", self.client.describe_collection, name)
@@ -151,12 +105,6 @@ class MilvusVectorStore(AsyncTwins):
             index.add_index(field_name=field, index_type="INVERTED")
         self._call("create", self.client.create_collection, name, schema=schema,
                    index_params=index)  # fmt: skip
-
-    def _existing(self, index_name: str) -> str | None:
-        name = self._name(index_name)
-        if name in self._known or self._call("exists", self.client.has_collection, name):
-            return name
-        return None
 
     @staticmethod
     def _filter(
@@ -220,11 +168,6 @@ class MilvusVectorStore(AsyncTwins):
             for hit in found[0]
         ]
 
-    def warm(self, index_name: str, resource_id: str) -> bool:
-        """Nothing to load ahead (False, as for a part not held)."""
-        _check_name(index_name)
-        return False
-
     def delete(
         self,
         index_name: str,
@@ -280,7 +223,3 @@ class MilvusVectorStore(AsyncTwins):
         found = self._call("count", self.client.query, name, filter=self._filter(resource_id),
                            output_fields=["count(*)"])  # fmt: skip
         return int(found[0]["count(*)"])
-
-    def close(self) -> None:
-        """Release the client."""
-        self._call("close", self.client.close)

@@ -43,6 +43,7 @@ from ..storage.pgvector_sql import (
     scan_exactly,
     vector_literal,
 )
+from .engine import dimension_mismatch
 from .vector import (
     AsyncTwins,
     VectorHit,
@@ -219,11 +220,7 @@ class PgVectorStore(AsyncTwins):
                 self._tables[index_name] = known
         table, stored = known
         if stored != dimension:
-            msg = (
-                f"vector index {index_name!r} holds {stored}-dimensional vectors but the "
-                f"embedder makes {dimension}: use another index_name, or the same embedder"
-            )
-            raise VectorStoreError(msg)
+            raise dimension_mismatch(index_name, stored, dimension)
         return table
 
     def _register(self, index_name: str, dimension: int, create: bool) -> tuple[str, int] | None:

@@ -23,22 +23,14 @@ Example:
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigurationError, VectorStoreError
-from .vector import (
-    DEFAULT_TIMEOUT,
-    AsyncTwins,
-    VectorHit,
-    VectorRecord,
-    _check_name,
-    only_threads,
-    pieces_by_message,
-)
+from ..errors import ConfigurationError
+from .engine import EngineStore, one_place
+from .vector import DEFAULT_TIMEOUT, VectorHit, VectorRecord, only_threads, pieces_by_message
 
 POINTS = uuid.UUID("5b0f2c1e-8a57-4d0c-9c3e-6f1f3f1d2a90")  # namespace of the point ids
 INDEXED = ("message_id", "thread_id")  # keyword payload indexes besides the tenant's
@@ -49,12 +41,14 @@ def point_id(vector_id: str) -> str:
     return str(uuid.uuid5(POINTS, vector_id))
 
 
-class QdrantVectorStore(AsyncTwins):
+class QdrantVectorStore(EngineStore):
     """Message vectors in Qdrant (see the module doc). `location`: ``":memory:"`` or a folder
     (local mode); or `url` (and `api_key`) for a server or cluster; or a ready `client`.
 
     Every method has an ``a``-prefixed async twin (run in a worker thread).
     """
+
+    engine = "Qdrant"
 
     def __init__(
         self,
@@ -73,67 +67,32 @@ class QdrantVectorStore(AsyncTwins):
                 "pip install 'langchain-mastra-memory[qdrant]'"
             )
             raise ConfigurationError(msg) from exc
-        if sum(x is not None for x in (location, url, client)) != 1:
-            raise ConfigurationError(
-                "QdrantVectorStore takes one of: a location (':memory:' or a folder: local "
-                "mode), url= (a server or cluster), or client="
-            )
-        if client is not None:
-            self.client = client
-        elif url is not None:
-            self.client = QdrantClient(url=url, api_key=api_key, timeout=int(timeout))
-        elif str(location) == ":memory:":
-            self.client = QdrantClient(location=":memory:")
-        else:
-            self.client = QdrantClient(path=str(location))
-        self.where = url or str(location or "client")
+        one_place("Qdrant", "a location (':memory:' or a folder: local mode)",
+                  "url= (a server or cluster)", location, url, client)  # fmt: skip
+        if client is None and url is not None:
+            client = QdrantClient(url=url, api_key=api_key, timeout=int(timeout))
+        elif client is None and str(location) == ":memory:":
+            client = QdrantClient(location=":memory:")
+        elif client is None:
+            client = QdrantClient(path=str(location))
+        self._start(client, url or str(location or "client"))
         self.local = location is not None  # local mode: payload indexes have no effect there
-        self._lock = threading.RLock()  # local mode is not safe across threads
-        self._known: dict[str, int] = {}  # collection -> dimension
 
-    def __repr__(self) -> str:
-        return f"QdrantVectorStore({self.where!r})"
+    # -- the engine's collections --------------------------------------------------------------
+    def _exists(self, name: str) -> bool:
+        return bool(self._call("exists", self.client.collection_exists, name))
 
-    # -- plumbing ------------------------------------------------------------------------------
-    def _call(self, what: str, func: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            with self._lock:
-                return func(*args, **kwargs)
-        except VectorStoreError:
-            raise
-        except Exception as exc:
-            raise VectorStoreError(f"Qdrant ({what}): {exc}") from exc
+    def _dimension(self, name: str) -> int:
+        info = self._call("info", self.client.get_collection, name)
+        return int(info.config.params.vectors.size)
 
-    @staticmethod
-    def _name(index_name: str) -> str:
-        return "lmm_" + _check_name(index_name)
-
-    def _collection(self, index_name: str, dimension: int, *, create: bool) -> str | None:
-        """The collection of `index_name` (made on first write), or None; another dimension
-        is an error."""
+    def _create(self, name: str, dimension: int) -> None:
         from qdrant_client import models
 
-        name = self._name(index_name)
-        known = self._known.get(name)
-        if known is None:
-            if self._call("exists", self.client.collection_exists, name):
-                info = self._call("info", self.client.get_collection, name)
-                known = int(info.config.params.vectors.size)
-            elif not create:
-                return None
-            else:
-                params = models.VectorParams(size=dimension, distance=models.Distance.COSINE)
-                self._call("create", self.client.create_collection, name, vectors_config=params)
-                if not self.local:
-                    self._index_payload(name)
-                known = dimension
-            self._known[name] = known
-        if known != dimension:
-            raise VectorStoreError(
-                f"vector index {index_name!r} holds {known}-dimensional vectors but the "
-                f"embedder makes {dimension}: use another index_name, or the same embedder"
-            )
-        return name
+        params = models.VectorParams(size=dimension, distance=models.Distance.COSINE)
+        self._call("create", self.client.create_collection, name, vectors_config=params)
+        if not self.local:
+            self._index_payload(name)
 
     def _index_payload(self, name: str) -> None:
         """The resource as the tenant (points kept together per resource), and the fields
@@ -146,12 +105,6 @@ class QdrantVectorStore(AsyncTwins):
         for field in INDEXED:
             self._call("index", create, name, field, field_schema=models.PayloadSchemaType.KEYWORD)
         self._call("index", create, name, "created_at", field_schema=models.PayloadSchemaType.FLOAT)
-
-    def _existing(self, index_name: str) -> str | None:
-        name = self._name(index_name)
-        if name in self._known or self._call("exists", self.client.collection_exists, name):
-            return name
-        return None
 
     @staticmethod
     def _filter(
@@ -225,11 +178,6 @@ class QdrantVectorStore(AsyncTwins):
             VectorHit(p.payload["message_id"], resource_id, float(p.score)) for p in found.points
         ]
 
-    def warm(self, index_name: str, resource_id: str) -> bool:
-        """Nothing to load ahead (False, as for a part not held)."""
-        _check_name(index_name)
-        return False
-
     def delete(
         self,
         index_name: str,
@@ -301,7 +249,3 @@ class QdrantVectorStore(AsyncTwins):
         found = self._call("count", self.client.count, name,
                            count_filter=self._filter(resource_id), exact=True)  # fmt: skip
         return int(found.count)
-
-    def close(self) -> None:
-        """Release the client (local mode: the folder's lock)."""
-        self._call("close", self.client.close)
