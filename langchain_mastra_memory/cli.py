@@ -326,6 +326,7 @@ def recall(
         fused = [f"{hit.score:.3f}"] if mode == "hybrid" else []
         table.add_row(str(rank), *fused, *cells, hit.thread_id, text)
     console.print(table)
+    console.print(f"[dim]storage: {memory.storage!r} · vectors: {memory.vector!r}[/dim]")
     context = _guard(lambda: memory.turns.recalled(thread, resource, [], [HumanMessage(query)]))
     console.rule("[bold]context injected before the history")
     for message in context:

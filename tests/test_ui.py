@@ -326,6 +326,8 @@ def test_hosts_and_tokens(served) -> None:
                          base_url="http://memory.example.org")  # fmt: skip
     assert proxied.get("/").status_code == 200
     assert TestClient(create_app(memory)).get("/").status_code == 400  # Host: testserver
+    shown = local(create_app(memory)).get("/").text  # which stores are in use, on every page
+    assert "SQLiteStorage" in shown and "vectors: ChromaVectorStore" in shown
     gated = local(create_app(memory, token="s3cret"))
     assert gated.get("/", headers={"Authorization": "Bearer s3cret"}).status_code == 200
     assert gated.get("/", headers={"Authorization": "Bearer nope"}).status_code == 401

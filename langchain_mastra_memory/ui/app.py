@@ -51,6 +51,7 @@ def create_app(
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]))
     env.globals.update(role=mastra_role, text=message_text, quote=lambda s: quote(s, safe=""))
     env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False)
+    env.globals["stores"] = f"{memory.storage!r} · vectors: {memory.vector!r}"
 
     def page(request: Request, name: str, status: int = 200, **data: Any) -> HTMLResponse:
         csrf = request.scope.get("state", {}).get("csrf_token", "")
