@@ -268,6 +268,26 @@ def test_going_back_to_the_abandoned_lineage_brings_it_home_and_leaves_no_empty_
     assert all(stored(memory, t.id) for t in threads)  # no empty thread left behind
 
 
+def test_deleting_a_thread_deletes_its_branches(storage: MemoryStorage, mode: str) -> None:
+    """A fork's abandoned continuation is part of the conversation: it goes with it, and so do
+    branches of branches; another thread's branches stay."""
+    memory = Memory(storage=storage)
+    graph = chat_graph(memory, ("reply", Echo()))
+    for q in ("q1", "q2", "q3"):
+        run(graph, {"messages": [HumanMessage(q)]}, ALICE, mode)
+    run(graph, {"messages": [HumanMessage("q2-alt")]},
+        snapshot_ending_with(graph, ALICE, "answer 1").config, mode)  # fmt: skip
+    (branch,) = memory.list_branches("t1")
+    nested = memory.branch_thread(branch.id, after_message_id=memory.get_messages(
+        thread_id=branch.id)[1].id, resource_id="alice")  # fmt: skip
+    other = memory.create_thread(thread_id="t9", resource_id="alice")
+    memory.save_messages([HumanMessage("keep me")], thread_id=other.id, resource_id="alice")
+    assert memory.delete_thread("t1", resource_id="alice")
+    for gone in ("t1", branch.id, nested.id):
+        assert memory.get_thread(gone) is None
+    assert [t.id for t in memory.list_threads(resource_id="alice")] == ["t9"]
+
+
 def test_update_state_on_an_old_checkpoint_forks_too(storage: MemoryStorage) -> None:
     memory = Memory(storage=storage)
     graph = chat_graph(memory, ("reply", Echo()))

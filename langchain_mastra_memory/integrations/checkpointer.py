@@ -44,6 +44,7 @@ from langgraph.checkpoint.base import (
 )
 
 from .. import call_options
+from ..branches import BRANCH_OF
 from ..errors import ConfigurationError, InvalidMessageError, ResourceMismatchError
 from ..ids import explicit_resource_id, resolve_ids
 from ..messages import ensure_messages
@@ -77,7 +78,10 @@ def delete_everywhere(memory: Memory, thread_id: str, resource_id: str | None) -
     """`Memory.delete_thread`: the thread with everything keyed by it (messages, vectors,
     observation log, thread-scoped working memory), then its checkpoints in every checkpointer
     of this memory and in the default saver's file (what the CLI and a restarted app see), so
-    a later owner of the id starts empty; False if memory held no such thread."""
+    a later owner of the id starts empty; its branch threads (forks' abandoned continuations)
+    go with it. False if memory held no such thread."""
+    for branch in _branches_below(memory, thread_id, resource_id):
+        memory.synced.delete_thread(branch, resource_id=resource_id)
     deleted = memory.synced.delete_thread(thread_id, resource_id=resource_id)
     for checkpointer in list(memory.checkpointers):
         checkpointer.forget(thread_id)
@@ -87,11 +91,33 @@ def delete_everywhere(memory: Memory, thread_id: str, resource_id: str | None) -
 
 async def adelete_everywhere(memory: Memory, thread_id: str, resource_id: str | None) -> bool:
     """Async `delete_everywhere` (each saver's async twin; the file in a worker thread)."""
+    below = await run_in_executor(None, _branches_below, memory, thread_id, resource_id)
+    for branch in below:
+        await memory.synced.adelete_thread(branch, resource_id=resource_id)
     deleted = await memory.synced.adelete_thread(thread_id, resource_id=resource_id)
     for checkpointer in list(memory.checkpointers):
         await checkpointer.aforget(thread_id)
     await run_in_executor(None, _forget_in_file, memory.storage, thread_id)
     return deleted
+
+
+def _branches_below(memory: Memory, thread_id: str, resource_id: str | None) -> list[str]:
+    """The ids of the thread's branches, their branches, and so on (another resource's thread
+    has none here: the delete itself refuses it)."""
+    thread = memory.storage.get_thread(thread_id)
+    if thread is None or (resource_id is not None and thread.resource_id != resource_id):
+        return []
+    found: list[str] = []
+    todo = [thread_id]
+    while todo:
+        parent = todo.pop()
+        for branch in memory.storage.list_threads(
+            resource_id=thread.resource_id, metadata={BRANCH_OF: parent}, archived=None
+        ):
+            if branch.id not in found and branch.id != thread_id:
+                found.append(branch.id)
+                todo.append(branch.id)
+    return found
 
 
 def _forget_in_file(storage: Any, thread_id: str) -> None:
