@@ -214,7 +214,7 @@ def create_mcp_server(
             keys.insert(0, scope_key("thread", resource_id=who, thread_id=thread_id))
         parts = []
         for key in keys:
-            log = memory.storage.observation_log(key)  # type: ignore[attr-defined]
+            log = memory.storage.observation_log(key)
             if log:
                 parts.append(f"## {key}\n" + "\n".join(g.text for g in log))
         return "\n\n".join(parts) or "(no observations)"

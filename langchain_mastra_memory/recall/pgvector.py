@@ -192,6 +192,8 @@ class PgVectorStore(AsyncTwins):
                     ).fetchone()
         except psycopg.Error as exc:
             raise VectorStoreError(f"pgvector: PostgreSQL is unavailable: {exc}") from exc
+        if found is None:  # dropped by another session between the two statements
+            raise ConfigurationError(NO_EXTENSION.format(why="was dropped meanwhile"))
         schema, version = found
         features = PgVectorFeatures.parse(str(version))
         if not features.hnsw:
@@ -324,7 +326,8 @@ class PgVectorStore(AsyncTwins):
             return []
         literal = vector_literal(vector)
         kind = self._type(len(vector))
-        where, params = "resource_id = %s", (resource_id,)
+        where = "resource_id = %s"
+        params: tuple[Any, ...] = (resource_id,)
         if threads is not None and len(threads) == 1:
             where, params = where + " AND thread_id = %s", (resource_id, *threads)
         elif threads is not None:
