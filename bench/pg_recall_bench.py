@@ -297,6 +297,10 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--sqlite", action="store_true", help="the same data in SQLite + Chroma")
     parser.add_argument(
+        "--engines", nargs="*", default=[], choices=("qdrant", "milvus"),
+        help="the same data in SQLite + Qdrant local mode / Milvus Lite (embedded, no server)",
+    )  # fmt: skip
+    parser.add_argument(
         "--peer", nargs="?", const="hnsw", choices=("hnsw", "plain"),
         help="langchain-postgres PGVector beside (with an HNSW index added, or as it ships)",
     )  # fmt: skip
@@ -357,6 +361,17 @@ def main() -> None:
         lite_ids = load(lite, lite_vector, name, data, False)
         assert len(lite_ids) == len(ids)
         backends["sqlite"] = (lite, lite_vector)
+    for engine in args.engines:  # embedded modes: numpy (Qdrant) or FAISS (Milvus) on this machine
+        from langchain_mastra_memory import MilvusVectorStore, QdrantVectorStore
+
+        store = (
+            QdrantVectorStore(tmp / "qdrant")
+            if engine == "qdrant"
+            else MilvusVectorStore(tmp / "milvus-vectors.db")
+        )
+        engine_storage = SQLiteStorage(tmp / f"{engine}.db")
+        assert len(load(engine_storage, store, name, data, False)) == len(ids)
+        backends[engine] = (engine_storage, store)
     peer = peer_store(args.dsn, data, ids, args.reuse, args.peer == "hnsw") if args.peer else None
     if args.load_only:
         return
@@ -399,6 +414,10 @@ def main() -> None:
                 started = time.perf_counter()
                 pg_vector.query(name, vectors[q], top_k=10, resource_id=owner)
                 timings.setdefault("pgvector top-10", []).append(time.perf_counter() - started)
+                for engine in args.engines:
+                    started = time.perf_counter()
+                    backends[engine][1].query(name, vectors[q], top_k=10, resource_id=owner)
+                    timings.setdefault(f"{engine} top-10", []).append(time.perf_counter() - started)
                 if peer is not None:
                     peer.embeddings.vector = vectors[q]
                     started = time.perf_counter()
@@ -412,7 +431,7 @@ def main() -> None:
     # does: a returned message is right when its best piece is within 1e-3 of the 10th exact
     # piece (equal pieces, "Thanks!" in many turns, tie; which of them is returned is arbitrary)
     by_owner: dict[str, tuple[list[str], np.ndarray]] = {}
-    ann = {"pgvector": [], "langchain-postgres": []}
+    ann: dict[str, list[float]] = {"pgvector": [], "langchain-postgres": []}
     for q, owner in list(zip(questions, owners, strict=True))[:100]:
         if owner not in by_owner:
             rows = [i for i in range(len(data.owner)) if data.owner[i] == owner]
@@ -436,6 +455,10 @@ def main() -> None:
         found = pg_vector.query(name, vectors[q], top_k=10, resource_id=owner)
         assert found
         ann["pgvector"].append(share({h.message_id for h in found}, best, threshold, wanted))
+        for engine in args.engines:
+            hits = backends[engine][1].query(name, vectors[q], top_k=10, resource_id=owner)
+            got = {h.message_id for h in hits}
+            ann.setdefault(engine, []).append(share(got, best, threshold, wanted))
         if peer is not None:
             hits = peer.similarity_search_with_score_by_vector(
                 vectors[q], k=10, filter={"resource_id": {"$eq": owner}}
