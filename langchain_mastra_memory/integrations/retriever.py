@@ -138,8 +138,9 @@ class MemoryRetriever(BaseRetriever):
             found = yield call(memory.storage, "get_thread", thread_id)
             if found is None or found.resource_id != resource_id:
                 return []
+        sides: dict[str, dict[str, float]] = {}  # the hybrid search's own per-side scores
         hits = yield from index.ranked(query, resource_id=resource_id, thread_id=thread_id,
-                                       options=options)  # fmt: skip
+                                       options=options, sides=sides)  # fmt: skip
         if not hits:
             return []
         window = options.window
@@ -148,9 +149,6 @@ class MemoryRetriever(BaseRetriever):
             memory.storage, "message_windows", ids, before=window.before, after=window.after,
             resource_id=resource_id,
         )  # fmt: skip
-        sides: dict[str, dict[str, float]] = {}
-        if options.mode == "hybrid":
-            sides = yield from index.side_scores_steps(query, resource_id, thread_id)
         threads = yield call(memory.storage, "get_threads", sorted({h.thread_id for h in hits}))
         return [
             _document(hit, stored, threads, sides, resource_id, window)

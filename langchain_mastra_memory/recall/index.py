@@ -204,12 +204,14 @@ class RecallIndex:
         within_thread: bool | None = None,
         options: RecallOptions | None = None,
         thread_ids: Sequence[str] | None = None,
+        sides: dict[str, dict[str, float]] | None = None,
     ) -> Steps[list[RecallHit]]:
         """The ranked hits; with `with_threads` False, vector hits may keep an empty thread id
         (recall reads the hits' windows from storage anyway, with their threads). `options`
         (a call's), `mode` and `within_thread` (search `thread_id` only) override the index's
         options for this call; `thread_ids`: only these threads' messages, filtered inside
-        both searches (a filter matching few threads still fills the result)."""
+        both searches (a filter matching few threads still fills the result); `sides`, when
+        given, receives a hybrid search's own scores per side (what `side_scores` reports)."""
         check_id(resource_id, "resource_id")  # never reaches a vector store's filter unchecked
         check_optional_id(thread_id, "thread_id")
         opts = options or self.options
@@ -242,6 +244,9 @@ class RecallIndex:
                 self._keyword_side(query, part, pool),
                 self._vector_side(query, part, pool, opts),
             )
+        if sides is not None and mode == "hybrid":
+            sides["vector"] = {h.message_id: h.score for h in vector_hits}
+            sides["keyword"] = {h.message_id: h.score for h in keyword_hits}
         if mode == "keyword":
             return keyword_hits[:k]
         ranked = vector_hits[:k] if mode == "vector" else fuse(vector_hits, keyword_hits, k)
@@ -392,17 +397,18 @@ class RecallIndex:
         return hide_working_memory([s for s in found if s.message.id not in exclude])
 
     def ranked(
-        self, query: str, *, resource_id: str, thread_id: str | None, options: RecallOptions
+        self,
+        query: str,
+        *,
+        resource_id: str,
+        thread_id: str | None,
+        options: RecallOptions,
+        sides: dict[str, dict[str, float]] | None = None,
     ) -> Steps[list[RecallHit]]:
         """Steps of recall's hits as `options` rank and filter them (scope, filter, threshold,
-        archived threads, `top_k`), with their threads: what `MemoryRetriever` returns."""
-        return self._ranked(query, resource_id, thread_id, frozenset(), options, True)
-
-    def side_scores_steps(
-        self, query: str, resource_id: str, thread_id: str | None
-    ) -> Steps[dict[str, dict[str, float]]]:
-        """Steps of `side_scores` (both sides)."""
-        return self._side_scores(query, resource_id, thread_id, None)
+        archived threads, `top_k`), with their threads: what `MemoryRetriever` returns;
+        `sides` receives a hybrid search's scores per side (`_search`)."""
+        return self._ranked(query, resource_id, thread_id, frozenset(), options, True, sides)
 
     def _ranked(
         self,
@@ -412,6 +418,7 @@ class RecallIndex:
         never_hits: frozenset[str],
         opts: RecallOptions,
         with_threads: bool,
+        sides: dict[str, dict[str, float]] | None = None,
     ) -> Steps[list[RecallHit]]:
         top_k, wanted = opts.top_k, opts.filter
         limit = 2 * top_k + len(never_hits)  # spares for hits in archived threads
@@ -426,7 +433,7 @@ class RecallIndex:
                 allowed, limit = None, min(100, 10 * top_k) + len(never_hits)
         search = self._search(
             query, resource_id, thread_id, limit, with_threads=False, options=opts,
-            thread_ids=allowed,
+            thread_ids=allowed, sides=sides,
         )  # fmt: skip
         archived: set[str] = set()
         if opts.scope == "resource":  # archived threads are out of recall (not the
@@ -598,12 +605,13 @@ class RecallIndex:
     def _warn(self, exc: Exception) -> None:
         logger.warning("semantic recall: embeddings not written (%s); they will be backfilled", exc)
 
-    def _copy(self, pairs: Sequence[tuple[str, StoredMessage]], source_resource: str) -> Steps[int]:
-        """Write copies' vectors from their sources' (same text, same pieces: a clone embeds
-        nothing); a copy whose source has no vectors (not embedded yet, or a store that cannot
-        read them back) is embedded. `pairs`: (source message id, the copy)."""
-        if self.vector is None or self.embedder is None or not pairs:
+    def _copy(self, copies: Sequence[StoredMessage], source_resource: str) -> Steps[int]:
+        """Write copies' vectors from their sources' (`copied_from`; same text, same pieces:
+        a clone embeds nothing); a copy whose source has no vectors (not embedded yet, or a
+        store that cannot read them back) is embedded."""
+        if self.vector is None or self.embedder is None or not copies:
             return 0
+        pairs = [(copy.copied_from or "", copy) for copy in copies]
         name = yield from self._index_name_steps()
         found: dict[str, list[list[float]]] = {}
         if hasattr(self.vector, "vectors"):
@@ -621,23 +629,21 @@ class RecallIndex:
         embedded = yield from self._index(rest, False) if rest else _nothing()
         return len(pairs) - len(rest) + embedded
 
-    def after_copy(self, pairs: Sequence[tuple[str, StoredMessage]], source_resource: str) -> None:
+    def after_copy(self, copies: Sequence[StoredMessage], source_resource: str) -> None:
         """`_copy` now (a failure warns; the backlog keeps what was not written)."""
         if self.vector is None:
             return
         try:
-            run_sync(self._copy(pairs, source_resource))
+            run_sync(self._copy(copies, source_resource))
         except VectorStoreError as exc:
             self._warn(exc)
 
-    async def aafter_copy(
-        self, pairs: Sequence[tuple[str, StoredMessage]], source_resource: str
-    ) -> None:
+    async def aafter_copy(self, copies: Sequence[StoredMessage], source_resource: str) -> None:
         """Async `after_copy`."""
         if self.vector is None:
             return
         try:
-            await run_async(self._copy(pairs, source_resource))
+            await run_async(self._copy(copies, source_resource))
         except VectorStoreError as exc:
             self._warn(exc)
 

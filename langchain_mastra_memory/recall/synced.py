@@ -114,16 +114,14 @@ class SyncedStorage:
         is embedded again, even after a restart)."""
         thread, stored = self.storage.clone_thread(thread_id, **clone)
         if self.index and stored:
-            sources = self.storage.list_messages(thread_id, resource_id=thread.resource_id)
-            self.index.after_copy(paired_copies(sources, stored), thread.resource_id)
+            self.index.after_copy(stored, thread.resource_id)
         return thread
 
     async def aclone(self, thread_id: str, **clone: Any) -> Thread:
         """Async `clone`."""
         thread, stored = await self.storage.aclone_thread(thread_id, **clone)
         if self.index and stored:
-            sources = await self.storage.alist_messages(thread_id, resource_id=thread.resource_id)
-            await self.index.aafter_copy(paired_copies(sources, stored), thread.resource_id)
+            await self.index.aafter_copy(stored, thread.resource_id)
         return thread
 
     def transfer(self, thread_id: str, *, to_resource_id: str, resource_id: str | None) -> Thread:
@@ -278,24 +276,6 @@ class SyncedStorage:
             and titled
             and observed
         )
-
-
-def paired_copies(
-    sources: Sequence[StoredMessage], copies: Sequence[StoredMessage]
-) -> list[tuple[str, StoredMessage]]:
-    """(source id, copy) for a clone's copies: they keep their sources' order, time and content
-    (a clone may skip sources, by filter or limit), so a walk in step pairs them."""
-    pairs: list[tuple[str, StoredMessage]] = []
-    remaining = iter(sources)
-    for copy in copies:
-        for source in remaining:
-            if (
-                source.created_at == copy.created_at
-                and source.message.model_copy(update={"id": copy.message.id}) == copy.message
-            ):
-                pairs.append((source.message.id or "", copy))
-                break
-    return pairs
 
 
 def _by_owner(stored: Sequence[StoredMessage]) -> dict[str, list[str]]:

@@ -73,6 +73,7 @@ class StoredMessage:
     resource_id: str
     created_at: datetime
     token_count: float | None = None
+    copied_from: str | None = None  # a clone's copy: the id of the message it copies
 
 
 @dataclass(frozen=True)

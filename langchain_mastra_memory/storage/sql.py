@@ -595,7 +595,8 @@ class SQLStorage(ObservationTable, ItemTable):
                     _CLONE_MESSAGE,
                     (message.id, new_thread_id, message_to_json(message), stored.message.id),
                 )
-                copied.append(replace(stored, message=message, thread_id=new_thread_id))
+                copied.append(replace(stored, message=message, thread_id=new_thread_id,
+                                      copied_from=stored.message.id))  # fmt: skip
                 copies[str(stored.message.id)] = str(message.id)
             seqs = dict(  # each original's seq and its copy's (the observation log's cursors)
                 self._run(conn, "SELECT id, seq FROM memory_messages WHERE thread_id IN (?, ?)",
