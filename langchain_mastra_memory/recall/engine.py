@@ -3,16 +3,21 @@
 serialized and their failures as `VectorStoreError`, and one collection per index, made on first
 write with the embedder's dimension and refused for another dimension.
 
-A store names its engine (`engine`) and implements `_exists`, `_dimension` and `_create`.
+A store names its engine (`engine`) and implements `_exists`, `_dimension`, `_create`,
+`_filter` (this resource, these threads, these messages), `_delete` and `_rows` (the pieces a
+filter selects, with their vectors); deleting and reading vectors back are written once here.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import ConfigurationError, VectorStoreError
-from .vector import AsyncTwins, _check_name
+from .vector import AsyncTwins, _check_name, pieces_by_message
+
+BATCH = 500  # message ids per filtered call
 
 
 def dimension_mismatch(index_name: str, stored: int, dimension: int) -> VectorStoreError:
@@ -90,6 +95,57 @@ class EngineStore(AsyncTwins):
         """The collection of `index_name` whatever its dimension, or None."""
         name = self._name(index_name)
         return name if name in self._known or self._exists(name) else None
+
+    def _filter(
+        self,
+        resource_id: str | None,
+        threads: frozenset[str] | None = None,
+        message_ids: Sequence[str] = (),
+    ) -> Any:
+        raise NotImplementedError
+
+    def _delete(self, name: str, where: Any) -> None:
+        raise NotImplementedError
+
+    def _rows(self, name: str, where: Any) -> list[tuple[str, Sequence[float]]]:
+        raise NotImplementedError
+
+    @staticmethod
+    def _batches(ids: Sequence[str]) -> Iterator[list[str]]:
+        ids = list(dict.fromkeys(ids))
+        for start in range(0, len(ids), BATCH):
+            yield ids[start : start + BATCH]
+
+    def delete(
+        self,
+        index_name: str,
+        *,
+        ids: Sequence[str] = (),
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+    ) -> None:
+        """Delete every piece of these messages, or every vector of a thread (of `resource_id`
+        only, when given)."""
+        name = self._existing(index_name)
+        if name is None:
+            return
+        for chunk in self._batches(ids):
+            self._delete(name, self._filter(resource_id, message_ids=chunk))
+        if thread_id is not None:
+            self._delete(name, self._filter(resource_id, frozenset([thread_id])))
+
+    def vectors(
+        self, index_name: str, resource_id: str, message_ids: Sequence[str]
+    ) -> dict[str, list[list[float]]]:
+        """The stored vectors of these messages of `resource_id`, each message's pieces in
+        order (what a clone copies instead of embedding again)."""
+        name = self._existing(index_name)
+        if name is None:
+            return {}
+        rows: list[tuple[str, Sequence[float]]] = []
+        for chunk in self._batches(message_ids):
+            rows += self._rows(name, self._filter(resource_id, message_ids=chunk))
+        return pieces_by_message(rows)
 
     def warm(self, index_name: str, resource_id: str) -> bool:
         """Nothing to load ahead (False, as for a part not held)."""

@@ -30,11 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError
-from .engine import EngineStore, one_place
-from .vector import VectorHit, VectorRecord, only_threads, pieces_by_message
+from .engine import BATCH, EngineStore, one_place
+from .vector import VectorHit, VectorRecord, only_threads
 
 MAX_ID = 512  # VARCHAR length of the id fields
-BATCH = 500
 
 
 def literal(value: str) -> str:
@@ -106,8 +105,8 @@ class MilvusVectorStore(EngineStore):
         self._call("create", self.client.create_collection, name, schema=schema,
                    index_params=index)  # fmt: skip
 
-    @staticmethod
     def _filter(
+        self,
         resource_id: str | None,
         threads: frozenset[str] | None = None,
         message_ids: Sequence[str] = (),
@@ -121,6 +120,14 @@ class MilvusVectorStore(EngineStore):
         if message_ids:
             parts.append(one_of("message_id", list(message_ids)))
         return " and ".join(parts)
+
+    def _delete(self, name: str, where: Any) -> None:
+        self._call("delete", self.client.delete, name, filter=where)
+
+    def _rows(self, name: str, where: Any) -> list[tuple[str, Sequence[float]]]:
+        found = self._call("query", self.client.query, name, filter=where,
+                           output_fields=["pk", "vector"])  # fmt: skip
+        return [(row["pk"], row["vector"]) for row in found]
 
     # -- the vector-store interface --------------------------------------------------------------
     def upsert(self, index_name: str, records: Sequence[VectorRecord]) -> None:
@@ -168,27 +175,6 @@ class MilvusVectorStore(EngineStore):
             for hit in found[0]
         ]
 
-    def delete(
-        self,
-        index_name: str,
-        *,
-        ids: Sequence[str] = (),
-        thread_id: str | None = None,
-        resource_id: str | None = None,
-    ) -> None:
-        """Delete every piece of these messages, or every vector of a thread (of `resource_id`
-        only, when given)."""
-        name = self._existing(index_name)
-        if name is None:
-            return
-        ids = list(ids)
-        for start in range(0, len(ids), BATCH):
-            where = self._filter(resource_id, message_ids=ids[start : start + BATCH])
-            self._call("delete", self.client.delete, name, filter=where)
-        if thread_id is not None:
-            where = self._filter(resource_id, frozenset([thread_id]))
-            self._call("delete", self.client.delete, name, filter=where)
-
     def present(self, index_name: str, resource_id: str, message_ids: Sequence[str]) -> set[str]:
         """Which of these messages have their (first) vector in `resource_id`'s part."""
         name = self._existing(index_name)
@@ -197,23 +183,6 @@ class MilvusVectorStore(EngineStore):
         rows = self._call("get", self.client.get, name, ids=list(message_ids),
                           output_fields=["resource_id"])  # fmt: skip
         return {row["pk"] for row in rows if row["resource_id"] == resource_id}
-
-    def vectors(
-        self, index_name: str, resource_id: str, message_ids: Sequence[str]
-    ) -> dict[str, list[list[float]]]:
-        """The stored vectors of these messages of `resource_id`, each message's pieces in
-        order (what a clone copies instead of embedding again)."""
-        name = self._existing(index_name)
-        ids = list(dict.fromkeys(message_ids))
-        if name is None or not ids:
-            return {}
-        rows: list[tuple[str, Sequence[float]]] = []
-        for start in range(0, len(ids), BATCH):
-            where = self._filter(resource_id, message_ids=ids[start : start + BATCH])
-            found = self._call("query", self.client.query, name, filter=where,
-                               output_fields=["pk", "vector"])  # fmt: skip
-            rows += [(row["pk"], row["vector"]) for row in found]
-        return pieces_by_message(rows)
 
     def count(self, index_name: str, dimension: int, resource_id: str | None = None) -> int:
         """How many vectors (pieces) the index holds, for one resource or in all."""

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from .engine import EngineStore, one_place
-from .vector import DEFAULT_TIMEOUT, VectorHit, VectorRecord, only_threads, pieces_by_message
+from .vector import DEFAULT_TIMEOUT, VectorHit, VectorRecord, only_threads
 
 POINTS = uuid.UUID("5b0f2c1e-8a57-4d0c-9c3e-6f1f3f1d2a90")  # namespace of the point ids
 INDEXED = ("message_id", "thread_id")  # keyword payload indexes besides the tenant's
@@ -106,8 +106,8 @@ class QdrantVectorStore(EngineStore):
             self._call("index", create, name, field, field_schema=models.PayloadSchemaType.KEYWORD)
         self._call("index", create, name, "created_at", field_schema=models.PayloadSchemaType.FLOAT)
 
-    @staticmethod
     def _filter(
+        self,
         resource_id: str | None,
         threads: frozenset[str] | None = None,
         message_ids: Sequence[str] = (),
@@ -126,6 +126,24 @@ class QdrantVectorStore(EngineStore):
         if message_ids:
             must.append(field("message_id", models.MatchAny(any=list(message_ids))))
         return models.Filter(must=must)
+
+    def _delete(self, name: str, where: Any) -> None:
+        from qdrant_client import models
+
+        selector = models.FilterSelector(filter=where)
+        self._call("delete", self.client.delete, name, points_selector=selector)
+
+    def _rows(self, name: str, where: Any) -> list[tuple[str, Sequence[float]]]:
+        rows: list[tuple[str, Sequence[float]]] = []
+        offset = None
+        while True:
+            points, offset = self._call(
+                "scroll", self.client.scroll, name, scroll_filter=where, limit=1000,
+                offset=offset, with_payload=["vid"], with_vectors=True,
+            )  # fmt: skip
+            rows += [(p.payload["vid"], p.vector) for p in points]
+            if offset is None:
+                return rows
 
     # -- the vector-store interface --------------------------------------------------------------
     def upsert(self, index_name: str, records: Sequence[VectorRecord]) -> None:
@@ -178,33 +196,6 @@ class QdrantVectorStore(EngineStore):
             VectorHit(p.payload["message_id"], resource_id, float(p.score)) for p in found.points
         ]
 
-    def delete(
-        self,
-        index_name: str,
-        *,
-        ids: Sequence[str] = (),
-        thread_id: str | None = None,
-        resource_id: str | None = None,
-    ) -> None:
-        """Delete every piece of these messages, or every vector of a thread (of `resource_id`
-        only, when given)."""
-        from qdrant_client import models
-
-        name = self._existing(index_name)
-        if name is None:
-            return
-        ids = list(ids)
-        for start in range(0, len(ids), 500):
-            selector = models.FilterSelector(
-                filter=self._filter(resource_id, message_ids=ids[start : start + 500])
-            )
-            self._call("delete", self.client.delete, name, points_selector=selector)
-        if thread_id is not None:
-            selector = models.FilterSelector(
-                filter=self._filter(resource_id, frozenset([thread_id]))
-            )
-            self._call("delete", self.client.delete, name, points_selector=selector)
-
     def present(self, index_name: str, resource_id: str, message_ids: Sequence[str]) -> set[str]:
         """Which of these messages have their (first) vector in `resource_id`'s part."""
         name = self._existing(index_name)
@@ -217,29 +208,6 @@ class QdrantVectorStore(EngineStore):
             for p in points
             if p.payload.get("resource_id") == resource_id and "#" not in p.payload["vid"]
         }
-
-    def vectors(
-        self, index_name: str, resource_id: str, message_ids: Sequence[str]
-    ) -> dict[str, list[list[float]]]:
-        """The stored vectors of these messages of `resource_id`, each message's pieces in
-        order (what a clone copies instead of embedding again)."""
-        name = self._existing(index_name)
-        ids = list(dict.fromkeys(message_ids))
-        if name is None or not ids:
-            return {}
-        rows: list[tuple[str, Sequence[float]]] = []
-        for start in range(0, len(ids), 500):
-            offset = None
-            while True:
-                points, offset = self._call(
-                    "scroll", self.client.scroll, name,
-                    scroll_filter=self._filter(resource_id, message_ids=ids[start : start + 500]),
-                    limit=1000, offset=offset, with_payload=["vid"], with_vectors=True,
-                )  # fmt: skip
-                rows += [(p.payload["vid"], p.vector) for p in points]
-                if offset is None:
-                    break
-        return pieces_by_message(rows)
 
     def count(self, index_name: str, dimension: int, resource_id: str | None = None) -> int:
         """How many vectors (pieces) the index holds, for one resource or in all."""
