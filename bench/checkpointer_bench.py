@@ -87,27 +87,45 @@ def agent(checkpointer, hook=None):
 
 
 def agent_turns(sizes: list[int], turns: int, directory: Path) -> None:
-    """Per-turn latency of the same agent on a thread whose state holds N messages: over the
-    bare `SqliteSaver`; over `memory.checkpointer(SqliteSaver)` (the adapter alone); and with
-    `memory.pre_model_hook()` too. Turns alternate between the sides (each side first every
-    other turn); a collection runs before each timed turn; p50 / p95 over `turns` turns."""
+    """Per-turn latency of the same agent on a thread whose state holds N messages.
+
+    Two comparisons, each against the peer a LangGraph user would otherwise run:
+    - the adapter: `memory.checkpointer(SqliteSaver)` against the bare `SqliteSaver`;
+    - the hook: `memory.checkpointer(...)` + `memory.pre_model_hook()` against the bare saver
+      with LangGraph's documented pre-model hook, `trim_messages` to the same last 40 messages
+      (a hook is a graph step: one more checkpoint a turn, whoever writes it); with semantic
+      recall on too, its query embedding (MiniLM, timed inside the turn) reported apart.
+    Turns rotate over the sides (each side first in turn); a collection runs before each timed
+    turn; p50 / p95 over `turns` turns.
+    """
     import gc
 
     print(
         "| state messages | bare SqliteSaver p50 / p95 | + memory.checkpointer() p50 / p95 "
-        "| overhead p50 | + pre_model_hook p50 / p95 | overhead p50 |"
+        "| overhead p50 | trim_messages hook p50 / p95 | + memory hook p50 / p95 | overhead p50 "
+        "| + recall, excl. embedding p50 / p95 | overhead p50 | query embedding p50 |"
     )
-    print("|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for size in sizes:
         memory = Memory(storage=SQLiteStorage(directory / f"agent-{size}.db"))
+        recalling = Memory(
+            storage=SQLiteStorage(directory / f"recall-{size}.db"),
+            options={"semantic_recall": True},
+        )
+        embedding = embedding_clock(recalling)
         sides = {
             "bare": agent(make_saver("SqliteSaver", directory, f"bare-{size}")),
             "adapter": agent(
                 memory.checkpointer(make_saver("SqliteSaver", directory, f"w-{size}"))
             ),
+            "trim": agent(make_saver("SqliteSaver", directory, f"t-{size}"), trim_hook),
             "hook": agent(
                 memory.checkpointer(make_saver("SqliteSaver", directory, f"h-{size}")),
                 memory.pre_model_hook(),
+            ),
+            "recall": agent(
+                recalling.checkpointer(make_saver("SqliteSaver", directory, f"r-{size}")),
+                recalling.pre_model_hook(),
             ),
         }
         configs = {
@@ -119,26 +137,67 @@ def agent_turns(sizes: list[int], turns: int, directory: Path) -> None:
             seed += [HumanMessage(f"question {i} about the trip"), AIMessage(f"answer {i}")]
         for name, graph in sides.items():  # the long state, once (mirrored once, not timed)
             graph.update_state(configs[name], {"messages": [m.model_copy() for m in seed]})
+        recalling.flush()  # the seed embedded before any timed turn
         times: dict[str, list[float]] = {name: [] for name in sides}
+        embedded: list[float] = []
         names = list(sides)
         for turn in range(turns):
-            for name in names[turn % 3 :] + names[: turn % 3]:
+            for name in names[turn % len(names) :] + names[: turn % len(names)]:
                 gc.collect()
+                embedding.clear()
                 start = time.perf_counter()
-                sides[name].invoke({"messages": [HumanMessage(f"turn {turn}")]}, configs[name])
-                times[name].append(time.perf_counter() - start)
+                sides[name].invoke(
+                    {"messages": [HumanMessage(f"turn {turn} of {size}")]}, configs[name]
+                )
+                elapsed = time.perf_counter() - start
+                if name == "recall":  # the query embedding apart (the turn's own embeddings
+                    embedded.append(sum(embedding))  # of its new messages run behind it)
+                    elapsed -= embedded[-1]
+                times[name].append(elapsed)
+            recalling.flush()
 
         def cell(name: str, times: dict[str, list[float]] = times) -> str:
             q = statistics.quantiles(times[name], n=20)
             return f"{statistics.median(times[name]) * 1e3:.1f} / {q[18] * 1e3:.1f} ms"
 
-        bare = statistics.median(times["bare"])
+        def over(name: str, peer: str, times: dict[str, list[float]] = times) -> str:
+            return f"{statistics.median(times[name]) / statistics.median(times[peer]) - 1:+.1%}"
+
         print(
-            f"| {size:,} | {cell('bare')} | {cell('adapter')} "
-            f"| {statistics.median(times['adapter']) / bare - 1:+.1%} | {cell('hook')} "
-            f"| {statistics.median(times['hook']) / bare - 1:+.1%} |",
+            f"| {size:,} | {cell('bare')} | {cell('adapter')} | {over('adapter', 'bare')} "
+            f"| {cell('trim')} | {cell('hook')} | {over('hook', 'trim')} "
+            f"| {cell('recall')} | {over('recall', 'trim')} "
+            f"| {statistics.median(embedded) * 1e3:.1f} ms |",
             flush=True,
         )
+
+
+def trim_hook(state: dict) -> dict:
+    """LangGraph's documented pre-model hook: the last 40 messages, starting on a human one."""
+    from langchain_core.messages.utils import trim_messages
+
+    kept = trim_messages(
+        state["messages"], strategy="last", token_counter=len, max_tokens=40, start_on="human"
+    )
+    return {"llm_input_messages": kept}
+
+
+def embedding_clock(memory: Memory) -> list[float]:
+    """A list the seconds of each query embedding of `memory` are appended to (saved messages
+    are embedded behind the turn, as documents: not counted)."""
+    embedder = memory.embedder
+    seconds: list[float] = []
+    embed_query = embedder.embed_query
+
+    def timed(text: str) -> list[float]:
+        start = time.perf_counter()
+        try:
+            return embed_query(text)
+        finally:
+            seconds.append(time.perf_counter() - start)
+
+    embedder.embed_query = timed  # type: ignore[method-assign]
+    return seconds
 
 
 def main() -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -186,6 +188,87 @@ def test_an_inner_saver_that_raises_surfaces_and_memory_is_untouched() -> None:
     with pytest.raises(OSError, match="disk full"):
         app.invoke({"messages": [HumanMessage("x")]}, ALICE)
     assert memory.get_thread("t1") is None
+
+
+class SaverWaitingForMemory(InMemorySaver):
+    """A real saver whose write of a checkpoint holding new turns waits (boundedly) until memory
+    holds them: it returns only if the adapter saves the turns while the saver writes."""
+
+    def __init__(self, memory: Memory) -> None:
+        super().__init__()
+        self.memory, self.saw_turns_saved = memory, []
+
+    def _wait(self, checkpoint) -> None:
+        newest = (checkpoint["channel_values"].get("messages") or [None])[-1]
+        if newest is not None and checkpoint["channel_versions"]:
+            deadline = threading.Event()
+            for _ in range(200):  # up to 10 s, then the write goes on and the test fails
+                if self.memory.storage.get_messages_by_id([newest.id], resource_id="alice"):
+                    self.saw_turns_saved.append(True)
+                    return
+                deadline.wait(0.05)
+            self.saw_turns_saved.append(False)
+
+    def put(self, config, checkpoint, metadata, new_versions):
+        self._wait(checkpoint)
+        return super().put(config, checkpoint, metadata, new_versions)
+
+    async def aput(self, config, checkpoint, metadata, new_versions):
+        await asyncio.to_thread(self._wait, checkpoint)
+        return InMemorySaver.put(self, config, checkpoint, metadata, new_versions)  # no 2nd wait
+
+
+def test_new_turns_are_saved_while_the_saver_writes(call) -> None:
+    memory = Memory(storage=SQLiteStorage(":memory:"))
+    saver = SaverWaitingForMemory(memory)
+    app = echo_graph(memory.checkpointer(saver))
+    call(app, "invoke", {"messages": [HumanMessage("one")]}, ALICE)
+    call(app, "invoke", {"messages": [HumanMessage("two")]}, ALICE)
+    assert saver.saw_turns_saved and all(saver.saw_turns_saved)
+    assert [m.content for m in memory.get_messages(thread_id="t1")] == [
+        "one", "echo: one", "two", "echo: two",
+    ]  # fmt: skip
+
+
+class SaverFailingOnce(InMemorySaver):
+    """A real saver whose storage fails once, on the checkpoint holding `fail_on`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fail_on: str | None = None
+
+    def _check(self, checkpoint) -> None:
+        messages = checkpoint["channel_values"].get("messages") or []
+        if self.fail_on and any(m.content == self.fail_on for m in messages):
+            self.fail_on = None
+            raise OSError("disk full")
+
+    def put(self, config, checkpoint, metadata, new_versions):
+        self._check(checkpoint)
+        return super().put(config, checkpoint, metadata, new_versions)
+
+    async def aput(self, config, checkpoint, metadata, new_versions):
+        self._check(checkpoint)
+        return await super().aput(config, checkpoint, metadata, new_versions)
+
+
+def test_turns_saved_beside_a_checkpoint_the_saver_refused_are_taken_back(call) -> None:
+    memory = Memory(storage=SQLiteStorage(":memory:"))
+    saver = SaverFailingOnce()
+    app = echo_graph(memory.checkpointer(saver))
+    call(app, "invoke", {"messages": [HumanMessage("one")]}, ALICE)
+    saver.fail_on = "two"
+    with pytest.raises(OSError, match="disk full"):
+        call(app, "invoke", {"messages": [HumanMessage("two")]}, ALICE)
+    held = [m.content for m in memory.get_messages(thread_id="t1")]
+    assert held == ["one", "echo: one"]  # the refused checkpoint's turn is not in memory
+    call(app, "invoke", {"messages": [HumanMessage("two")]}, ALICE)  # the retry
+    assert [m.content for m in memory.get_messages(thread_id="t1")] == [
+        "one", "echo: one", "two", "echo: two",
+    ]  # fmt: skip
+    assert [m.id for m in app.get_state(ALICE).values["messages"]] == [
+        m.id for m in memory.get_messages(thread_id="t1")
+    ]
 
 
 async def test_async_graph_with_a_sync_only_saver(tmp_path: Path) -> None:

@@ -49,7 +49,7 @@ from ..errors import ConfigurationError, InvalidMessageError, ResourceMismatchEr
 from ..ids import explicit_resource_id, resolve_ids
 from ..messages import ensure_messages
 from ..storage.sqlite import SQLiteStorage
-from ..twins import Steps, call, run_async, run_sync
+from ..twins import Steps, both, call, run_async, run_sync
 from .lineage import fork_diff
 from .mirroring import MirrorPlan, ThreadMirror
 
@@ -259,8 +259,8 @@ class MemoryCheckpointer(BaseCheckpointSaver):
                 "messages; pass messages_key= to mirror another channel"
             )
             raise InvalidMessageError(msg)
-        if all(isinstance(m, BaseMessage) for m in raw):  # add_messages' channel: as it is
-            return list(raw)
+        if all(issubclass(kind, BaseMessage) for kind in set(map(type, raw))):
+            return list(raw)  # add_messages' channel: as it is (checked per type, not per item)
         return ensure_messages(raw, where=f"the {self.messages_key!r} channel")
 
     def _prepare_put(
@@ -427,17 +427,28 @@ class MemoryCheckpointer(BaseCheckpointSaver):
                 state = self.mirror.thread(thread_id)
                 state.reset()
                 state.complete = True
+        read_only = self.memory.synced.read_only or call_options.of(config).read_only
+        if read_only:  # read-only: the state is the graph's alone
+            plan = None
+        write = call(io, "put", config, checkpoint, metadata, new_versions)
+        beside = plan is not None and plan.appends_only  # new turns: saved while the saver writes
         try:
-            result = yield call(io, "put", config, checkpoint, metadata, new_versions)
+            if beside:
+                result, _ = yield both(
+                    write, self.mirror.safely(self.mirror.apply(plan), thread_id)
+                )
+            else:
+                result = yield write
         except Exception:
             if new_thread:  # the saver refused the thread's first checkpoint: memory as it was
                 self._owners.pop(thread_id, None)
                 yield call(self.memory.storage, "delete_thread", thread_id)
+            elif beside:  # the turns saved beside a checkpoint that was not written
+                yield from self.mirror.safely(self.mirror.undo(plan), thread_id)
             raise
         if messages is not None:
             self.mirror.after_put(thread_id, checkpoint["id"], messages)
-        read_only = self.memory.synced.read_only or call_options.of(config).read_only
-        if plan is not None and not read_only:  # read-only: the state is the graph's alone
+        if plan is not None and not beside:  # a fork, an edit or deletions: after the write
             yield from self.mirror.safely(self.mirror.apply(plan), thread_id)
         return _owned_config(result, resource_id)
 

@@ -57,6 +57,12 @@ class MirrorPlan:
     fork_diff: ForkDiff | None = None  # a fork: what each side of the split holds alone
     messages: Sequence[BaseMessage] = ()  # the state (to walk again with look-ups)
 
+    @property
+    def appends_only(self) -> bool:
+        """Whether applying it only saves new turns (no fork, edit or deletion): the common
+        checkpoint, which can be applied while the saver writes and undone if that fails."""
+        return self.fork_from is None and not self.check_edits and not self.removed
+
 
 @dataclass
 class ThreadState:
@@ -205,6 +211,15 @@ class ThreadMirror:
             known.update(m.id for m in saved if m.id)
         if plan.fork_from is None:  # the state's newest messages are all in `known` now
             state.warm = True
+
+    def undo(self, plan: MirrorPlan) -> Steps[None]:
+        """Take back an applied `appends_only` plan (the saver then failed to write its
+        checkpoint): the turns it saved leave memory, so a retried run does not hold them
+        twice; the next walk reads storage."""
+        new = [m.id for m in plan.suffix.new if m.id]
+        if new:
+            yield call(self.memory, "delete_messages", new, resource_id=plan.resource_id)
+        self.thread(plan.thread_id).reset()
 
     def _follow_fork(self, plan: MirrorPlan) -> Steps[None]:
         """Make the thread the fork's branch (`lineage`): what an earlier fork moved to a branch

@@ -669,10 +669,11 @@ class SQLStorage(ObservationTable, ItemTable):
         SQLite has one writer anyway)."""
         if not rows:
             return []
-        self._run(
-            conn, f"SELECT id FROM memory_resources WHERE id = ?{self.dialect.row_lock}",
-            (resource_id,),
-        )  # fmt: skip
+        if self.dialect.row_lock:  # (SQLite's write transaction is the one lock already)
+            self._run(
+                conn, f"SELECT id FROM memory_resources WHERE id = ?{self.dialect.row_lock}",
+                (resource_id,),
+            )  # fmt: skip
         existing = self._existing(conn, [r.id for r in rows])
         check_conflicts(rows, existing, thread_id)
         has_results = any(isinstance(r.message, ToolMessage) for r in rows)
