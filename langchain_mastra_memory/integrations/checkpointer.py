@@ -431,11 +431,11 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         if read_only:  # read-only: the state is the graph's alone
             plan = None
         write = call(io, "put", config, checkpoint, metadata, new_versions)
-        beside = plan is not None and plan.appends_only  # new turns: saved while the saver writes
-        try:
-            if beside:
+        beside = plan if plan is not None and plan.appends_only else None  # new turns: saved
+        try:  # while the saver writes
+            if beside is not None:
                 result, _ = yield both(
-                    write, self.mirror.safely(self.mirror.apply(plan), thread_id)
+                    write, self.mirror.safely(self.mirror.apply(beside), thread_id)
                 )
             else:
                 result = yield write
@@ -443,12 +443,12 @@ class MemoryCheckpointer(BaseCheckpointSaver):
             if new_thread:  # the saver refused the thread's first checkpoint: memory as it was
                 self._owners.pop(thread_id, None)
                 yield call(self.memory.storage, "delete_thread", thread_id)
-            elif beside:  # the turns saved beside a checkpoint that was not written
-                yield from self.mirror.safely(self.mirror.undo(plan), thread_id)
+            elif beside is not None:  # the turns saved beside a checkpoint not written
+                yield from self.mirror.safely(self.mirror.undo(beside), thread_id)
             raise
         if messages is not None:
             self.mirror.after_put(thread_id, checkpoint["id"], messages)
-        if plan is not None and not beside:  # a fork, an edit or deletions: after the write
+        if plan is not None and beside is None:  # a fork, an edit or deletions: after the write
             yield from self.mirror.safely(self.mirror.apply(plan), thread_id)
         return _owned_config(result, resource_id)
 
