@@ -9,7 +9,8 @@ The map, layers pointing one way (storage <- recall <- processors <- Memory <- i
   SQL, and `filters` (LangGraph's filter operators).
 - `recall/`: `RecallIndex` (vector / keyword / hybrid search, neighbour windows, vectors kept in
   step with storage), `SyncedStorage` (writes followed by the index), `ChromaVectorStore`,
-  `PgVectorStore` (pgvector beside `PostgresStorage`), `MiniLMEmbeddings` and the shared
+  `PgVectorStore` (pgvector beside `PostgresStorage`), `QdrantVectorStore`, `MilvusVectorStore`,
+  `LangChainVectorStore` (any LangChain `VectorStore`), `MiniLMEmbeddings` and the shared
   embedding cache.
 - `working_memory/`: `WorkingMemoryConfig`, the update `rules`, the `prompt`, the
   `WorkingMemoryStore` and the ``update_working_memory`` `tool`.
@@ -92,6 +93,7 @@ _WHERE = {  # public name -> the module defining it
     "EncodingNotAvailableError": ".errors",
     "FunctionProcessor": ".processors",
     "InvalidMessageError": ".errors",
+    "LangChainVectorStore": ".recall.langchain_store",
     "MastraMemoryError": ".errors",
     "Memory": ".memory",
     "MemoryChatMessageHistory": ".integrations.chat_history",
@@ -159,6 +161,7 @@ __all__ = [
     "EncodingNotAvailableError",
     "FunctionProcessor",
     "InvalidMessageError",
+    "LangChainVectorStore",
     "MastraMemoryError",
     "Memory",
     "MemoryChatMessageHistory",

@@ -18,6 +18,7 @@ EXPECTED = [
     "EncodingNotAvailableError",
     "FunctionProcessor",
     "InvalidMessageError",
+    "LangChainVectorStore",
     "MastraMemoryError",
     "Memory",
     "MemoryChatMessageHistory",

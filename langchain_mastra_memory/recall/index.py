@@ -149,6 +149,7 @@ class RecallIndex:
                 f"mode {self.options.mode!r} needs a vector store and an embedder"
             )
         self.vector = vector
+        check_same_space(vector, embedder)
         self.embedder = CachedEmbeddings(embedder) if embedder is not None else None
         self._index_name: str | None = self.options.index_name
         self.flush_timeout = FLUSH_TIMEOUT
@@ -167,13 +168,19 @@ class RecallIndex:
         memory)."""
         parsed = RecallOptions.parse(options)
         if parsed.mode != "keyword":
-            if embedder is None:
+            if embedder is None:  # a LangChain store embeds with its own: queries too
                 from .embeddings import default_embedder
 
-                embedder = default_embedder()
+                embedder = getattr(vector, "embeddings", None) or default_embedder()
             if vector is None:
                 vector = default_vector_store(storage)
         return cls(storage, vector, embedder, options=parsed)
+
+    @property
+    def deletes_by_id(self) -> bool:
+        """Whether the vector store deletes only by message id (a thread's deletion must name
+        its messages: `LangChainVectorStore`)."""
+        return bool(getattr(self.vector, "deletes_by_id", False))
 
     # -- naming --------------------------------------------------------------------------------
     def _index_name_steps(self) -> Steps[str]:
@@ -510,9 +517,9 @@ class RecallIndex:
             texts = [text for _, pieces in todo for text in pieces]
             vectors = iter((yield call(self.embedder, "embed_documents", texts)))
             records = [
-                _vector_record(s, n, next(vectors))
+                _vector_record(s, n, next(vectors), text)
                 for s, pieces in todo
-                for n in range(len(pieces))
+                for n, text in enumerate(pieces)
             ]
             yield call(self.vector, "upsert", name, records)
         yield call(self.storage, "mark_embedded", [s.message.id for s in stored if s.message.id])
@@ -699,7 +706,22 @@ def _nothing() -> Steps[int]:
     yield  # a generator: no step
 
 
-def _vector_record(stored: StoredMessage, piece: int, vector: Sequence[float]) -> VectorRecord:
+def check_same_space(vector: Any, embedder: Any) -> None:
+    """A store that embeds with its own embeddings (`LangChainVectorStore`) takes queries
+    embedded by the same object only: another model would search another space."""
+    own = getattr(vector, "embeddings", None)
+    given = embedder.embedder if isinstance(embedder, CachedEmbeddings) else embedder
+    if own is not None and given is not None and given is not own:
+        msg = (
+            f"{vector!r} embeds with its store's embeddings ({type(own).__name__}); recall "
+            "must embed queries with the same object: leave embedder= out, or pass those"
+        )
+        raise ConfigurationError(msg)
+
+
+def _vector_record(
+    stored: StoredMessage, piece: int, vector: Sequence[float], text: str = ""
+) -> VectorRecord:
     return VectorRecord(
         message_id=stored.message.id or "",
         vector=vector,
@@ -708,6 +730,7 @@ def _vector_record(stored: StoredMessage, piece: int, vector: Sequence[float]) -
         role=mastra_role(stored.message),
         created_at=stored.created_at.timestamp(),
         piece=piece,
+        text=text,
     )
 
 

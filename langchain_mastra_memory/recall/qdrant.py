@@ -23,22 +23,15 @@ Example:
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError
 from .engine import EngineStore, one_place
-from .vector import DEFAULT_TIMEOUT, VectorHit, VectorRecord, only_threads
+from .vector import DEFAULT_TIMEOUT, VectorHit, VectorRecord, only_threads, piece_uuid
 
-POINTS = uuid.UUID("5b0f2c1e-8a57-4d0c-9c3e-6f1f3f1d2a90")  # namespace of the point ids
 INDEXED = ("message_id", "thread_id")  # keyword payload indexes besides the tenant's
-
-
-def point_id(vector_id: str) -> str:
-    """The point id of a piece (Qdrant ids are integers or UUIDs)."""
-    return str(uuid.uuid5(POINTS, vector_id))
 
 
 class QdrantVectorStore(EngineStore):
@@ -155,7 +148,7 @@ class QdrantVectorStore(EngineStore):
         name = self._collection(index_name, len(records[0].vector), create=True)
         points = [
             models.PointStruct(
-                id=point_id(r.vector_id),
+                id=piece_uuid(r.vector_id),
                 vector=[float(x) for x in r.vector],
                 payload={
                     "vid": r.vector_id,
@@ -201,8 +194,8 @@ class QdrantVectorStore(EngineStore):
         name = self._existing(index_name)
         if name is None or not message_ids:
             return set()
-        points = self._call("retrieve", self.client.retrieve, name,
-                            ids=[point_id(m) for m in message_ids], with_payload=True)  # fmt: skip
+        ids = [piece_uuid(m) for m in message_ids]
+        points = self._call("retrieve", self.client.retrieve, name, ids=ids, with_payload=True)
         return {
             p.payload["message_id"]
             for p in points

@@ -132,7 +132,11 @@ class SyncedStorage:
             thread_id, to_resource_id=to_resource_id, resource_id=resource_id
         )
         if self.index and owner is not None and owner.resource_id != thread.resource_id:
-            self.index.after_delete(thread_id=thread_id, resource_id=owner.resource_id)
+            moved = [s.message.id for s in stored if s.message.id]
+            self.index.after_delete(
+                message_ids=moved if self.index.deletes_by_id else (),
+                thread_id=thread_id, resource_id=owner.resource_id,
+            )  # fmt: skip
             self.index.after_save(stored)
         return thread
 
@@ -145,7 +149,11 @@ class SyncedStorage:
             thread_id, to_resource_id=to_resource_id, resource_id=resource_id
         )
         if self.index and owner is not None and owner.resource_id != thread.resource_id:
-            await self.index.aafter_delete(thread_id=thread_id, resource_id=owner.resource_id)
+            moved = [s.message.id for s in stored if s.message.id]
+            await self.index.aafter_delete(
+                message_ids=moved if self.index.deletes_by_id else (),
+                thread_id=thread_id, resource_id=owner.resource_id,
+            )  # fmt: skip
             await self.index.aafter_save(stored)
         return thread
 
@@ -180,20 +188,35 @@ class SyncedStorage:
             return {resource_id: list(ids)}
         return _by_owner(await self.storage.aget_messages_by_id(ids))
 
+    @staticmethod
+    def _held(stored: Sequence[StoredMessage]) -> list[str]:
+        """The ids of a thread's messages (for a vector store that deletes only by id)."""
+        return [s.message.id for s in stored if s.message.id]
+
     def delete_thread(self, thread_id: str, *, resource_id: str | None) -> bool:
         """Delete a thread with its messages, then their vectors."""
         thread = self.storage.get_thread(thread_id) if self.index else None
+        held = []
+        if thread and self.index and self.index.deletes_by_id:
+            held = self._held(self.storage.list_messages(thread_id, resource_id=resource_id))
         deleted = self.storage.delete_thread(thread_id, resource_id=resource_id)
         if deleted and self.index and thread:
-            self.index.after_delete(thread_id=thread_id, resource_id=thread.resource_id)
+            self.index.after_delete(
+                message_ids=held, thread_id=thread_id, resource_id=thread.resource_id
+            )
         return deleted
 
     async def adelete_thread(self, thread_id: str, *, resource_id: str | None) -> bool:
         """Async `delete_thread`."""
         thread = await self.storage.aget_thread(thread_id) if self.index else None
+        held = []
+        if thread and self.index and self.index.deletes_by_id:
+            held = self._held(await self.storage.alist_messages(thread_id, resource_id=resource_id))
         deleted = await self.storage.adelete_thread(thread_id, resource_id=resource_id)
         if deleted and self.index and thread:
-            await self.index.aafter_delete(thread_id=thread_id, resource_id=thread.resource_id)
+            await self.index.aafter_delete(
+                message_ids=held, thread_id=thread_id, resource_id=thread.resource_id
+            )
         return deleted
 
     def save_turn(self, messages: Msgs, **ref: Unpack[ThreadRef]) -> Saved:

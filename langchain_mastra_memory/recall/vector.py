@@ -55,6 +55,7 @@ class VectorRecord:
     role: str
     created_at: float  # seconds since the epoch
     piece: int = 0  # which piece (sentence) of the message; 0 is stored under the message id
+    text: str = ""  # the piece's text (for a store that embeds it itself: LangChain's)
 
     @property
     def vector_id(self) -> str:
@@ -145,6 +146,15 @@ class AsyncTwins:
     ) -> dict[str, list[list[float]]]:
         """Async `vectors`."""
         return await run_in_executor(None, self.vectors, index_name, resource_id, message_ids)  # type: ignore[attr-defined]
+
+
+PIECES = uuid.UUID("5b0f2c1e-8a57-4d0c-9c3e-6f1f3f1d2a90")  # namespace of the piece UUIDs
+
+
+def piece_uuid(vector_id: str) -> str:
+    """A piece's id as a UUID (derived from ``message id`` or ``message id#n``): what engines
+    that take only UUIDs or integers as ids store it under (Qdrant, LangChain stores)."""
+    return str(uuid.uuid5(PIECES, vector_id))
 
 
 def only_threads(thread_id: str | None, thread_ids: Sequence[str] | None) -> frozenset[str] | None:
