@@ -34,11 +34,14 @@ from typer.testing import CliRunner
 
 from langchain_mastra_memory import (
     ChromaVectorStore,
+    LangChainVectorStore,
     Memory,
     MemoryChatMessageHistory,
     MessageHistory,
+    MilvusVectorStore,
     PgVectorStore,
     PostgresStorage,
+    QdrantVectorStore,
     ResourceMismatchError,
     SemanticRecall,
     SQLiteStorage,
@@ -117,6 +120,21 @@ def graph_on(memory: Memory, saver: Any = None) -> Any:
     return builder.compile(checkpointer=memory.checkpointer(saver))
 
 
+def vector_store(kind: str, folder: Path) -> Any:
+    """The recall store of a world: the backend's default, or another engine beside SQLite."""
+    if kind == "sqlite+qdrant":
+        return QdrantVectorStore(folder / "qdrant")
+    if kind == "sqlite+milvus":
+        return MilvusVectorStore(folder / "milvus.db")
+    if kind == "sqlite+langchain":
+        from langchain_core.vectorstores import InMemoryVectorStore
+
+        from langchain_mastra_memory.recall.embeddings import _default_minilm
+
+        return LangChainVectorStore(InMemoryVectorStore(_default_minilm()))
+    return None
+
+
 def build_world(kind: str, om: str | None, folder: Path) -> World:
     storage = (
         PostgresStorage(os.environ["LMM_TEST_POSTGRES_DSN"], schema=f"t_{uuid.uuid4().hex[:12]}")
@@ -134,7 +152,7 @@ def build_world(kind: str, om: str | None, folder: Path) -> World:
             "message_tokens": 60,
             "buffer_tokens": None,
         }
-    memory = Memory(storage=storage, options=options)
+    memory = Memory(storage=storage, vector=vector_store(kind, folder), options=options)
     graph = graph_on(memory)
     for text in ALICE_TURNS:
         graph.invoke({"messages": [HumanMessage(text)]}, ALICE)
@@ -158,7 +176,12 @@ WORLDS = [
     pytest.param((kind, om), id=f"{kind}-om:{om or 'off'}", marks=marks)
     for kind, marks in [("sqlite", ()), ("postgres", (pytest.mark.postgres,))]
     for om in (None, "thread", "resource")
+] + [  # recall's other vector engines, beside SQLite
+    pytest.param((kind, None), id=f"{kind}-om:off")
+    for kind in ("sqlite+qdrant", "sqlite+milvus", "sqlite+langchain")
 ]
+ENGINE_STORES = ("QdrantVectorStore", "MilvusVectorStore")
+ALL_STORES = ("PgVectorStore", "ChromaVectorStore", *ENGINE_STORES, "LangChainVectorStore")
 
 
 def built_world(request: pytest.FixtureRequest, folder: Path) -> Iterator[World]:
@@ -189,8 +212,9 @@ def file_world(
 REFUSED, NOTHING = "refused", "nothing"
 VECTOR_READS = tuple(
     f"{s}.{m}"
-    for s in ("PgVectorStore", "ChromaVectorStore")
+    for s in ("PgVectorStore", "ChromaVectorStore", *ENGINE_STORES, "LangChainVectorStore")
     for m in ("query", "present", "vectors")
+    if not (s == "LangChainVectorStore" and m == "vectors")  # it hands no vectors back
 )
 
 
@@ -382,17 +406,21 @@ def vector_hits(w: World, *, twin: bool = False, **part: str) -> Any:
     assert index is not None and index.embedder is not None and store is not None
     vector, name = index.embedder.embed_query(QUESTION), index.index_name()
     alices = [m.id or "" for m in w.memory.get_messages(thread_id="tA", resource_id="alice")]
+    copies = hasattr(store, "vectors")  # a LangChain store hands no vectors back
     assert store.query(name, vector, top_k=20, resource_id="alice")  # alice's are there
     assert store.present(name, "alice", alices)
-    assert store.vectors(name, "alice", alices)  # what a clone copies
+    assert not copies or store.vectors(name, "alice", alices)  # what a clone copies
+    copied: dict = {}
     if twin:
         hits = arun(store.aquery(name, vector, top_k=20, **part))
         present = arun(store.apresent(name, part["resource_id"], alices))
-        copied = arun(store.avectors(name, part["resource_id"], alices))
+        if copies:
+            copied = arun(store.avectors(name, part["resource_id"], alices))
     else:
         hits = store.query(name, vector, top_k=20, **part)
         present = store.present(name, part["resource_id"], alices)
-        copied = store.vectors(name, part["resource_id"], alices)
+        if copies:
+            copied = store.vectors(name, part["resource_id"], alices)
     found = [h.message_id for h in hits] + sorted(present) + sorted(copied)
     return w.memory.storage.get_messages_by_id(found)
 
@@ -458,7 +486,7 @@ NOT_READS = {
     "MemoryChatMessageHistory.clear": "deletes the history's own thread's messages, checked",
     **{
         f"{store}.{name}": why
-        for store in ("PgVectorStore", "ChromaVectorStore")
+        for store in ALL_STORES
         for name, why in {
             "upsert": "a write (the memory's writer, after storage's own checks)",
             "delete": "a delete by ids / thread / resource, returns nothing",
@@ -469,6 +497,7 @@ NOT_READS = {
     "ChromaVectorStore.collection": "Chroma's own collection handle: the operator's, not a user's",
     "ChromaVectorStore.partitions": "Chroma's collections of an index: the operator's",
     "ChromaVectorStore.from_url": "a constructor",
+    **{f"{store}.close": "releases the engine's client" for store in ENGINE_STORES},
     "cli setup": "installs model files",
     "cli reindex": "embeds what storage holds; prints a count",
     "cli import": "a write; a line naming another resource's thread is refused",
@@ -480,7 +509,7 @@ NOT_READS = {
 }
 SURFACES = [
     Memory, MemoryStore, MemoryCheckpointer, MemoryChatMessageHistory, PgVectorStore,
-    ChromaVectorStore,
+    ChromaVectorStore, QdrantVectorStore, MilvusVectorStore, LangChainVectorStore,
 ]  # fmt: skip
 
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import ConfigurationError, VectorStoreError
-from .vector import AsyncTwins, _check_name, pieces_by_message
+from .vector import AsyncTwinsWithVectors, _check_name, pieces_by_message
 
 BATCH = 500  # message ids per filtered call
 
@@ -36,7 +36,7 @@ def one_place(engine: str, embedded: str, remote: str, *given: Any) -> None:
         )
 
 
-class EngineStore(AsyncTwins):
+class EngineStore(AsyncTwinsWithVectors):
     """The shared plumbing of a store over an engine's client (see the module doc)."""
 
     engine = "engine"

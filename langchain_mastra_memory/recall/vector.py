@@ -141,6 +141,10 @@ class AsyncTwins:
         """Async `count`."""
         return await run_in_executor(None, self.count, index_name, dimension, resource_id)  # type: ignore[attr-defined]
 
+
+class AsyncTwinsWithVectors(AsyncTwins):
+    """`AsyncTwins`, and the twin of `vectors` for a store that hands its vectors back."""
+
     async def avectors(
         self, index_name: str, resource_id: str, message_ids: Sequence[str]
     ) -> dict[str, list[list[float]]]:
@@ -242,7 +246,7 @@ def partition_name(index_name: str, resource_id: str) -> str:
     return f"{index_name[:480]}-r{digest}"
 
 
-class ChromaVectorStore(AsyncTwins):
+class ChromaVectorStore(AsyncTwinsWithVectors):
     """Message vectors in Chroma: ``path`` for an embedded ``PersistentClient``, nothing for an
     in-memory client, or ``client=chromadb.HttpClient(...)`` (or `from_url`) for a Chroma
     server, whose calls then give up after `timeout` seconds.
