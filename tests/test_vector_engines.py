@@ -118,3 +118,31 @@ def test_memory_recalls_isolates_and_keeps_vectors_in_step(tmp_path: Path, call,
     call(memory, "delete_thread", "g1", resource_id="alice")
     assert vectors.count(name, 384, "alice") == 0
     assert memory.storage.unembedded() == []
+
+
+@pytest.mark.parametrize("kind", ["qdrant", "milvus"])
+def test_a_server_that_is_down_fails_no_save_and_the_backlog_catches_up(
+    tmp_path: Path, kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    down = (
+        QdrantVectorStore(url="http://127.0.0.1:9", timeout=2)
+        if kind == "qdrant"
+        else MilvusVectorStore(uri="http://127.0.0.1:9")
+    )  # nothing listens on port 9: Memory is still built, and saves succeed
+    memory = Memory(storage=SQLiteStorage(tmp_path / "memory.db"), vector=down,
+                    options={"semantic_recall": {"mode": "vector"}})  # fmt: skip
+    memory.create_thread(thread_id="g1", resource_id="alice")
+    saved = memory.save_messages([HumanMessage("I grow tomatoes on the balcony")],
+                                 thread_id="g1", resource_id="alice")  # fmt: skip
+    memory.flush(30)
+    assert [s.message.id for s in memory.storage.unembedded()] == [saved[0].id]
+    assert "embeddings not written" in caplog.text and "127.0.0.1:9" in caplog.text
+    with pytest.raises(VectorStoreError):  # a search says what failed
+        memory.recall_index.search("tomatoes", resource_id="alice")
+    up = engine("qdrant-path" if kind == "qdrant" else "milvus-lite", tmp_path)
+    back = Memory(storage=SQLiteStorage(tmp_path / "memory.db"), vector=up,
+                  options={"semantic_recall": {"mode": "vector"}})  # fmt: skip
+    assert back.backfill_embeddings() == 1 and back.storage.unembedded() == []
+    hits = back.recall_index.search("what vegetables do I grow?", resource_id="alice")
+    assert [h.message_id for h in hits] == [saved[0].id]
+    up.close()

@@ -11,7 +11,7 @@ filter selects, with their vectors); deleting and reading vectors back are writt
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..errors import ConfigurationError, VectorStoreError
@@ -40,13 +40,27 @@ class EngineStore(AsyncTwinsWithVectors):
     """The shared plumbing of a store over an engine's client (see the module doc)."""
 
     engine = "engine"
-    client: Any
     where: str
 
-    def _start(self, client: Any, where: str) -> None:
-        self.client, self.where = client, where
+    def _start(self, client: Any, where: str, connect: Callable[[], Any] | None = None) -> None:
+        """`client`: the engine's client; or None and `connect` making it (a server's:
+        connected on first use, so a server that is down fails a call, as `VectorStoreError`,
+        never the construction of `Memory`; saves go on and the backlog catches up)."""
+        self._client, self._connect, self.where = client, connect, where
         self._lock = threading.RLock()  # embedded engines are not safe across threads
         self._known: dict[str, int] = {}  # collection -> dimension
+
+    @property
+    def client(self) -> Any:
+        """The engine's client (a server's connects now, the first time)."""
+        if self._client is None and self._connect is not None:
+            with self._lock:
+                try:
+                    self._client = self._client or self._connect()
+                except Exception as exc:
+                    msg = f"{self.engine} (connect to {self.where}): {exc}"
+                    raise VectorStoreError(msg) from exc
+        return self._client
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.where!r})"
@@ -58,7 +72,7 @@ class EngineStore(AsyncTwinsWithVectors):
         except VectorStoreError:
             raise
         except Exception as exc:
-            raise VectorStoreError(f"{self.engine} ({what}): {exc}") from exc
+            raise VectorStoreError(f"{self.engine} at {self.where} ({what}): {exc}") from exc
 
     @staticmethod
     def _name(index_name: str) -> str:
@@ -153,5 +167,6 @@ class EngineStore(AsyncTwinsWithVectors):
         return False
 
     def close(self) -> None:
-        """Release the client (an embedded engine: its files)."""
-        self._call("close", self.client.close)
+        """Release the client (an embedded engine: its files; nothing if never connected)."""
+        if self._client is not None:
+            self._call("close", self._client.close)

@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -72,11 +73,12 @@ class MilvusVectorStore(EngineStore):
             raise ConfigurationError(msg) from exc
         one_place("Milvus", "a Milvus Lite file", "uri= (a server or cluster)",
                   location, uri, client)  # fmt: skip
-        if client is None and uri is not None:
-            client = MilvusClient(uri=uri, token=token or "")
+        connect = None
+        if client is None and uri is not None:  # a server: connected on first use
+            connect = functools.partial(MilvusClient, uri=uri, token=token or "")
         elif client is None:
             client = MilvusClient(str(location))
-        self._start(client, uri or str(location or "client"))
+        self._start(client, uri or str(location or "client"), connect)
 
     # -- the engine's collections --------------------------------------------------------------
     def _exists(self, name: str) -> bool:
