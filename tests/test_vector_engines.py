@@ -146,3 +146,53 @@ def test_a_server_that_is_down_fails_no_save_and_the_backlog_catches_up(
     hits = back.recall_index.search("what vegetables do I grow?", resource_id="alice")
     assert [h.message_id for h in hits] == [saved[0].id]
     up.close()
+
+
+KILLED_WRITER = """
+import sys
+from langchain_core.messages import HumanMessage
+from langchain_mastra_memory import Memory, MilvusVectorStore, QdrantVectorStore, SQLiteStorage
+folder, kind = sys.argv[1], sys.argv[2]
+vector = (QdrantVectorStore(folder + "/qdrant") if kind == "qdrant-path"
+          else MilvusVectorStore(folder + "/milvus.db"))
+memory = Memory(storage=SQLiteStorage(folder + "/memory.db"), vector=vector,
+                options={"semantic_recall": {"mode": "vector"}})
+memory.create_thread(thread_id="g1", resource_id="alice")
+for i in range(10_000):  # until killed
+    memory.save_messages([HumanMessage(f"note {i}: the plants on shelf {i} need water")],
+                         thread_id="g1", resource_id="alice")
+    if i == 5:
+        print("saving", flush=True)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["qdrant-path", "milvus-lite"])
+def test_a_writer_killed_mid_upsert_loses_no_vector_after_backfill(
+    tmp_path: Path, kind: str
+) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WRITER, str(tmp_path), kind],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "saving"
+    time.sleep(1.5)  # a few dozen saves, their vectors written behind them
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    vectors = engine(kind, tmp_path)
+    memory = Memory(storage=SQLiteStorage(tmp_path / "memory.db"), vector=vectors,
+                    options={"semantic_recall": {"mode": "vector"}})  # fmt: skip
+    ids = [m.id or "" for m in memory.get_messages(thread_id="g1", resource_id="alice")]
+    assert len(ids) > 6  # it was killed while saving
+    memory.backfill_embeddings()
+    assert memory.storage.unembedded() == []
+    name = memory.recall_index.index_name()
+    assert vectors.present(name, "alice", ids) == set(ids)  # every saved message has its vector
+    hits = memory.recall_index.search("which shelf needs water?", resource_id="alice")
+    assert hits and {h.message_id for h in hits} <= set(ids)
+    vectors.close()

@@ -94,6 +94,7 @@ class EngineStore(AsyncTwinsWithVectors):
         known = self._known.get(name)
         if known is None:
             if self._exists(name):
+                self._open(name)
                 known = self._dimension(name)
             elif not create:
                 return None
@@ -108,7 +109,16 @@ class EngineStore(AsyncTwinsWithVectors):
     def _existing(self, index_name: str) -> str | None:
         """The collection of `index_name` whatever its dimension, or None."""
         name = self._name(index_name)
-        return name if name in self._known or self._exists(name) else None
+        if name in self._known:
+            return name
+        if not self._exists(name):
+            return None
+        self._open(name)
+        self._known[name] = self._dimension(name)
+        return name
+
+    def _open(self, name: str) -> None:
+        """Ready a collection made before (by another process, or before a restart)."""
 
     def _filter(
         self,

@@ -84,6 +84,11 @@ class MilvusVectorStore(EngineStore):
     def _exists(self, name: str) -> bool:
         return bool(self._call("exists", self.client.has_collection, name))
 
+    def _open(self, name: str) -> None:
+        """Load a collection found on disk or on the server (after a restart it is released:
+        no search, get or query until it is loaded)."""
+        self._call("load", self.client.load_collection, name)
+
     def _dimension(self, name: str) -> int:
         described = self._call("describe", self.client.describe_collection, name)
         field = next(f for f in described["fields"] if f["name"] == "vector")
