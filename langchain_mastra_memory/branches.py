@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import MessageNotFoundError
 from .storage.base import owned_thread
@@ -35,7 +35,16 @@ from .thread import Thread
 from .twins import Steps, call
 
 if TYPE_CHECKING:
-    from .recall.synced import SyncedStorage
+    from .storage.base import MemoryStorage
+
+
+class SyncedWrites(Protocol):
+    """The writes a branch makes, kept in step with recall's index (`SyncedStorage`'s
+    ``move`` and ``delete_thread`` and their twins, reached through `call`), over `storage`.
+    Typed here so branches do not import the recall layer that uses them."""
+
+    storage: MemoryStorage
+
 
 BRANCH_OF = "branch_of"  # thread metadata: the thread a branch left
 
@@ -51,7 +60,7 @@ def branch_metadata(
 
 
 def branch_off(
-    synced: SyncedStorage,
+    synced: SyncedWrites,
     thread_id: str,
     *,
     resource_id: str | None,
@@ -90,7 +99,7 @@ def branch_off(
     return branch
 
 
-def new_branch(synced: SyncedStorage, thread_id: str, **options: Any) -> Steps[Thread]:
+def new_branch(synced: SyncedWrites, thread_id: str, **options: Any) -> Steps[Thread]:
     """`branch_off` for `Memory.branch_thread`: the branch, even when nothing moves."""
     branch = yield from branch_off(synced, thread_id, **options)
     assert branch is not None
@@ -119,7 +128,7 @@ def held_by_branches(
 
 
 def drop_emptied(
-    synced: SyncedStorage, branch_ids: Collection[str], *, resource_id: str
+    synced: SyncedWrites, branch_ids: Collection[str], *, resource_id: str
 ) -> Steps[list[str]]:
     """Delete those of `branch_ids` (branch threads whose messages just went home) that hold
     no message any more; the ids deleted."""

@@ -71,6 +71,65 @@ def test_no_import_circles() -> None:
     assert GRAPH[f"{NAME}.memory"] >= {f"{NAME}.turn", f"{NAME}.storage.base"}  # edges are seen
 
 
+def all_imports(path: Path) -> set[str]:
+    """Every package module `path` imports anywhere: at import time, inside functions and
+    under ``if TYPE_CHECKING`` (a reader follows those too)."""
+    here = module_name(path).split(".")
+    if path.name != "__init__.py":
+        here = here[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = here[: len(here) - node.level + 1] if node.level else []
+            target = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            if not node.level and not target.startswith(NAME):
+                continue
+            subs = {f"{target}.{a.name}" for a in node.names if _exists(f"{target}.{a.name}")}
+            found |= subs
+            if len(subs) < len(node.names):  # names defined in `target` itself
+                found.add(target)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith(NAME))
+    return {m for m in found if _exists(m)} - {module_name(path)}
+
+
+FULL_GRAPH = {module_name(p): all_imports(p) for p in PACKAGE.rglob("*.py")}
+# the designed exception: `Memory`'s factories for the shapes built on it (memory.checkpointer(),
+# memory.store(), ...) and those shapes' `Memory` type
+FACADE = {f"{NAME}.memory"} | {m for m in FULL_GRAPH if m.startswith(f"{NAME}.integrations.")}
+
+
+def test_no_circle_even_through_lazy_and_type_only_imports() -> None:
+    """Strongly connected groups of the whole import graph: none, but the facade's."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[set[str]] = []
+
+    def visit(module: str) -> None:
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for nxt in FULL_GRAPH[module]:
+            if nxt not in order:
+                visit(nxt)
+                low[module] = min(low[module], low[nxt])
+            elif nxt in stack:
+                low[module] = min(low[module], order[nxt])
+        if low[module] == order[module]:
+            group = set()
+            while (top := stack.pop()) != module:
+                group.add(top)
+            group.add(module)
+            if len(group) > 1:
+                groups.append(group)
+
+    for module in FULL_GRAPH:
+        if module not in order:
+            visit(module)
+    assert [sorted(g) for g in groups if not g <= FACADE] == []
+    assert f"{NAME}.recall.synced" in FULL_GRAPH[f"{NAME}.memory"]  # lazy edges are seen
+
+
 LAYERS = {  # a layer must not import the ones listed, at import time
     "storage": ("recall", "processors", "memory", "turn", "integrations", "working_memory", "cli"),
     "recall": ("processors", "memory", "turn", "integrations", "cli"),

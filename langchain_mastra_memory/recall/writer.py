@@ -14,14 +14,26 @@ import atexit
 import logging
 import threading
 import weakref
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from langchain_core.runnables.config import run_in_executor
 
 from ..errors import VectorStoreError
 
 if TYPE_CHECKING:
-    from .index import RecallIndex
+    from ..storage.base import MemoryStorage
+    from ..storage.records import StoredMessage
+
+
+class Backlog(Protocol):
+    """What the writer drains: an index over storage whose unembedded messages it embeds
+    (`RecallIndex`; typed here so the writer does not import the index that owns it)."""
+
+    storage: MemoryStorage
+
+    def index(self, stored: Sequence[StoredMessage], *, replace: bool = False) -> int: ...
+
 
 logger = logging.getLogger(__name__)
 BATCH = 200
@@ -37,7 +49,7 @@ class BacklogWriter:
         True
     """
 
-    def __init__(self, index: RecallIndex, *, batch: int = BATCH) -> None:
+    def __init__(self, index: Backlog, *, batch: int = BATCH) -> None:
         self.index = index
         self.batch = batch
         self._state = threading.Condition()
