@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -177,11 +176,11 @@ class Memory:
 
     def delete_thread(self, thread_id: str, *, resource_id: str | None = None) -> bool:
         """Delete a thread and all keyed by it, checkpoints too (`delete_everywhere`)."""
-        return _shape("checkpointer").delete_everywhere(self, thread_id, resource_id)
+        return _shapes.checkpointer().delete_everywhere(self, thread_id, resource_id)
 
     async def adelete_thread(self, thread_id: str, *, resource_id: str | None = None) -> bool:
         """Async `delete_thread`."""
-        return await _shape("checkpointer").adelete_everywhere(self, thread_id, resource_id)
+        return await _shapes.checkpointer().adelete_everywhere(self, thread_id, resource_id)
 
     def clone_thread(self, thread_id: str, **clone: Unpack[kw.CloneOptions]) -> Thread:
         """Copy a thread under the same resource: its messages (all, or those `message_filter`
@@ -322,11 +321,11 @@ class Memory:
 
     def working_memory_tool(self, **ids: Unpack[kw.ToolIds]) -> StructuredTool:
         """The ``update_working_memory`` StructuredTool (ids from here or the call's config)."""
-        return _shape("..working_memory.tool").create_working_memory_tool(self, **ids)
+        return _shapes.working_memory_tool().create_working_memory_tool(self, **ids)
 
     def recall_tool(self, **opts: Unpack[kw.RecallToolOptions]) -> StructuredTool:
         """The ``search_memory`` StructuredTool: the model searches its own past (`recall_tool`)."""
-        return _shape("recall_tool").create_recall_tool(self, **opts)
+        return _shapes.recall_tool().create_recall_tool(self, **opts)
 
     # -- the turn ------------------------------------------------------------------------------
     def context(self, new_messages: In, **turn: Unpack[kw.TurnRef]) -> Messages:
@@ -356,11 +355,11 @@ class Memory:
     # -- shapes (built on Memory; their modules load when asked for) ---------------------------
     def as_runnable(self) -> Runnable[Any, Messages]:
         """LCEL: ``{"input": str | messages}`` (or messages) -> the messages to send."""
-        return _shape("lcel").context_runnable(self)
+        return _shapes.lcel().context_runnable(self)
 
     def wrap(self, runnable: Runnable[Any, Any]) -> Runnable[Any, Any]:
         """Put memory around a chat model or chain: assemble, call, save the turn."""
-        return _shape("lcel").MemoryWrapped(self, runnable)
+        return _shapes.lcel().MemoryWrapped(self, runnable)
 
     def pre_model_hook(self, *, key: str = "messages") -> Node:
         """LangGraph ``pre_model_hook`` / node: ``{"llm_input_messages": context}``."""
@@ -368,34 +367,87 @@ class Memory:
 
     def as_node(self, *, key: str = "messages", output_key: str = "llm_input_messages") -> Node:
         """A graph node writing the model's input to `output_key` (the state is not rewritten)."""
-        return _shape("graph").memory_hook(self, key=key, output_key=output_key)
+        return _shapes.graph().memory_hook(self, key=key, output_key=output_key)
 
     def as_retriever(self, **options: Any) -> MemoryRetriever:
         """A LangChain retriever over this memory (`MemoryRetriever`: ``resource_id``,
         ``thread_id``, ``k``, ``mode``, ``message_range``, ``filter``, ``threshold``)."""
-        return _shape("retriever").MemoryRetriever(memory=self, **options)
+        return _shapes.retriever().MemoryRetriever(memory=self, **options)
 
     def middleware(self) -> Any:
         """A ``langchain.agents`` middleware applying memory before and saving after each call."""
-        return _shape("middleware").MemoryMiddleware(self)
+        return _shapes.middleware().MemoryMiddleware(self)
 
     def checkpointer(self, saver: Any = None, **opts: Unpack[kw.Mirroring]) -> MemoryCheckpointer:
         """A LangGraph checkpointer around `saver` mirroring threads here (`MemoryCheckpointer`)."""
-        return _shape("checkpointer").MemoryCheckpointer(self, saver, **opts)
+        return _shapes.checkpointer().MemoryCheckpointer(self, saver, **opts)
 
     def store(self, **config: Any) -> MemoryStore:
         """LangGraph's `BaseStore` over this memory: items, ``query=`` search, working memory."""
-        return _shape("store").MemoryStore(self, **config)
+        return _shapes.store().MemoryStore(self, **config)
 
     def chat_history(self, **ref: Unpack[kw.ThreadRef]) -> MemoryChatMessageHistory:
         """A `BaseChatMessageHistory` over one thread (created on the first message)."""
-        return _shape("chat_history").MemoryChatMessageHistory(self, **ref)
+        return _shapes.chat_history().MemoryChatMessageHistory(self, **ref)
 
 
-def _shape(module: str) -> Any:
-    """An integration module, imported on first use (they depend on Memory, not the reverse)."""
-    name = module[2:] if module.startswith("..") else f"integrations.{module}"
-    return importlib.import_module(f"{__package__}.{name}")
+class _shapes:  # a namespace of lazy imports
+    """The shapes built on `Memory`, each a plain import on first use (they depend on Memory,
+    not the reverse: the package's one designed import circle, `Memory`'s factories)."""
+
+    @staticmethod
+    def chat_history() -> Any:
+        from .integrations import chat_history as module
+
+        return module
+
+    @staticmethod
+    def checkpointer() -> Any:
+        from .integrations import checkpointer as module
+
+        return module
+
+    @staticmethod
+    def graph() -> Any:
+        from .integrations import graph as module
+
+        return module
+
+    @staticmethod
+    def lcel() -> Any:
+        from .integrations import lcel as module
+
+        return module
+
+    @staticmethod
+    def middleware() -> Any:
+        from .integrations import middleware as module
+
+        return module
+
+    @staticmethod
+    def recall_tool() -> Any:
+        from .integrations import recall_tool as module
+
+        return module
+
+    @staticmethod
+    def retriever() -> Any:
+        from .integrations import retriever as module
+
+        return module
+
+    @staticmethod
+    def store() -> Any:
+        from .integrations import store as module
+
+        return module
+
+    @staticmethod
+    def working_memory_tool() -> Any:
+        from .working_memory import tool as module
+
+        return module
 
 
 def _branching(branch: kw.BranchOptions) -> dict[str, Any]:  # branch_off's keywords
