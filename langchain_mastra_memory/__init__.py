@@ -19,13 +19,16 @@ The map, layers pointing one way (storage <- recall <- processors <- Memory <- i
 - `memory.Memory`: the facade over those parts; `turn.TurnContext` assembles a turn's context;
   `browse` reads memory a page at a time (threads, messages, search hits: `paging.Page`);
   `call_options` are the options one call changes through its config.
+- `conversation/`: how a graph's state becomes the stored conversation: `suffix` (a state's
+  new turns and edits), `branches` (branch threads), `lineage` (what a fork keeps and leaves)
+  and `mirroring` (the plan a checkpoint applies: kept through compaction, edits, forks and
+  replays).
 - `integrations/`: the shapes built on `Memory`: LCEL (`as_runnable`, `wrap`), the LangGraph
-  hook/node, `MemoryCheckpointer` (with `mirroring` and `lineage`: the conversation kept
-  through compaction, edits, forks and replays), `MemoryMiddleware`,
+  hook/node, `MemoryCheckpointer` (applying `conversation.mirroring`), `MemoryMiddleware`,
   `MemoryChatMessageHistory`, `store` (LangGraph's `BaseStore`) and `recall_tool` (the
   ``search_memory`` tool).
-- `state_mirror` (a graph state's new turns) and `branches` (branch threads); `observational/`
-  (the Observer and Reflector, their prompts, parser and reply `checks`); `titles`.
+- `observational/` (the Observer and Reflector, their prompts, parser and reply `checks`);
+  `titles`.
 - Cross-cutting, small: `ids` (who owns a thread), `injected` (the tag on messages memory adds),
   `provider_rules` (the input shape providers accept), `messages`, `token_counting`,
   `tokenizers`, `params` (shared keyword arguments), `errors`, `testing` (a provider-strict

@@ -13,8 +13,8 @@ from langchain_core.tools import StructuredTool
 from typing_extensions import Unpack
 
 from . import params as kw
-from .branches import branches_of, new_branch
 from .browse import message_page, search_page, thread_page
+from .conversation.branches import branches_of, new_branch
 from .ids import resolve_ids, visible_to, with_new_id
 from .messages import MessageList
 from .observational.service import ObservationalMemory

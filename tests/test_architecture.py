@@ -134,7 +134,17 @@ def test_no_circle_even_through_lazy_and_type_only_imports() -> None:
 
 
 LAYERS = {  # a layer must not import the ones listed, at import time
-    "storage": ("recall", "processors", "memory", "turn", "integrations", "working_memory", "cli"),
+    "storage": (
+        "recall",
+        "processors",
+        "memory",
+        "turn",
+        "integrations",
+        "working_memory",
+        "cli",
+        "conversation",
+    ),
+    "conversation": ("recall", "processors", "memory", "turn", "integrations", "cli"),
     "recall": ("processors", "memory", "turn", "integrations", "cli"),
     "processors": ("memory", "turn", "integrations", "cli"),
     "working_memory": ("processors", "memory", "turn", "integrations", "cli"),
@@ -152,6 +162,17 @@ def test_layers_point_one_way(layer: str) -> None:
         if module == f"{NAME}.{layer}" or module.startswith(f"{NAME}.{layer}.")
     }
     assert {m: t for m, t in offending.items() if t} == {}
+
+
+def test_a_checkpoint_write_stays_in_the_conversation_package_going_down() -> None:
+    """From the checkpointer, the mirror's modules import nothing above them (not even for
+    types): `MemoryCheckpointer.put` -> conversation -> storage, no climb back up."""
+    conversation = [m for m in FULL_GRAPH if m.startswith(f"{NAME}.conversation")]
+    above = tuple(f"{NAME}.{name}" for name in ("memory", "integrations", "turn", "processors"))
+    climbs = {m: sorted(t for t in FULL_GRAPH[m] if t.startswith(above)) for m in conversation}
+    assert {m: t for m, t in climbs.items() if t} == {}
+    checkpointer = FULL_GRAPH[f"{NAME}.integrations.checkpointer"]
+    assert {f"{NAME}.conversation.mirroring", f"{NAME}.conversation.lineage"} <= checkpointer
 
 
 def test_memory_is_a_thin_facade() -> None:

@@ -2,10 +2,10 @@
 
 Checkpoints are stored by the wrapped saver (``InMemorySaver``, ``SqliteSaver``,
 ``PostgresSaver``, ...); every method delegates to it. On ``put`` the root graph's ``messages``
-channel is mirrored into `Memory` (`mirroring`): the thread is created on first sight for the
-owner the config names (the package's rule, `ids`: ``resource_id``, ``user_id``, the default,
-else the thread itself), and the state's new turns are appended once. Memory keeps the
-conversation, the state is a view of it: compaction, ``RemoveMessage`` and trimming delete
+channel is mirrored into `Memory` (`conversation.mirroring`): the thread is created on first
+sight for the owner the config names (the package's rule, `ids`: ``resource_id``, ``user_id``,
+the default, else the thread itself), and the state's new turns are appended once. Memory keeps
+the conversation, the state is a view of it: compaction, ``RemoveMessage`` and trimming delete
 nothing (unless ``mirror_deletes=True``), an edit by id updates the stored message, and a fork
 or replay from an earlier checkpoint moves the abandoned messages to a branch thread.
 ``delete_thread`` deletes the memory thread too.
@@ -44,14 +44,14 @@ from langgraph.checkpoint.base import (
 )
 
 from .. import call_options
-from ..branches import BRANCH_OF
+from ..conversation.branches import BRANCH_OF
+from ..conversation.lineage import fork_diff
+from ..conversation.mirroring import MirrorPlan, ThreadMirror
 from ..errors import ConfigurationError, InvalidMessageError, ResourceMismatchError
 from ..ids import explicit_resource_id, resolve_ids
 from ..messages import ensure_messages
 from ..storage.sqlite import SQLiteStorage
 from ..twins import Steps, both, call, run_async, run_sync
-from .lineage import fork_diff
-from .mirroring import MirrorPlan, ThreadMirror
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -247,7 +247,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         (None: the config names no owner, so every thread is listed)."""
         return explicit_resource_id(config, default_resource_id=self._default_resource_id())
 
-    # -- mirroring (the algorithms live in `mirroring`) -------------------------------------------
+    # -- mirroring (the algorithms live in `conversation`) ----------------------------------------
     def _messages(self, checkpoint: Checkpoint) -> Messages | None:
         values = checkpoint.get("channel_values") or {}
         if self.messages_key not in values:

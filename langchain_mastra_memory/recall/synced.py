@@ -15,10 +15,10 @@ from langchain_core.messages import BaseMessage
 from typing_extensions import Unpack
 
 from .. import call_options
+from ..conversation.suffix import state_suffix
 from ..errors import ConfigurationError
 from ..injected import is_injected
 from ..params import SaveOptions, ThreadRef
-from ..state_mirror import state_suffix
 from ..storage.base import MemoryStorage
 from ..storage.records import ImportedThread, StoredMessage
 from ..twins import run_async, run_sync
@@ -235,7 +235,7 @@ class SyncedStorage:
         return await self.asave(to_save(messages), **ref)
 
     def save_new(self, messages: Msgs, **ref: Unpack[ThreadRef]) -> Saved:
-        """Save the new turns of a graph state: its unknown suffix (`state_mirror`), never a
+        """Save the new turns of a graph state: its unknown suffix (`conversation.suffix`), never a
         compaction's summary, never deleting what the state dropped (nothing when read-only)."""
         if not self.saves_turns():
             return []

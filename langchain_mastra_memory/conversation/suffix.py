@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 
 from langchain_core.messages import BaseMessage, message_to_dict
 
+from ..injected import is_injected
+from ..storage.base import MemoryStorage
+from ..storage.records import StoredMessage
+from ..twins import Steps, call
 from .branches import held_by_branches
-from .injected import is_injected
-from .storage.base import MemoryStorage
-from .storage.records import StoredMessage
-from .twins import Steps, call
 
 CHUNK = 16  # state messages looked up at a time, from the newest
 _CARRIED = uuid.UUID("b7d0f3e2-5a41-4c8e-9d6f-2e7c1a9b3f58")

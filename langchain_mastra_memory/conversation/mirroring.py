@@ -3,7 +3,7 @@
 Memory keeps the conversation; the graph's state and its checkpoints are views of it. For
 each root checkpoint whose ``messages`` changed:
 
-- the state's new turns are its unknown suffix (`state_mirror`): appended once, in order;
+- the state's new turns are its unknown suffix (`suffix`): appended once, in order;
   a compaction's summary (new, but before messages the thread holds) is never a turn;
 - nothing the state dropped is deleted (``RemoveMessage``, ``REMOVE_ALL_MESSAGES``, trimming),
   unless the checkpointer was made with ``mirror_deletes=True``: then what left the state since
@@ -26,19 +26,30 @@ import logging
 from collections import OrderedDict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain_core.messages import BaseMessage, RemoveMessage
 
-from ..branches import branch_off, drop_emptied, held_by_branches
 from ..errors import MastraMemoryError, MessageConflictError
-from ..state_mirror import StateSuffix, edited, state_suffix
 from ..storage.records import message_rows
 from ..twins import Steps, call
+from .branches import branch_off, drop_emptied, held_by_branches
 from .lineage import ForkDiff
+from .suffix import StateSuffix, edited, state_suffix
 
 if TYPE_CHECKING:
-    from ..memory import Memory
+    from ..recall.synced import SyncedStorage
+    from ..storage.base import MemoryStorage
+
+
+class Conversations(Protocol):
+    """What the mirror writes through (`Memory`: its ``save_messages``, ``update_messages``
+    and ``delete_messages`` reached by `call`, its storage, and the writes kept in step with
+    recall). Typed here so the conversation package does not import the facade built on it."""
+
+    storage: MemoryStorage
+    synced: SyncedStorage
+
 
 logger = logging.getLogger(__name__)
 CACHED_THREADS = 10_000
@@ -85,7 +96,7 @@ class ThreadMirror:
     """A checkpointer's mirroring: a `ThreadState` per thread (a bounded cache) and the
     algorithms, written once as steps (`twins`); the checkpointer runs them sync or async."""
 
-    def __init__(self, memory: Memory, *, messages_key: str, mirror_deletes: bool) -> None:
+    def __init__(self, memory: Conversations, *, messages_key: str, mirror_deletes: bool) -> None:
         self.memory = memory
         self.messages_key = messages_key
         self.mirror_deletes = mirror_deletes

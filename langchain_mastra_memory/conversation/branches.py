@@ -28,14 +28,14 @@ import uuid
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .errors import MessageNotFoundError
-from .storage.base import owned_thread
-from .storage.records import StoredMessage, now_utc
-from .thread import Thread
-from .twins import Steps, call
+from ..errors import MessageNotFoundError
+from ..storage.base import owned_thread
+from ..storage.records import StoredMessage, now_utc
+from ..thread import Thread
+from ..twins import Steps, call
 
 if TYPE_CHECKING:
-    from .storage.base import MemoryStorage
+    from ..storage.base import MemoryStorage
 
 
 class SyncedWrites(Protocol):
