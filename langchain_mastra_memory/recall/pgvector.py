@@ -45,7 +45,7 @@ from ..storage.pgvector_sql import (
 )
 from .engine import dimension_mismatch
 from .vector import (
-    AsyncTwins,
+    AsyncTwinsWithVectors,
     VectorHit,
     VectorRecord,
     _check_name,
@@ -96,7 +96,7 @@ def _registered(conn: Any, index_name: str) -> tuple[str, int] | None:
     return None if row is None else (str(row[0]), int(row[1]))
 
 
-class PgVectorStore(AsyncTwins):
+class PgVectorStore(AsyncTwinsWithVectors):
     """Message vectors in the PostgreSQL database and schema of a `PostgresStorage`, sharing its
     connection pool (see the module doc). `exact_limit`: parts of at most this many pieces are
     scanned exactly; `ef_search`: the HNSW beam for bigger ones; `halfvec`: store half-precision
