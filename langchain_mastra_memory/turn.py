@@ -24,8 +24,8 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import Runnable
 
-from . import call_options
-from .call_options import CallOptions
+from .config import call_options
+from .config.call_options import CallOptions
 from .errors import ConfigurationError, InvalidMessageError, ThreadNotFoundError
 from .messages import ensure_messages, ids_of
 from .processors import MemoryProcessor, TokenLimiter, ToolCallFilter
@@ -34,7 +34,7 @@ from .provider_rules import provider_safe
 from .recall.index import RecallIndex, RecallOptions
 from .storage.base import MemoryStorage
 from .storage.records import StoredMessage
-from .thread import Thread
+from .threads.thread import Thread
 from .twins import Steps, both, call, run_async, run_sync
 from .working_memory.config import TOOL_NAME as WORKING_MEMORY_TOOL
 from .working_memory.service import WorkingMemoryStore

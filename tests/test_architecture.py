@@ -211,3 +211,24 @@ print("chromadb" in sys.modules, "onnxruntime" in sys.modules)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:2] == ["[]", "False False"]  # Memory alone: no Chroma/ONNX
+
+
+def test_a_handful_of_modules_at_the_top() -> None:
+    """The facade, the CLI and a few cross-cutting modules; everything else in a package of
+    its own idea."""
+    loose = sorted(p.stem for p in PACKAGE.glob("*.py") if p.name != "__init__.py")
+    assert len(loose) <= 10, loose
+
+
+def test_a_moved_module_still_imports_from_its_old_name_with_a_warning() -> None:
+    import importlib
+    import sys
+
+    import langchain_mastra_memory as package
+
+    for old, new in package.MOVED.items():
+        sys.modules.pop(f"{NAME}.{old}", None)
+        with pytest.warns(DeprecationWarning, match=f"{old} moved to {NAME}.{new}"):
+            moved = importlib.import_module(f"{NAME}.{old}")
+        assert moved is importlib.import_module(f"{NAME}.{new}")
+        assert not (PACKAGE / f"{old}.py").exists()  # the old file is gone: one copy of the code

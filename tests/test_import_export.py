@@ -27,7 +27,7 @@ from langchain_mastra_memory import (
     ThreadNotFoundError,
 )
 from langchain_mastra_memory.cli import app
-from langchain_mastra_memory.transfer import (
+from langchain_mastra_memory.threads.transfer import (
     aimport_lines,
     export_thread,
     export_to_file,

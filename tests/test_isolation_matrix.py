@@ -53,7 +53,7 @@ from langchain_mastra_memory.integrations.store import InvalidStoreInputError, M
 from langchain_mastra_memory.observational.prompts import REFLECTOR_INSTRUCTIONS
 from langchain_mastra_memory.storage.observations import scope_key
 from langchain_mastra_memory.testing import strict_model
-from langchain_mastra_memory.transfer import export_lines
+from langchain_mastra_memory.threads.transfer import export_lines
 
 SECRET = "Zanzibar-kq7731"  # in each of alice's stores; bob asks about "Zanzibar"
 LEAK = "kq7731"  # what bob must never see (not hex: a random uuid cannot contain it)

@@ -13,7 +13,7 @@ import pytest
 
 from langchain_mastra_memory.errors import ConfigurationError
 from langchain_mastra_memory.recall import model_files
-from langchain_mastra_memory.registry_files import cache_dir, index_download, install_dir
+from langchain_mastra_memory.tokens.registry_files import cache_dir, index_download, install_dir
 
 REPO = Path(__file__).resolve().parents[1]
 SIX = "six==1.16.0"  # a small pure-Python wheel on every index
@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, {str(REPO)!r})
 assert importlib.util.find_spec("pip") is None, "this virtualenv has pip"
 from langchain_mastra_memory.errors import ConfigurationError
-from langchain_mastra_memory.registry_files import install_from_wheel
+from langchain_mastra_memory.tokens.registry_files import install_from_wheel
 target = install_from_wheel(
     {SIX!r}, {{"six.py": ("six.py", {SIX_PY_SHA256!r})}}, Path({str(tmp_path / "out")!r}),
     ConfigurationError,

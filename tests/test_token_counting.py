@@ -6,7 +6,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_mastra_memory import Memory, SQLiteStorage, TokenCounter
-from langchain_mastra_memory.token_counting import clear_token_cache, message_token_string
+from langchain_mastra_memory.tokens.counting import clear_token_cache, message_token_string
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +140,7 @@ def test_the_quick_fingerprint_agrees_with_the_token_string(content: str, args: 
     the overhead it derives must be the one the token string carries, or counts would drift."""
     from langchain_core.messages import AIMessage
 
-    from langchain_mastra_memory.token_counting import _fingerprint, message_token_string
+    from langchain_mastra_memory.tokens.counting import _fingerprint, message_token_string
 
     calls = [
         {"name": "lookup", "args": args, "id": "c1"},

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from langchain_mastra_memory import EncodingNotAvailableError, TokenCounter, tokenizers
-from langchain_mastra_memory.tokenizers import BPE_FILES, get_encoding, install_bpe_files
+from langchain_mastra_memory.tokens.tokenizers import BPE_FILES, get_encoding, install_bpe_files
 
 
 def test_both_encodings_load_and_match_tiktoken_tokens() -> None:

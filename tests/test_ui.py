@@ -18,8 +18,8 @@ from langchain_core.messages import HumanMessage
 from starlette.testclient import TestClient
 
 from langchain_mastra_memory import Memory, SQLiteStorage
-from langchain_mastra_memory.token_counting import TokenCounter
-from langchain_mastra_memory.transfer import import_lines, split_lines
+from langchain_mastra_memory.threads.transfer import import_lines, split_lines
+from langchain_mastra_memory.tokens.counting import TokenCounter
 from langchain_mastra_memory.ui import create_app
 
 pytestmark = pytest.mark.browser

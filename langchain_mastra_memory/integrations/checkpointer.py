@@ -43,14 +43,14 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 
-from .. import call_options
+from ..config import call_options
 from ..conversation.branches import BRANCH_OF
 from ..conversation.lineage import fork_diff
 from ..conversation.mirroring import MirrorPlan, ThreadMirror
 from ..errors import ConfigurationError, InvalidMessageError, ResourceMismatchError
-from ..ids import explicit_resource_id, resolve_ids
 from ..messages import ensure_messages
 from ..storage.sqlite import SQLiteStorage
+from ..threads.ids import explicit_resource_id, resolve_ids
 from ..twins import Steps, both, call, run_async, run_sync
 
 if TYPE_CHECKING:

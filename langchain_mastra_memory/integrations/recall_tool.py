@@ -29,10 +29,10 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..browsing.paging import Page, SearchHit
 from ..errors import ConfigurationError, MastraMemoryError, ResourceMismatchError
-from ..ids import tool_ids
 from ..messages import mastra_role, message_text
-from ..paging import Page, SearchHit
+from ..threads.ids import tool_ids
 
 if TYPE_CHECKING:
     from ..memory import Memory

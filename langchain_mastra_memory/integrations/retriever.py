@@ -38,9 +38,9 @@ from langchain_core.runnables.config import ensure_config
 from pydantic import ConfigDict, Field
 
 from ..errors import ConfigurationError
-from ..ids import tool_ids
 from ..messages import mastra_role, message_text
 from ..recall.index import MessageRange, RecallOptions
+from ..threads.ids import tool_ids
 from ..twins import Steps, call, run_async, run_sync
 
 if TYPE_CHECKING:

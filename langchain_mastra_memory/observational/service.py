@@ -40,7 +40,7 @@ from ..messages import ids_of
 from ..storage.base import MemoryStorage
 from ..storage.observations import scope_key
 from ..storage.records import ObservationGroup, StoredMessage
-from ..token_counting import TokenCounter
+from ..tokens.counting import TokenCounter
 from ..twins import Steps, call, run_sync
 from .checks import (
     UnusableReply,

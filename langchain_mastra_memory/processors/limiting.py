@@ -16,7 +16,7 @@ from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 
 from ..errors import TripWire
 from ..messages import ensure_message, system_positions, tool_call_ids
-from ..token_counting import TOKENS_PER_CONVERSATION, TokenCounter
+from ..tokens.counting import TOKENS_PER_CONVERSATION, TokenCounter
 
 
 @dataclass(frozen=True)

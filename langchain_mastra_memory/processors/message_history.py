@@ -9,9 +9,9 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from ..errors import ConfigurationError, ThreadExistsError
-from ..ids import resolve_ids
 from ..injected import is_injected
 from ..storage.base import MemoryStorage
+from ..threads.ids import resolve_ids
 from .base import MemoryProcessor
 
 

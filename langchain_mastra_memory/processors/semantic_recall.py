@@ -10,13 +10,13 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from ..errors import ConfigurationError
-from ..ids import ids_from_options
 from ..injected import tag
 from ..messages import ids_of, mastra_role, message_text
 from ..recall.index import DEFAULT_MODE, Mode, RecallHit, RecallIndex, RecallOptions
 from ..recall.vector import VectorStore
 from ..storage.base import MemoryStorage
 from ..storage.records import StoredMessage
+from ..threads.ids import ids_from_options
 from ..twins import Steps, call, run_async, run_sync
 from .base import MemoryProcessor
 

@@ -9,7 +9,7 @@ import tiktoken
 from langchain_core.messages import BaseMessage
 
 from ..errors import ConfigurationError
-from ..token_counting import TokenCounter
+from ..tokens.counting import TokenCounter
 from .base import MemoryProcessor
 from .limiting import limit_messages
 

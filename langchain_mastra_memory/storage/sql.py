@@ -29,7 +29,7 @@ from ..errors import (
     ThreadNotFoundError,
 )
 from ..messages import message_from_json, message_to_json, new_message_id, orphan_tool_results
-from ..thread import Thread
+from ..threads.thread import Thread
 from .base import UNSET, report_orphans
 from .items import ItemTable
 from .observations import ObservationTable, scope_key

@@ -14,15 +14,15 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
+from ..browsing.paging import Page
 from ..errors import ThreadNotFoundError
 from ..injected import SOURCE_KEY
 from ..memory import Memory
 from ..messages import mastra_role, message_text
-from ..paging import Page
 from ..storage.observations import scope_key
 from ..storage.records import ResourceSummary
-from ..thread import Thread
-from ..token_counting import TokenCounter
+from ..threads.thread import Thread
+from ..tokens.counting import TokenCounter
 
 PER_PAGE = 25
 MESSAGES_PER_PAGE = 50

@@ -9,7 +9,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool, ToolException
 
 from ..errors import ConfigurationError, MastraMemoryError
-from ..ids import tool_ids
+from ..threads.ids import tool_ids
 from .config import TOOL_NAME, WorkingMemoryConfig
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from typing import Generic, TypeVar
 
 from langchain_core.messages import BaseMessage
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 
 T = TypeVar("T")
 MAX_PER_PAGE = 1000

@@ -12,14 +12,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from .errors import ConfigurationError, ThreadNotFoundError
+from ..errors import ConfigurationError, ThreadNotFoundError
+from ..recall.index import Mode, RecallIndex, hide_working_memory
+from ..storage.base import MemoryStorage, owned_thread
+from ..storage.records import MessageFilter, StoredMessage
+from ..storage.validation import check_id, check_ids, check_optional_id, check_time
+from ..threads.thread import Thread
+from ..twins import Steps, call
 from .paging import MessagePage, Page, SearchHit, check_count, page_bounds
-from .recall.index import Mode, RecallIndex, hide_working_memory
-from .storage.base import MemoryStorage, owned_thread
-from .storage.records import MessageFilter, StoredMessage
-from .storage.validation import check_id, check_ids, check_optional_id, check_time
-from .thread import Thread
-from .twins import Steps, call
 
 MAX_HITS = 100  # a search ranks this many messages at most (its pages page through them)
 

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from .storage.validation import validated
+from ..storage.validation import validated
 
 
 def check_last_messages(value: Any) -> Any:

@@ -41,18 +41,18 @@ from typing import IO, TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage, message_to_dict
 from langchain_core.runnables.config import run_in_executor
 
-from .errors import (
+from ..errors import (
     ConfigurationError,
     InvalidMessageError,
     MastraMemoryError,
     ThreadNotFoundError,
 )
-from .messages import message_from_dict
-from .storage.records import ImportedThread, from_iso, to_iso
-from .storage.validation import check_id, check_metadata, check_time, check_title
+from ..messages import message_from_dict
+from ..storage.records import ImportedThread, from_iso, to_iso
+from ..storage.validation import check_id, check_metadata, check_time, check_title
 
 if TYPE_CHECKING:
-    from .memory import Memory
+    from ..memory import Memory
 
 _THREAD_KEYS = ("title", "thread_metadata", "thread_created_at", "thread_updated_at")
 _EXTRA_KEYS = ("thread_id", "resource_id", "created_at", *_THREAD_KEYS)

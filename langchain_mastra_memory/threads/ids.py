@@ -20,8 +20,8 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from .errors import ConfigurationError
-from .storage.validation import check_id
+from ..errors import ConfigurationError
+from ..storage.validation import check_id
 from .thread import Thread
 
 OWNER_KEYS = ("resource_id", "user_id")

@@ -19,8 +19,8 @@ from typing import Any, Literal
 from langchain_core.runnables.config import ensure_config
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from ..storage.validation import validated
 from .options import check_last_messages
-from .storage.validation import validated
 
 KEY = "memory_options"
 
