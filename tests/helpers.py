@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+from langchain_core.messages import AIMessage, HumanMessage
+
 from langchain_mastra_memory.testing import ProviderStrictChatModel, strict_model
 
 ScriptedChatModel = ProviderStrictChatModel
 scripted = strict_model
 
-__all__ = ["ScriptedChatModel", "scripted", "strict_model"]
+__all__ = ["ScriptedChatModel", "garden", "scripted", "strict_model"]
+
+
+def garden(memory) -> None:
+    """Alice's garden thread (one message of two sentences: two pieces) and bob's secret, saved
+    and embedded: what the vector-store tests search."""
+    memory.create_thread(thread_id="g1", resource_id="alice", title="Garden")
+    memory.create_thread(thread_id="b1", resource_id="bob")
+    memory.save_messages([HumanMessage("I grow tomatoes on the balcony"),
+                          AIMessage("Tomatoes need six hours of sun. Water them daily.")],
+                         thread_id="g1", resource_id="alice")  # fmt: skip
+    memory.save_messages([HumanMessage("bob's locker code is qx4471")], thread_id="b1",
+                         resource_id="bob")  # fmt: skip
+    memory.flush(60)

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import garden
 from langchain_core.embeddings import Embeddings
-from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from langchain_mastra_memory import (
@@ -52,17 +52,6 @@ def langchain_store(kind: str, folder: Path, embeddings: Embeddings) -> VectorSt
     )  # fmt: skip
 
 
-def conversation(memory: Memory) -> None:
-    memory.create_thread(thread_id="g1", resource_id="alice", title="Garden")
-    memory.create_thread(thread_id="b1", resource_id="bob")
-    memory.save_messages([HumanMessage("I grow tomatoes on the balcony"),
-                          AIMessage("Tomatoes need six hours of sun. Water them daily.")],
-                         thread_id="g1", resource_id="alice")  # fmt: skip
-    memory.save_messages([HumanMessage("bob's locker code is qx4471")], thread_id="b1",
-                         resource_id="bob")  # fmt: skip
-    memory.flush(60)
-
-
 def found(memory: Memory, call: Any, query: str, resource_id: str) -> set[str]:
     hits = call(memory.recall_index, "search", query, resource_id=resource_id)
     return {h.thread_id for h in hits}
@@ -76,7 +65,7 @@ def test_recall_isolation_and_lifecycle_on_a_langchain_store(
     memory = Memory(storage=SQLiteStorage(tmp_path / "memory.db"), vector=store,
                     options={"semantic_recall": {"mode": "vector"}})  # fmt: skip
     assert memory.recall_index.embedder.embedder is store.embeddings  # queries share its space
-    conversation(memory)
+    garden(memory)
     hits = call(memory.recall_index, "search", "what vegetables do I grow?", resource_id="alice")
     assert hits and hits[0].thread_id == "g1" and 0.2 < hits[0].score <= 1.0
     assert "b1" not in found(memory, call, "locker code", "alice")  # never bob's
@@ -149,7 +138,7 @@ def test_an_unknown_store_needs_a_filter_and_then_is_scoped_by_it(tmp_path: Path
     store = LangChainVectorStore(NotesStore(_default_minilm()), filter=mine)
     memory = Memory(storage=SQLiteStorage(tmp_path / "m.db"), vector=store,
                     options={"semantic_recall": {"mode": "vector"}})  # fmt: skip
-    conversation(memory)
+    garden(memory)
     hits = memory.recall_index.search("locker code", resource_id="bob", limit=5)
     assert [h.thread_id for h in hits] == ["b1"]  # top_k filled from bob's alone
 
@@ -162,7 +151,7 @@ def test_a_filter_that_does_not_hold_leaks_nothing_and_says_so(
     )  # a mistaken filter: every document passes
     memory = Memory(storage=SQLiteStorage(tmp_path / "m.db"), vector=store,
                     options={"semantic_recall": {"mode": "vector"}})  # fmt: skip
-    conversation(memory)
+    garden(memory)
     with caplog.at_level(logging.WARNING):
         hits = memory.recall_index.search("bob's locker code", resource_id="alice")
     assert hits and all(h.thread_id == "g1" for h in hits)

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
+from helpers import garden
+from langchain_core.messages import HumanMessage
 
 from langchain_mastra_memory import Memory, MilvusVectorStore, QdrantVectorStore, SQLiteStorage
 from langchain_mastra_memory.errors import ConfigurationError, VectorStoreError
@@ -79,17 +80,6 @@ def test_each_takes_exactly_one_place() -> None:
         QdrantVectorStore(":memory:", url="http://localhost:6333")
     with pytest.raises(ConfigurationError, match="one of"):
         MilvusVectorStore()
-
-
-def garden(memory: Memory) -> None:
-    memory.create_thread(thread_id="g1", resource_id="alice", title="Garden")
-    memory.create_thread(thread_id="b1", resource_id="bob")
-    memory.save_messages([HumanMessage("I grow tomatoes on the balcony"),
-                          AIMessage("Tomatoes need six hours of sun.")],
-                         thread_id="g1", resource_id="alice")  # fmt: skip
-    memory.save_messages([HumanMessage("bob's locker code is qx4471")], thread_id="b1",
-                         resource_id="bob")  # fmt: skip
-    memory.flush(60)
 
 
 @pytest.mark.parametrize("kind", ["qdrant-path", "milvus-lite"])
