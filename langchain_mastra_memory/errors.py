@@ -45,7 +45,7 @@ class ResourceMismatchError(MastraMemoryError, PermissionError):
         """The refusal of `thread_id` to `resource_id`, saying how the owner was found when it
         is the thread id itself (a config naming no ``resource_id``/``user_id``).
 
-        Example:
+        Examples:
             >>> str(ResourceMismatchError.for_thread("t1", "bob"))
             "thread 't1' belongs to another resource than 'bob'"
         """
@@ -79,7 +79,7 @@ class VectorStoreError(MastraMemoryError):
 class TripWire(MastraMemoryError):
     """A processor refused to go on (Mastra's TripWire); `metadata` says why, in numbers.
 
-    Example:
+    Examples:
         >>> err = TripWire("system messages alone exceed the limit", {"limit": 10})
         >>> err.metadata["limit"]
         10

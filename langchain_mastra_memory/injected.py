@@ -10,7 +10,7 @@ SOURCE_KEY = "langchain_mastra_memory"
 def is_injected(message: BaseMessage) -> bool:
     """Whether a message was added by memory (working memory, recall, the merged system block).
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import SystemMessage
         >>> is_injected(tag(SystemMessage("remembered"), "semantic_recall"))
         True

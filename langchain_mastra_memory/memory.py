@@ -50,7 +50,7 @@ class Memory:
     With no arguments the storage is a SQLite file ``memory.db`` in the current directory
     (Mastra's default, ``file:memory.db``); pass ``SQLiteStorage(path)`` or ``":memory:"`` to
     choose. Every method has an ``a``-prefixed async twin.
-    Example:
+    Examples:
         >>> from langchain_core.messages import AIMessage, HumanMessage
         >>> memory = Memory(storage=SQLiteStorage(":memory:"), options={"last_messages": 2})
         >>> _ = memory.create_thread(resource_id="alice", thread_id="t1")

@@ -102,7 +102,7 @@ class MessageList(list[BaseMessage]):
     system messages. Any change to the list forgets the positions (they are found by a scan
     again); otherwise it is a plain list.
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import HumanMessage, SystemMessage
         >>> history = MessageList([SystemMessage("be brief"), HumanMessage("hi")])
         >>> system_positions(history), isinstance(history, list)
@@ -192,7 +192,7 @@ def message_from_dict(data: dict[str, Any]) -> BaseMessage:
     """Build a message from a ``{"type", "data"}`` dict or a flat ``{"role", "content"}`` dict;
     `InvalidMessageError` names the field at fault.
 
-    Example:
+    Examples:
         >>> message_from_dict({"role": "tool", "content": "42"})
         Traceback (most recent call last):
         ...

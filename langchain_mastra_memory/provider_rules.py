@@ -32,7 +32,7 @@ from .messages import has_content, tool_call_ids, without_tool_calls
 def provider_violations(messages: Sequence[BaseMessage]) -> list[str]:
     """Every way `messages` breaks the rules above ([] when a provider would accept them).
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import HumanMessage, ToolMessage
         >>> provider_violations([HumanMessage("hi"), ToolMessage("42", tool_call_id="c1")])
         ["message 1: tool result for call 'c1' does not follow the assistant message that made it"]
@@ -152,7 +152,7 @@ def provider_safe(
     """The model input: one leading system message, the repaired remembered messages, then the
     current turn (its messages are never dropped or changed; its system messages move up).
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
         >>> from langchain_mastra_memory.injected import tag
         >>> memory_block = tag(SystemMessage("memory"), "working_memory")

@@ -33,7 +33,7 @@ class ProviderStrictChatModel(FakeMessagesListChatModel):
     Every input is recorded in `seen`; `bind_tools` records the tool names, and a scripted tool
     call to a tool that was not bound is refused too (a real model cannot make one).
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import HumanMessage, ToolMessage
         >>> model = ProviderStrictChatModel(responses=[AIMessage("hi")])
         >>> model.invoke([HumanMessage("hello")]).content

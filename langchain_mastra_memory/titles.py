@@ -9,7 +9,7 @@ extra lines) and sets it, unless the thread has a title by then: a title the use
 overwritten. A failing model is logged (a warning), never raised into the turn; the next
 user message of an untitled thread tries again. `Memory.flush()` waits for pending titles.
 
-Example:
+Examples:
     >>> clean_title('<think>hmm</think> "Planning a trip: Oslo in May"\\n')
     'Planning a trip Oslo in May'
 """

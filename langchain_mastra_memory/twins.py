@@ -9,7 +9,7 @@ shells over the same logic, and the async one cannot block the event loop by acc
 `both(a, b)` yields two independent steps (calls or whole sub-algorithms) that run at the
 same time: on a worker thread beside the caller's when sync, gathered when async.
 
-Example:
+Examples:
     >>> import asyncio
     >>> class Store:
     ...     def get(self, key): return key.upper()

@@ -1,5 +1,5 @@
-"""The README's integration examples run as written, with `ChatOpenAI(...)` swapped for a
-scripted model that refuses any input OpenAI or Anthropic would refuse."""
+"""The README's examples and the integration pages' run as written, with `ChatOpenAI(...)`
+swapped for a scripted model that refuses any input OpenAI or Anthropic would refuse."""
 
 from __future__ import annotations
 
@@ -29,17 +29,30 @@ WM_CALL = AIMessage(
 )
 
 
+DOCS = README.parent / "docs" / "integrations"
+
+
 def examples() -> dict[str, str]:
-    """The python blocks of "Integration shapes" that use a chat model, by subsection."""
-    text = README.read_text()
-    section = text.split("## Integration shapes", 1)[1].split("\n## ", 1)[0]
+    """The python blocks of the integration pages (one page per shape, its title the first
+    line) that use a chat model, by page title."""
     found = {}
-    for part in section.split("\n### ")[1:]:
-        title = part.splitlines()[0].strip()
-        for block in re.findall(r"```python\n(.*?)```", part, flags=re.S):
+    for page in sorted(DOCS.glob("*.md")):
+        text = page.read_text()
+        title = text.splitlines()[0].removeprefix("# ").strip()
+        for block in re.findall(r"```python\n(.*?)```", text, flags=re.S):
             if MODEL in block:
                 found[title] = block
     return found
+
+
+def readme_examples() -> dict[str, str]:
+    """The README's one example per shape (every python block), by heading."""
+    section = README.read_text().split("## One example per shape", 1)[1].split("\n## ", 1)[0]
+    return {
+        part.splitlines()[0].strip(): block
+        for part in section.split("\n### ")[1:]
+        for block in re.findall(r"```python\n(.*?)```", part, flags=re.S)
+    }
 
 
 SCRIPTS = {
@@ -94,7 +107,7 @@ def test_readme_example_runs_as_written(title: str, tmp_path: Path, monkeypatch)
     namespace["__model__"] = model
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # create_react_agent's move notice
-        exec(compile(code, f"README: {title}", "exec"), namespace)
+        exec(compile(code, f"docs: {title}", "exec"), namespace)
     assert len(model.seen) == len(SCRIPTS[title])  # every scripted reply was asked for
     memory = namespace["memory"]
     if title == STORE:  # a store example: its items, not threads
@@ -116,3 +129,46 @@ def test_readme_example_runs_as_written(title: str, tmp_path: Path, monkeypatch)
     if any(m.tool_calls for m in SCRIPTS[title] if isinstance(m, AIMessage)):
         owner = next(t.resource_id for t in threads)
         assert "Lisbon" in memory.get_working_memory(resource_id=owner)
+
+
+README_SCRIPTS = {
+    "LangGraph: a checkpointer and a pre-model hook": [
+        WM_CALL,
+        AIMessage("Noted."),
+        AIMessage("You moved to Lisbon in March."),
+    ],
+    "LangChain agents: middleware and tools": [WM_CALL, AIMessage("Hi Alice!")],
+    "LCEL: memory around a chain": [AIMessage("Lisbon is lovely.")],
+    "A chat history, a retriever and LangGraph's store": [],
+}
+
+
+def test_every_readme_example_is_covered() -> None:
+    assert set(readme_examples()) == set(README_SCRIPTS)
+    assert len(README.read_text().splitlines()) <= 250
+
+
+@pytest.mark.parametrize("title", sorted(README_SCRIPTS))
+def test_the_readme_example_runs_as_written(
+    title: str, tmp_path: Path, monkeypatch, capsys
+) -> None:
+    monkeypatch.chdir(tmp_path)  # Memory() writes memory.db in the current directory
+    model = scripted(*README_SCRIPTS[title])
+    module = types.ModuleType("readme_example")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    module.__dict__["__model__"] = model
+    code = readme_examples()[title].replace(MODEL, "__model__")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        exec(compile(code, f"README: {title}", "exec"), module.__dict__)
+    assert len(model.seen) == len(README_SCRIPTS[title])  # every scripted reply was asked for
+    memory = module.__dict__["memory"]
+    threads = memory.list_threads()
+    assert threads and all(memory.get_messages(thread_id=t.id) for t in threads)
+    if README_SCRIPTS[title] and README_SCRIPTS[title][0] is WM_CALL:
+        assert "Lisbon" in memory.get_working_memory(resource_id="alice")
+    if title.startswith("A chat history"):  # what the retriever and the store printed
+        printed = capsys.readouterr().out
+        assert "I grow tomatoes on the balcony." in printed and "peanuts" in printed
+    if title.startswith("LangGraph"):  # the second thread's model input held what was learnt
+        assert "Lisbon" in str(model.seen[-1])

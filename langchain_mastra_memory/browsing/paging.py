@@ -3,7 +3,7 @@
 Mastra 1.x answers ``listThreads`` and ``recall`` with ``{ items, total, page, perPage,
 hasMore }``; here a `Page` (``page`` counts from 0, ``per_page=None`` is everything).
 
-Example:
+Examples:
     >>> page = Page(items=["a", "b"], total=5, page=0, per_page=2)
     >>> page.has_more, Page(items=["e"], total=5, page=2, per_page=2).has_more
     (True, False)

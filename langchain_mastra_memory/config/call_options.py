@@ -7,7 +7,7 @@ A graph, chain or agent invoked with ``config={"configurable": {"thread_id": ...
 nothing of the turn is saved: a routing agent, a sub-agent). Every shape reads them from the
 config LangChain and LangGraph carry to the code they run (`ensure_config`).
 
-Example:
+Examples:
     >>> CallOptions.parse({"last_messages": 5, "read_only": True}).read_only
     True
 """

@@ -30,7 +30,7 @@ class MemoryOptions(BaseModel):
       sub-agents); the working-memory tool then refuses updates. One call can ask for it too
       (`call_options`).
 
-    Example:
+    Examples:
         >>> MemoryOptions.parse({"last_messages": 10}).last_messages
         10
     """

@@ -6,7 +6,7 @@ of the same resource, whose metadata names the parent thread and the point. Noth
 and nothing abandoned reads as the thread's current history. `Memory.branch_thread` does the
 same by hand, `Memory.list_branches` lists a thread's branches.
 
-Example:
+Examples:
     >>> from langchain_core.messages import AIMessage, HumanMessage
     >>> from langchain_mastra_memory import Memory, SQLiteStorage
     >>> memory = Memory(storage=SQLiteStorage(":memory:"))

@@ -14,7 +14,7 @@ A message whose id is already stored in *another* thread (a conversation carried
 thread, a model that reuses ids) is saved in this thread too, once, under an id derived from
 the thread and its own (`carried_id`), and is held by this thread from then on.
 
-Example:
+Examples:
     >>> from langchain_core.messages import AIMessage, HumanMessage
     >>> from langchain_mastra_memory import Memory, SQLiteStorage
     >>> from langchain_mastra_memory.twins import run_sync

@@ -24,7 +24,7 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
     (`provider_rules.provider_safe`): system messages first, tool calls and results in whole
     pairs even where the newest-N window cuts one; storage keeps everything as saved.
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import HumanMessage
         >>> from langchain_mastra_memory import Memory, SQLiteStorage
         >>> memory = Memory(storage=SQLiteStorage(":memory:"))

@@ -143,7 +143,7 @@ def _overrides(saver: BaseCheckpointSaver, method: str) -> bool:
 class MemoryCheckpointer(BaseCheckpointSaver):
     """A LangGraph checkpointer that also keeps the conversation in `Memory`.
 
-    Example:
+    Examples:
         >>> from langgraph.graph import START, MessagesState, StateGraph
         >>> from langchain_core.messages import AIMessage
         >>> from langchain_mastra_memory import Memory, SQLiteStorage

@@ -70,7 +70,7 @@ def memory_hook(
 ) -> Runnable[Any, dict[str, Any]]:
     """A node / ``pre_model_hook`` returning ``{output_key: messages for the model}``.
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import HumanMessage
         >>> from langchain_mastra_memory import Memory, SQLiteStorage
         >>> hook = Memory(storage=SQLiteStorage(":memory:")).pre_model_hook()

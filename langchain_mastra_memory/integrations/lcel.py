@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 def context_runnable(memory: Memory) -> Runnable[Any, list[BaseMessage]]:
     """``{"input": ...}`` -> working memory + recall + history + input (nothing is saved).
 
-    Example:
+    Examples:
         >>> from langchain_mastra_memory import Memory, SQLiteStorage
         >>> memory = Memory(storage=SQLiteStorage(":memory:"))
         >>> config = {"configurable": {"thread_id": "t1", "resource_id": "alice"}}
@@ -85,7 +85,7 @@ class MemoryWrapped(Runnable[Any, Any]):
     are named runs in a trace: ``MemoryContext`` (with each processor inside), the wrapped
     runnable, and ``MemorySave`` (made only when something receives runs).
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import AIMessage
         >>> from langchain_mastra_memory import Memory, SQLiteStorage
         >>> from langchain_mastra_memory.testing import strict_model

@@ -41,7 +41,7 @@ def _merge(request: ModelRequest, context: list[BaseMessage]) -> ModelRequest:
 class MemoryMiddleware(AgentMiddleware):
     """Agent middleware that applies memory before each model call and saves after it.
 
-    Example:
+    Examples:
         >>> from langchain.agents import create_agent
         >>> from langchain_core.messages import AIMessage
         >>> from langchain_mastra_memory import Memory, SQLiteStorage

@@ -8,7 +8,7 @@ The resource is the call's (the package's rule: `ids`); another resource's messa
 threads are never found, and a thread id that is not the resource's reads as unknown.
 Anything wrong in the arguments comes back as a message the model can act on.
 
-Example:
+Examples:
     >>> from langchain_core.messages import HumanMessage
     >>> from langchain_mastra_memory import Memory, SQLiteStorage
     >>> memory = Memory(storage=SQLiteStorage(":memory:"))

@@ -11,7 +11,7 @@ The resource is the retriever's (``resource_id=``) or the call's
 (``config["configurable"]["resource_id"]`` / ``["user_id"]``, the package's rule); another
 resource's messages are never returned, and a thread of another resource reads as empty.
 
-Example:
+Examples:
     >>> from langchain_core.messages import HumanMessage
     >>> from langchain_mastra_memory import Memory, SQLiteStorage
     >>> memory = Memory(storage=SQLiteStorage(":memory:"))
@@ -53,7 +53,7 @@ class MemoryRetriever(BaseRetriever):
     `message_range`: neighbours of each hit in its metadata; `filter`: thread metadata to
     match (LangGraph's operators); `threshold`: the lowest vector similarity kept.
 
-    Example:
+    Examples:
         retriever = MemoryRetriever(memory=memory, resource_id="alice", k=4)
         chain = create_retrieval_chain(retriever, combine_docs_chain)
     """

@@ -14,7 +14,7 @@ or the object itself in schema mode. Reading it reads the document the agent too
 system prompt see; putting it updates that document (validated as the tool's updates are; in
 schema mode the object is merged). The ``"working_memory"`` namespace holds nothing else.
 
-Example:
+Examples:
     >>> from langchain_mastra_memory import Memory, SQLiteStorage
     >>> memory = Memory(
     ...     storage=SQLiteStorage(":memory:"), options={"working_memory": {"enabled": True}}

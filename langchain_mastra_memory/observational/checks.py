@@ -17,7 +17,7 @@ The rules, each cheap and independent of the language:
 - a reflection must keep the log's dated content: at least half of the dates under which the
   log holds a ``[high]`` entry (a correction may retire one), and some entry with a date.
 
-Example:
+Examples:
     >>> from langchain_core.messages import HumanMessage
     >>> from .prompts import Entry
     >>> echo = [Entry(None, "medium", "Date: YYYY-MM-DD"), Entry(None, "high", "(HH:MM) ...")]

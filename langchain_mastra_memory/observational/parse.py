@@ -6,7 +6,7 @@ reasoning in ``<think>`` blocks. `parse_log` takes what it can and never loses a
 it cannot place becomes a medium-priority entry of the current date, an indented line continues
 the entry above, and it never raises.
 
-Example:
+Examples:
     >>> parsed = parse_log("<observations>\\nDate: 2026-11-22\\n- [high] (14:05) Likes tea\\n"
     ...                    "</observations>\\n<current-task>\\nPlan the trip\\n</current-task>")
     >>> parsed.entries[0].priority, parsed.entries[0].text, parsed.current_task

@@ -8,7 +8,7 @@ worth keeping; ``low``: passing detail), the user's own words kept verbatim wher
 fact, and the current task stated last. `context_block` is the leading system message that
 shows the log to the main model, with short instructions on how to use it.
 
-Example:
+Examples:
     >>> print(format_entries([Entry("2026-11-22", "high", "User is allergic to peanuts.")]))
     Date: 2026-11-22
     - [high] User is allergic to peanuts.

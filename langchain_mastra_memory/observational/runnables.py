@@ -6,7 +6,7 @@ and returns it condensed. Both return a `ParsedLog` (entries and current task) r
 tolerant `parse_log`, so a malformed reply loses nothing it said. They hold no state: what to
 observe, when, and where the result is stored belongs to the caller.
 
-Example:
+Examples:
     >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
     >>> from langchain_core.messages import HumanMessage
     >>> model = FakeListChatModel(responses=["Date: 2026-11-22\\n- [high] User likes tea"])

@@ -75,7 +75,7 @@ EventKind = Literal[
 class ObservationEvent:
     """What observational memory just did, for a status line (`ObservationalConfig.on_status`).
 
-    Example:
+    Examples:
         >>> ObservationEvent("activated", "thread:t1", "alice", "t1", {"groups": 2}).kind
         'activated'
     """

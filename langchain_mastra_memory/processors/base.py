@@ -25,7 +25,7 @@ class MemoryProcessor(Runnable[Sequence[BaseMessage], list[BaseMessage]]):
     ``config`` is passed too (``opts["config"]``) so that a processor can read
     ``config["configurable"]["thread_id"]``.
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
         >>> class ConversationOnlyFilter(MemoryProcessor):
         ...     name = "ConversationOnlyFilter"
@@ -138,7 +138,7 @@ def processor(func: ProcessorFunc | None = None, *, name: str | None = None) -> 
     An ``async def`` function becomes the async path. A function that accepts ``**opts`` receives
     the options (``config`` among them).
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
         >>> @processor(name="ConversationOnlyFilter")
         ... def conversation_only(messages):

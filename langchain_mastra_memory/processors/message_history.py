@@ -23,7 +23,7 @@ class MessageHistory(MemoryProcessor):
     creating the thread for the resource on first use. ``thread_id``/``resource_id`` come from
     ``config["configurable"]``.
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import HumanMessage, AIMessage
         >>> from langchain_mastra_memory import SQLiteStorage
         >>> history = MessageHistory(SQLiteStorage(":memory:"), last_messages=2)

@@ -34,7 +34,7 @@ class TokenLimiter(MemoryProcessor):
     out. Raises `TripWire` (metadata ``system_tokens``, ``limit``) when the system messages
     alone exceed the limit. Put it last in a processor chain, so it measures the final list.
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import AIMessage, HumanMessage
         >>> history = [HumanMessage("a long question " * 20), AIMessage("ok"), HumanMessage("hi")]
         >>> [m.content for m in TokenLimiter(40).invoke(history)]

@@ -34,7 +34,7 @@ class TokenLimiterProcessor(MemoryProcessor):
     alone. On a finished ``AIMessage`` (``invoke``), its text is cut to the budget at a token
     boundary that is also a character boundary.
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import AIMessage
         >>> TokenLimiterProcessor(3).invoke(AIMessage("one two three four five")).content
         'one two three'

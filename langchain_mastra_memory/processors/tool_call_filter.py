@@ -23,7 +23,7 @@ class ToolCallFilter(MemoryProcessor):
     the assistant wrote beside a call is kept. A ``ToolMessage`` whose call is not in the list
     is removed when its ``name`` is excluded (or in remove-all mode), and otherwise left alone.
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
         >>> history = [
         ...     HumanMessage("draw a cat"),

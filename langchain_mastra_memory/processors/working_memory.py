@@ -22,7 +22,7 @@ class WorkingMemory(MemoryProcessor):
     (``response_metadata["langchain_mastra_memory"] == "working_memory"``) so that saving a turn
     skips it. With ``read_only=True`` the data is shown without update instructions.
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import HumanMessage
         >>> from langchain_mastra_memory import SQLiteStorage
         >>> storage = SQLiteStorage(":memory:")

@@ -11,7 +11,7 @@ multi-gigabyte install), no network, no hub. Its vectors match sentence-transfor
 (model, sha256 of the text), shared by every instance in the process, so the same text is never
 embedded twice.
 
-Example:
+Examples:
     >>> embedder = default_embedder()
     >>> vector = embedder.embed_query("Where do I live?")
     >>> len(vector), round(sum(x * x for x in vector), 4)
@@ -59,7 +59,7 @@ class MiniLMEmbeddings(Embeddings):
     another model's (``model_name`` ends in ``-int8``), so a store indexed by one is
     re-indexed for the other.
 
-    Example:
+    Examples:
         >>> fast = MiniLMEmbeddings(precision="int8")
         >>> fast.model_name, len(fast.embed_query("Where do I live?"))
         ('all-MiniLM-L6-v2-int8', 384)
@@ -248,7 +248,7 @@ def model_id(embedder: Embeddings) -> str:
 class CachedEmbeddings(Embeddings):
     """Any `Embeddings`, with the process-wide LRU cache in front of it.
 
-    Example:
+    Examples:
         >>> cached = CachedEmbeddings(default_embedder())
         >>> cached.embed_query("hello") == cached.embed_documents(["hello"])[0]
         True

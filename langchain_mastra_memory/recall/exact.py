@@ -14,7 +14,7 @@ raced.
 Only for stores this process writes alone (an embedded Chroma): another process's writes to a
 server would not reach the matrices.
 
-Example:
+Examples:
     >>> exact = ExactPartitions(load=lambda key: None, hot_after=1)
     >>> exact.upsert("p", ["a", "b"], [[1.0, 0.0], [0.0, 1.0]], ["a", "b"], ["t1", "t2"])
     >>> exact.search("p", [1.0, 0.2], top_k=1) is None  # not loaded: search HNSW instead

@@ -122,7 +122,7 @@ def default_vector_store(storage: MemoryStorage) -> VectorStore:
 class RecallIndex:
     """Search, windows and vector upkeep for the messages of one storage.
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import HumanMessage
         >>> from langchain_mastra_memory import SQLiteStorage
         >>> storage = SQLiteStorage(":memory:")

@@ -18,7 +18,7 @@ and pieces share one space. Scores become cosine similarity where the engine's m
 Deleting a thread deletes its pieces by id (storage knows the thread's messages; a message has
 at most `MAX_PIECES` pieces); the store has one index (the first index name it serves).
 
-Example:
+Examples:
     >>> from langchain_core.embeddings import DeterministicFakeEmbedding
     >>> from langchain_core.vectorstores import InMemoryVectorStore
     >>> store = LangChainVectorStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=8)))

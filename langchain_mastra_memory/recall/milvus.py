@@ -12,7 +12,7 @@ resource (and thread, or a set of threads) inside Milvus's search, never after i
 over FAISS, no server; for tests and small apps); ``MilvusVectorStore(uri="http://milvus:19530",
 token=...)`` a server or cluster, with the same code.
 
-Example:
+Examples:
     >>> import tempfile
     >>> store = MilvusVectorStore(tempfile.mkdtemp() + "/vectors.db")
     >>> store.upsert("demo", [VectorRecord("m1", [1.0, 0.0], "t1", "alice", "user", 0.0)])

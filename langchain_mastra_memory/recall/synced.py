@@ -41,7 +41,7 @@ def to_save(messages: Msgs) -> Saved:
 class SyncedStorage:
     """Saves, updates and deletes on `storage`, followed by `index` (when there is one).
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import HumanMessage
         >>> from langchain_mastra_memory import SQLiteStorage
         >>> storage = SQLiteStorage(":memory:")

@@ -12,7 +12,7 @@ thread_id, resource_id, role, created_at``; the text lives in storage. A store
 written by an earlier version (one collection for every resource) is split into partitions the
 first time the index is used.
 
-Example:
+Examples:
     >>> store = ChromaVectorStore()  # in memory
     >>> store.upsert("demo", [VectorRecord("m1", [1.0, 0.0], "t1", "alice", "user", 0.0)])
     >>> [h.message_id for h in store.query("demo", [1.0, 0.1], top_k=3, resource_id="alice")]

@@ -42,7 +42,7 @@ BATCH = 200
 class BacklogWriter:
     """Drains `index`'s backlog in a daemon thread; `flush` waits for it.
 
-    Example:
+    Examples:
         >>> from langchain_mastra_memory import Memory, SQLiteStorage
         >>> memory = Memory(storage=SQLiteStorage(":memory:"), options={"semantic_recall": True})
         >>> memory.flush()  # nothing queued: returns at once

@@ -1,6 +1,6 @@
 """LangGraph's filter semantics over JSON values (a store item's value, a thread's metadata).
 
-Example:
+Examples:
     >>> matches({"project": "x", "n": 3}, {"project": "x", "n": {"$gte": 2}})
     True
 """

@@ -34,7 +34,7 @@ OLD_SHARE_MARGIN = 2  # without an iterative scan, the beam must hold this many 
 class PgVectorFeatures:
     """What the installed pgvector can do, from its version (``extversion``).
 
-    Example:
+    Examples:
         >>> PgVectorFeatures.parse("0.6.2").iterative_scan
         False
         >>> PgVectorFeatures.parse("0.8.1").halfvec

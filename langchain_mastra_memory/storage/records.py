@@ -358,7 +358,7 @@ class MessageFilter(BaseModel):
     """Which messages of a thread a clone copies (Mastra 1.x ``messageFilter``): created in
     ``[since, until)`` and/or among `message_ids` (every one, when nothing is given).
 
-    Example:
+    Examples:
         >>> MessageFilter.parse({"message_ids": ["m1"]}).message_ids
         ['m1']
     """

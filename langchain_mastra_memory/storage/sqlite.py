@@ -123,7 +123,7 @@ class SQLiteStorage(SQLStorage):
     schema is created or migrated forward on first use; a file written by a newer version
     raises `SchemaVersionError`.
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import HumanMessage
         >>> storage = SQLiteStorage(":memory:")
         >>> _ = storage.create_thread(thread_id="t1", resource_id="alice")

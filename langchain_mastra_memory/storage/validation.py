@@ -7,7 +7,7 @@ string-keyed and nested at most `MAX_DEPTH` deep, so whatever is stored can be r
 timestamps lie between `EARLIEST` and `LATEST`, so later messages can always follow them.
 Everything refused raises a `MastraMemoryError` subclass naming the field.
 
-Example:
+Examples:
     >>> check_ids(["m1", "m2"], "message_ids")
     ['m1', 'm2']
     >>> check_ids("m12", "ids")

@@ -72,7 +72,7 @@ def resolve_ids(
 ) -> tuple[str, str]:
     """``(thread_id, resource_id)`` by the rule above; `ConfigurationError` without a thread.
 
-    Example:
+    Examples:
         >>> resolve_ids({"configurable": {"thread_id": "t1", "user_id": "alice"}})
         ('t1', 'alice')
         >>> resolve_ids({"configurable": {"thread_id": "t1"}})

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class Thread(BaseModel):
     """One conversation (Mastra's ``StorageThreadType``).
 
-    Example:
+    Examples:
         >>> from datetime import datetime, timezone
         >>> now = datetime(2026, 1, 1, tzinfo=timezone.utc)
         >>> Thread(id="t1", resource_id="alice", created_at=now, updated_at=now).title is None

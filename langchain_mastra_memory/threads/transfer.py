@@ -12,7 +12,7 @@ database as it was and creates no thread. It is idempotent: a line without an id
 derived from its thread, its position in that thread and its content, so importing the same
 file twice changes nothing. A line naming another resource than the one asked for is refused.
 
-Example:
+Examples:
     >>> import io
     >>> from langchain_mastra_memory import Memory, SQLiteStorage
     >>> memory = Memory(storage=SQLiteStorage(":memory:"))
@@ -130,7 +130,7 @@ def split_lines(text: str) -> list[str]:
     r"""A JSON-lines document's lines: split at ``\n`` (``\r\n`` too) only, never at the other
     characters `str.splitlines` breaks on (U+2028, U+2029, U+0085 may stand inside a message).
 
-    Example:
+    Examples:
         >>> split_lines('{"a": "x\u2028y"}\r\n{"b": 1}\n')
         ['{"a": "x\u2028y"}', '{"b": 1}']
     """

@@ -5,7 +5,7 @@ text of its own, minus 12 for each tool-call argument object or tool result that
 The string is Mastra's role name, the text, then each tool call's name and arguments (JSON as
 JavaScript writes it). See `message_token_string` for how LangChain messages map onto that.
 
-Example:
+Examples:
     >>> from langchain_core.messages import HumanMessage
     >>> counter = TokenCounter()
     >>> counter.count(HumanMessage("hello"))  # "user" + "hello" is 2 tokens, plus 3.8
@@ -113,7 +113,7 @@ class TokenCounter:
     Counts of messages that have an id are cached process-wide per encoding, and checked against
     a hash of the message's token string, so an edited message is never counted stale.
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import AIMessage
         >>> TokenCounter("cl100k_base").count(AIMessage("hi", id="m1"))  # "assistanthi": 4 + 3.8
         7.8

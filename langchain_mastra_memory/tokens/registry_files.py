@@ -7,7 +7,7 @@ API where there is no pip, as in a ``uv venv``), copies the wanted members out o
 checks each against its known sha256, and moves it into place atomically. Nothing is fetched at
 run time.
 
-Example:
+Examples:
     >>> sorted(wanted_missing(Path("/nonexistent"), {"a.json": "00"}))
     ['a.json']
 """

@@ -13,7 +13,7 @@ them (under tiktoken's own cache file names) in, in order:
 The files are checked against tiktoken's own sha256 before tiktoken sees them. When none is
 found, `get_encoding` raises `EncodingNotAvailableError` naming the command that fixes it.
 
-Example:
+Examples:
     >>> from langchain_mastra_memory.tokens.tokenizers import get_encoding
     >>> len(get_encoding("o200k_base").encode("hello world"))
     2

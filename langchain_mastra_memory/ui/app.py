@@ -42,7 +42,7 @@ def create_app(
 ) -> Starlette:
     """The explorer over `memory` (see the module docstring).
 
-    Example:
+    Examples:
         >>> from langchain_mastra_memory import Memory, SQLiteStorage
         >>> app = create_app(Memory(storage=SQLiteStorage(":memory:")))
         >>> sorted(r.path for r in app.routes)[:2]

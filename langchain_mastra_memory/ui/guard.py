@@ -13,7 +13,7 @@ A server on 127.0.0.1 is reachable from every page the user's browser opens. `Lo
   it (``?token=`` once, then an HttpOnly ``SameSite=Strict`` cookie, or
   ``Authorization: Bearer``), so other local users of a shared machine cannot read memory.
 
-Example:
+Examples:
     >>> guard = LocalWebGuard(app=None, token=None, hosts=["memory.internal"])
     >>> sorted(guard.hosts)
     ['127.0.0.1', '::1', 'localhost', 'memory.internal']

@@ -25,7 +25,7 @@ DEFAULT_TEMPLATE = """# User Information
 class WorkingMemoryConfig(BaseModel):
     """``working_memory`` options: ``{"enabled", "template" | "schema", "scope", ...}``.
 
-    Example:
+    Examples:
         >>> WorkingMemoryConfig.parse({"enabled": True}).mode
         'markdown'
     """

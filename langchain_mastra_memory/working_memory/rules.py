@@ -10,7 +10,7 @@ Two modes:
 
 Both refuse documents over ``max_chars``. Storage does the read-modify-write in one transaction.
 
-Example:
+Examples:
     >>> merge_patch({"name": "Ada", "likes": ["tea"], "home": {"city": "Paris", "zip": "75001"}},
     ...             {"likes": ["coffee"], "home": {"zip": None}})
     {'name': 'Ada', 'likes': ['coffee'], 'home': {'city': 'Paris'}}

@@ -19,7 +19,7 @@ class WorkingMemoryStore:
 
     Updates are one read-merge-write transaction in storage, so concurrent ones serialize.
 
-    Example:
+    Examples:
         >>> from langchain_mastra_memory import SQLiteStorage, WorkingMemoryConfig
         >>> config = WorkingMemoryConfig.parse({"enabled": True, "schema": {"type": "object"}})
         >>> store = WorkingMemoryStore(SQLiteStorage(":memory:"), config)
