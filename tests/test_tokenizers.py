@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from langchain_mastra_memory import EncodingNotAvailableError, TokenCounter, tokenizers
+from langchain_mastra_memory import EncodingNotAvailableError, TokenCounter
+from langchain_mastra_memory.tokens import tokenizers
 from langchain_mastra_memory.tokens.tokenizers import BPE_FILES, get_encoding, install_bpe_files
 
 
@@ -48,7 +49,7 @@ os.environ["XDG_CACHE_HOME"] = {str(tmp_path)!r}
 def refuse(*a, **k): raise AssertionError("network used")
 socket.socket.connect = refuse
 socket.create_connection = refuse
-from langchain_mastra_memory import tokenizers
+from langchain_mastra_memory.tokens import tokenizers
 tokenizers.environment_dir = lambda name: tokenizers.Path({str(tmp_path)!r})
 import importlib.util
 real = importlib.util.find_spec
