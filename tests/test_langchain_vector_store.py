@@ -165,3 +165,33 @@ def test_another_embedder_than_the_stores_is_refused(tmp_path: Path) -> None:
                embedder=MiniLMEmbeddings(), options={"semantic_recall": True})  # fmt: skip
     Memory(storage=SQLiteStorage(tmp_path / "m.db"), vector=store,
            embedder=store.embeddings, options={"semantic_recall": True})  # fmt: skip
+
+
+class CountingEmbeddings(Embeddings):
+    """MiniLM, counting the texts it embeds as documents (a model name of its own: the
+    process-wide embedding cache does not answer for it from an earlier test)."""
+
+    def __init__(self, name: str) -> None:
+        self.inner, self.documents, self.model_name = _default_minilm(), 0, f"counting-{name}"
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.documents += len(texts)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
+
+
+@pytest.mark.parametrize(("kind", "per_piece"), [("milvus", 1), ("in-memory", 2)])
+def test_a_store_taking_vectors_gets_them_instead_of_embedding_again(
+    tmp_path: Path, kind: str, per_piece: int
+) -> None:
+    counting = CountingEmbeddings(tmp_path.name)
+    store = LangChainVectorStore(langchain_store(kind, tmp_path, counting))
+    memory = Memory(storage=SQLiteStorage(tmp_path / "memory.db"), vector=store,
+                    options={"semantic_recall": {"mode": "vector"}})  # fmt: skip
+    garden(memory)
+    pieces = 4  # "I grow tomatoes...", two sentences of the answer, bob's line
+    assert counting.documents == pieces * per_piece  # Milvus: add_embeddings, no second pass
+    hits = memory.recall_index.search("what vegetables do I grow?", resource_id="alice")
+    assert hits and hits[0].thread_id == "g1"

@@ -12,7 +12,7 @@ langchain-milvus's `Milvus`). A store of another kind without a filter is refuse
 metadata is not the resource's (a filter that does not hold) is dropped and counted in a warning;
 recall then checks each hit against storage, by resource, as for every store.
 
-The store embeds with its own `embeddings`; memory's recall uses the same object for queries
+The store holds vectors of its own `embeddings`: memory's recall uses the same object for queries
 (`Memory(vector=LangChainVectorStore(store))` takes it; another embedder is refused), so queries
 and pieces share one space. Scores become cosine similarity where the engine's metric is known.
 Deleting a thread deletes its pieces by id (storage knows the thread's messages; a message has
@@ -212,8 +212,9 @@ class LangChainVectorStore(AsyncTwins):
 
     # -- the vector-store interface --------------------------------------------------------------
     def upsert(self, index_name: str, records: Sequence[VectorRecord]) -> None:
-        """Write (or overwrite) pieces as documents with the message's metadata (the store
-        embeds their text with its embeddings)."""
+        """Write (or overwrite) pieces as documents with the message's metadata: with their
+        vectors where the store takes them (``add_embeddings``: Milvus, PGVector), else the
+        store embeds their text with its embeddings (the same model: the same vectors)."""
         from langchain_core.documents import Document
 
         self._check_index(index_name)
@@ -225,7 +226,15 @@ class LangChainVectorStore(AsyncTwins):
             for i, r in zip(ids, records, strict=True)
         ]
         self._call("delete", self.store.delete, ids=ids)  # an update replaces, in every engine
-        self._call("add", self.store.add_documents, docs, ids=ids)
+        add_embeddings = getattr(self.store, "add_embeddings", None)
+        if callable(add_embeddings):  # the vectors as they are
+            self._call(
+                "add", add_embeddings, texts=[d.page_content for d in docs],
+                embeddings=[[float(x) for x in r.vector] for r in records],
+                metadatas=[d.metadata for d in docs], ids=ids,
+            )  # fmt: skip
+        else:  # the store embeds the pieces itself, with the same embeddings object
+            self._call("add", self.store.add_documents, docs, ids=ids)
 
     def query(
         self,
