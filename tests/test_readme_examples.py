@@ -172,3 +172,37 @@ def test_the_readme_example_runs_as_written(
         assert "I grow tomatoes on the balcony." in printed and "peanuts" in printed
     if title.startswith("LangGraph"):  # the second thread's model input held what was learnt
         assert "Lisbon" in str(model.seen[-1])
+
+
+PAGES = ["storage.md", "working-memory.md", "semantic-recall.md", "observational-memory.md",
+         "processors.md"]  # fmt: skip
+ANY_MODEL = re.compile(r'ChatOpenAI\(model="[^"]+"\)')
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_block_of_a_feature_page_runs(page: str, tmp_path: Path, monkeypatch) -> None:
+    """A feature page's python blocks, in order, in one namespace (a page reads as one
+    session), with any chat model a provider-strict scripted one."""
+    monkeypatch.chdir(tmp_path)
+    text = (README.parent / "docs" / page).read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks
+    module = types.ModuleType("docs_page")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    module.__dict__["__model__"] = scripted(AIMessage("Lisbon is a city of hills and light."))
+    for number, block in enumerate(blocks):
+        code = ANY_MODEL.sub("__model__", block)
+        exec(compile(code, f"docs/{page} block {number + 1}", "exec"), module.__dict__)
+    assert "memory" in module.__dict__ or "limiter" in module.__dict__
+
+
+def test_every_python_block_of_the_site_is_run_by_a_test() -> None:
+    docs = README.parent / "docs"
+    with_code = {
+        p.relative_to(docs).as_posix() for p in docs.rglob("*.md") if "```python" in p.read_text()
+    }
+    integration_pages = {f"integrations/{p.name}" for p in DOCS.glob("*.md")}
+    assert with_code <= set(PAGES) | integration_pages
+    for page in with_code & integration_pages:  # each of these pages has its one model example
+        blocks = re.findall(r"```python\n(.*?)```", (docs / page).read_text(), flags=re.S)
+        assert len(blocks) == 1 and MODEL in blocks[0], page
