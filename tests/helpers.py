@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_mastra_memory.testing import ProviderStrictChatModel, strict_model
@@ -9,7 +12,13 @@ from langchain_mastra_memory.testing import ProviderStrictChatModel, strict_mode
 ScriptedChatModel = ProviderStrictChatModel
 scripted = strict_model
 
-__all__ = ["ScriptedChatModel", "garden", "scripted", "strict_model"]
+__all__ = [
+    "ScriptedChatModel",
+    "garden",
+    "scripted",
+    "strict_model",
+    "thread_columns_before_archiving",
+]
 
 
 def garden(memory) -> None:
@@ -23,3 +32,26 @@ def garden(memory) -> None:
     memory.save_messages([HumanMessage("bob's locker code is qx4471")], thread_id="b1",
                          resource_id="bob")  # fmt: skip
     memory.flush(60)
+
+
+@contextmanager
+def thread_columns_before_archiving() -> Iterator[None]:
+    """Storage reading threads as a schema before ``archived_at`` did (every SQL room)."""
+    from langchain_mastra_memory.storage import (
+        sql,
+        sql_messages,
+        sql_search,
+        sql_threads,
+        sql_working_memory,
+        statements,
+    )  # fmt: skip
+
+    rooms = (sql, sql_messages, sql_search, sql_threads, sql_working_memory, statements)
+    saved = {room: room.THREAD_COLUMNS for room in rooms if hasattr(room, "THREAD_COLUMNS")}
+    try:
+        for room in saved:
+            room.THREAD_COLUMNS = statements.NEW_THREAD_COLUMNS
+        yield
+    finally:
+        for room, columns in saved.items():
+            room.THREAD_COLUMNS = columns

@@ -232,3 +232,24 @@ def test_a_moved_module_still_imports_from_its_old_name_with_a_warning() -> None
             moved = importlib.import_module(f"{NAME}.{old}")
         assert moved is importlib.import_module(f"{NAME}.{new}")
         assert not (PACKAGE / f"{old}.py").exists()  # the old file is gone: one copy of the code
+
+
+STILL_LARGE = {  # rooms over 500 lines, each waiting for its split: none may grow, none be added
+    "storage/base.py": 860,
+    "recall/index.py": 791,
+    "integrations/checkpointer.py": 725,
+    "cli.py": 659,
+    "recall/vector.py": 589,
+    "observational/service.py": 525,
+}
+
+
+def test_no_room_over_500_lines_but_the_ones_still_to_split() -> None:
+    sizes = {
+        p.relative_to(PACKAGE).as_posix(): len(p.read_text().splitlines())
+        for p in PACKAGE.rglob("*.py")
+    }
+    over = {path: lines for path, lines in sizes.items() if lines > 500}
+    assert set(over) <= set(STILL_LARGE), set(over) - set(STILL_LARGE)
+    assert {p: n for p, n in over.items() if n > STILL_LARGE[p]} == {}
+    assert sizes["storage/sql.py"] <= 450  # split by subject: threads, messages, search, ...

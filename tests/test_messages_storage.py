@@ -330,17 +330,18 @@ def test_keyword_search_migrates_from_the_unpartitioned_index(tmp_path) -> None:
     message is searchable by its owner only, and the per-resource counts are filled in."""
     import sqlite3
 
+    from helpers import thread_columns_before_archiving
     from langchain_core.messages import AIMessage, HumanMessage
 
-    import langchain_mastra_memory.storage.sql as sql_module
     from langchain_mastra_memory import SQLiteStorage
     from langchain_mastra_memory.storage import sqlite_schema
 
     path = tmp_path / "old.db"
     current = sqlite_schema.MIGRATIONS
+    columns = thread_columns_before_archiving()  # that schema's threads
     try:
         sqlite_schema.MIGRATIONS = current[:2]
-        sql_module.THREAD_COLUMNS = sql_module.NEW_THREAD_COLUMNS  # that schema's threads
+        columns.__enter__()
         import langchain_mastra_memory.storage.sqlite as sqlite_module
 
         sqlite_module.MIGRATIONS = current[:2]
@@ -356,7 +357,7 @@ def test_keyword_search_migrates_from_the_unpartitioned_index(tmp_path) -> None:
     finally:
         sqlite_schema.MIGRATIONS = current
         sqlite_module.MIGRATIONS = current
-        sql_module.THREAD_COLUMNS = sql_module.NEW_THREAD_COLUMNS + ", archived_at"
+        columns.__exit__(None, None, None)
     assert sqlite3.connect(path).execute("SELECT version FROM memory_schema").fetchone()[0] == 2
     storage = SQLiteStorage(path)
     assert storage.schema_version() == len(current)

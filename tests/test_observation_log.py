@@ -208,17 +208,22 @@ def test_an_unbuffered_commit_takes_the_waiting_groups_into_the_log(storage) -> 
     assert storage.unobserved_messages(key, resource_id="alice", thread_id="t1") == []
 
 
-def test_a_log_written_before_buffering_migrates_active(tmp_path: Path, monkeypatch) -> None:
+def test_a_log_written_before_buffering_migrates_active(
+    tmp_path: Path, monkeypatch, request
+) -> None:
     """A file at schema 5 (the log without buffering) opens at the current schema: its groups
     stay in the log, its cursor holds, and buffering continues after it."""
-    import langchain_mastra_memory.storage.sql as sql_module
+    from helpers import thread_columns_before_archiving
+
     import langchain_mastra_memory.storage.sqlite as sqlite_module
     from langchain_mastra_memory.storage import sqlite_schema
 
     current = sqlite_schema.MIGRATIONS
     path = tmp_path / "v5.db"
     monkeypatch.setattr(sqlite_module, "MIGRATIONS", current[:5])
-    monkeypatch.setattr(sql_module, "THREAD_COLUMNS", sql_module.NEW_THREAD_COLUMNS)  # as then
+    columns = thread_columns_before_archiving()  # as then, for the whole test
+    columns.__enter__()
+    request.addfinalizer(lambda: columns.__exit__(None, None, None))
     old = SQLiteStorage(path)
     ids = turns(old, "t1", 3)
     key = scope_key("thread", resource_id="alice", thread_id="t1")

@@ -1,0 +1,83 @@
+"""The working-memory room of `SQLStorage`: read, and the read-modify-write under a row
+lock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .base import MemoryStorage
+from .records import (
+    now_utc,
+)
+from .statements import (
+    INSERT_RESOURCE,
+    Connection,
+)
+from .validation import (
+    check_id,
+)
+
+
+class WorkingMemoryTable(MemoryStorage):
+    """A room of `SQLStorage` (which provides `_transaction`, `_run`, `_time`, `dialect` and the
+    shared row helpers)."""
+
+    _transaction: Any
+    _retried: Any
+    _run: Any
+    _time: Any
+    _owned_thread: Any
+    _insert_thread: Any
+    _stored: Any
+    _thread_messages: Any
+    _existing: Any
+    _update_row: Any
+    _known_calls: Any
+    _text_match: Any
+    _copy_observations: Any
+    _forget_observed: Any
+    dialect: Any
+
+    # -- working memory ------------------------------------------------------------------------
+    def _working_memory_target(
+        self, conn: Connection, resource_id: str, thread_id: str | None
+    ) -> tuple[str, str]:
+        check_id(resource_id, "resource_id")
+        if thread_id is not None:
+            check_id(thread_id, "thread_id")
+            self._owned_thread(conn, thread_id, resource_id)
+            return "memory_threads", thread_id
+        return "memory_resources", resource_id
+
+    def get_working_memory(self, *, resource_id: str, thread_id: str | None = None) -> str | None:
+        with self._transaction(write=False) as conn:
+            table, key = self._working_memory_target(conn, resource_id, thread_id)
+            row = self._run(
+                conn, f"SELECT working_memory FROM {table} WHERE id = ?", (key,)
+            ).fetchone()
+        return row[0] if row else None
+
+    def modify_working_memory(
+        self,
+        update: Callable[[str | None], str],
+        *,
+        resource_id: str,
+        thread_id: str | None = None,
+    ) -> str:
+        with self._transaction(write=True) as conn:
+            table, key = self._working_memory_target(conn, resource_id, thread_id)
+            now = self._time(now_utc())
+            self._run(conn, INSERT_RESOURCE, (resource_id, now, now))
+            row = self._run(
+                conn,
+                f"SELECT working_memory FROM {table} WHERE id = ?{self.dialect.row_lock}",
+                (key,),
+            ).fetchone()
+            new = update(row[0] if row else None)
+            self._run(
+                conn,
+                f"UPDATE {table} SET working_memory = ?, updated_at = ? WHERE id = ?",
+                (new, now, key),
+            )
+            return new
