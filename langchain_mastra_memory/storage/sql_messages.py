@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from langchain_core.messages import ToolMessage
 
@@ -15,7 +14,7 @@ from ..errors import (
     ResourceMismatchError,
 )
 from ..messages import orphan_tool_results
-from .base import MemoryStorage, report_orphans
+from .base import report_orphans
 from .records import (
     MESSAGE_COLUMNS,
     ImportedThread,
@@ -38,6 +37,7 @@ from .statements import (
     THREAD_COLUMNS,
     TOUCH_THREAD,
     Connection,
+    SQLRoom,
 )
 from .validation import (
     check_id,
@@ -48,25 +48,8 @@ from .validation import (
 )
 
 
-class MessageTable(MemoryStorage):
-    """A room of `SQLStorage` (which provides `_transaction`, `_run`, `_time`, `dialect` and the
-    shared row helpers)."""
-
-    _transaction: Any
-    _retried: Any
-    _run: Any
-    _time: Any
-    _owned_thread: Any
-    _insert_thread: Any
-    _stored: Any
-    _thread_messages: Any
-    _existing: Any
-    _update_row: Any
-    _known_calls: Any
-    _text_match: Any
-    _copy_observations: Any
-    _forget_observed: Any
-    dialect: Any
+class MessageTable(SQLRoom):
+    """A room of `SQLStorage` (see `SQLRoom`)."""
 
     # -- messages ------------------------------------------------------------------------------
     def save_messages(

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .base import MemoryStorage
 from .records import (
     MESSAGE_COLUMNS,
     StoredMessage,
 )
 from .statements import (
+    SQLRoom,
     window_sql,
 )
 from .validation import (
@@ -22,25 +22,8 @@ from .validation import (
 )
 
 
-class SearchTable(MemoryStorage):
-    """A room of `SQLStorage` (which provides `_transaction`, `_run`, `_time`, `dialect` and the
-    shared row helpers)."""
-
-    _transaction: Any
-    _retried: Any
-    _run: Any
-    _time: Any
-    _owned_thread: Any
-    _insert_thread: Any
-    _stored: Any
-    _thread_messages: Any
-    _existing: Any
-    _update_row: Any
-    _known_calls: Any
-    _text_match: Any
-    _copy_observations: Any
-    _forget_observed: Any
-    dialect: Any
+class SearchTable(SQLRoom):
+    """A room of `SQLStorage` (see `SQLRoom`)."""
 
     # -- recall --------------------------------------------------------------------------------
     def search_text(

@@ -13,7 +13,7 @@ from ..errors import (
 )
 from ..messages import message_to_json, new_message_id
 from ..threads.thread import Thread
-from .base import UNSET, MemoryStorage
+from .base import UNSET
 from .observations import scope_key
 from .records import (
     MessageFilter,
@@ -30,6 +30,7 @@ from .statements import (
     CLONE_MESSAGE,
     INSERT_RESOURCE,
     THREAD_COLUMNS,
+    SQLRoom,
 )
 from .validation import (
     check_id,
@@ -39,26 +40,8 @@ from .validation import (
 )
 
 
-class ThreadTable(MemoryStorage):
-    """A room of `SQLStorage` (which provides `_transaction`, `_run`, `_time`, `dialect` and the
-    shared row helpers)."""
-
-    _transaction: Any
-    _retried: Any
-    _run: Any
-    _time: Any
-    _owned_thread: Any
-    _insert_thread: Any
-    _stored: Any
-    _thread_messages: Any
-    _existing: Any
-    _update_row: Any
-    _known_calls: Any
-    _text_match: Any
-    _copy_observations: Any
-    _forget_observed: Any
-    _delete_observations: Any
-    dialect: Any
+class ThreadTable(SQLRoom):
+    """A room of `SQLStorage` (see `SQLRoom`)."""
 
     # -- threads -------------------------------------------------------------------------------
     def create_thread(

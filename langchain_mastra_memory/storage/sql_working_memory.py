@@ -4,40 +4,22 @@ lock."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from .base import MemoryStorage
 from .records import (
     now_utc,
 )
 from .statements import (
     INSERT_RESOURCE,
     Connection,
+    SQLRoom,
 )
 from .validation import (
     check_id,
 )
 
 
-class WorkingMemoryTable(MemoryStorage):
-    """A room of `SQLStorage` (which provides `_transaction`, `_run`, `_time`, `dialect` and the
-    shared row helpers)."""
-
-    _transaction: Any
-    _retried: Any
-    _run: Any
-    _time: Any
-    _owned_thread: Any
-    _insert_thread: Any
-    _stored: Any
-    _thread_messages: Any
-    _existing: Any
-    _update_row: Any
-    _known_calls: Any
-    _text_match: Any
-    _copy_observations: Any
-    _forget_observed: Any
-    dialect: Any
+class WorkingMemoryTable(SQLRoom):
+    """A room of `SQLStorage` (see `SQLRoom`)."""
 
     # -- working memory ------------------------------------------------------------------------
     def _working_memory_target(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol
 
+from .base import MemoryStorage
 from .records import (
     MESSAGE_COLUMNS,
 )
@@ -76,3 +77,26 @@ class Cursor(Protocol):
 
 class Connection(Protocol):
     def execute(self, sql: str, params: Sequence[Any] = ...) -> Cursor: ...
+
+
+class SQLRoom(MemoryStorage):
+    """What a room of `SQLStorage` (threads, messages, search, working memory) uses of the
+    whole: `SQLStorage` provides the transactions, the statement runner, the dialect and the
+    shared row helpers; the observation log and the items provide theirs."""
+
+    _transaction: Any
+    _retried: Any
+    _run: Any
+    _time: Any
+    _owned_thread: Any
+    _insert_thread: Any
+    _stored: Any
+    _thread_messages: Any
+    _existing: Any
+    _update_row: Any
+    _known_calls: Any
+    _text_match: Any
+    _copy_observations: Any
+    _forget_observed: Any
+    _delete_observations: Any
+    dialect: Any
