@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import sys
+from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 
@@ -34,24 +34,11 @@ def garden(memory) -> None:
     memory.flush(60)
 
 
-@contextmanager
-def thread_columns_before_archiving() -> Iterator[None]:
-    """Storage reading threads as a schema before ``archived_at`` did (every SQL room)."""
-    from langchain_mastra_memory.storage import (
-        sql,
-        sql_messages,
-        sql_search,
-        sql_threads,
-        sql_working_memory,
-        statements,
-    )  # fmt: skip
+def thread_columns_before_archiving(patch: Any) -> None:
+    """Storage reading threads as a schema before ``archived_at`` did: every loaded storage
+    module holding the thread columns, patched with `patch` (a pytest ``MonkeyPatch``)."""
+    from langchain_mastra_memory.storage.statements import NEW_THREAD_COLUMNS
 
-    rooms = (sql, sql_messages, sql_search, sql_threads, sql_working_memory, statements)
-    saved = {room: room.THREAD_COLUMNS for room in rooms if hasattr(room, "THREAD_COLUMNS")}
-    try:
-        for room in saved:
-            room.THREAD_COLUMNS = statements.NEW_THREAD_COLUMNS
-        yield
-    finally:
-        for room, columns in saved.items():
-            room.THREAD_COLUMNS = columns
+    for name, module in list(sys.modules.items()):
+        if name.startswith("langchain_mastra_memory.storage") and hasattr(module, "THREAD_COLUMNS"):
+            patch.setattr(module, "THREAD_COLUMNS", NEW_THREAD_COLUMNS)

@@ -325,7 +325,7 @@ def test_large_sqlite_indexes_score_only_the_words_a_search_can_afford(tmp_path)
     assert {h[0] for h in storage.search_text("zebra", resource_id="b")} == {"z-b"}
 
 
-def test_keyword_search_migrates_from_the_unpartitioned_index(tmp_path) -> None:
+def test_keyword_search_migrates_from_the_unpartitioned_index(tmp_path, monkeypatch) -> None:
     """A file written by schema 2 (one FTS table without owners) is migrated on open: every
     message is searchable by its owner only, and the per-resource counts are filled in."""
     import sqlite3
@@ -338,13 +338,12 @@ def test_keyword_search_migrates_from_the_unpartitioned_index(tmp_path) -> None:
 
     path = tmp_path / "old.db"
     current = sqlite_schema.MIGRATIONS
-    columns = thread_columns_before_archiving()  # that schema's threads
-    try:
-        sqlite_schema.MIGRATIONS = current[:2]
-        columns.__enter__()
-        import langchain_mastra_memory.storage.sqlite as sqlite_module
+    import langchain_mastra_memory.storage.sqlite as sqlite_module
 
-        sqlite_module.MIGRATIONS = current[:2]
+    with monkeypatch.context() as then:  # that schema's migrations and threads, until closed
+        then.setattr(sqlite_schema, "MIGRATIONS", current[:2])
+        then.setattr(sqlite_module, "MIGRATIONS", current[:2])
+        thread_columns_before_archiving(then)
         old = SQLiteStorage(path)
         for resource, fact in (("a", "my zebra is called Stripes"), ("b", "my zebra is Zed")):
             old.create_thread(thread_id=f"t-{resource}", resource_id=resource)
@@ -354,10 +353,6 @@ def test_keyword_search_migrates_from_the_unpartitioned_index(tmp_path) -> None:
                 resource_id=resource,
             )
         old.close()
-    finally:
-        sqlite_schema.MIGRATIONS = current
-        sqlite_module.MIGRATIONS = current
-        columns.__exit__(None, None, None)
     assert sqlite3.connect(path).execute("SELECT version FROM memory_schema").fetchone()[0] == 2
     storage = SQLiteStorage(path)
     assert storage.schema_version() == len(current)

@@ -208,9 +208,7 @@ def test_an_unbuffered_commit_takes_the_waiting_groups_into_the_log(storage) -> 
     assert storage.unobserved_messages(key, resource_id="alice", thread_id="t1") == []
 
 
-def test_a_log_written_before_buffering_migrates_active(
-    tmp_path: Path, monkeypatch, request
-) -> None:
+def test_a_log_written_before_buffering_migrates_active(tmp_path: Path, monkeypatch) -> None:
     """A file at schema 5 (the log without buffering) opens at the current schema: its groups
     stay in the log, its cursor holds, and buffering continues after it."""
     from helpers import thread_columns_before_archiving
@@ -221,9 +219,7 @@ def test_a_log_written_before_buffering_migrates_active(
     current = sqlite_schema.MIGRATIONS
     path = tmp_path / "v5.db"
     monkeypatch.setattr(sqlite_module, "MIGRATIONS", current[:5])
-    columns = thread_columns_before_archiving()  # as then, for the whole test
-    columns.__enter__()
-    request.addfinalizer(lambda: columns.__exit__(None, None, None))
+    thread_columns_before_archiving(monkeypatch)  # as then, for the whole test
     old = SQLiteStorage(path)
     ids = turns(old, "t1", 3)
     key = scope_key("thread", resource_id="alice", thread_id="t1")

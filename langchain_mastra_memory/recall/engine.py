@@ -28,6 +28,13 @@ def dimension_mismatch(index_name: str, stored: int, dimension: int) -> VectorSt
     )
 
 
+def extra_missing(store: str, extra: str) -> ConfigurationError:
+    """The error for a store whose engine client is not installed: the extra to install."""
+    return ConfigurationError(
+        f"{store} needs the {extra!r} extra: pip install 'langchain-mastra-memory[{extra}]'"
+    )
+
+
 def one_place(engine: str, embedded: str, remote: str, *given: Any) -> None:
     """Refuse anything but exactly one of an embedded place, a remote one, or a client."""
     if sum(x is not None for x in given) != 1:

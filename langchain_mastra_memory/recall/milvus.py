@@ -30,8 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigurationError
-from .engine import BATCH, EngineStore, one_place
+from .engine import BATCH, EngineStore, extra_missing, one_place
 from .vector import VectorHit, VectorRecord, only_threads
 
 MAX_ID = 512  # VARCHAR length of the id fields
@@ -66,11 +65,7 @@ class MilvusVectorStore(EngineStore):
         try:
             from pymilvus import MilvusClient
         except ImportError as exc:  # pragma: no cover - depends on the install
-            msg = (
-                "MilvusVectorStore needs the 'milvus' extra: "
-                "pip install 'langchain-mastra-memory[milvus]'"
-            )
-            raise ConfigurationError(msg) from exc
+            raise extra_missing("MilvusVectorStore", "milvus") from exc
         one_place("Milvus", "a Milvus Lite file", "uri= (a server or cluster)",
                   location, uri, client)  # fmt: skip
         connect = None

@@ -27,8 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigurationError
-from .engine import EngineStore, one_place
+from .engine import EngineStore, extra_missing, one_place
 from .vector import DEFAULT_TIMEOUT, VectorHit, VectorRecord, only_threads, piece_uuid
 
 INDEXED = ("message_id", "thread_id")  # keyword payload indexes besides the tenant's
@@ -55,11 +54,7 @@ class QdrantVectorStore(EngineStore):
         try:
             from qdrant_client import QdrantClient
         except ImportError as exc:  # pragma: no cover - depends on the install
-            msg = (
-                "QdrantVectorStore needs the 'qdrant' extra: "
-                "pip install 'langchain-mastra-memory[qdrant]'"
-            )
-            raise ConfigurationError(msg) from exc
+            raise extra_missing("QdrantVectorStore", "qdrant") from exc
         one_place("Qdrant", "a location (':memory:' or a folder: local mode)",
                   "url= (a server or cluster)", location, url, client)  # fmt: skip
         if client is None and url is not None:

@@ -54,7 +54,7 @@ from .statements import (
 )
 
 T = TypeVar("T")
-__all__ = ["SCHEMA_TABLE", "Dialect", "SQLStorage", "TextMatch"]  # with the statements' names
+__all__ = ["SCHEMA_TABLE", "Dialect", "SQLStorage", "TextMatch"]  # what the backends import
 Splitter = Callable[[str], Iterable[str]]  # a migration script -> its statements
 
 

@@ -7,9 +7,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol
 
 from .base import MemoryStorage
-from .records import (
-    MESSAGE_COLUMNS,
-)
+from .records import MESSAGE_COLUMNS
 
 SCHEMA_TABLE = "memory_schema"  # one row: the number of migrations applied
 NEW_THREAD_COLUMNS = "id, resource_id, title, metadata, created_at, updated_at"
