@@ -235,7 +235,6 @@ def test_a_moved_module_still_imports_from_its_old_name_with_a_warning() -> None
 
 
 STILL_LARGE = {  # rooms over 500 lines, each waiting for its split: none may grow, none be added
-    "storage/base.py": 860,
     "recall/index.py": 791,
     "integrations/checkpointer.py": 725,
     "cli.py": 659,
@@ -253,3 +252,4 @@ def test_no_room_over_500_lines_but_the_ones_still_to_split() -> None:
     assert set(over) <= set(STILL_LARGE), set(over) - set(STILL_LARGE)
     assert {p: n for p, n in over.items() if n > STILL_LARGE[p]} == {}
     assert sizes["storage/sql.py"] <= 450  # split by subject: threads, messages, search, ...
+    assert sizes["storage/base.py"] <= 450  # the contract, the derived records, the twins

@@ -1,0 +1,82 @@
+"""Storage never blocks an event loop: the test mode that catches a sync call on a loop's
+thread, and the worker-thread hop the ``a``-prefixed defaults take.
+
+Examples:
+    >>> with forbid_blocking_calls():
+    ...     pass  # here a storage method called on a loop's thread raises BlockingCallError
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from langchain_core.runnables.config import run_in_executor
+
+from ..errors import BlockingCallError
+
+T = TypeVar("T")
+
+_forbid_blocking = False
+
+
+@contextmanager
+def forbid_blocking_calls() -> Iterator[None]:
+    """While active, a storage method called on a thread that runs an event loop raises
+    `BlockingCallError` (a test mode: async code must use the ``a``-prefixed twins)."""
+    global _forbid_blocking
+    previous, _forbid_blocking = _forbid_blocking, True
+    try:
+        yield
+    finally:
+        _forbid_blocking = previous
+
+
+def _check_not_on_loop(name: str) -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return  # no loop runs on this thread: blocking is fine here
+    raise BlockingCallError(
+        f"storage.{name}() blocked the event loop's thread; await storage.a{name}() instead"
+    )
+
+
+def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if _forbid_blocking:
+            _check_not_on_loop(method.__name__)
+        return method(self, *args, **kwargs)
+
+    guarded.__wrapped_storage__ = True  # type: ignore[attr-defined]
+    return guarded
+
+
+_SYNC_IO = (
+    "setup", "close", "create_thread", "get_thread", "get_threads", "list_threads", "update_thread",
+    "count_threads", "set_archived", "page_messages", "transfer_thread", "thread_stats",
+    "delete_thread", "clone_thread", "save_messages", "list_messages", "get_messages_by_id",
+    "update_messages", "delete_messages", "move_messages", "search_text", "message_windows",
+    "unembedded", "mark_embedded", "embedded_ids", "get_working_memory", "modify_working_memory",
+    "ensure_thread", "put_items", "get_items", "search_items", "item_namespaces",
+    "nearest_items",
+    "working_memories", "observation_log", "unobserved_messages", "unobserved_tokens",
+    "claim_observation", "release_observation", "commit_observation", "activate_observations",
+    "commit_reflection",
+)  # fmt: skip
+
+
+def guard_subclass(cls: type) -> None:
+    for name in _SYNC_IO:
+        method = cls.__dict__.get(name)
+        if callable(method) and not getattr(method, "__wrapped_storage__", False):
+            setattr(cls, name, _guarded(method))
+
+
+async def off_loop(func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run a sync storage call in a worker thread (langchain-core's executor)."""
+    return await run_in_executor(None, functools.partial(func, *args, **kwargs))

@@ -1,0 +1,213 @@
+"""What the SQL backends keep beside the conversation: LangGraph store items and observational
+memory's log. A backend without them raises `NotImplementedError` naming what needs them.
+"""
+
+from __future__ import annotations
+
+from abc import ABC
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from .blocking import off_loop
+from .records import ItemWrite, ObservationGroup, StoredItem, StoredMessage
+
+_NO_LOG = (
+    "{} does not keep an observational-memory log; observational memory needs SQLiteStorage "
+    "or PostgresStorage"
+)
+_NO_ITEMS = (
+    "{} does not keep LangGraph store items; memory.store() needs SQLiteStorage or "
+    "PostgresStorage (or a storage implementing put_items/get_items/search_items)"
+)
+
+
+class DerivedRecords(ABC):  # noqa: B024 - every method has a default
+    """Store items and the observation log, with their async twins (part of `MemoryStorage`)."""
+
+    # -- LangGraph store items (`memory.store()`); the SQL backends keep them -----------------
+    def put_items(self, writes: Sequence[ItemWrite]) -> None:
+        """Apply item puts and deletes in one transaction."""
+        raise NotImplementedError(_NO_ITEMS.format(type(self).__name__))
+
+    def get_items(
+        self, refs: Sequence[tuple[tuple[str, ...], str]], *, refresh_ttl: bool = True
+    ) -> list[StoredItem | None]:
+        """The live item at each (namespace, key), or None."""
+        raise NotImplementedError(_NO_ITEMS.format(type(self).__name__))
+
+    def search_items(
+        self,
+        prefix: tuple[str, ...],
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        refresh_ttl: bool = False,
+    ) -> list[StoredItem]:
+        """Live items under a namespace prefix, most recently updated first."""
+        raise NotImplementedError(_NO_ITEMS.format(type(self).__name__))
+
+    def item_namespaces(self) -> list[tuple[str, ...]]:
+        """Every namespace holding a live item."""
+        raise NotImplementedError(_NO_ITEMS.format(type(self).__name__))
+
+    def nearest_items(
+        self, prefix: tuple[str, ...], vector: Sequence[float], *, limit: int
+    ) -> list[tuple[tuple[str, ...], str, float]]:
+        """The live items under `prefix` nearest `vector`: (namespace, key, cosine), best
+        first."""
+        raise NotImplementedError(_NO_ITEMS.format(type(self).__name__))
+
+    def working_memories(
+        self, resource_id: str | None = None
+    ) -> list[tuple[str, str | None, str, datetime]]:
+        """``(resource_id, thread_id or None, text, updated_at)`` of stored working memories."""
+        raise NotImplementedError(_NO_ITEMS.format(type(self).__name__))
+
+    async def aput_items(self, writes: Sequence[ItemWrite]) -> None:
+        """Async `put_items`."""
+        await off_loop(self.put_items, writes)
+
+    async def aget_items(
+        self, refs: Sequence[tuple[tuple[str, ...], str]], *, refresh_ttl: bool = True
+    ) -> list[StoredItem | None]:
+        """Async `get_items`."""
+        return await off_loop(self.get_items, refs, refresh_ttl=refresh_ttl)
+
+    async def asearch_items(
+        self,
+        prefix: tuple[str, ...],
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        refresh_ttl: bool = False,
+    ) -> list[StoredItem]:
+        """Async `search_items`."""
+        return await off_loop(
+            self.search_items, prefix, limit=limit, offset=offset, refresh_ttl=refresh_ttl
+        )
+
+    async def anearest_items(
+        self, prefix: tuple[str, ...], vector: Sequence[float], *, limit: int
+    ) -> list[tuple[tuple[str, ...], str, float]]:
+        """Async `nearest_items`."""
+        return await off_loop(self.nearest_items, prefix, vector, limit=limit)
+
+    async def aitem_namespaces(self) -> list[tuple[str, ...]]:
+        """Async `item_namespaces`."""
+        return await off_loop(self.item_namespaces)
+
+    async def aworking_memories(
+        self, resource_id: str | None = None
+    ) -> list[tuple[str, str | None, str, datetime]]:
+        """Async `working_memories`."""
+        return await off_loop(self.working_memories, resource_id)
+
+    # -- observational memory's log; the SQL backends keep it ----------------------------------
+    def observation_log(self, key: str, *, buffered: bool = False) -> list[ObservationGroup]:
+        """The active groups of an observation scope, oldest first (then, with `buffered`,
+        the groups waiting for activation)."""
+        raise NotImplementedError(_NO_LOG.format(type(self).__name__))
+
+    def unobserved_messages(
+        self, key: str, *, resource_id: str, thread_id: str | None, buffered: bool = False
+    ) -> list[StoredMessage]:
+        """The scope's messages after its cursor (`buffered`: after its buffer frontier)."""
+        raise NotImplementedError(_NO_LOG.format(type(self).__name__))
+
+    def unobserved_tokens(
+        self, key: str, *, resource_id: str, thread_id: str | None, buffered: bool = False
+    ) -> float:
+        """The stored token count of `unobserved_messages`."""
+        raise NotImplementedError(_NO_LOG.format(type(self).__name__))
+
+    def claim_observation(self, key: str, *, owner: str, seconds: float) -> bool:
+        """Take the scope's lease unless another owner holds a live one."""
+        raise NotImplementedError(_NO_LOG.format(type(self).__name__))
+
+    def release_observation(self, key: str, *, owner: str) -> None:
+        """Give the scope's lease back."""
+        raise NotImplementedError(_NO_LOG.format(type(self).__name__))
+
+    def commit_observation(
+        self,
+        key: str,
+        *,
+        owner: str,
+        resource_id: str,
+        text: str,
+        current_task: str | None,
+        message_ids: Sequence[str],
+        token_count: float,
+        buffered: bool = False,
+    ) -> ObservationGroup | None:
+        """Store an Observer's group, move the cursor (`buffered`: only the buffer frontier)
+        and release the lease (one transaction)."""
+        raise NotImplementedError(_NO_LOG.format(type(self).__name__))
+
+    def activate_observations(
+        self, key: str, *, resource_id: str, thread_id: str | None, retain_tokens: float
+    ) -> list[ObservationGroup]:
+        """Turn the oldest buffered groups active, leaving about `retain_tokens` unobserved."""
+        raise NotImplementedError(_NO_LOG.format(type(self).__name__))
+
+    def commit_reflection(
+        self,
+        key: str,
+        *,
+        owner: str,
+        resource_id: str,
+        text: str,
+        current_task: str | None,
+        replaces: Sequence[str],
+        token_count: float,
+    ) -> ObservationGroup | None:
+        """Store a Reflector's group in place of the groups it condensed, release the lease."""
+        raise NotImplementedError(_NO_LOG.format(type(self).__name__))
+
+    async def aobservation_log(self, key: str, *, buffered: bool = False) -> list[ObservationGroup]:
+        """Async `observation_log`."""
+        return await off_loop(self.observation_log, key, buffered=buffered)
+
+    async def aunobserved_messages(
+        self, key: str, *, resource_id: str, thread_id: str | None, buffered: bool = False
+    ) -> list[StoredMessage]:
+        """Async `unobserved_messages`."""
+        return await off_loop(
+            self.unobserved_messages, key, resource_id=resource_id, thread_id=thread_id,
+            buffered=buffered,
+        )  # fmt: skip
+
+    async def aunobserved_tokens(
+        self, key: str, *, resource_id: str, thread_id: str | None, buffered: bool = False
+    ) -> float:
+        """Async `unobserved_tokens`."""
+        return await off_loop(
+            self.unobserved_tokens, key, resource_id=resource_id, thread_id=thread_id,
+            buffered=buffered,
+        )  # fmt: skip
+
+    async def aactivate_observations(
+        self, key: str, *, resource_id: str, thread_id: str | None, retain_tokens: float
+    ) -> list[ObservationGroup]:
+        """Async `activate_observations`."""
+        return await off_loop(
+            self.activate_observations, key, resource_id=resource_id, thread_id=thread_id,
+            retain_tokens=retain_tokens,
+        )  # fmt: skip
+
+    async def aclaim_observation(self, key: str, *, owner: str, seconds: float) -> bool:
+        """Async `claim_observation`."""
+        return await off_loop(self.claim_observation, key, owner=owner, seconds=seconds)
+
+    async def arelease_observation(self, key: str, *, owner: str) -> None:
+        """Async `release_observation`."""
+        await off_loop(self.release_observation, key, owner=owner)
+
+    async def acommit_observation(self, key: str, **group: Any) -> ObservationGroup | None:
+        """Async `commit_observation` (same keyword arguments)."""
+        return await off_loop(self.commit_observation, key, **group)
+
+    async def acommit_reflection(self, key: str, **group: Any) -> ObservationGroup | None:
+        """Async `commit_reflection` (same keyword arguments)."""
+        return await off_loop(self.commit_reflection, key, **group)
