@@ -1,0 +1,63 @@
+"""`semantic_recall`'s options: how many hits, their neighbours, scope, mode, filter.
+
+Examples:
+    >>> RecallOptions.parse({"top_k": 3, "message_range": 2}).window
+    MessageRange(before=2, after=2)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..errors import ConfigurationError
+from ..storage.filters import check_filter
+from ..storage.validation import validated
+
+Mode = Literal["vector", "keyword", "hybrid"]
+# Chosen by bench/recall_eval.py on real multi-session chat (LoCoMo dev; README, "Recall
+# quality"): hybrid beats keyword and vector alone.
+DEFAULT_MODE: Mode = "hybrid"
+
+
+class MessageRange(BaseModel):
+    """How many neighbours come with each hit."""
+
+    model_config = ConfigDict(extra="forbid")
+    before: int = Field(default=1, ge=0)
+    after: int = Field(default=1, ge=0)
+
+
+class RecallOptions(BaseModel):
+    """``semantic_recall`` options (Mastra's ``topK``, ``messageRange``, ``scope``, ...)."""
+
+    model_config = ConfigDict(extra="forbid")
+    top_k: int = Field(default=4, gt=0, le=100)
+    message_range: int | MessageRange = 1
+    scope: Literal["thread", "resource"] = "resource"
+    threshold: float | None = Field(default=None, ge=-1.0, le=1.0)
+    index_name: str | None = None
+    mode: Mode = DEFAULT_MODE
+    # recall only from threads whose metadata matches (LangGraph's operators; Mastra's
+    # ``semanticRecall.filter``)
+    filter: dict[str, Any] | None = None
+
+    @field_validator("filter")
+    @classmethod
+    def _known_operators(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if value is None else check_filter(value, "semantic_recall filter")
+
+    @property
+    def window(self) -> MessageRange:
+        """`message_range` as before/after counts."""
+        if isinstance(self.message_range, MessageRange):
+            return self.message_range
+        if self.message_range < 0:
+            raise ConfigurationError("message_range must be >= 0")
+        return MessageRange(before=self.message_range, after=self.message_range)
+
+    @classmethod
+    def parse(cls, options: bool | dict[str, Any] | RecallOptions | None) -> RecallOptions:
+        """Validate options given as ``True`` or a dict."""
+        return validated(cls, options, "semantic_recall options")
