@@ -176,11 +176,11 @@ class Memory:
 
     def delete_thread(self, thread_id: str, *, resource_id: str | None = None) -> bool:
         """Delete a thread and all keyed by it, checkpoints too (`delete_everywhere`)."""
-        return _shapes.checkpointer().delete_everywhere(self, thread_id, resource_id)
+        return _shapes.checkpoint_threads().delete_everywhere(self, thread_id, resource_id)
 
     async def adelete_thread(self, thread_id: str, *, resource_id: str | None = None) -> bool:
         """Async `delete_thread`."""
-        return await _shapes.checkpointer().adelete_everywhere(self, thread_id, resource_id)
+        return await _shapes.checkpoint_threads().adelete_everywhere(self, thread_id, resource_id)
 
     def clone_thread(self, thread_id: str, **clone: Unpack[kw.CloneOptions]) -> Thread:
         """Copy a thread under the same resource: its messages (all, or those `message_filter`
@@ -404,6 +404,12 @@ class _shapes:  # a namespace of lazy imports
     @staticmethod
     def checkpointer() -> Any:
         from .integrations import checkpointer as module
+
+        return module
+
+    @staticmethod
+    def checkpoint_threads() -> Any:
+        from .integrations import checkpoint_threads as module
 
         return module
 

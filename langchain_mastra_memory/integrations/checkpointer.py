@@ -28,7 +28,6 @@ not mirrored.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -44,103 +43,24 @@ from langgraph.checkpoint.base import (
 )
 
 from ..config import call_options
-from ..conversation.branches import BRANCH_OF
 from ..conversation.lineage import fork_diff
 from ..conversation.mirroring import MirrorPlan, ThreadMirror
-from ..errors import ConfigurationError, InvalidMessageError, ResourceMismatchError
+from ..errors import ConfigurationError, InvalidMessageError
 from ..messages import ensure_messages
-from ..storage.sqlite import SQLiteStorage
-from ..threads.ids import explicit_resource_id, resolve_ids
 from ..twins import Steps, both, call, run_async, run_sync
+from . import checkpoint_configs as configs
+from .checkpoint_configs import Messages
+from .checkpoint_owners import ThreadOwners
+from .checkpoint_threads import default_saver
+from .checkpointer_extensions import class_for, overrides
 
 if TYPE_CHECKING:
     from ..memory import Memory
 
-Messages = list[BaseMessage]  # aliases: inside the class, `list` is the checkpointer method
-Ids = list[str]
+Ids = list[str]  # aliases (with Messages): inside the class, `list` is the checkpointer method
 
 
-def default_saver(memory: Memory) -> BaseCheckpointSaver:
-    """A SQLite saver on memory's own database file, or an in-memory saver."""
-    storage = memory.storage
-    if isinstance(storage, SQLiteStorage) and storage.path != ":memory:":
-        from langgraph.checkpoint.sqlite import SqliteSaver
-
-        saver = SqliteSaver(sqlite3.connect(storage.path, check_same_thread=False))
-        saver.setup()  # its tables now, not under a turn's concurrent reads of the same file
-        return saver
-    from langgraph.checkpoint.memory import InMemorySaver
-
-    return InMemorySaver()
-
-
-def delete_everywhere(memory: Memory, thread_id: str, resource_id: str | None) -> bool:
-    """`Memory.delete_thread`: the thread with everything keyed by it (messages, vectors,
-    observation log, thread-scoped working memory), then its checkpoints in every checkpointer
-    of this memory and in the default saver's file (what the CLI and a restarted app see), so
-    a later owner of the id starts empty; its branch threads (forks' abandoned continuations)
-    go with it. False if memory held no such thread."""
-    for branch in _branches_below(memory, thread_id, resource_id):
-        memory.synced.delete_thread(branch, resource_id=resource_id)
-    deleted = memory.synced.delete_thread(thread_id, resource_id=resource_id)
-    for checkpointer in list(memory.checkpointers):
-        checkpointer.forget(thread_id)
-    _forget_in_file(memory.storage, thread_id)
-    return deleted
-
-
-async def adelete_everywhere(memory: Memory, thread_id: str, resource_id: str | None) -> bool:
-    """Async `delete_everywhere` (each saver's async twin; the file in a worker thread)."""
-    below = await run_in_executor(None, _branches_below, memory, thread_id, resource_id)
-    for branch in below:
-        await memory.synced.adelete_thread(branch, resource_id=resource_id)
-    deleted = await memory.synced.adelete_thread(thread_id, resource_id=resource_id)
-    for checkpointer in list(memory.checkpointers):
-        await checkpointer.aforget(thread_id)
-    await run_in_executor(None, _forget_in_file, memory.storage, thread_id)
-    return deleted
-
-
-def _branches_below(memory: Memory, thread_id: str, resource_id: str | None) -> list[str]:
-    """The ids of the thread's branches, their branches, and so on (another resource's thread
-    has none here: the delete itself refuses it)."""
-    thread = memory.storage.get_thread(thread_id)
-    if thread is None or (resource_id is not None and thread.resource_id != resource_id):
-        return []
-    found: list[str] = []
-    todo = [thread_id]
-    while todo:
-        parent = todo.pop()
-        for branch in memory.storage.list_threads(
-            resource_id=thread.resource_id, metadata={BRANCH_OF: parent}, archived=None
-        ):
-            if branch.id not in found and branch.id != thread_id:
-                found.append(branch.id)
-                todo.append(branch.id)
-    return found
-
-
-def _forget_in_file(storage: Any, thread_id: str) -> None:
-    """The thread's checkpoints in a SQLite memory file, through LangGraph's own saver (whose
-    tables are not created there when absent)."""
-    if not isinstance(storage, SQLiteStorage) or storage.path == ":memory:":
-        return
-    conn = sqlite3.connect(storage.path, timeout=30, check_same_thread=False)
-    try:
-        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-        if {"checkpoints", "writes"} <= tables:
-            from langgraph.checkpoint.sqlite import SqliteSaver
-
-            SqliteSaver(conn).delete_thread(thread_id)
-    finally:
-        conn.close()
-
-
-def _overrides(saver: BaseCheckpointSaver, method: str) -> bool:
-    return getattr(type(saver), method, None) is not getattr(BaseCheckpointSaver, method, None)
-
-
-class MemoryCheckpointer(BaseCheckpointSaver):
+class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
     """A LangGraph checkpointer that also keeps the conversation in `Memory`.
 
     Examples:
@@ -162,7 +82,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         cls, memory: Memory, saver: BaseCheckpointSaver | None = None, **kwargs: Any
     ) -> Any:
         inner = saver if saver is not None else default_saver(memory)
-        klass = _class_for(cls, type(inner))
+        klass = class_for(cls, type(inner))
         instance: MemoryCheckpointer = super().__new__(klass)
         instance.__dict__["_pending_inner"] = inner
         return instance
@@ -203,49 +123,6 @@ class MemoryCheckpointer(BaseCheckpointSaver):
 
     def get_next_version(self, current: Any, channel: None) -> Any:
         return self.saver.get_next_version(current, channel)
-
-    # -- ids and owners ------------------------------------------------------------------------
-    def _ids(self, config: RunnableConfig) -> tuple[str, str]:
-        """``(thread_id, resource_id)`` by the package's rule (`ids`)."""
-        return resolve_ids(config, default_resource_id=self._default_resource_id())
-
-    def _default_resource_id(self) -> str | None:
-        return self.default_resource_id or self.memory.default_resource_id
-
-    def _owner(self, thread_id: str) -> str | None:
-        """The resource that owns the memory thread (None: memory has no such thread)."""
-        if thread_id not in self._owners:
-            thread = self.memory.storage.get_thread(thread_id)
-            if thread is None:
-                return None
-            self._owners[thread_id] = thread.resource_id
-        return self._owners[thread_id]
-
-    async def _aowner(self, thread_id: str) -> str | None:
-        """Async `_owner`."""
-        if thread_id not in self._owners:
-            thread = await self.memory.storage.aget_thread(thread_id)
-            if thread is None:
-                return None
-            self._owners[thread_id] = thread.resource_id
-        return self._owners[thread_id]
-
-    def _check_owner(self, thread_id: str, resource_id: str) -> None:
-        _verify(thread_id, resource_id, self._owner(thread_id))
-
-    async def _acheck_owner(self, thread_id: str, resource_id: str) -> None:
-        _verify(thread_id, resource_id, await self._aowner(thread_id))
-
-    def _read_target(self, config: RunnableConfig | None) -> tuple[str, str] | None:
-        """The thread a read names, with the reader's resource (None: no thread named)."""
-        if config is None or not (config.get("configurable") or {}).get("thread_id"):
-            return None
-        return self._ids(config)
-
-    def _list_owner(self, config: RunnableConfig | None) -> str | None:
-        """For a list without a thread filter: the resource whose threads alone are listed
-        (None: the config names no owner, so every thread is listed)."""
-        return explicit_resource_id(config, default_resource_id=self._default_resource_id())
 
     # -- mirroring (the algorithms live in `conversation`) ----------------------------------------
     def _messages(self, checkpoint: Checkpoint) -> Messages | None:
@@ -319,7 +196,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         if not (config.get("configurable") or {}).get("checkpoint_id"):
             return None
         parent = yield call(self._io, "get_tuple", config)
-        return None if parent is None else _ids_of(self._messages(parent.checkpoint))
+        return None if parent is None else configs.ids_of(self._messages(parent.checkpoint))
 
     def _root_writes(self, config: RunnableConfig) -> tuple[str, str] | None:
         """Whose root-graph writes these are (None: a subgraph's)."""
@@ -331,10 +208,10 @@ class MemoryCheckpointer(BaseCheckpointSaver):
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         thread_id, resource_id = self._ids(config)
         owner = self._owner(thread_id)
-        _verify(thread_id, resource_id, owner)
+        configs.verify_owner(thread_id, resource_id, owner)
         found = None if owner is None else self.saver.get_tuple(config)
         self._saw(thread_id, config, found)
-        return _stamped(found, owner)
+        return configs.stamped(found, owner)
 
     def _saw(self, thread_id: str, config: RunnableConfig, found: CheckpointTuple | None) -> None:
         """Remember the thread's latest root checkpoint when a read returned it."""
@@ -345,13 +222,11 @@ class MemoryCheckpointer(BaseCheckpointSaver):
 
     def _latest(self, thread_id: str) -> str | None:
         """The thread's latest root checkpoint id, as the saver has it now."""
-        found = self.saver.get_tuple(
-            {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
-        )
+        found = self.saver.get_tuple(configs.root_config(thread_id))
         return None if found is None else str(found.checkpoint["id"])
 
     async def _alatest(self, thread_id: str) -> str | None:
-        found = await self._inner("get_tuple", _root(thread_id))
+        found = await self._inner("get_tuple", configs.root_config(thread_id))
         return None if found is None else str(found.checkpoint["id"])
 
     def list(
@@ -366,7 +241,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
             self._check_owner(*target)
             if (owner := self._owner(target[0])) is not None:  # else orphaned: nobody's
                 for item in self.saver.list(config, filter=filter, before=before, limit=limit):
-                    yield _stamped(item, owner)
+                    yield configs.stamped(item, owner)
             return
         owner = self._list_owner(config)
         count = 0
@@ -376,9 +251,9 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         ):
             if limit is not None and count >= limit:
                 return
-            if (found := self._owner(_thread_of(item))) == owner or owner is None:
+            if (found := self._owner(configs.thread_of(item))) == owner or owner is None:
                 count += 1
-                yield _stamped(item, found)
+                yield configs.stamped(item, found)
 
     def put(
         self,
@@ -412,7 +287,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         new_thread = (yield call(io, "owner", thread_id)) is None
         if new_thread:
             yield call(io, "purge_orphans", thread_id)
-        _verify(thread_id, resource_id, (yield call(io, "owner", thread_id)))
+        configs.verify_owner(thread_id, resource_id, (yield call(io, "owner", thread_id)))
         latest = self._head(thread_id, config) if messages is not None else None
         if messages is not None and latest is None:  # not known here: ask the saver
             latest = yield call(io, "latest", thread_id)
@@ -450,7 +325,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
             self.mirror.after_put(thread_id, checkpoint["id"], messages)
         if plan is not None and beside is None:  # a fork, an edit or deletions: after the write
             yield from self.mirror.safely(self.mirror.apply(plan), thread_id)
-        return _owned_config(result, resource_id)
+        return configs.owned_config(result, resource_id)
 
     def _put_writes(
         self,
@@ -467,12 +342,12 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         """Before a thread memory does not hold gets its first checkpoint: delete checkpoints
         left under that id (its memory thread was deleted elsewhere, by another process or the
         CLI), so the new owner starts empty and never reads the old one's state."""
-        if self.saver.get_tuple(_root(thread_id)):
+        if self.saver.get_tuple(configs.root_config(thread_id)):
             self.saver.delete_thread(thread_id)
 
     async def _apurge_orphans(self, thread_id: str) -> None:
         """Async `_purge_orphans`."""
-        if await self._inner("get_tuple", _root(thread_id)):
+        if await self._inner("get_tuple", configs.root_config(thread_id)):
             await self._inner("delete_thread", thread_id)
 
     def forget(self, thread_id: str) -> None:
@@ -494,7 +369,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
 
     # -- async twins: the inner saver's own async methods, or its sync ones in a worker thread ---
     async def _inner(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        if _overrides(self.saver, "a" + method):
+        if overrides(self.saver, "a" + method):
             try:
                 return await getattr(self.saver, "a" + method)(*args, **kwargs)
             except NotImplementedError:  # e.g. SqliteSaver: sync only
@@ -504,10 +379,10 @@ class MemoryCheckpointer(BaseCheckpointSaver):
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         thread_id, resource_id = self._ids(config)
         owner = await self._aowner(thread_id)
-        _verify(thread_id, resource_id, owner)
+        configs.verify_owner(thread_id, resource_id, owner)
         found = None if owner is None else await self._inner("get_tuple", config)
         self._saw(thread_id, config, found)
-        return _stamped(found, owner)
+        return configs.stamped(found, owner)
 
     async def _inner_alist(
         self,
@@ -516,7 +391,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         before: RunnableConfig | None,
         limit: int | None,
     ) -> AsyncIterator[CheckpointTuple]:
-        if _overrides(self.saver, "alist"):
+        if overrides(self.saver, "alist"):
             try:
                 async for item in self.saver.alist(
                     config, filter=filter, before=before, limit=limit
@@ -543,7 +418,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
             await self._acheck_owner(*target)
             if (owner := await self._aowner(target[0])) is not None:  # else orphaned: nobody's
                 async for item in self._inner_alist(config, filter, before, limit):
-                    yield _stamped(item, owner)
+                    yield configs.stamped(item, owner)
             return
         owner = self._list_owner(config)
         count = 0
@@ -551,9 +426,9 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         async for item in self._inner_alist(everyone, filter, before, None if owner else limit):
             if limit is not None and count >= limit:
                 return
-            if (found := await self._aowner(_thread_of(item))) == owner or owner is None:
+            if (found := await self._aowner(configs.thread_of(item))) == owner or owner is None:
                 count += 1
-                yield _stamped(item, found)
+                yield configs.stamped(item, found)
 
     async def aput(
         self,
@@ -621,105 +496,3 @@ class CheckpointerIO:
 
     async def alatest(self, thread_id: str) -> str | None:
         return await self.cp._alatest(thread_id)
-
-
-class _CopyThread:
-    saver: BaseCheckpointSaver
-    memory: Memory
-
-    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        source = self.memory.storage.get_thread(source_thread_id)
-        _copyable(source, self.memory.storage.get_thread(target_thread_id), target_thread_id)
-        self.saver.copy_thread(source_thread_id, target_thread_id)
-        if source and not self.memory.storage.get_thread(target_thread_id):
-            self.memory.clone_thread(source_thread_id, new_thread_id=target_thread_id)
-
-    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        source = await self.memory.storage.aget_thread(source_thread_id)
-        target = await self.memory.storage.aget_thread(target_thread_id)
-        _copyable(source, target, target_thread_id)
-        await self._inner("copy_thread", source_thread_id, target_thread_id)  # type: ignore[attr-defined]
-        if source and not target:
-            await self.memory.aclone_thread(source_thread_id, new_thread_id=target_thread_id)
-
-
-def _copyable(source: Any, target: Any, target_thread_id: str) -> None:
-    """A copy stays with its owner: checkpoints never land in another resource's thread."""
-    if source is not None and target is not None and target.resource_id != source.resource_id:
-        raise ResourceMismatchError.for_thread(target_thread_id, source.resource_id)
-
-
-class _DeleteForRuns:
-    saver: BaseCheckpointSaver
-
-    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        self.saver.delete_for_runs(run_ids)
-
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await self._inner("delete_for_runs", run_ids)  # type: ignore[attr-defined]
-
-
-class _Prune:
-    saver: BaseCheckpointSaver
-
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        self.saver.prune(thread_ids, strategy=strategy)
-
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await self._inner("prune", thread_ids, strategy=strategy)  # type: ignore[attr-defined]
-
-
-def _ids_of(messages: Messages | None) -> list[str]:
-    return [m.id for m in messages or () if m.id]
-
-
-def _root(thread_id: str) -> RunnableConfig:
-    """The config reading a thread's latest root checkpoint."""
-    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
-
-
-def _thread_of(item: CheckpointTuple) -> str:
-    return str(item.config["configurable"]["thread_id"])
-
-
-def _owned_config(config: RunnableConfig, owner: str) -> RunnableConfig:
-    return {**config, "configurable": {**config.get("configurable", {}), "resource_id": owner}}
-
-
-def _stamped(item: CheckpointTuple | None, owner: str | None) -> Any:
-    """`item` with the owner it was checked against in its configs: replaying one (LangGraph's
-    time travel, ``get_state_history`` configs) names the right resource."""
-    if item is None or owner is None:
-        return item
-    return item._replace(
-        config=_owned_config(item.config, owner),
-        parent_config=item.parent_config and _owned_config(item.parent_config, owner),
-    )
-
-
-def _verify(thread_id: str, resource_id: str, owner: str | None) -> None:
-    """Refuse a thread owned by another resource (a thread memory does not hold is free)."""
-    if owner is not None and owner != resource_id:
-        raise ResourceMismatchError.for_thread(thread_id, resource_id)
-
-
-_EXTENSIONS = {"copy_thread": _CopyThread, "delete_for_runs": _DeleteForRuns, "prune": _Prune}
-_classes: dict[tuple[type, type], type] = {}
-
-
-def _class_for(base: type, inner: type) -> type:
-    """`base` plus the optional capabilities (copy_thread, delete_for_runs, prune) `inner` has."""
-    key = (base, inner)
-    if key not in _classes:
-        mixins = tuple(
-            mixin
-            for method, mixin in _EXTENSIONS.items()
-            if getattr(inner, method, None) is not getattr(BaseCheckpointSaver, method)
-            or getattr(inner, "a" + method, None) is not getattr(BaseCheckpointSaver, "a" + method)
-        )
-        _classes[key] = (
-            type(base.__name__, (*mixins, base), {"__module__": base.__module__})
-            if mixins
-            else base
-        )
-    return _classes[key]
