@@ -9,8 +9,9 @@ The map, layers pointing one way (storage <- recall <- processors <- Memory <- i
   observation log's and the store items' tables, PostgreSQL's keyword search and pgvector
   SQL, and `filters` (LangGraph's filter operators).
 - `recall/`: `RecallIndex` (vector / keyword / hybrid search and neighbour windows, built on
-  `upkeep.VectorUpkeep`: vectors kept in step with storage; `options`, `ranking`: fusing), `SyncedStorage` (writes followed by the index), `ChromaVectorStore`,
-  `PgVectorStore` (pgvector beside `PostgresStorage`), `QdrantVectorStore`, `MilvusVectorStore`,
+  `upkeep.VectorUpkeep`: vectors kept in step with storage; `options`; `ranking`: fusing),
+  `SyncedStorage` (writes followed by the index), `ChromaVectorStore`, `PgVectorStore`
+  (pgvector beside `PostgresStorage`), `QdrantVectorStore`, `MilvusVectorStore`,
   `LangChainVectorStore` (any LangChain `VectorStore`), `MiniLMEmbeddings` and the shared
   embedding cache.
 - `working_memory/`: `WorkingMemoryConfig`, the update `rules`, the `prompt`, the

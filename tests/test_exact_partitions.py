@@ -10,8 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from langchain_mastra_memory.recall.chroma import ChromaVectorStore, partition_name
 from langchain_mastra_memory.recall.exact import ExactPartitions, Loaded
-from langchain_mastra_memory.recall.vector import ChromaVectorStore, VectorRecord, partition_name
+from langchain_mastra_memory.recall.vector import VectorRecord
 
 DIM = 8
 

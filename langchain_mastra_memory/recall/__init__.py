@@ -11,10 +11,11 @@
   `CachedEmbeddings` LRU.
 """
 
+from .chroma import ChromaVectorStore
 from .embeddings import CachedEmbeddings, MiniLMEmbeddings
 from .index import RecallHit, RecallIndex, RecallOptions
 from .pgvector import PgVectorStore
-from .vector import ChromaVectorStore, VectorStore
+from .vector import VectorStore
 
 
 def __getattr__(name: str) -> object:

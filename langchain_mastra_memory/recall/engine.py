@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..errors import ConfigurationError, VectorStoreError
-from .vector import AsyncTwinsWithVectors, _check_name, pieces_by_message
+from .vector import AsyncTwinsWithVectors, check_name, pieces_by_message
 
 BATCH = 500  # message ids per filtered call
 
@@ -83,7 +83,7 @@ class EngineStore(AsyncTwinsWithVectors):
 
     @staticmethod
     def _name(index_name: str) -> str:
-        return "lmm_" + _check_name(index_name).replace("-", "_").replace(".", "_")
+        return "lmm_" + check_name(index_name).replace("-", "_").replace(".", "_")
 
     def _exists(self, name: str) -> bool:
         raise NotImplementedError
@@ -180,7 +180,7 @@ class EngineStore(AsyncTwinsWithVectors):
 
     def warm(self, index_name: str, resource_id: str) -> bool:
         """Nothing to load ahead (False, as for a part not held)."""
-        _check_name(index_name)
+        check_name(index_name)
         return False
 
     def close(self) -> None:

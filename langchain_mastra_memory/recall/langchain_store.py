@@ -41,7 +41,7 @@ from typing import Any
 
 from ..errors import ConfigurationError, VectorStoreError
 from ..messages import MAX_PIECES
-from .vector import AsyncTwins, VectorHit, VectorRecord, _check_name, only_threads, piece_uuid
+from .vector import AsyncTwins, VectorHit, VectorRecord, check_name, only_threads, piece_uuid
 
 logger = logging.getLogger(__name__)
 
@@ -200,7 +200,7 @@ class LangChainVectorStore(AsyncTwins):
 
     def _check_index(self, index_name: str) -> None:
         """One store holds one embedding space: the first index it serves."""
-        _check_name(index_name)
+        check_name(index_name)
         if self._index is None:
             self._index = index_name
         elif index_name != self._index:
@@ -285,7 +285,7 @@ class LangChainVectorStore(AsyncTwins):
     ) -> None:
         """Delete every piece of these messages (by piece id). A thread's pieces are deleted
         by its messages' ids, which the caller passes (`RecallIndex` reads them first)."""
-        _check_name(index_name)
+        check_name(index_name)
         pieces = [
             piece_uuid(f"{m}#{n}" if n else m)
             for m in dict.fromkeys(ids)
@@ -296,7 +296,7 @@ class LangChainVectorStore(AsyncTwins):
 
     def present(self, index_name: str, resource_id: str, message_ids: Sequence[str]) -> set[str]:
         """Which of these messages have their (first) piece in the store, as `resource_id`'s."""
-        _check_name(index_name)
+        check_name(index_name)
         if not message_ids:
             return set()
         docs = self._call("get", self.store.get_by_ids, [piece_uuid(m) for m in message_ids])
@@ -314,5 +314,5 @@ class LangChainVectorStore(AsyncTwins):
 
     def warm(self, index_name: str, resource_id: str) -> bool:
         """Nothing to load ahead."""
-        _check_name(index_name)
+        check_name(index_name)
         return False

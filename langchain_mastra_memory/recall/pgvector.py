@@ -48,7 +48,7 @@ from .vector import (
     AsyncTwinsWithVectors,
     VectorHit,
     VectorRecord,
-    _check_name,
+    check_name,
     only_threads,
     pieces_by_message,
 )
@@ -210,7 +210,7 @@ class PgVectorStore(AsyncTwinsWithVectors):
     def _table(self, index_name: str, dimension: int, *, create: bool = True) -> str | None:
         """The table of `index_name`'s vectors (made on first use; None if absent and not
         `create`); a table of another dimension is an error."""
-        _check_name(index_name)
+        check_name(index_name)
         known = self._tables.get(index_name)
         if known is None:
             with self._lock:
@@ -353,7 +353,7 @@ class PgVectorStore(AsyncTwinsWithVectors):
 
     def warm(self, index_name: str, resource_id: str) -> bool:
         """Nothing to load: PostgreSQL keeps its own cache (False, as for a part not held)."""
-        _check_name(index_name)
+        check_name(index_name)
         return False
 
     def delete(
@@ -428,7 +428,7 @@ class PgVectorStore(AsyncTwinsWithVectors):
         """The table of an index whatever its dimension (None if it has none yet)."""
         if index_name in self._tables:
             return self._tables[index_name][0]
-        _check_name(index_name)
+        check_name(index_name)
         with self._transaction("index") as conn:
             found = _registered(conn, index_name)
         if found is None:

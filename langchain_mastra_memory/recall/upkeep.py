@@ -20,9 +20,10 @@ from ..storage.base import MemoryStorage
 from ..storage.records import StoredMessage
 from ..storage.sqlite import SQLiteStorage
 from ..twins import Steps, call, run_async, run_sync
+from .chroma import ChromaVectorStore
 from .embeddings import CachedEmbeddings, model_id
 from .options import RecallOptions
-from .vector import ChromaVectorStore, VectorRecord, VectorStore, index_name_for
+from .vector import VectorRecord, VectorStore, index_name_for
 from .writer import BacklogWriter
 
 logger = logging.getLogger(__name__)

@@ -1,0 +1,439 @@
+"""`ChromaVectorStore`: message embeddings in Chroma (embedded, in memory, or a server).
+
+Vectors are partitioned by resource: one cosine collection per index (embedding model and
+dimension, ``memory_messages_<model>_<dim>``, or the ``index_name`` given) and resource
+(``<index>-r<digest of the resource id>``), so a query searches only its owner's vectors and
+never filters a whole store; a thread filter applies inside the partition. HNSW is built and
+searched with a wide beam (``ef`` 256 to build, 400 to search, 32 links), so hits are the true
+nearest neighbours in practice (`bench/recall_bench.py` measures it against an exact scan); a
+collection made with a narrower beam gets this one. Each vector is one piece of a message
+(its id the message id, ``#n`` after it for later pieces) with metadata ``message_id,
+thread_id, resource_id, role, created_at``; the text lives in storage. A store
+written by an earlier version (one collection for every resource) is split into partitions the
+first time the index is used.
+
+Examples:
+    >>> store = ChromaVectorStore()  # in memory
+    >>> store.upsert("demo", [VectorRecord("m1", [1.0, 0.0], "t1", "alice", "user", 0.0)])
+    >>> [h.message_id for h in store.query("demo", [1.0, 0.1], top_k=3, resource_id="alice")]
+    ['m1']
+    >>> store.query("demo", [1.0, 0.1], top_k=3, resource_id="bob")
+    []
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import threading
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigurationError, VectorStoreError
+from .exact import EXACT_LIMIT, EXACT_MIN, ExactPartitions, Loaded
+from .vector import (
+    DEFAULT_TIMEOUT,
+    AsyncTwinsWithVectors,
+    VectorHit,
+    VectorRecord,
+    check_name,
+    only_threads,
+    pieces_by_message,
+)
+
+logger = logging.getLogger(__name__)
+
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+
+SEARCH_EF = 400  # HNSW beam at query time: >= 0.97 of the exact top-10 at 100k vectors
+HNSW = {
+    "hnsw:space": "cosine",
+    "hnsw:search_ef": SEARCH_EF,
+    "hnsw:construction_ef": 256,
+    "hnsw:M": 32,
+}
+
+
+def _widen_beam(col: Any) -> None:
+    """Give a collection made with a narrower query beam this version's (Chroma keeps the
+    setting with the collection; a process that has it loaded sees it after a restart)."""
+    try:
+        hnsw = (getattr(col, "configuration", None) or {}).get("hnsw") or {}
+        if int(hnsw.get("ef_search", SEARCH_EF)) < SEARCH_EF:
+            col.modify(configuration={"hnsw": {"ef_search": SEARCH_EF}})
+    except Exception as exc:  # an older server or client: keep the collection's own beam
+        logger.debug("could not widen the HNSW beam of %s: %s", getattr(col, "name", col), exc)
+
+
+def _check_dimension(col: Any, name: str, dimension: int) -> None:
+    stored = (col.metadata or {}).get("dimension")
+    if stored is not None and int(stored) != dimension:
+        msg = (
+            f"vector collection {name!r} holds {stored}-dimensional vectors but the "
+            f"embedder makes {dimension}: use another index_name, or the same embedder"
+        )
+        raise VectorStoreError(msg)
+
+
+def set_http_timeout(client: Any, seconds: float) -> None:
+    """Bound every request of a Chroma ``HttpClient``: its httpx session is made with no timeout
+    at all (chromadb 1.x, ``FastAPI._session``); other clients are left as they are."""
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if session is not None and hasattr(session, "timeout"):
+        import httpx
+
+        session.timeout = httpx.Timeout(seconds)
+
+
+def partition_name(index_name: str, resource_id: str) -> str:
+    """The collection holding `resource_id`'s vectors of `index_name`."""
+    digest = hashlib.sha256(resource_id.encode("utf-8")).hexdigest()[:24]
+    return f"{index_name[:480]}-r{digest}"
+
+
+class ChromaVectorStore(AsyncTwinsWithVectors):
+    """Message vectors in Chroma: ``path`` for an embedded ``PersistentClient``, nothing for an
+    in-memory client, or ``client=chromadb.HttpClient(...)`` (or `from_url`) for a Chroma
+    server, whose calls then give up after `timeout` seconds.
+
+    An embedded store (no ``client``) searches its hot partitions of `exact_min` to
+    `exact_limit` pieces exactly in memory (`ExactPartitions`): ~10x faster than HNSW there,
+    and exact. Pass ``exact_limit=0`` to always search HNSW; with ``client=`` it is off by
+    default (another process may write to a server).
+
+    Every method has an ``a``-prefixed async twin (run in a worker thread).
+    """
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        client: Any = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        exact_limit: int | None = None,
+        exact_min: int = EXACT_MIN,
+    ) -> None:
+        import chromadb
+        from chromadb.config import Settings
+
+        settings = Settings(anonymized_telemetry=False, allow_reset=False)
+        if not timeout > 0:
+            raise ConfigurationError(
+                f"timeout must be a positive number of seconds, got {timeout!r}"
+            )
+        try:
+            if client is not None:
+                self.client = client
+                set_http_timeout(client, timeout)
+            elif path is not None:
+                self.client = chromadb.PersistentClient(path=str(path), settings=settings)
+            else:
+                self.client = chromadb.EphemeralClient(settings=settings)
+        except Exception as exc:
+            raise VectorStoreError(f"cannot open Chroma: {exc}") from exc
+        self.path = None if path is None else str(path)
+        # Chroma's in-memory clients share one process-wide system: give each store its own
+        # namespace so two in-memory stores never see each other's vectors.
+        in_memory = client is None and path is None
+        self._namespace = f"e{uuid.uuid4().hex[:12]}_" if in_memory else ""
+        self._collections: dict[str, Any] = {}  # by full collection name
+        self._migrated: set[str] = set()
+        self._lock = threading.RLock()
+        limit = (EXACT_LIMIT if client is None else 0) if exact_limit is None else exact_limit
+        self._exact = (
+            ExactPartitions(self._load_partition, limit=limit, minimum=min(exact_min, limit))
+            if limit > 0
+            else None
+        )
+
+    @classmethod
+    def from_url(cls, url: str, *, timeout: float = DEFAULT_TIMEOUT) -> ChromaVectorStore:
+        """Connect to a Chroma server (``http://host:port``); `VectorStoreError` if it is down.
+
+        Every call to the server gives up after `timeout` seconds (Chroma's client waits
+        forever), so a frozen server costs a search `timeout` and then a `VectorStoreError`;
+        saves never wait on it (the background writer keeps the backlog and retries).
+        """
+        import chromadb
+        from chromadb.config import Settings
+
+        match = re.fullmatch(r"(https?)://([^:/]+)(?::(\d+))?/?", url)
+        if not match:
+            raise ConfigurationError(f"not a Chroma server URL: {url!r}")
+        scheme, host, port = match.groups()
+        try:
+            client = chromadb.HttpClient(
+                host=host,
+                port=int(port or 8000),
+                ssl=scheme == "https",
+                settings=Settings(anonymized_telemetry=False),
+            )
+        except Exception as exc:
+            raise VectorStoreError(f"the Chroma server at {url} is not reachable: {exc}") from exc
+        return cls(client=client, timeout=timeout)
+
+    def __repr__(self) -> str:
+        return f"ChromaVectorStore(path={self.path!r})"
+
+    def collection(self, name: str, dimension: int, resource_id: str | None = None) -> Any:
+        """Get or create the cosine collection of `resource_id`'s vectors (the bare index
+        without one); a collection of another dimension is an error."""
+        check_name(name)
+        self._migrate(name, dimension)
+        full = name if resource_id is None else partition_name(name, resource_id)
+        cached = self._collections.get(full)
+        if cached is not None:
+            _check_dimension(cached, name, dimension)
+            return cached
+        with self._lock:
+            try:
+                col = self.client.get_or_create_collection(
+                    self._namespace + full,
+                    metadata={**HNSW, "dimension": dimension},
+                    embedding_function=None,
+                )
+            except Exception as exc:
+                raise VectorStoreError(f"Chroma is unavailable: {exc}") from exc
+            _check_dimension(col, name, dimension)
+            _widen_beam(col)
+            self._collections[full] = col
+            return col
+
+    def _existing(self, full_name: str) -> Any | None:
+        """The collection if it exists (None otherwise); never creates one."""
+        if (cached := self._collections.get(full_name)) is not None:
+            return cached
+        try:
+            found = self.client.get_collection(self._namespace + full_name)
+        except Exception as exc:
+            if "does not exist" in str(exc) or "not found" in str(exc).lower():
+                return None
+            raise VectorStoreError(f"Chroma is unavailable: {exc}") from exc
+        _widen_beam(found)
+        self._collections[full_name] = found
+        return found
+
+    def _load_partition(self, collection_id: str) -> Loaded | None:
+        """A partition's vectors for exact search (None if gone, or too small or too big to be
+        worth holding)."""
+        col = next((c for c in self._collections.values() if str(c.id) == collection_id), None)
+        assert self._exact is not None
+        if col is None or not self._exact.minimum <= int(self._call("count", col.count)) <= (
+            self._exact.limit
+        ):
+            return None
+        page = self._call("load", col.get, include=["embeddings", "metadatas"])
+        metas = page["metadatas"]
+        return Loaded(
+            ids=list(page["ids"]),
+            vectors=page["embeddings"],
+            message_ids=[str(m["message_id"]) for m in metas],
+            thread_ids=[str(m["thread_id"]) for m in metas],
+        )
+
+    def partitions(self, index_name: str) -> list[Any]:
+        """Every resource partition of `index_name`."""
+        prefix = self._namespace + check_name(index_name)[:480] + "-r"
+        try:
+            names = [getattr(c, "name", c) for c in self.client.list_collections()]
+        except Exception as exc:
+            raise VectorStoreError(f"Chroma is unavailable (list): {exc}") from exc
+        found = [n for n in names if n.startswith(prefix) and len(n) == len(prefix) + 24]
+        return [self.client.get_collection(n) for n in found]
+
+    def _migrate(self, name: str, dimension: int) -> None:
+        """Split a collection written before partitioning (every resource's vectors in one)
+        into per-resource partitions, once per index and store, then drop it."""
+        if name in self._migrated:
+            return
+        with self._lock:
+            if name in self._migrated:
+                return
+            legacy = self._existing(name)
+            if legacy is not None and (legacy.metadata or {}).get("dimension") == dimension:
+                moved = 0
+                while True:
+                    page = self._call(
+                        "migrate", legacy.get, limit=2000, include=["embeddings", "metadatas"]
+                    )
+                    if not page["ids"]:
+                        break
+                    groups: dict[str, list[int]] = {}
+                    for i, meta in enumerate(page["metadatas"]):
+                        groups.setdefault(str(meta["resource_id"]), []).append(i)
+                    for resource_id, rows in groups.items():
+                        target = self.client.get_or_create_collection(
+                            self._namespace + partition_name(name, resource_id),
+                            metadata={**HNSW, "dimension": dimension},
+                            embedding_function=None,
+                        )
+                        self._call(
+                            "migrate",
+                            target.upsert,
+                            ids=[page["ids"][i] for i in rows],
+                            embeddings=[page["embeddings"][i] for i in rows],
+                            metadatas=[page["metadatas"][i] for i in rows],
+                        )
+                    self._call("migrate", legacy.delete, ids=list(page["ids"]))
+                    moved += len(page["ids"])
+                self._call("migrate", self.client.delete_collection, self._namespace + name)
+                logger.info("moved %d vectors of %r into per-resource partitions", moved, name)
+            self._migrated.add(name)
+
+    def _call(self, what: str, func: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except Exception as exc:
+            if "dimension" in str(exc):
+                raise VectorStoreError(f"{what}: {exc}") from exc
+            raise VectorStoreError(f"Chroma is unavailable ({what}): {exc}") from exc
+
+    def upsert(self, index_name: str, records: Sequence[VectorRecord]) -> None:
+        """Write (or overwrite) vectors by piece (the first under the message id), each into
+        its resource's partition."""
+        by_resource: dict[str, list[VectorRecord]] = {}
+        for record in records:
+            by_resource.setdefault(record.resource_id, []).append(record)
+        for resource_id, group in by_resource.items():
+            col = self.collection(index_name, len(group[0].vector), resource_id)
+            ids = [r.vector_id for r in group]
+            embeddings = [list(map(float, r.vector)) for r in group]
+            self._call(
+                "upsert",
+                col.upsert,
+                ids=ids,
+                embeddings=embeddings,
+                metadatas=[
+                    {
+                        "message_id": r.message_id,
+                        "thread_id": r.thread_id,
+                        "resource_id": r.resource_id,
+                        "role": r.role,
+                        "created_at": r.created_at,
+                    }
+                    for r in group
+                ],
+            )
+            if self._exact is not None:
+                self._exact.upsert(
+                    str(col.id), ids, embeddings,
+                    [r.message_id for r in group], [r.thread_id for r in group],
+                )  # fmt: skip
+
+    def query(
+        self,
+        index_name: str,
+        vector: Sequence[float],
+        *,
+        top_k: int,
+        resource_id: str,
+        thread_id: str | None = None,
+        thread_ids: Sequence[str] | None = None,
+    ) -> list[VectorHit]:
+        """The `top_k` nearest pieces of `resource_id`'s messages (and `thread_id`'s, or those
+        of `thread_ids`, when given: filtered inside the search), one hit per piece."""
+        check_name(index_name)
+        threads = only_threads(thread_id, thread_ids)
+        if threads is not None and not threads:
+            return []
+        self._migrate(index_name, len(vector))
+        col = self._existing(partition_name(index_name, resource_id))
+        if col is None:
+            return []  # this resource has no vectors yet
+        _check_dimension(col, index_name, len(vector))
+        if self._exact is not None:
+            found = self._exact.search(str(col.id), vector, top_k=top_k, threads=threads)
+            if found is not None:
+                return [
+                    VectorHit(vector_id.split("#", 1)[0], resource_id, similarity)
+                    for vector_id, similarity in found
+                ]
+        where: dict[str, Any] | None = None
+        if threads is not None:
+            where = {"thread_id": next(iter(threads))} if len(threads) == 1 else {
+                "thread_id": {"$in": sorted(threads)}
+            }  # fmt: skip
+        result = self._call(
+            "query",
+            col.query,
+            query_embeddings=[list(map(float, vector))],
+            n_results=top_k,
+            where=where,
+            include=["distances"],
+        )
+        return [
+            VectorHit(vector_id.split("#", 1)[0], resource_id, 1.0 - distance)
+            for vector_id, distance in zip(result["ids"][0], result["distances"][0], strict=True)
+        ]
+
+    def warm(self, index_name: str, resource_id: str) -> bool:
+        """Load `resource_id`'s partition for exact search now, instead of after its first
+        searches; True if it is held in memory (False: over the limit, absent, or exact
+        search off)."""
+        col = self._existing(partition_name(check_name(index_name), resource_id))
+        return self._exact is not None and col is not None and self._exact.load(str(col.id))
+
+    def delete(
+        self,
+        index_name: str,
+        *,
+        ids: Sequence[str] = (),
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+    ) -> None:
+        """Delete every piece of these messages, or every vector of a thread, in
+        `resource_id`'s partition (in every partition when the owner is not known)."""
+        check_name(index_name)
+        if resource_id is not None:
+            col = self._existing(partition_name(index_name, resource_id))
+            targets = [col] if col is not None else []
+        else:
+            targets = self.partitions(index_name)
+        ids = list(ids)
+        for col in targets:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                self._call("delete", col.delete, where={"message_id": {"$in": chunk}})
+            if thread_id is not None:
+                self._call("delete", col.delete, where={"thread_id": thread_id})
+            if self._exact is not None:
+                self._exact.delete(str(col.id), message_ids=ids, thread_id=thread_id)
+
+    def present(self, index_name: str, resource_id: str, message_ids: Sequence[str]) -> set[str]:
+        """Which of these messages have their (first) vector in `resource_id`'s partition."""
+        col = self._existing(partition_name(check_name(index_name), resource_id))
+        if col is None or not message_ids:
+            return set()
+        found = self._call("get", col.get, ids=list(message_ids), include=[])
+        return set(found["ids"])
+
+    def vectors(
+        self, index_name: str, resource_id: str, message_ids: Sequence[str]
+    ) -> dict[str, list[list[float]]]:
+        """The stored vectors of these messages of `resource_id`, each message's pieces in
+        order (what a clone copies instead of embedding again)."""
+        col = self._existing(partition_name(check_name(index_name), resource_id))
+        ids = list(dict.fromkeys(message_ids))
+        if col is None or not ids:
+            return {}
+        rows: list[tuple[str, Sequence[float]]] = []
+        for start in range(0, len(ids), 500):
+            found = self._call(
+                "get", col.get, where={"message_id": {"$in": ids[start : start + 500]}},
+                include=["embeddings"],
+            )  # fmt: skip
+            rows += zip(found["ids"], found["embeddings"], strict=True)
+        return pieces_by_message(rows)
+
+    def count(self, index_name: str, dimension: int, resource_id: str | None = None) -> int:
+        """How many vectors (pieces) the index holds, for one resource or in all."""
+        self._migrate(check_name(index_name), dimension)
+        if resource_id is not None:
+            col = self._existing(partition_name(index_name, resource_id))
+            return 0 if col is None else int(self._call("count", col.count))
+        return sum(int(self._call("count", col.count)) for col in self.partitions(index_name))
