@@ -83,7 +83,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, `__getattr__`
     from .integrations.checkpointer import MemoryCheckpointer
     from .memory import Memory
     from .messages import MessageList
-    from .observational.service import ObservationEvent
+    from .observational.config import ObservationEvent
     from .processors import (
         FunctionProcessor,
         MemoryProcessor,
@@ -125,7 +125,7 @@ _WHERE = {  # public name -> the module defining it
     "MessageNotFoundError": ".errors",
     "MilvusVectorStore": ".recall.milvus",
     "MiniLMEmbeddings": ".recall",
-    "ObservationEvent": ".observational.service",
+    "ObservationEvent": ".observational.config",
     "OrphanToolResultWarning": ".errors",
     "Page": ".browsing.paging",
     "PgVectorStore": ".recall",

@@ -8,10 +8,11 @@ storage (`storage/observations.py`), buffered groups included: the Observer runs
 threshold in a worker thread and its groups are activated, without a model call, at it.
 """
 
+from .config import ObservationalConfig
 from .parse import ParsedLog, parse_log
 from .prompts import Entry, context_block, format_entries
 from .runnables import Observer, Reflector
-from .service import ObservationalConfig, ObservationalMemory
+from .service import ObservationalMemory
 
 __all__ = [
     "Entry",

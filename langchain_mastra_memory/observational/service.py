@@ -21,18 +21,15 @@ import asyncio
 import contextvars
 import json
 import logging
-import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, wait
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigurationError, MastraMemoryError, ResourceMismatchError
 from ..injected import tag
@@ -49,6 +46,7 @@ from .checks import (
     usable_entries,
     usable_task,
 )
+from .config import EVENT, SOURCE, EventKind, ObservationalConfig, ObservationEvent
 from .parse import parse_log
 from .prompts import (
     OBSERVER_INSTRUCTIONS,
@@ -58,155 +56,12 @@ from .prompts import (
     with_instruction,
 )
 from .runnables import Observer, Reflector
+from .worker import DaemonWorker
 
 if TYPE_CHECKING:
     from ..working_memory.service import WorkingMemoryStore
 
 logger = logging.getLogger(__name__)
-SOURCE = "observational_memory"
-EVENT = "memory_status"  # the LangChain custom event's name
-EventKind = Literal[
-    "observing", "buffered", "activated", "reflecting", "reflected", "working_memory_updated",
-    "failed", "timeout",
-]  # fmt: skip
-
-
-@dataclass(frozen=True)
-class ObservationEvent:
-    """What observational memory just did, for a status line (`ObservationalConfig.on_status`).
-
-    Examples:
-        >>> ObservationEvent("activated", "thread:t1", "alice", "t1", {"groups": 2}).kind
-        'activated'
-    """
-
-    kind: EventKind
-    scope_key: str
-    resource_id: str
-    thread_id: str | None
-    detail: dict[str, Any] = field(default_factory=dict)
-
-
-class ObservationalConfig(BaseModel):
-    """``options={"observational_memory": {...}}`` (``True`` is not enough: a model is needed).
-
-    - ``model``: the chat model of the Observer and the Reflector (required).
-    - ``scope``: ``"thread"`` (default) or ``"resource"`` (one log over the owner's threads).
-    - ``message_tokens``: unobserved tokens that put observations into the log (Mastra:
-      30,000).
-    - ``observation_tokens``: log tokens that start the Reflector (Mastra: 40,000).
-    - ``buffer_tokens``: how many new tokens start a buffering Observer run ahead of the
-      threshold: a fraction of ``message_tokens`` when at most 1 (default 0.2, Mastra's), else
-      a count; ``None`` or 0 turns buffering off (the Observer runs at the threshold).
-    - ``buffer_activation``: the share of the threshold that activation moves into the log
-      (default 0.8: about a fifth stays as raw messages).
-    - ``block_after``: a turn over this multiple of ``message_tokens`` waits for the Observer
-      (default 1.2, Mastra's).
-    - ``lease_seconds``: how long a run may hold its scope before another may take it.
-    - ``block_timeout``: the longest a turn waits for the Observer (default: the lease); past
-      it the turn goes on with what the log holds and a ``timeout`` event is emitted (the run
-      goes on behind; a hung one's lease lapses).
-
-    Mastra 1.x's options too:
-
-    - ``observer_model`` / ``reflector_model``: a model for one of the two (``model`` is the
-      other's, or both's).
-    - ``instruction``: the developer's own words added to both prompts (what to keep, what to
-      ignore); ``observer_instruction`` / ``reflector_instruction`` for one of them.
-    - ``manage_working_memory``: the Observer also rewrites the working memory (it must be
-      enabled) when the conversation changed what it should say; the update goes through the
-      same validation as the tool, and an invalid one is dropped with a warning.
-    - ``on_status``: called with an `ObservationEvent` at each step (observing, buffered,
-      activated, reflecting, reflected, working_memory_updated, failed, timeout), so an app can show
-      what memory is doing; inside a run the same events go out as LangChain custom events
-      named ``memory_status`` (``astream_events`` shows them).
-    """
-
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-
-    model: Any = None
-    observer_model: Any = None
-    reflector_model: Any = None
-    instruction: str | None = None
-    observer_instruction: str | None = None
-    reflector_instruction: str | None = None
-    manage_working_memory: bool = False
-    on_status: Callable[[ObservationEvent], None] | None = None
-    scope: Literal["thread", "resource"] = "thread"
-    message_tokens: int = Field(30_000, gt=0)
-    observation_tokens: int = Field(40_000, gt=0)
-    buffer_tokens: float | None = Field(0.2, ge=0)
-    buffer_activation: float = Field(0.8, gt=0, le=1)
-    block_after: float = Field(1.2, ge=1)
-    lease_seconds: float = Field(300.0, gt=0)
-    block_timeout: float | None = Field(None, gt=0)
-
-    @property
-    def turn_wait(self) -> float:
-        """The longest a turn waits for the Observer (`block_timeout`, else the lease)."""
-        return self.block_timeout if self.block_timeout is not None else self.lease_seconds
-
-    @property
-    def buffer_step(self) -> float | None:
-        """New tokens that start a buffering run (None: buffering is off)."""
-        if not self.buffer_tokens:
-            return None
-        share = self.buffer_tokens <= 1
-        return self.buffer_tokens * self.message_tokens if share else self.buffer_tokens
-
-    @property
-    def retain_tokens(self) -> float:
-        """Unobserved tokens activation leaves in the context (0 without buffering)."""
-        if self.buffer_step is None:
-            return 0.0
-        return (1 - self.buffer_activation) * self.message_tokens
-
-    @classmethod
-    def parse(cls, option: bool | dict[str, Any]) -> ObservationalConfig | None:
-        if option is False or option is None:
-            return None
-        given = option if isinstance(option, dict) else {}
-        for role in ("observer", "reflector"):
-            model = given.get(f"{role}_model") or given.get("model")
-            if not isinstance(model, BaseChatModel):
-                raise ConfigurationError(
-                    'observational_memory needs {"model": <a LangChain chat model>} (the '
-                    f'Observer and Reflector run on it; or "{role}_model" for the {role}); '
-                    f"got {option!r}"
-                )
-        try:
-            return cls.model_validate(option)
-        except ValidationError as exc:
-            raise ConfigurationError(f"invalid observational_memory options: {exc}") from exc
-
-
-class DaemonWorker:
-    """One daemon thread running submitted calls in order, each with its `Future`.
-
-    Unlike a `ThreadPoolExecutor` (whose threads the interpreter joins at exit), it never
-    holds the process: a slow or hung Observer is abandoned at exit, its lease lapses, and the
-    next process takes the work over (nothing was committed, so nothing is lost).
-    """
-
-    def __init__(self, name: str) -> None:
-        self._calls: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]]
-        self._calls = queue.SimpleQueue()
-        threading.Thread(target=self._run, name=name, daemon=True).start()
-
-    def submit(self, func: Callable[..., Any], *args: Any) -> Future[Any]:
-        future: Future[Any] = Future()
-        self._calls.put((future, func, args))
-        return future
-
-    def _run(self) -> None:
-        while True:
-            future, func, args = self._calls.get()
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                future.set_result(func(*args))
-            except BaseException as exc:
-                future.set_exception(exc)
 
 
 class ObservationalMemory:
