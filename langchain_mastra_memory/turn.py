@@ -196,7 +196,8 @@ class TurnContext:
                 "memory_options.semantic_recall: this memory has no semantic recall to tune "
                 '(enable it with Memory(options={"semantic_recall": True}))'
             )
-        base = self.recall_index.options.model_dump()
+        options = self.recall_index.options
+        base = {**options.model_dump(exclude={"reranker"}), "reranker": options.reranker}
         return self.recall_index, RecallOptions.parse({**base, **wanted.semantic_recall})
 
     def _recalled(

@@ -30,6 +30,7 @@ from .ranking import (
     fuse,
     hide_working_memory,
 )
+from .rerank import candidate_documents, fuse_ranks
 from .upkeep import VectorUpkeep, default_vector_store
 from .vector import VectorStore
 
@@ -125,7 +126,8 @@ class RecallIndex(VectorUpkeep):
         if within_thread is None:
             within_thread = opts.scope == "thread"
         scoped = thread_id if within_thread else None  # resource scope: all of its threads
-        pool = k if mode != "hybrid" else max(HYBRID_POOL, 4 * k)
+        wanted = max(k, opts.rerank_pool) if opts.reranker is not None else k  # for the 2nd stage
+        pool = wanted if mode != "hybrid" else max(HYBRID_POOL, 4 * wanted)
         vector_hits: list[RecallHit] = []
         keyword_hits: list[RecallHit] = []
         part = (resource_id, scoped, thread_ids)
@@ -143,11 +145,38 @@ class RecallIndex(VectorUpkeep):
             sides["vector"] = {h.message_id: h.score for h in vector_hits}
             sides["keyword"] = {h.message_id: h.score for h in keyword_hits}
         if mode == "keyword":
-            return keyword_hits[:k]
-        ranked = vector_hits[:k] if mode == "vector" else fuse(vector_hits, keyword_hits, k)
+            ranked = keyword_hits[:wanted]
+        else:
+            ranked = (
+                vector_hits[:wanted]
+                if mode == "vector"
+                else fuse(vector_hits, keyword_hits, wanted)
+            )
+        if opts.reranker is not None:
+            ranked = (yield from self._reranked(query, ranked, resource_id, opts))[:k]
+        if mode == "keyword":
+            return ranked
         if with_threads:
             ranked = yield from self._with_threads(ranked, resource_id)
         return ranked
+
+    def _reranked(
+        self, query: str, hits: list[RecallHit], resource_id: str, opts: RecallOptions
+    ) -> Steps[list[RecallHit]]:
+        """`hits` reordered by the options' reranker fused with their first-stage order
+        (`rerank`); a failing reranker (an API down, say) leaves the first stage's order and
+        warns."""
+        if len(hits) < 2:
+            return hits
+        ids = [h.message_id for h in hits]
+        stored = yield call(self.storage, "get_messages_by_id", ids, resource_id=resource_id)
+        documents = candidate_documents(hits, stored)
+        try:
+            reordered = yield call(opts.reranker, "compress_documents", documents, query)
+        except Exception as exc:  # recall goes on without the second stage
+            logger.warning("semantic recall: the reranker failed (%r); first-stage order", exc)
+            return hits
+        return fuse_ranks(hits, reordered, weight=opts.rerank_weight)
 
     def _with_threads(self, hits: list[RecallHit], resource_id: str) -> Steps[list[RecallHit]]:
         """`hits` with their thread ids (vector hits do not carry theirs: storage knows it);

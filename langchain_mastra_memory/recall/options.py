@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..errors import ConfigurationError
 from ..storage.filters import check_filter
 from ..storage.validation import validated
+from .rerank import check_reranker
 
 Mode = Literal["vector", "keyword", "hybrid"]
 # Chosen by bench/recall_eval.py on real multi-session chat (LoCoMo dev; README, "Recall
@@ -42,6 +43,16 @@ class RecallOptions(BaseModel):
     # recall only from threads whose metadata matches (LangGraph's operators; Mastra's
     # ``semanticRecall.filter``)
     filter: dict[str, Any] | None = None
+    # the second stage (`rerank`): a LangChain BaseDocumentCompressor reordering the first
+    # stage's top `rerank_pool`, fused with it by reciprocal rank (`rerank_weight`: its share)
+    reranker: Any = None
+    rerank_pool: int = Field(default=30, gt=0, le=200)
+    rerank_weight: float = Field(default=1.0, ge=0.0)
+
+    @field_validator("reranker")
+    @classmethod
+    def _a_compressor(cls, value: Any) -> Any:
+        return check_reranker(value)
 
     @field_validator("filter")
     @classmethod
