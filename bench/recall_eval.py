@@ -25,7 +25,6 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -60,14 +59,29 @@ def turn_message(turn: dict, speaker_a: str) -> BaseMessage:
     return kind(text, name=turn["speaker"])
 
 
+CONFIGS = (  # (label, mode, context_weight): each first stage alone, then with its context stage
+    ("vector", "vector", 0.0),
+    ("vector + context", "vector", None),
+    ("keyword", "keyword", 0.0),
+    ("hybrid", "hybrid", 0.0),
+    ("hybrid + context (default)", "hybrid", None),
+)
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+
+
 def locomo(
-    path: Path, ks: tuple[int, ...], embedder: Embeddings, dsn: str | None = None
-) -> dict[str, list[float]]:
-    """Sum of per-question evidence recall@k per mode (and the question count); in PostgreSQL
-    (a schema per conversation, vectors in pgvector) when `dsn` is given."""
+    path: Path, ks: tuple[int, ...], embedder: CachedEmbeddings, dsn: str | None = None
+) -> tuple[dict[str, list[float]], dict[str, dict[int, float]], dict[str, list[float]]]:
+    """Per configuration: evidence recall@k averaged over questions (and the question count),
+    recall@10 by LoCoMo category, and each search's milliseconds (query embedding included: the
+    embedding cache is emptied before each). In PostgreSQL (a schema per conversation, vectors
+    in pgvector) when `dsn` is given."""
     from rank_bm25 import BM25Okapi
 
-    totals: dict[str, list[float]] = {m: [0.0] * len(ks) for m in (*MODES, "BM25")}
+    labels = [label for label, _, _ in CONFIGS]
+    totals: dict[str, list[float]] = {m: [0.0] * len(ks) for m in (*labels, "BM25")}
+    by_category: dict[str, dict[int, list[float]]] = {m: {} for m in labels}
+    latency: dict[str, list[float]] = {m: [] for m in labels}
     questions = 0
     for file in sorted(path.glob("*.json")):
         data = json.loads(file.read_text())
@@ -103,27 +117,42 @@ def locomo(
         qas = [q for q in data["qa"] if q.get("category") in (1, 2, 3, 4) and q.get("evidence")]
         index = memory.recall_index
         assert index is not None
+        default = index.options
         for qa in qas:
             evidence = set(qa["evidence"])
             scores = bm25.get_scores(qa["question"].split())
             ranked = [ids[i] for i in sorted(range(len(ids)), key=lambda i: -scores[i])]
             for j, k in enumerate(ks):
                 totals["BM25"][j] += len(evidence & set(ranked[:k])) / len(evidence)
-        for mode in MODES:
-            index.options = index.options.model_copy(update={"mode": mode})
+        for label, mode, weight in CONFIGS:
+            update = {
+                "mode": mode,
+                "context_weight": default.context_weight if weight is None else weight,
+            }
+            index.options = default.model_copy(update=update)
             for qa in qas:
                 evidence = set(qa["evidence"])
+                embedder.cache.data.clear()
+                begun = time.perf_counter()
                 hits = index.search(qa["question"], resource_id=file.stem, limit=max(ks))
+                latency[label].append((time.perf_counter() - begun) * 1000)
                 found = [dia_of.get(h.message_id) for h in hits]
                 for j, k in enumerate(ks):
-                    totals[mode][j] += len(evidence & set(found[:k])) / len(evidence)
+                    totals[label][j] += len(evidence & set(found[:k])) / len(evidence)
+                at10 = len(evidence & set(found[:10])) / len(evidence)
+                by_category[label].setdefault(qa["category"], []).append(at10)
         questions += len(qas)
         print(
             f"  {file.name}: {len(texts)} turns, {len(qas)} questions, "
             f"{time.perf_counter() - started:.0f} s",
             file=sys.stderr,
         )
-    return {m: [t / questions for t in v] + [questions] for m, v in totals.items()}
+    rows = {m: [t / questions for t in v] + [questions] for m, v in totals.items()}
+    categories = {
+        m: {c: statistics.mean(v) for c, v in sorted(cats.items())}
+        for m, cats in by_category.items()
+    }
+    return rows, categories, latency
 
 
 def synthetic(seed: int, ks: tuple[int, ...]) -> dict[str, list[float]]:
@@ -181,11 +210,19 @@ def main() -> None:
     embedder = CachedEmbeddings(MiniLMEmbeddings(precision=args.precision))
     print(f"recall quality, {datetime.now():%Y-%m-%d}, all-MiniLM-L6-v2 {args.precision}")
     if args.data.is_dir() and any(args.data.glob("*.json")):
-        rows = locomo(args.data, (5, 10), embedder, args.postgres)
+        ks = (5, 10, 20, 50)
+        rows, categories, latency = locomo(args.data, ks, embedder, args.postgres)
         count = int(next(iter(rows.values()))[-1])
         where = " in PostgreSQL" if args.postgres else ""
         title = f"LoCoMo ({args.data.name}, {count} questions){where}: evidence recall@k"
-        table(title, rows, (5, 10))
+        table(title, rows, ks)
+        print("\nrecall@10 by category, and each search's ms (query embedding included)")
+        print("| mode | " + " | ".join(CATEGORIES.values()) + " | p50 ms | p95 ms |")
+        print("|---|" + "---:|" * (len(CATEGORIES) + 2))
+        for label, cats in categories.items():
+            cells = [f"{cats.get(c, 0.0):.3f}" for c in CATEGORIES]
+            p50, p95 = (statistics.quantiles(latency[label], n=100)[q] for q in (49, 94))
+            print(f"| {label} | " + " | ".join(cells) + f" | {p50:.1f} | {p95:.1f} |")
     else:
         print(f"\nLoCoMo: no conversations in {args.data} (see ../shared/eval/README.md); skipped")
     if not args.skip_synthetic:

@@ -105,9 +105,9 @@ def test_the_cache_is_shared_across_instances_and_embeds_each_text_once() -> Non
 
 
 def test_the_cache_is_bounded_in_bytes_and_keeps_float32() -> None:
-    from langchain_mastra_memory.recall.embeddings import _LRU
+    from langchain_mastra_memory.recall.embeddings import VectorCache
 
-    cache = _LRU(max_bytes=10 * 384 * 4)  # room for ten 384-dimensional vectors
+    cache = VectorCache(max_bytes=10 * 384 * 4)  # room for ten 384-dimensional vectors
     for i in range(25):
         cache.put(("m", bytes([i])), [i / 100] * 384)
     assert cache.bytes <= 10 * 384 * 4 and len(cache.data) == 10

@@ -191,7 +191,7 @@ def _one_thread(onnxruntime: Any) -> Any:
     return options
 
 
-class _LRU:
+class VectorCache:
     """A thread-safe LRU of vectors keyed by (model, text digest), shared process-wide.
 
     Vectors are kept as float32 arrays and the cache is bounded in bytes (a 384-dimensional
@@ -215,7 +215,7 @@ class _LRU:
             self.hits += 1
         return value.tolist()
 
-    def put(self, key: tuple[str, bytes], value: Sequence[float]) -> None:
+    def put(self, key: tuple[str, bytes], value: Sequence[float] | np.ndarray) -> None:
         array = np.asarray(value, dtype=np.float32)
         with self.lock:
             old = self.data.pop(key, None)
@@ -232,7 +232,7 @@ class _LRU:
             self.bytes = 0
 
 
-EMBEDDING_CACHE = _LRU(max_bytes=64 * 1024 * 1024)
+EMBEDDING_CACHE = VectorCache(max_bytes=64 * 1024 * 1024)
 
 
 def model_id(embedder: Embeddings) -> str:
@@ -256,7 +256,7 @@ class CachedEmbeddings(Embeddings):
 
     embedder: Embeddings
 
-    def __init__(self, embedder: Embeddings, *, cache: _LRU = EMBEDDING_CACHE) -> None:
+    def __init__(self, embedder: Embeddings, *, cache: VectorCache = EMBEDDING_CACHE) -> None:
         self.embedder = embedder.embedder if isinstance(embedder, CachedEmbeddings) else embedder
         self.cache = cache
         self.model_name = model_id(self.embedder)

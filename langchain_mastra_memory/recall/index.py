@@ -21,6 +21,7 @@ from ..storage.filters import matches
 from ..storage.records import StoredMessage
 from ..storage.validation import check_id, check_optional_id, check_query
 from ..twins import Steps, both, call, run_async, run_sync
+from .context import in_context, neighbours, remember, remembered, windows
 from .options import DEFAULT_MODE, MessageRange, Mode, RecallOptions
 from .ranking import (
     HYBRID_POOL,
@@ -126,7 +127,9 @@ class RecallIndex(VectorUpkeep):
         if within_thread is None:
             within_thread = opts.scope == "thread"
         scoped = thread_id if within_thread else None  # resource scope: all of its threads
-        wanted = max(k, opts.rerank_pool) if opts.reranker is not None else k  # for the 2nd stage
+        with_context = mode != "keyword" and opts.context_weight > 0 and self._reads_vectors
+        second_stage = with_context or opts.reranker is not None
+        wanted = max(k, opts.rerank_pool) if second_stage else k
         pool = wanted if mode != "hybrid" else max(HYBRID_POOL, 4 * wanted)
         vector_hits: list[RecallHit] = []
         keyword_hits: list[RecallHit] = []
@@ -152,13 +155,43 @@ class RecallIndex(VectorUpkeep):
                 if mode == "vector"
                 else fuse(vector_hits, keyword_hits, wanted)
             )
+        if with_context:
+            ranked = yield from self._in_context(query, ranked, resource_id, opts)
         if opts.reranker is not None:
-            ranked = (yield from self._reranked(query, ranked, resource_id, opts))[:k]
+            ranked = yield from self._reranked(query, ranked, resource_id, opts)
+        ranked = ranked[:k]
         if mode == "keyword":
             return ranked
         if with_threads:
             ranked = yield from self._with_threads(ranked, resource_id)
         return ranked
+
+    @property
+    def _reads_vectors(self) -> bool:
+        """Whether the vector store gives stored vectors back (the context stage reads them)."""
+        return hasattr(self.vector, "vectors") and hasattr(self.vector, "avectors")
+
+    def _in_context(
+        self, query: str, hits: list[RecallHit], resource_id: str, opts: RecallOptions
+    ) -> Steps[list[RecallHit]]:
+        """`hits` reordered with the conversation around each (`context`)."""
+        if len(hits) < 2:
+            return hits
+        assert self.embedder is not None
+        ids = [h.message_id for h in hits]
+        around = yield call(
+            self.storage, "message_windows", ids, before=1, after=1, resource_id=resource_id
+        )
+        window_ids = neighbours(ids, around)
+        wanted = sorted({*ids, *(m for ms in window_ids.values() for m in ms)})
+        name = yield from self._index_name_steps()
+        means = remembered(name, wanted)
+        if missing := [m for m in wanted if m not in means]:
+            remember(name, (yield call(self.vector, "vectors", name, resource_id, missing)))
+            means.update(remembered(name, missing))
+        query_vector = yield call(self.embedder, "embed_query", query)  # (cached: the search's)
+        weight = opts.context_weight
+        return in_context(hits, windows(window_ids, means), query_vector, weight=weight)
 
     def _reranked(
         self, query: str, hits: list[RecallHit], resource_id: str, opts: RecallOptions
@@ -237,8 +270,11 @@ class RecallIndex(VectorUpkeep):
         if sides is None:
             sides = ["keyword"] if self.vector is None else ["vector", "keyword"]
         scores: dict[str, dict[str, float]] = {}
+        first_stage = self.options.model_copy(update={"context_weight": 0.0, "reranker": None})
         for side in sides:
-            hits = yield from self._search(query, resource_id, thread_id, HYBRID_POOL, mode=side)
+            hits = yield from self._search(
+                query, resource_id, thread_id, HYBRID_POOL, mode=side, options=first_stage
+            )
             scores[side] = {h.message_id: h.score for h in hits}
         return scores
 

@@ -43,8 +43,10 @@ class RecallOptions(BaseModel):
     # recall only from threads whose metadata matches (LangGraph's operators; Mastra's
     # ``semanticRecall.filter``)
     filter: dict[str, Any] | None = None
-    # the second stage (`rerank`): a LangChain BaseDocumentCompressor reordering the first
-    # stage's top `rerank_pool`, fused with it by reciprocal rank (`rerank_weight`: its share)
+    # the second stage over the first stage's top `rerank_pool`: the conversation around each
+    # candidate (`context`; 0 turns it off), then, if given, a LangChain BaseDocumentCompressor
+    # fused with that order by reciprocal rank (`rerank`; `rerank_weight`: its share)
+    context_weight: float = Field(default=2.0, ge=0.0)
     reranker: Any = None
     rerank_pool: int = Field(default=30, gt=0, le=200)
     rerank_weight: float = Field(default=1.0, ge=0.0)

@@ -21,6 +21,7 @@ from ..storage.records import StoredMessage
 from ..storage.sqlite import SQLiteStorage
 from ..twins import Steps, call, run_async, run_sync
 from .chroma import ChromaVectorStore
+from .context import remember
 from .embeddings import CachedEmbeddings, model_id
 from .options import RecallOptions
 from .vector import VectorRecord, VectorStore, index_name_for
@@ -118,6 +119,7 @@ class VectorUpkeep:
                 for n, text in enumerate(pieces)
             ]
             yield call(self.vector, "upsert", name, records)
+            remember(name, by_message(records))
         yield call(self.storage, "mark_embedded", [s.message.id for s in stored if s.message.id])
         return len(todo)
 
@@ -328,3 +330,11 @@ def _vector_record(
         piece=piece,
         text=text,
     )
+
+
+def by_message(records: Sequence[VectorRecord]) -> dict[str, list[Sequence[float]]]:
+    """Written records as each message's piece vectors, in piece order."""
+    found: dict[str, list[Sequence[float]]] = {}
+    for record in sorted(records, key=lambda r: (r.message_id, r.piece)):
+        found.setdefault(record.message_id, []).append(record.vector)
+    return found

@@ -1,0 +1,114 @@
+"""Ranking a candidate with the conversation around it: the built-in second stage.
+
+A message is often about the question only with its neighbours: "My husband and I are trying
+to be as good a family as my parents were" answers "Is Deborah married?" because of what was
+said around it. So the first stage's top candidates are re-scored by the query's cosine with
+their *conversation window* — the unit mean of the candidate's stored vectors and those of the
+messages just before and after it in its thread (each message's pieces averaged) — added,
+weighted, to their first-stage score min-max normalised over the candidates. It reads vectors
+already stored (no model call: a window costs a read, not an embedding) and moves only the
+candidates' order; the rest of the ranking follows unchanged.
+
+Each message's mean vector is kept in a process-wide LRU (`MESSAGE_VECTORS`, bounded in
+bytes), filled when this process embeds a message and when a search reads one from the vector
+store, so a resource searched again reads nothing: a vector store's read of ~100 messages
+costs ~12 ms (Chroma), more than the rest of a search. Keys are (index, message id): only ids
+that storage returned for the searching resource are ever looked up.
+
+Examples:
+    >>> import numpy as np
+    >>> hits = [RecallHit("a", "t", 0.9), RecallHit("b", "t", 0.8)]
+    >>> windows = {"a": np.array([0.0, 1.0]), "b": np.array([1.0, 0.0])}
+    >>> [h.message_id for h in in_context(hits, windows, [1.0, 0.0], weight=2.0)]
+    ['b', 'a']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from ..storage.records import StoredMessage
+from .embeddings import VectorCache
+from .ranking import RecallHit
+
+MESSAGE_VECTORS = VectorCache(max_bytes=64 * 1024 * 1024)  # index, message id -> mean vector
+
+
+def remember(index_name: str, pieces: Mapping[str, Sequence[Sequence[float]]]) -> None:
+    """Keep each message's mean vector (its pieces' mean, unit length) for later windows."""
+    for message_id, vectors in pieces.items():
+        if len(vectors):
+            mean = _unit(np.mean(np.asarray(vectors, dtype=np.float32), axis=0))
+            MESSAGE_VECTORS.put((index_name, message_id.encode()), mean)
+
+
+def remembered(index_name: str, message_ids: Sequence[str]) -> dict[str, np.ndarray]:
+    """The mean vectors of these messages this process knows."""
+    found = {}
+    for message_id in message_ids:
+        vector = MESSAGE_VECTORS.get((index_name, message_id.encode()))
+        if vector is not None:
+            found[message_id] = np.asarray(vector, dtype=np.float32)
+    return found
+
+
+def neighbours(candidates: Sequence[str], around: Sequence[StoredMessage]) -> dict[str, list[str]]:
+    """Each candidate with the ids of the messages just before and after it in its thread
+    (`around`: `message_windows` of the candidates, one message each side)."""
+    position = {s.message.id: i for i, s in enumerate(around)}
+    found: dict[str, list[str]] = {}
+    for candidate in candidates:
+        if (i := position.get(candidate)) is None:
+            continue
+        thread = around[i].thread_id
+        found[candidate] = [
+            str(around[j].message.id)
+            for j in (i - 1, i + 1)
+            if 0 <= j < len(around) and around[j].thread_id == thread
+        ]
+    return found
+
+
+def windows(
+    window_ids: Mapping[str, Sequence[str]], means: Mapping[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """Each candidate's conversation window as one unit vector: its own and its neighbours'
+    mean vectors summed (a message without vectors, such as a tool result, adds nothing; a
+    candidate with none at all gets no window)."""
+    found = {}
+    for candidate, around in window_ids.items():
+        parts = [means[m] for m in (candidate, *around) if m in means]
+        if parts:
+            found[candidate] = _unit(np.sum(parts, axis=0))
+    return found
+
+
+def in_context(
+    hits: Sequence[RecallHit],
+    window_vectors: Mapping[str, np.ndarray],
+    query_vector: Sequence[float],
+    *,
+    weight: float,
+) -> list[RecallHit]:
+    """`hits` reordered by ``normalised first-stage score + weight * cos(query, window)`` (a hit
+    without a window adds nothing); the scores become those sums."""
+    if not hits:
+        return []
+    query = _unit(np.asarray(query_vector, dtype=np.float32))
+    top, bottom = max(h.score for h in hits), min(h.score for h in hits)
+    spread = top - bottom
+    scored = []
+    for hit in hits:
+        score = (hit.score - bottom) / spread if spread > 0 else 1.0
+        window = window_vectors.get(hit.message_id)
+        if window is not None:
+            score += weight * float(window @ query)
+        scored.append(RecallHit(hit.message_id, hit.thread_id, score))
+    return sorted(scored, key=lambda h: -h.score)
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm > 0 else vector
