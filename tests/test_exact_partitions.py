@@ -199,3 +199,28 @@ def test_top_k_and_order_match_a_sort(k: int) -> None:
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     want = [f"v{i}" for i in np.argsort(-(unit @ (query / np.linalg.norm(query))))[:k]]
     assert [i for i, _ in exact.search("p", query, top_k=k)] == want
+
+
+def test_a_held_partition_gives_its_vectors_back_as_chroma_holds_them() -> None:
+    """`vectors` (the context stage's read) answers from memory once a partition is held, with
+    each message's pieces in order, and nothing of another resource."""
+    rng = np.random.default_rng(3)
+    records = [record(f"m{i}", rng.normal(size=DIM)) for i in range(20)]
+    records += [
+        record("m0", rng.normal(size=DIM), piece=1),
+        record("m0", rng.normal(size=DIM), piece=2),
+    ]
+    store = ChromaVectorStore(exact_min=1)
+    store.upsert("idx", [*records, record("b0", np.ones(DIM), owner="bob")])
+    wanted = ["m0", "m5", "b0", "missing"]
+    from_chroma = store.vectors("idx", "alice", wanted)
+    assert store.warm("idx", "alice")
+    key = str(store._existing(partition_name("idx", "alice")).id)
+    assert store._exact is not None and store._exact.rows(key, ["m5"])  # held in memory
+    held = store.vectors("idx", "alice", wanted)
+    assert set(held) == set(from_chroma) == {"m0", "m5"}
+    for message_id, pieces in held.items():  # unit length in memory: the space is cosine
+        stored = np.asarray(from_chroma[message_id])
+        unit = stored / np.linalg.norm(stored, axis=1, keepdims=True)
+        np.testing.assert_allclose(pieces, unit, rtol=1e-5, atol=1e-6)
+    assert len(held["m0"]) == 3

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError, VectorStoreError
+from ..messages import MAX_PIECES
 from .exact import EXACT_LIMIT, EXACT_MIN, ExactPartitions, Loaded
 from .vector import (
     DEFAULT_TIMEOUT,
@@ -421,6 +422,12 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
         ids = list(dict.fromkeys(message_ids))
         if col is None or not ids:
             return {}
+        if self._exact is not None:  # a hot partition held in memory answers at once (its
+            # vectors at unit length: the same in the cosine space they are searched in)
+            pieces = [i if n == 0 else f"{i}#{n}" for i in ids for n in range(MAX_PIECES)]
+            held = self._exact.rows(str(col.id), pieces)
+            if held is not None:
+                return pieces_by_message(held)
         rows: list[tuple[str, Sequence[float]]] = []
         for start in range(0, len(ids), 500):
             found = self._call(

@@ -156,6 +156,16 @@ class ExactPartitions:
         best = best[scores[best] > -np.inf]  # other threads' rows, when threads are asked
         return list(zip(map(ids.__getitem__, best.tolist()), scores[best].tolist(), strict=True))
 
+    def rows(self, key: str, vector_ids: Sequence[str]) -> list[tuple[str, list[float]]] | None:
+        """``(vector id, vector)`` of those of `vector_ids` the partition holds; None when it
+        is not in memory (read the store)."""
+        with self._lock:
+            matrix = self._loaded.get(key)
+            if matrix is None:
+                return None
+            found = [(i, matrix.row[i]) for i in vector_ids if i in matrix.row]
+            return [(i, matrix.vectors[row].tolist()) for i, row in found]
+
     @staticmethod
     def _scores(
         matrix: _Matrix, vector: Sequence[float], threads: frozenset[str] | None
