@@ -422,18 +422,16 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
         ids = list(dict.fromkeys(message_ids))
         if col is None or not ids:
             return {}
+        pieces = [i if n == 0 else f"{i}#{n}" for i in ids for n in range(MAX_PIECES)]
         if self._exact is not None:  # a hot partition held in memory answers at once (its
             # vectors at unit length: the same in the cosine space they are searched in)
-            pieces = [i if n == 0 else f"{i}#{n}" for i in ids for n in range(MAX_PIECES)]
             held = self._exact.rows(str(col.id), pieces)
             if held is not None:
                 return pieces_by_message(held)
         rows: list[tuple[str, Sequence[float]]] = []
-        for start in range(0, len(ids), 500):
-            found = self._call(
-                "get", col.get, where={"message_id": {"$in": ids[start : start + 500]}},
-                include=["embeddings"],
-            )  # fmt: skip
+        for start in range(0, len(pieces), 4000):  # by id: a key lookup, not a metadata scan
+            chunk = pieces[start : start + 4000]
+            found = self._call("get", col.get, ids=chunk, include=["embeddings"])
             rows += zip(found["ids"], found["embeddings"], strict=True)
         return pieces_by_message(rows)
 

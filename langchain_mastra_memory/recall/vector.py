@@ -162,7 +162,8 @@ def pieces_by_message(rows: Iterable[tuple[str, Sequence[float]]]) -> dict[str, 
     found: dict[str, dict[int, list[float]]] = {}
     for vector_id, vector in rows:
         message_id, _, piece = vector_id.partition("#")
-        found.setdefault(message_id, {})[int(piece or 0)] = [float(x) for x in vector]
+        as_floats = vector.tolist() if hasattr(vector, "tolist") else [float(x) for x in vector]
+        found.setdefault(message_id, {})[int(piece or 0)] = as_floats  # (numpy's: 10x faster)
     return {
         message_id: [pieces[n] for n in range(len(pieces))]
         for message_id, pieces in found.items()
