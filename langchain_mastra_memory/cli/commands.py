@@ -110,7 +110,7 @@ def recall(
     sides = ["vector", "keyword"] if mode == "hybrid" else [mode]
     scores = index.side_scores(query, resource_id=resource, thread_id=thread, sides=sides)  # type: ignore[arg-type]
     headers = {"vector": "vector (cosine)", "keyword": "keyword (BM25)"}
-    table = Table("rank", *(["fused"] if mode == "hybrid" else []), *(headers[s] for s in sides))
+    table = Table("rank", *(["score"] if mode == "hybrid" else []), *(headers[s] for s in sides))
     table.add_column("thread")
     table.add_column("message")
     for rank, hit in enumerate(hits, 1):
