@@ -121,9 +121,10 @@ def stored(message_id: str, thread_id: str) -> StoredMessage:
     )
 
 
-def test_neighbours_stay_in_the_candidates_thread() -> None:
+def test_a_candidates_neighbour_is_the_message_before_it_in_its_thread() -> None:
     around = [stored("a1", "a"), stored("a2", "a"), stored("b1", "b"), stored("b2", "b")]
-    assert neighbours(["a2", "b1", "gone"], around) == {"a2": ["a1"], "b1": ["b2"]}
+    found = neighbours(["a2", "b1", "b2", "gone"], around)
+    assert found == {"a2": ["a1"], "b1": [], "b2": ["b1"]}
 
 
 def test_a_window_is_the_unit_sum_of_the_known_means_and_scores_add_to_the_first_stage() -> None:

@@ -2,9 +2,9 @@
 
 A message is often about the question only with its neighbours: "My husband and I are trying
 to be as good a family as my parents were" answers "Is Deborah married?" because of what was
-said around it. So the first stage's top candidates are re-scored by the query's cosine with
-their *conversation window* — the unit mean of the candidate's stored vectors and those of the
-messages just before and after it in its thread (each message's pieces averaged) — added,
+said before it. So the first stage's top candidates are re-scored by the query's cosine with
+their *conversation window* — the unit sum of the candidate's mean vector and that of the
+message just before it in its thread (what it answers; each message's pieces averaged) — added,
 weighted, to their first-stage score min-max normalised over the candidates. It reads vectors
 already stored (no model call: a window costs a read, not an embedding) and moves only the
 candidates' order; the rest of the ranking follows unchanged.
@@ -55,26 +55,25 @@ def remembered(index_name: str, message_ids: Sequence[str]) -> dict[str, np.ndar
 
 
 def neighbours(candidates: Sequence[str], around: Sequence[StoredMessage]) -> dict[str, list[str]]:
-    """Each candidate with the ids of the messages just before and after it in its thread
-    (`around`: `message_windows` of the candidates, one message each side)."""
+    """Each candidate with the id of the message just before it in its thread, if any
+    (`around`: `message_windows` of the candidates, one message before each). The message
+    after it is left out: a turn is about what it answers more than about the reply to it
+    (LoCoMo dev, recall@5: 0.648 with the one before, 0.630 with both)."""
     position = {s.message.id: i for i, s in enumerate(around)}
     found: dict[str, list[str]] = {}
     for candidate in candidates:
         if (i := position.get(candidate)) is None:
             continue
-        thread = around[i].thread_id
-        found[candidate] = [
-            str(around[j].message.id)
-            for j in (i - 1, i + 1)
-            if 0 <= j < len(around) and around[j].thread_id == thread
-        ]
+        before = around[i - 1] if i > 0 else None
+        same_thread = before is not None and before.thread_id == around[i].thread_id
+        found[candidate] = [str(before.message.id)] if same_thread and before else []
     return found
 
 
 def windows(
     window_ids: Mapping[str, Sequence[str]], means: Mapping[str, np.ndarray]
 ) -> dict[str, np.ndarray]:
-    """Each candidate's conversation window as one unit vector: its own and its neighbours'
+    """Each candidate's conversation window as one unit vector: its own and its neighbour's
     mean vectors summed (a message without vectors, such as a tool result, adds nothing; a
     candidate with none at all gets no window)."""
     found = {}

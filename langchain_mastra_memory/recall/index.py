@@ -180,7 +180,7 @@ class RecallIndex(VectorUpkeep):
         assert self.embedder is not None
         ids = [h.message_id for h in hits]
         around = yield call(
-            self.storage, "message_windows", ids, before=1, after=1, resource_id=resource_id
+            self.storage, "message_windows", ids, before=1, after=0, resource_id=resource_id
         )
         window_ids = neighbours(ids, around)
         wanted = sorted({*ids, *(m for ms in window_ids.values() for m in ms)})
