@@ -58,7 +58,7 @@ def neighbours(candidates: Sequence[str], around: Sequence[StoredMessage]) -> di
     """Each candidate with the id of the message just before it in its thread, if any
     (`around`: `message_windows` of the candidates, one message before each). The message
     after it is left out: a turn is about what it answers more than about the reply to it
-    (LoCoMo dev, recall@5: 0.648 with the one before, 0.630 with both)."""
+    (LoCoMo dev, recall@5 / @10: 0.640 / 0.737 with the one before, 0.628 / 0.723 with both)."""
     position = {s.message.id: i for i, s in enumerate(around)}
     found: dict[str, list[str]] = {}
     for candidate in candidates:
