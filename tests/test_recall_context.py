@@ -28,9 +28,10 @@ SESSIONS = [
 ]  # fmt: skip
 
 
-def conversation(**recall: object) -> Memory:
+def conversation(vector: object = None, **recall: object) -> Memory:
     memory = Memory(
         storage=SQLiteStorage(":memory:"),
+        vector=vector,
         options={"semantic_recall": {"top_k": 3, "message_range": 0, **recall}},
     )
     for thread, messages in SESSIONS:
@@ -96,16 +97,7 @@ def test_a_store_that_cannot_read_vectors_back_keeps_the_first_stage_order() -> 
 
     def on_langchain(**recall: object) -> Memory:
         store = LangChainVectorStore(InMemoryVectorStore(_default_minilm()))
-        memory = Memory(
-            storage=SQLiteStorage(":memory:"),
-            vector=store,
-            options={"semantic_recall": {"top_k": 3, "message_range": 0, **recall}},
-        )
-        for thread, messages in SESSIONS:
-            memory.create_thread(thread_id=thread, resource_id="deb")
-            memory.save_messages(messages, thread_id=thread, resource_id="deb")
-        memory.flush()
-        return memory
+        return conversation(store, **recall)
 
     assert ranked_texts(on_langchain()) == ranked_texts(on_langchain(context_weight=0.0))
 
