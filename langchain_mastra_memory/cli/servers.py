@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from ..memory import Memory
 
 
+Dsn = Annotated[
+    str | None, typer.Option(help="A PostgreSQL DSN (instead of --db).", envvar="LMM_DSN")
+]
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -61,9 +64,7 @@ def _served_memory(db: Path, dsn: str | None, *, create: bool = False) -> Memory
 @app.command()
 def ui(
     db: Db = DEFAULT_DB,
-    dsn: Annotated[
-        str | None, typer.Option(help="A PostgreSQL DSN (instead of --db).", envvar="LMM_DSN")
-    ] = None,
+    dsn: Dsn = None,
     host: Annotated[str, typer.Option(help="The address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="The port.")] = 8765,
     token: Annotated[
@@ -121,9 +122,7 @@ def ui(
 @app.command("mcp")
 def mcp_server(
     db: Db = DEFAULT_DB,
-    dsn: Annotated[
-        str | None, typer.Option(help="A PostgreSQL DSN (instead of --db).", envvar="LMM_DSN")
-    ] = None,
+    dsn: Dsn = None,
     resource: Annotated[
         str | None, typer.Option(help="Whose memory every call reads and writes.")
     ] = None,

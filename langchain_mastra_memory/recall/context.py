@@ -36,21 +36,28 @@ from .ranking import RecallHit
 MESSAGE_VECTORS = VectorCache(max_bytes=64 * 1024 * 1024)  # index, message id -> mean vector
 
 
-def remember(index_name: str, pieces: Mapping[str, Sequence[Sequence[float]]]) -> None:
-    """Keep each message's mean vector (its pieces' mean, unit length) for later windows."""
-    for message_id, vectors in pieces.items():
-        if len(vectors):
-            mean = _unit(np.mean(np.asarray(vectors, dtype=np.float32), axis=0))
-            MESSAGE_VECTORS.put((index_name, message_id.encode()), mean)
+def remember(
+    index_name: str, pieces: Mapping[str, Sequence[Sequence[float]]]
+) -> dict[str, np.ndarray]:
+    """Keep each message's mean vector (its pieces' mean, unit length) for later windows;
+    returns them."""
+    means = {
+        message_id: _unit(np.mean(np.asarray(vectors, dtype=np.float32), axis=0))
+        for message_id, vectors in pieces.items()
+        if len(vectors)
+    }
+    for message_id, mean in means.items():
+        MESSAGE_VECTORS.put((index_name, message_id.encode()), mean)
+    return means
 
 
 def remembered(index_name: str, message_ids: Sequence[str]) -> dict[str, np.ndarray]:
     """The mean vectors of these messages this process knows."""
     found = {}
     for message_id in message_ids:
-        vector = MESSAGE_VECTORS.get((index_name, message_id.encode()))
+        vector = MESSAGE_VECTORS.get_array((index_name, message_id.encode()))
         if vector is not None:
-            found[message_id] = np.asarray(vector, dtype=np.float32)
+            found[message_id] = vector
     return found
 
 

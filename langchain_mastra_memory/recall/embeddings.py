@@ -206,6 +206,11 @@ class VectorCache:
         self.hits = self.misses = 0
 
     def get(self, key: tuple[str, bytes]) -> list[float] | None:
+        value = self.get_array(key)
+        return None if value is None else value.tolist()
+
+    def get_array(self, key: tuple[str, bytes]) -> np.ndarray | None:
+        """The cached vector itself (float32; read it, do not change it)."""
         with self.lock:
             value = self.data.get(key)
             if value is None:
@@ -213,7 +218,7 @@ class VectorCache:
                 return None
             self.data.move_to_end(key)
             self.hits += 1
-        return value.tolist()
+        return value
 
     def put(self, key: tuple[str, bytes], value: Sequence[float] | np.ndarray) -> None:
         array = np.asarray(value, dtype=np.float32)

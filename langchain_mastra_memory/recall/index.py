@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
@@ -147,14 +148,10 @@ class RecallIndex(VectorUpkeep):
         if sides is not None and mode == "hybrid":
             sides["vector"] = {h.message_id: h.score for h in vector_hits}
             sides["keyword"] = {h.message_id: h.score for h in keyword_hits}
-        if mode == "keyword":
-            ranked = keyword_hits[:wanted]
+        if mode == "hybrid":
+            ranked = fuse(vector_hits, keyword_hits, wanted)
         else:
-            ranked = (
-                vector_hits[:wanted]
-                if mode == "vector"
-                else fuse(vector_hits, keyword_hits, wanted)
-            )
+            ranked = (keyword_hits if mode == "keyword" else vector_hits)[:wanted]
         if with_context:
             ranked = yield from self._in_context(query, ranked, resource_id, opts)
         if opts.reranker is not None:
@@ -187,9 +184,14 @@ class RecallIndex(VectorUpkeep):
         name = yield from self._index_name_steps()
         means = remembered(name, wanted)
         if missing := [m for m in wanted if m not in means]:
-            remember(name, (yield call(self.vector, "vectors", name, resource_id, missing)))
-            means.update(remembered(name, missing))
+            means |= remember(
+                name, (yield call(self.vector, "vectors", name, resource_id, missing))
+            )
         query_vector = yield call(self.embedder, "embed_query", query)  # (cached: the search's)
+        threads = {s.message.id: s.thread_id for s in around}  # (read anyway: no second read)
+        hits = [
+            h if h.thread_id else replace(h, thread_id=threads.get(h.message_id, "")) for h in hits
+        ]
         weight = opts.context_weight
         return in_context(hits, windows(window_ids, means), query_vector, weight=weight)
 

@@ -24,7 +24,7 @@ from .chroma import ChromaVectorStore
 from .context import remember
 from .embeddings import CachedEmbeddings, model_id
 from .options import RecallOptions
-from .vector import VectorRecord, VectorStore, index_name_for
+from .vector import VectorRecord, VectorStore, index_name_for, pieces_by_message
 from .writer import BacklogWriter
 
 logger = logging.getLogger(__name__)
@@ -119,7 +119,7 @@ class VectorUpkeep:
                 for n, text in enumerate(pieces)
             ]
             yield call(self.vector, "upsert", name, records)
-            remember(name, by_message(records))
+            remember(name, pieces_by_message((r.vector_id, r.vector) for r in records))
         yield call(self.storage, "mark_embedded", [s.message.id for s in stored if s.message.id])
         return len(todo)
 
@@ -330,11 +330,3 @@ def _vector_record(
         piece=piece,
         text=text,
     )
-
-
-def by_message(records: Sequence[VectorRecord]) -> dict[str, list[Sequence[float]]]:
-    """Written records as each message's piece vectors, in piece order."""
-    found: dict[str, list[Sequence[float]]] = {}
-    for record in sorted(records, key=lambda r: (r.message_id, r.piece)):
-        found.setdefault(record.message_id, []).append(record.vector)
-    return found
