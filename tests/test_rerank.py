@@ -177,3 +177,12 @@ def test_langchains_embeddings_filter_reranks_hybrid_recall_offline() -> None:
         "Dave's new business venture"
     )
     assert "car maintenance shop" in documents[0].page_content
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"rerank_pool": 0}, {"rerank_pool": 201}, {"rerank_weight": -1.0}, {"context_weight": -0.5}],
+)
+def test_second_stage_options_out_of_range_are_refused(bad: dict) -> None:
+    with pytest.raises(ConfigurationError, match="semantic_recall"):
+        Memory(storage=SQLiteStorage(":memory:"), options={"semantic_recall": bad})
