@@ -279,3 +279,58 @@ async def test_async_graph_with_a_sync_only_saver(tmp_path: Path) -> None:
         "async",
         "echo: async",
     ]
+
+
+# -- a turn reads back nothing this process wrote ---------------------------------------------------
+class CountingStorage(SQLiteStorage):
+    """The real SQLite storage, counting the id look-ups the mirror makes."""
+
+    look_ups = 0
+
+    def get_messages_by_id(self, *args, **kwargs):
+        type(self).look_ups += 1
+        return super().get_messages_by_id(*args, **kwargs)
+
+
+@pytest.mark.parametrize("durability", ["sync", "async"])
+def test_a_mirrored_turn_reads_back_nothing_it_saved(tmp_path: Path, durability: str) -> None:
+    memory = Memory(storage=CountingStorage(tmp_path / "m.db"))
+    saver = SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False))
+    app = echo_graph(memory.checkpointer(saver))
+    app.invoke({"messages": [HumanMessage("one")]}, ALICE, durability=durability)
+    CountingStorage.look_ups = 0
+    for n in range(30):  # the step's writes may reach the checkpointer after its checkpoint
+        app.invoke({"messages": [HumanMessage(f"turn {n}")]}, ALICE, durability=durability)
+    assert CountingStorage.look_ups == 0
+    assert len(memory.get_messages(thread_id="t1")) == 62
+
+
+def rewriting_graph(checkpointer):
+    """A node replying, then another replacing that reply by id (ids unique per thread)."""
+
+    def draft(state: MessagesState) -> dict:
+        return {"messages": [AIMessage("draft", id=f"reply-{state['messages'][0].content}")]}
+
+    def final(state: MessagesState) -> dict:
+        return {"messages": [AIMessage("final", id=f"reply-{state['messages'][0].content}")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("draft", draft)
+    graph.add_node("final", final)
+    graph.add_edge(START, "draft")
+    graph.add_edge("draft", "final")
+    return graph.compile(checkpointer=checkpointer)
+
+
+@pytest.mark.parametrize("durability", ["sync", "async"])
+def test_a_node_rewriting_a_saved_message_by_id_updates_it(tmp_path: Path, durability: str) -> None:
+    # with "async" durability LangGraph may hand over the rewrite before the checkpoint that
+    # saves the draft: the next checkpoint then carries the rewrite
+    memory = Memory(storage=SQLiteStorage(tmp_path / "m.db"))
+    saver = SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False))
+    app = rewriting_graph(memory.checkpointer(saver))
+    for n in range(8):
+        config = {"configurable": {"thread_id": f"t{n}", "resource_id": "alice"}}
+        app.invoke({"messages": [HumanMessage(f"q{n}")]}, config, durability=durability)
+        stored = memory.get_messages(thread_id=f"t{n}")
+        assert [(m.id, m.content) for m in stored[1:]] == [(f"reply-q{n}", "final")]

@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from langchain_core.messages import BaseMessage, RemoveMessage
 
 from ..errors import MastraMemoryError, MessageConflictError
-from ..storage.records import message_rows
+from ..messages import message_to_json
+from ..storage.records import checked_messages, saved_json
 from ..twins import Steps, call
 from .branches import branch_off, drop_emptied, held_by_branches
 from .lineage import ForkDiff
@@ -85,10 +86,12 @@ class ThreadState:
     head: str | None = None  # its latest root checkpoint
     first: str | None = None  # the first message id of that checkpoint's state
     last_ids: tuple[str, list[str]] | None = None  # mirror_deletes: (checkpoint, its ids)
+    saved: dict[str, str] = field(default_factory=dict)  # the last save's ids: stored JSON
 
     def reset(self) -> None:
         """Trust nothing cached about the messages (the next walk reads storage)."""
         self.known.clear()
+        self.saved.clear()
         self.warm = self.complete = False
 
 
@@ -175,11 +178,13 @@ class ThreadMirror:
             # there stands for older turns, it is not one; the walks stop at it from now on
             known.update(suffix.state_ids)
             suffix = StateSuffix()
-        message_rows(suffix.new)  # an unstorable message is refused now, before any write
+        suffix.new = checked_messages(suffix.new)  # an unstorable one is refused before any write
         plan = MirrorPlan(thread_id, resource_id, suffix, fork_from, messages=messages)
         if fork_from is not None or source == "update":  # a held message may differ by id:
             plan.check_edits = [m for m in messages if m.id]  # the branch's version, an edit
             plan.fork_diff = fork_diff
+        else:  # a node's rewrite by id whose writes reached us before the checkpoint it edits
+            plan.check_edits = _rewrites_of_saved(state, messages, len(suffix.new))
         if self.mirror_deletes and parent_ids is not None and fork_from is None:
             kept = {m.id for m in messages}
             plan.removed = [i for i in parent_ids if i not in kept]
@@ -197,6 +202,7 @@ class ThreadMirror:
             changes = yield from edited(memory.storage, plan.check_edits, thread_id=plan.thread_id)
             if changes:
                 yield call(memory, "update_messages", changes, **ref)
+                state.saved.update(saved_json(changes))
         if plan.removed:  # mirror_deletes: what left the state leaves memory (this thread's)
             held = yield call(memory.storage, "get_messages_by_id", plan.removed, **ref)
             mine = [s.message.id for s in held if s.thread_id == plan.thread_id]
@@ -220,6 +226,7 @@ class ThreadMirror:
                 )
             known.update(suffix.state_ids)
             known.update(m.id for m in saved if m.id)
+            state.saved = saved_json(suffix.new)
         if plan.fork_from is None:  # the state's newest messages are all in `known` now
             state.warm = True
 
@@ -255,12 +262,9 @@ class ThreadMirror:
             )  # fmt: skip
 
     # -- a task's writes -------------------------------------------------------------------------
-    def on_writes(
-        self, thread_id: str, resource_id: str, writes: Sequence[tuple[str, Any]]
-    ) -> Steps[None]:
-        """A node's writes to the messages channel: messages it replaced by id are updated in
-        memory. (Removals are read at the next checkpoint, with mirror_deletes: LangGraph may
-        save a step's writes and the checkpoint before it in either order.)"""
+    def rewritten(self, thread_id: str, writes: Sequence[tuple[str, Any]]) -> list[BaseMessage]:
+        """The messages a node's writes to the messages channel may have replaced by id (none
+        that a thread created here is known not to hold: no read for a new turn)."""
         written = [
             item
             for channel, value in writes
@@ -269,12 +273,21 @@ class ThreadMirror:
             if isinstance(item, BaseMessage) and not isinstance(item, RemoveMessage) and item.id
         ]
         state = self.thread(thread_id)
-        if state.complete:  # every message it holds is in `known`: no read
+        if state.complete:  # every message it holds is in `known`
             written = [m for m in written if m.id in state.known]
-        if written:
-            changes = yield from edited(self.memory.storage, written, thread_id=thread_id)
-            if changes:
-                yield call(self.memory, "update_messages", changes, resource_id=resource_id)
+        # a checkpoint put before its step's writes saved them already: nothing replaced
+        return [m for m in written if not _same(state.saved.get(m.id or ""), m)]
+
+    def on_writes(
+        self, thread_id: str, resource_id: str, written: Sequence[BaseMessage]
+    ) -> Steps[None]:
+        """Messages a node wrote (`rewritten`) that replace stored ones by id are updated in
+        memory. (Removals are read at the next checkpoint, with mirror_deletes: LangGraph may
+        save a step's writes and the checkpoint before it in either order.)"""
+        changes = yield from edited(self.memory.storage, written, thread_id=thread_id)
+        if changes:
+            yield call(self.memory, "update_messages", changes, resource_id=resource_id)
+            self.thread(thread_id).saved.update(saved_json(changes))
 
     # -- never aborting the graph -----------------------------------------------------------------
     def safely(self, steps: Steps[None], thread_id: str) -> Steps[None]:
@@ -292,3 +305,24 @@ class ThreadMirror:
             thread_id,
             exc,
         )
+
+
+def _rewrites_of_saved(
+    state: ThreadState, messages: Sequence[BaseMessage], new: int
+) -> list[BaseMessage]:
+    """State messages that replace, with other content, one this process saved last (they
+    stand among the state's newest: the last save's, then the `new` ones)."""
+    if not state.saved:
+        return []
+    newest = messages[-(len(state.saved) + new) :]
+    return [m for m in newest if m.id in state.saved and not _same(state.saved[m.id], m)]
+
+
+def _same(saved: str | None, written: BaseMessage) -> bool:
+    """Whether a written message is, as stored, what this process saved under its id."""
+    if saved is None:
+        return False
+    try:
+        return saved == message_to_json(written)
+    except MastraMemoryError:  # unstorable: the update refuses it (and warns)
+        return False

@@ -335,8 +335,9 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
         task_path: str,
     ) -> Steps[None]:
         yield call(self._io, "put_writes", config, writes, task_id, task_path)
-        if (ids := self._root_writes(config)) is not None:
-            yield from self.mirror.safely(self.mirror.on_writes(*ids, writes), ids[0])
+        ids = self._root_writes(config)
+        if ids is not None and (written := self.mirror.rewritten(ids[0], writes)):
+            yield from self.mirror.safely(self.mirror.on_writes(*ids, written), ids[0])
 
     def _purge_orphans(self, thread_id: str) -> None:
         """Before a thread memory does not hold gets its first checkpoint: delete checkpoints

@@ -189,6 +189,34 @@ def default_counter() -> TokenCounter | None:
     return _counter
 
 
+class CheckedMessages(list):
+    """Messages `message_rows` already validated and built rows for (`checked_messages`):
+    saving them builds nothing again, as long as the list holds exactly those messages."""
+
+    def __init__(self, rows: list[MessageRow]) -> None:
+        super().__init__(row.message for row in rows)
+        self.rows = rows
+
+    def unchanged(self) -> bool:
+        return len(self) == len(self.rows) and all(
+            message is row.message for message, row in zip(self, self.rows, strict=True)
+        )
+
+
+def checked_messages(messages: Sequence[object]) -> CheckedMessages:
+    """`messages` validated now (an unstorable one raises here), with ids, kept with their rows
+    so a later save of them does not validate and count them again."""
+    return CheckedMessages(message_rows(messages))
+
+
+def saved_json(messages: Sequence[BaseMessage]) -> dict[str, str]:
+    """The stored JSON of messages just saved, by id (from their rows when `checked_messages`
+    built them)."""
+    if isinstance(messages, CheckedMessages) and messages.unchanged():
+        return {row.id: row.content for row in messages.rows}
+    return {m.id: message_to_json(m) for m in messages if m.id}
+
+
 def message_rows(
     messages: Sequence[object], created_at: Sequence[datetime | None] | None = None
 ) -> list[MessageRow]:
@@ -196,6 +224,8 @@ def message_rows(
 
     `created_at`, when given, holds one timestamp (or None: assign one) per message.
     """
+    if created_at is None and isinstance(messages, CheckedMessages) and messages.unchanged():
+        return list(messages.rows)
     valid = ensure_messages(messages)
     if created_at is not None and (
         isinstance(created_at, (str, bytes)) or len(created_at) != len(valid)

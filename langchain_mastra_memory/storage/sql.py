@@ -182,12 +182,18 @@ class SQLStorage(
         row = self._run(
             conn, statement + (self.dialect.row_lock if lock else ""), (thread_id,)
         ).fetchone()
-        if row is None:
-            raise ThreadNotFoundError(f"no thread {thread_id!r}; create it with create_thread()")
-        thread = thread_from_row(row)
-        if resource_id is not None and thread.resource_id != resource_id:
-            raise ResourceMismatchError.for_thread(thread_id, resource_id)
-        return thread
+        _check_owner(thread_id, resource_id, row and row[1])
+        return thread_from_row(row)
+
+    def _check_thread(
+        self, conn: Connection, thread_id: str, resource_id: str | None, *, lock: bool = False
+    ) -> None:
+        """`_owned_thread` for a caller that only needs the check (no thread built)."""
+        statement = "SELECT resource_id FROM memory_threads WHERE id = ?"
+        row = self._run(
+            conn, statement + (self.dialect.row_lock if lock else ""), (thread_id,)
+        ).fetchone()
+        _check_owner(thread_id, resource_id, row and row[0])
 
     def _insert_thread(
         self,
@@ -272,3 +278,11 @@ class SQLStorage(
             (thread_id,),
         ).fetchall()
         return [call_id for (ids,) in rows for call_id in ids.split(" ")]
+
+
+def _check_owner(thread_id: str, resource_id: str | None, owner: str | None) -> None:
+    """A thread found (`owner`: its resource) and, when `resource_id` is given, owned by it."""
+    if owner is None:
+        raise ThreadNotFoundError(f"no thread {thread_id!r}; create it with create_thread()")
+    if resource_id is not None and owner != resource_id:
+        raise ResourceMismatchError.for_thread(thread_id, resource_id)

@@ -64,7 +64,7 @@ class MessageTable(SQLRoom):
         check_id(resource_id, "resource_id")  # required: saving checks ownership
         rows = message_rows(messages, created_at)
         with self._transaction(write=True) as conn:
-            self._owned_thread(conn, thread_id, resource_id, lock=True)
+            self._check_thread(conn, thread_id, resource_id, lock=True)
             return self._save_rows(conn, rows, thread_id, resource_id)
 
     def _save_rows(
@@ -149,7 +149,7 @@ class MessageTable(SQLRoom):
         check_id(thread_id, "thread_id")
         check_optional_id(resource_id, "resource_id")
         with self._transaction(write=False) as conn:
-            self._owned_thread(conn, thread_id, resource_id)
+            self._check_thread(conn, thread_id, resource_id)
             return self._thread_messages(conn, thread_id, last)
 
     def page_messages(
@@ -174,7 +174,7 @@ class MessageTable(SQLRoom):
                 params.append(self._time(moment))
         direction = "DESC" if descending else "ASC"
         with self._transaction(write=False) as conn:
-            self._owned_thread(conn, thread_id, resource_id)
+            self._check_thread(conn, thread_id, resource_id)
             (total,) = self._run(
                 conn, f"SELECT count(*) FROM memory_messages WHERE {where}", params
             ).fetchone()
@@ -238,7 +238,7 @@ class MessageTable(SQLRoom):
         check_id(thread_id, "thread_id")
         check_id(resource_id, "resource_id")
         with self._transaction(write=True) as conn:
-            self._owned_thread(conn, thread_id, resource_id, lock=True)
+            self._check_thread(conn, thread_id, resource_id, lock=True)
             existing = self._existing(conn, ids)
             check_owners(ids, existing, resource_id)
             for condition, params in self.dialect.ids_in("id", ids):

@@ -28,7 +28,7 @@ class WorkingMemoryTable(SQLRoom):
         check_id(resource_id, "resource_id")
         if thread_id is not None:
             check_id(thread_id, "thread_id")
-            self._owned_thread(conn, thread_id, resource_id)
+            self._check_thread(conn, thread_id, resource_id)
             return "memory_threads", thread_id
         return "memory_resources", resource_id
 

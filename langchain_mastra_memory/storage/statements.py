@@ -87,6 +87,7 @@ class SQLRoom(MemoryStorage):
     _run: Any
     _time: Any
     _owned_thread: Any
+    _check_thread: Any
     _insert_thread: Any
     _stored: Any
     _thread_messages: Any
