@@ -23,6 +23,7 @@ from ..storage.records import StoredMessage
 from ..storage.validation import check_id, check_optional_id, check_query
 from ..twins import Steps, both, call, run_async, run_sync
 from .context import in_context, neighbours, remember, remembered, windows
+from .dates import NamedDate, dated_first, named_date
 from .options import DEFAULT_MODE, MessageRange, Mode, RecallOptions
 from .ranking import (
     HYBRID_POOL,
@@ -129,7 +130,8 @@ class RecallIndex(VectorUpkeep):
             within_thread = opts.scope == "thread"
         scoped = thread_id if within_thread else None  # resource scope: all of its threads
         with_context = mode != "keyword" and opts.context_weight > 0 and self._reads_vectors
-        second_stage = with_context or opts.reranker is not None
+        when = named_date(query) if opts.date_rule else None
+        second_stage = with_context or opts.reranker is not None or when is not None
         wanted = max(k, opts.rerank_pool) if second_stage else k
         pool = wanted if mode != "hybrid" else max(HYBRID_POOL, 4 * wanted)
         vector_hits: list[RecallHit] = []
@@ -156,6 +158,8 @@ class RecallIndex(VectorUpkeep):
             ranked = yield from self._in_context(query, ranked, resource_id, opts)
         if opts.reranker is not None:
             ranked = yield from self._reranked(query, ranked, resource_id, opts)
+        if when is not None:
+            ranked = yield from self._dated(ranked, when, resource_id)
         ranked = ranked[:k]
         if mode == "keyword":
             return ranked
@@ -167,6 +171,16 @@ class RecallIndex(VectorUpkeep):
     def _reads_vectors(self) -> bool:
         """Whether the vector store gives stored vectors back (the context stage reads them)."""
         return hasattr(self.vector, "vectors") and hasattr(self.vector, "avectors")
+
+    def _dated(
+        self, hits: list[RecallHit], when: NamedDate, resource_id: str
+    ) -> Steps[list[RecallHit]]:
+        """`hits` with the messages of the date the query names first (`dates`)."""
+        stored = yield call(
+            self.storage, "get_messages_by_id", [h.message_id for h in hits],
+            resource_id=resource_id,
+        )  # fmt: skip
+        return dated_first(hits, {s.message.id or "": s.created_at for s in stored}, when)
 
     def _in_context(
         self, query: str, hits: list[RecallHit], resource_id: str, opts: RecallOptions

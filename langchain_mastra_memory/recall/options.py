@@ -50,6 +50,9 @@ class RecallOptions(BaseModel):
     reranker: Any = None
     rerank_pool: int = Field(default=30, gt=0, le=200)
     rerank_weight: float = Field(default=1.0, ge=0.0)
+    # a query naming a calendar date ("on October 13", "in June 2023") puts the pool's messages
+    # of that date first (`dates`)
+    date_rule: bool = True
 
     @field_validator("reranker")
     @classmethod
