@@ -361,6 +361,7 @@ def main() -> None:
         lite_ids = load(lite, lite_vector, name, data, False)
         assert len(lite_ids) == len(ids)
         backends["sqlite"] = (lite, lite_vector)
+    as_pg: dict[str, dict[str, str]] = {}  # each engine's message ids -> PostgreSQL's
     for engine in args.engines:  # embedded modes: numpy (Qdrant) or FAISS (Milvus) on this machine
         from langchain_mastra_memory import MilvusVectorStore, QdrantVectorStore
 
@@ -370,7 +371,9 @@ def main() -> None:
             else MilvusVectorStore(tmp / "milvus-vectors.db")
         )
         engine_storage = SQLiteStorage(tmp / f"{engine}.db")
-        assert len(load(engine_storage, store, name, data, False)) == len(ids)
+        engine_ids = load(engine_storage, store, name, data, False)
+        assert len(engine_ids) == len(ids)
+        as_pg[engine] = {engine_ids[i]: ids[i] for i in ids}  # its own ids (another storage)
         backends[engine] = (engine_storage, store)
     peer = peer_store(args.dsn, data, ids, args.reuse, args.peer == "hnsw") if args.peer else None
     if args.load_only:
@@ -457,7 +460,7 @@ def main() -> None:
         ann["pgvector"].append(share({h.message_id for h in found}, best, threshold, wanted))
         for engine in args.engines:
             hits = backends[engine][1].query(name, vectors[q], top_k=10, resource_id=owner)
-            got = {h.message_id for h in hits}
+            got = {as_pg[engine].get(h.message_id, "") for h in hits}
             ann.setdefault(engine, []).append(share(got, best, threshold, wanted))
         if peer is not None:
             hits = peer.similarity_search_with_score_by_vector(
