@@ -109,3 +109,11 @@ async def test_async_recall_applies_the_date_rule_too() -> None:
     (remembered,) = messages  # one turn from another thread, as Mastra puts it
     assert MEALS[1][0] in str(remembered.content)
     assert "fish soup" not in str(remembered.content)  # never bob's turn of that date
+
+
+@pytest.mark.parametrize("bad", ["sometimes", 3, None])
+def test_a_date_rule_that_is_not_a_switch_is_refused(bad: object) -> None:
+    from langchain_mastra_memory import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="date_rule"):
+        Memory(storage=SQLiteStorage(":memory:"), options={"semantic_recall": {"date_rule": bad}})
