@@ -30,12 +30,11 @@ MONTHS = (
     "january", "february", "march", "april", "may", "june", "july", "august", "september",
     "october", "november", "december",
 )  # fmt: skip
-_ORDINAL = r"(\d{1,2})(?:st|nd|rd|th)?"
 _MONTH_DATE = re.compile(
-    rf"(?:\b(?P<lead>in|on|of|during|since|by|until|before|after|early|mid|late|last|this)\s+)?"
-    rf"(?:\b{_ORDINAL.replace('(', '(?P<day_before>', 1)}\s+(?:of\s+)?)?"
+    r"(?:\b(?P<lead>in|on|of|during|since|by|until|before|after|early|mid|late|last|this)\s+)?"
+    r"(?:\b(?P<day_before>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?)?"
     rf"\b(?P<month>{'|'.join(MONTHS)})\b"
-    rf"(?:\s+{_ORDINAL.replace('(', '(?P<day_after>', 1)}\b)?"
+    r"(?:\s+(?P<day_after>\d{1,2})(?:st|nd|rd|th)?\b)?"
     r"(?:,?\s+(?P<year>(?:19|20)\d\d)\b)?",
     re.IGNORECASE,
 )

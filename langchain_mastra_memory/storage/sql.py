@@ -178,10 +178,7 @@ class SQLStorage(
     def _owned_thread(
         self, conn: Connection, thread_id: str, resource_id: str | None, *, lock: bool = False
     ) -> Thread:
-        statement = f"SELECT {THREAD_COLUMNS} FROM memory_threads WHERE id = ?"
-        row = self._run(
-            conn, statement + (self.dialect.row_lock if lock else ""), (thread_id,)
-        ).fetchone()
+        row = self._thread_row(conn, THREAD_COLUMNS, thread_id, lock=lock)
         _check_owner(thread_id, resource_id, row and row[1])
         return thread_from_row(row)
 
@@ -189,11 +186,14 @@ class SQLStorage(
         self, conn: Connection, thread_id: str, resource_id: str | None, *, lock: bool = False
     ) -> None:
         """`_owned_thread` for a caller that only needs the check (no thread built)."""
-        statement = "SELECT resource_id FROM memory_threads WHERE id = ?"
-        row = self._run(
-            conn, statement + (self.dialect.row_lock if lock else ""), (thread_id,)
-        ).fetchone()
+        row = self._thread_row(conn, "resource_id", thread_id, lock=lock)
         _check_owner(thread_id, resource_id, row and row[0])
+
+    def _thread_row(self, conn: Connection, columns: str, thread_id: str, *, lock: bool) -> Any:
+        """The thread's `columns` (locked for the transaction with `lock`), or None."""
+        statement = f"SELECT {columns} FROM memory_threads WHERE id = ?"
+        lock_clause = self.dialect.row_lock if lock else ""
+        return self._run(conn, statement + lock_clause, (thread_id,)).fetchone()
 
     def _insert_thread(
         self,
