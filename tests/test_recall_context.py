@@ -8,7 +8,14 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_mastra_memory import LangChainVectorStore, Memory, SQLiteStorage
-from langchain_mastra_memory.recall.context import MESSAGE_VECTORS, in_context, neighbours, windows
+from langchain_mastra_memory.recall.context import (
+    MESSAGE_VECTORS,
+    by_thread,
+    in_context,
+    neighbours,
+    windows,
+    with_follow_ups,
+)
 from langchain_mastra_memory.recall.ranking import RecallHit
 from langchain_mastra_memory.storage.records import StoredMessage
 
@@ -52,11 +59,12 @@ def ranked_texts(memory: Memory, limit: int = 6) -> list[str]:
 
 def test_the_conversation_around_an_answer_moves_it_into_the_top_k() -> None:
     plain = ranked_texts(conversation(context_weight=0.0))
-    default = ranked_texts(conversation())
+    windowed = ranked_texts(conversation(follow_ups=0, thread_weight=0.0))
     assert ANSWER not in plain[:3]  # the first stage alone: the cousin's wedding wins
-    assert ANSWER in default[:3]
-    assert default.index(ANSWER) < plain.index(ANSWER)
-    assert sorted(default) == sorted(plain)  # the same candidates, reordered
+    assert ANSWER in windowed[:3]
+    assert windowed.index(ANSWER) < plain.index(ANSWER)
+    assert sorted(windowed) == sorted(plain)  # the same candidates, reordered
+    assert ANSWER in ranked_texts(conversation())[:3]  # and with the default's other rules
 
 
 async def test_the_async_search_ranks_as_the_sync_one() -> None:
@@ -129,3 +137,97 @@ def test_a_window_is_the_unit_sum_of_the_known_means_and_scores_add_to_the_first
     assert [h.message_id for h in reordered] == ["a", "lonely"]
     assert reordered[0].score == pytest.approx(2.0 * 2**-0.5)  # normalised 0 + 2 * cos
     assert reordered[1].score == pytest.approx(1.0)  # no window: its normalised score alone
+
+
+MOVED = "Lisbon! The light there is amazing and the pastries are even better."
+MOVES = [
+    ("s1", [HumanMessage("Where did you end up moving after you sold the house, Ana?", name="Sam"),
+            AIMessage(MOVED, name="Ana"), HumanMessage("I am so happy for you.", name="Sam")]),
+    ("s2", [HumanMessage("The city council wants to move the market to the river.", name="Sam"),
+            AIMessage("Moving the market would annoy the whole city.", name="Ana")]),
+    ("s3", [HumanMessage("My brother moved to a new city for his job.", name="Sam"),
+            AIMessage("Moving cities for work is hard.", name="Ana")]),
+    ("s4", [HumanMessage("Which movie did you watch in the city cinema?", name="Sam"),
+            AIMessage("A French comedy, very silly.", name="Ana")]),
+]  # fmt: skip
+
+
+def moves(**recall: object) -> Memory:
+    memory = Memory(
+        storage=SQLiteStorage(":memory:"),
+        options={"semantic_recall": {"top_k": 3, "message_range": 0, "rerank_pool": 3, **recall}},
+    )
+    for thread, messages in MOVES:
+        memory.create_thread(thread_id=thread, resource_id="ana")
+        memory.save_messages(messages, thread_id=thread, resource_id="ana")
+    memory.flush()
+    return memory
+
+
+def found_texts(memory: Memory, query: str = "Which city did Ana move to?") -> list[str]:
+    index = memory.recall_index
+    assert index is not None
+    hits = index.search(query, resource_id="ana", limit=3)
+    texts = {s.message.id: str(s.message.content) for s in memory.storage.get_messages_by_id(
+        [h.message_id for h in hits], resource_id="ana")}  # fmt: skip
+    return [texts[h.message_id] for h in hits]
+
+
+def test_the_answer_after_a_matching_question_joins_the_candidates() -> None:
+    alone = found_texts(moves(follow_ups=0, thread_weight=0.0))
+    assert MOVED not in alone  # the first stage's pool of 3: the question, not its answer
+    assert "Where did you end up moving after you sold the house, Ana?" in alone
+    assert MOVED in found_texts(moves(thread_weight=0.0))
+
+
+def test_a_thread_where_the_best_candidates_gather_ranks_higher() -> None:
+    without = found_texts(moves(thread_weight=0.0))
+    default = found_texts(moves())
+    assert default.index(MOVED) < without.index(MOVED)
+    assert sum(t in default for t in (MOVED, MOVES[0][1][0].content)) == 2  # s1's pair
+
+
+async def test_follow_ups_and_threads_rank_the_same_in_the_async_search() -> None:
+    memory = moves()
+    index = memory.recall_index
+    assert index is not None
+    query = "Which city did Ana move to?"
+    sync = index.search(query, resource_id="ana", limit=3)
+    assert await index.asearch(query, resource_id="ana", limit=3) == sync
+
+
+def test_a_follow_up_is_the_next_user_or_assistant_message_of_the_same_thread() -> None:
+    from langchain_core.messages import ToolMessage
+
+    around = [stored("a1", "a"), stored("a2", "a"), stored("b1", "b"), stored("b2", "b")]
+    around.append(stored("b3", "b"))
+    around[-1] = StoredMessage(ToolMessage("42", tool_call_id="c", id="b3"), "b", "r",
+                               around[-1].created_at)  # fmt: skip
+    hits = [RecallHit("a1", "", 0.9), RecallHit("a2", "", 0.7), RecallHit("b2", "", 0.5)]
+    found = with_follow_ups(hits, around, top=3)
+    # a2 follows a1 but is a candidate already; nothing follows a2 in its thread (b1 is
+    # another thread's); b2's next is a tool result
+    assert [h.message_id for h in found] == ["a1", "a2", "b2"]
+    found = with_follow_ups([RecallHit("b1", "", 0.9), RecallHit("a1", "", 0.2)], around, top=1)
+    assert found[-1] == RecallHit("b2", "b", 0.2)  # after the top 1 only, at the pool's floor
+    assert len(found) == 3
+    assert with_follow_ups(hits, around, top=0) == hits
+
+
+def test_a_thread_gains_in_proportion_to_its_share_of_the_best_scores() -> None:
+    hits = [RecallHit("a", "t1", 1.0), RecallHit("b", "t2", 0.9), RecallHit("c", "t2", 0.8)]
+    boosted = by_thread(hits, weight=0.5)
+    assert [h.message_id for h in boosted] == ["b", "c", "a"]  # t2: 1.7, t1: 1.0
+    assert boosted[0].score == pytest.approx(0.9 + 0.5)
+    assert boosted[2].score == pytest.approx(1.0 + 0.5 * 1.0 / 1.7)
+    assert by_thread(hits, weight=0.0) == hits
+
+
+@pytest.mark.parametrize("bad", [{"follow_ups": -1}, {"thread_weight": -0.5}, {"follow_ups": "x"}])
+def test_follow_ups_and_thread_weight_refuse_bad_values(bad: dict[str, object]) -> None:
+    from pydantic import ValidationError
+
+    from langchain_mastra_memory.recall.options import RecallOptions
+
+    with pytest.raises(ValidationError):
+        RecallOptions(**bad)

@@ -9,6 +9,15 @@ weighted, to their first-stage score min-max normalised over the candidates. It 
 already stored (no model call: a window costs a read, not an embedding) and moves only the
 candidates' order; the rest of the ranking follows unchanged.
 
+Two rules of conversation go with it. An answer follows its question: the message right after
+each of the top candidates joins them (a question that matched "Is Deborah married?" is often
+the turn before the one that answers it), at the pool's lowest first-stage score, so its own
+window decides where it lands. And a session keeps to its topics: each thread is scored by the
+sum of its candidates' scores among the ten best, and every candidate gains a share of
+`thread_weight` in proportion to its thread's score over the best thread's.
+(LoCoMo dev, recall@5 / @10: 0.668 / 0.753 without either, 0.690 / 0.764 with the thread rule,
+0.694 / 0.779 with both.)
+
 Each message's mean vector is kept in a process-wide LRU (`MESSAGE_VECTORS`, bounded in
 bytes), filled when this process embeds a message and when a search reads one from the vector
 store, so a resource searched again reads nothing: a vector store's read of ~100 messages
@@ -26,6 +35,7 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -59,6 +69,55 @@ def remembered(index_name: str, message_ids: Sequence[str]) -> dict[str, np.ndar
         if vector is not None:
             found[message_id] = vector
     return found
+
+
+THREAD_TOP = 10  # the candidates whose scores make their thread's score
+
+
+def with_follow_ups(
+    hits: Sequence[RecallHit], around: Sequence[StoredMessage], top: int
+) -> list[RecallHit]:
+    """`hits`, then the user or assistant message right after each of the first `top` in its
+    thread that is not a candidate yet, scored as the pool's lowest hit (`around`:
+    `message_windows` of the hits, one message after each)."""
+    if not hits or top <= 0:
+        return list(hits)
+    position = {s.message.id: i for i, s in enumerate(around)}
+    known = {h.message_id for h in hits}
+    floor = min(h.score for h in hits)
+    added = []
+    for hit in hits[:top]:
+        i = position.get(hit.message_id)
+        if i is None or i + 1 >= len(around):
+            continue
+        after = around[i + 1]
+        follow_up = str(after.message.id)
+        if (
+            after.thread_id == around[i].thread_id
+            and after.message.type in ("human", "ai")
+            and follow_up not in known
+        ):
+            known.add(follow_up)
+            added.append(RecallHit(follow_up, after.thread_id, floor))
+    return [*hits, *added]
+
+
+def by_thread(hits: Sequence[RecallHit], *, weight: float) -> list[RecallHit]:
+    """`hits` (best first, scored) with each gaining ``weight * its thread's score / the best
+    thread's``, a thread's score being the sum of its hits' among the first `THREAD_TOP`."""
+    if weight <= 0 or not hits:
+        return list(hits)
+    threads: dict[str, float] = {}
+    for hit in hits[:THREAD_TOP]:
+        threads[hit.thread_id] = threads.get(hit.thread_id, 0.0) + hit.score
+    best = max(threads.values())
+    if best <= 0:
+        return list(hits)
+    scored = [
+        replace(hit, score=hit.score + weight * threads.get(hit.thread_id, 0.0) / best)
+        for hit in hits
+    ]
+    return sorted(scored, key=lambda h: -h.score)
 
 
 def neighbours(candidates: Sequence[str], around: Sequence[StoredMessage]) -> dict[str, list[str]]:

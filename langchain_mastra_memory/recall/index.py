@@ -22,7 +22,15 @@ from ..storage.filters import matches
 from ..storage.records import StoredMessage
 from ..storage.validation import check_id, check_optional_id, check_query
 from ..twins import Steps, both, call, run_async, run_sync
-from .context import in_context, neighbours, remember, remembered, windows
+from .context import (
+    by_thread,
+    in_context,
+    neighbours,
+    remember,
+    remembered,
+    windows,
+    with_follow_ups,
+)
 from .dates import NamedDate, dated_first, named_date
 from .options import DEFAULT_MODE, MessageRange, Mode, RecallOptions
 from .ranking import (
@@ -189,10 +197,12 @@ class RecallIndex(VectorUpkeep):
         if len(hits) < 2:
             return hits
         assert self.embedder is not None
-        ids = [h.message_id for h in hits]
         around = yield call(
-            self.storage, "message_windows", ids, before=1, after=0, resource_id=resource_id
-        )
+            self.storage, "message_windows", [h.message_id for h in hits], before=1,
+            after=1 if opts.follow_ups else 0, resource_id=resource_id,
+        )  # fmt: skip
+        hits = with_follow_ups(hits, around, opts.follow_ups)
+        ids = [h.message_id for h in hits]
         window_ids = neighbours(ids, around)
         wanted = sorted({*ids, *(m for ms in window_ids.values() for m in ms)})
         name = yield from self._index_name_steps()
@@ -207,7 +217,8 @@ class RecallIndex(VectorUpkeep):
             h if h.thread_id else replace(h, thread_id=threads.get(h.message_id, "")) for h in hits
         ]
         weight = opts.context_weight
-        return in_context(hits, windows(window_ids, means), query_vector, weight=weight)
+        ranked = in_context(hits, windows(window_ids, means), query_vector, weight=weight)
+        return by_thread(ranked, weight=opts.thread_weight)
 
     def _reranked(
         self, query: str, hits: list[RecallHit], resource_id: str, opts: RecallOptions

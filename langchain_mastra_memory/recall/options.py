@@ -47,6 +47,11 @@ class RecallOptions(BaseModel):
     # candidate (`context`; 0 turns it off), then, if given, a LangChain BaseDocumentCompressor
     # fused with that order by reciprocal rank (`rerank`; `rerank_weight`: its share)
     context_weight: float = Field(default=2.0, ge=0.0)
+    # with it, the message right after each of the top `follow_ups` candidates joins the pool
+    # (the turn answering a question that matched), and a candidate in a thread where the
+    # pool's ten best gather gains up to `thread_weight` (a session keeps to its topics)
+    follow_ups: int = Field(default=10, ge=0, le=200)
+    thread_weight: float = Field(default=0.5, ge=0.0)
     reranker: Any = None
     rerank_pool: int = Field(default=30, gt=0, le=200)
     rerank_weight: float = Field(default=1.0, ge=0.0)
