@@ -35,25 +35,29 @@ SESSIONS = [
 ]  # fmt: skip
 
 
-def conversation(vector: object = None, **recall: object) -> Memory:
+def conversation(
+    vector: object = None, *, sessions: list = SESSIONS, resource: str = "deb", **recall: object
+) -> Memory:
     memory = Memory(
         storage=SQLiteStorage(":memory:"),
         vector=vector,
         options={"semantic_recall": {"top_k": 3, "message_range": 0, **recall}},
     )
-    for thread, messages in SESSIONS:
-        memory.create_thread(thread_id=thread, resource_id="deb")
-        memory.save_messages(messages, thread_id=thread, resource_id="deb")
+    for thread, messages in sessions:
+        memory.create_thread(thread_id=thread, resource_id=resource)
+        memory.save_messages(messages, thread_id=thread, resource_id=resource)
     memory.flush()
     return memory
 
 
-def ranked_texts(memory: Memory, limit: int = 6) -> list[str]:
+def ranked_texts(
+    memory: Memory, limit: int = 6, *, query: str = QUESTION, resource: str = "deb"
+) -> list[str]:
     index = memory.recall_index
     assert index is not None
-    hits = index.search(QUESTION, resource_id="deb", limit=limit)
+    hits = index.search(query, resource_id=resource, limit=limit)
     texts = {s.message.id: str(s.message.content) for s in memory.storage.get_messages_by_id(
-        [h.message_id for h in hits])}  # fmt: skip
+        [h.message_id for h in hits], resource_id=resource)}  # fmt: skip
     return [texts[h.message_id] for h in hits]
 
 
@@ -152,25 +156,16 @@ MOVES = [
 ]  # fmt: skip
 
 
+MOVE = "Which city did Ana move to?"
+
+
 def moves(**recall: object) -> Memory:
-    memory = Memory(
-        storage=SQLiteStorage(":memory:"),
-        options={"semantic_recall": {"top_k": 3, "message_range": 0, "rerank_pool": 3, **recall}},
-    )
-    for thread, messages in MOVES:
-        memory.create_thread(thread_id=thread, resource_id="ana")
-        memory.save_messages(messages, thread_id=thread, resource_id="ana")
-    memory.flush()
-    return memory
+    """Ana's sessions; a pool of 3 (the first stage's top 3 only)."""
+    return conversation(sessions=MOVES, resource="ana", rerank_pool=3, **recall)
 
 
-def found_texts(memory: Memory, query: str = "Which city did Ana move to?") -> list[str]:
-    index = memory.recall_index
-    assert index is not None
-    hits = index.search(query, resource_id="ana", limit=3)
-    texts = {s.message.id: str(s.message.content) for s in memory.storage.get_messages_by_id(
-        [h.message_id for h in hits], resource_id="ana")}  # fmt: skip
-    return [texts[h.message_id] for h in hits]
+def found_texts(memory: Memory) -> list[str]:
+    return ranked_texts(memory, 3, query=MOVE, resource="ana")
 
 
 def test_the_answer_after_a_matching_question_joins_the_candidates() -> None:
@@ -191,9 +186,8 @@ async def test_follow_ups_and_threads_rank_the_same_in_the_async_search() -> Non
     memory = moves()
     index = memory.recall_index
     assert index is not None
-    query = "Which city did Ana move to?"
-    sync = index.search(query, resource_id="ana", limit=3)
-    assert await index.asearch(query, resource_id="ana", limit=3) == sync
+    sync = index.search(MOVE, resource_id="ana", limit=3)
+    assert await index.asearch(MOVE, resource_id="ana", limit=3) == sync
 
 
 def test_a_follow_up_is_the_next_user_or_assistant_message_of_the_same_thread() -> None:
