@@ -16,7 +16,7 @@ window decides where it lands. And a session keeps to its topics: each thread is
 sum of its candidates' scores among the ten best, and every candidate gains a share of
 `thread_weight` in proportion to its thread's score over the best thread's.
 (LoCoMo dev, recall@5 / @10: 0.668 / 0.753 without either, 0.690 / 0.764 with the thread rule,
-0.694 / 0.779 with both.)
+0.694 / 0.778–0.779 with both.)
 
 Each message's mean vector is kept in a process-wide LRU (`MESSAGE_VECTORS`, bounded in
 bytes), filled when this process embeds a message and when a search reads one from the vector
@@ -122,7 +122,7 @@ def by_thread(hits: Sequence[RecallHit], *, weight: float) -> list[RecallHit]:
 
 def neighbours(candidates: Sequence[str], around: Sequence[StoredMessage]) -> dict[str, list[str]]:
     """Each candidate with the id of the message just before it in its thread, if any
-    (`around`: `message_windows` of the candidates, one message before each). The message
+    (`around`: `message_windows` of the candidates, with one message before each). The message
     after it is left out: a turn is about what it answers more than about the reply to it
     (LoCoMo dev, recall@5 / @10: 0.640 / 0.737 with the one before, 0.628 / 0.723 with both)."""
     position = {s.message.id: i for i, s in enumerate(around)}
