@@ -50,6 +50,7 @@ MODES = ("vector", "keyword", "hybrid")
 PER_THREAD = 400
 NOISE = 0.04  # per dimension: a copy sits at cosine ~0.8 from its turn, as a paraphrase does
 CACHE = Path(tempfile.gettempdir()) / "lmm-locomo-pieces.npz"
+INDEX = "bench_pieces"  # the recall index every backend holds the pieces under
 
 
 def locomo() -> tuple[list[tuple[str, bool]], list[str]]:
@@ -314,7 +315,7 @@ def top10(
     """Time one top-10 search, and the adapter's share of it (outside the engine's calls)."""
     clock.spent = 0.0
     started = time.perf_counter()
-    store.query("bench_pieces", vector, top_k=10, resource_id=owner)
+    store.query(INDEX, vector, top_k=10, resource_id=owner)
     took = time.perf_counter() - started
     timings.setdefault(f"{label} top-10", []).append(took)
     timings.setdefault(f"{label} adapter's share", []).append(took - clock.spent)
@@ -384,7 +385,7 @@ def main() -> None:
     extra = {} if args.ef_search is None else {"ef_search": args.ef_search}
     pg_vector = PgVectorStore(pg, **extra)
     backends: dict[str, tuple] = {}
-    name = "bench_pieces"
+    name = INDEX
     if args.reuse:
         ids = stored_ids(pg, data)
         pg_vector.query(name, [1.0] * 384, top_k=1, resource_id="r0")  # registers the table

@@ -23,8 +23,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 
+from ..storage.records import StoredMessage
 from .ranking import RecallHit
 
+CreatedAt = dict[str, datetime]  # message id -> when it was created
 DAY_SPAN = 15  # a named day matches messages this many days either side
 MONTHS = (
     "january", "february", "march", "april", "may", "june", "july", "august", "september",
@@ -89,3 +91,8 @@ def dated_first(
         return list(hits)
     chosen = {h.message_id for h in on}
     return on + [h for h in hits if h.message_id not in chosen]
+
+
+def created_dates(stored: Sequence[StoredMessage]) -> CreatedAt:
+    """When each of these stored messages was created, by id."""
+    return {s.message.id or "": s.created_at for s in stored}

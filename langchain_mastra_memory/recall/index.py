@@ -31,7 +31,7 @@ from .context import (
     windows,
     with_follow_ups,
 )
-from .dates import NamedDate, dated_first, named_date
+from .dates import CreatedAt, NamedDate, created_dates, dated_first, named_date
 from .options import DEFAULT_MODE, MessageRange, Mode, RecallOptions
 from .ranking import (
     HYBRID_POOL,
@@ -162,12 +162,13 @@ class RecallIndex(VectorUpkeep):
             ranked = fuse(vector_hits, keyword_hits, wanted)
         else:
             ranked = (keyword_hits if mode == "keyword" else vector_hits)[:wanted]
+        created: CreatedAt = {}  # the pool's dates, as the stages read them
         if with_context:
-            ranked = yield from self._in_context(query, ranked, resource_id, opts)
+            ranked = yield from self._in_context(query, ranked, resource_id, opts, created)
         if opts.reranker is not None:
-            ranked = yield from self._reranked(query, ranked, resource_id, opts)
+            ranked = yield from self._reranked(query, ranked, resource_id, opts, created)
         if when is not None:
-            ranked = yield from self._dated(ranked, when, resource_id)
+            ranked = yield from self._dated(ranked, when, resource_id, created)
         ranked = ranked[:k]
         if mode == "keyword":
             return ranked
@@ -181,19 +182,27 @@ class RecallIndex(VectorUpkeep):
         return hasattr(self.vector, "vectors") and hasattr(self.vector, "avectors")
 
     def _dated(
-        self, hits: list[RecallHit], when: NamedDate, resource_id: str
+        self, hits: list[RecallHit], when: NamedDate, resource_id: str, created: CreatedAt
     ) -> Steps[list[RecallHit]]:
-        """`hits` with the messages of the date the query names first (`dates`)."""
-        stored = yield call(
-            self.storage, "get_messages_by_id", [h.message_id for h in hits],
-            resource_id=resource_id,
-        )  # fmt: skip
-        return dated_first(hits, {s.message.id or "": s.created_at for s in stored}, when)
+        """`hits` with the messages of the date the query names first (`dates`); only the
+        dates an earlier stage did not read (`created`) are read."""
+        if missing := [h.message_id for h in hits if h.message_id not in created]:
+            stored = yield call(
+                self.storage, "get_messages_by_id", missing, resource_id=resource_id
+            )
+            created.update(created_dates(stored))
+        return dated_first(hits, created, when)
 
     def _in_context(
-        self, query: str, hits: list[RecallHit], resource_id: str, opts: RecallOptions
+        self,
+        query: str,
+        hits: list[RecallHit],
+        resource_id: str,
+        opts: RecallOptions,
+        created: CreatedAt,
     ) -> Steps[list[RecallHit]]:
-        """`hits` reordered with the conversation around each (`context`)."""
+        """`hits` reordered with the conversation around each (`context`); the dates of the
+        messages read go into `created`."""
         if len(hits) < 2:
             return hits
         assert self.embedder is not None
@@ -201,6 +210,7 @@ class RecallIndex(VectorUpkeep):
             self.storage, "message_windows", [h.message_id for h in hits], before=1,
             after=1 if opts.follow_ups else 0, resource_id=resource_id,
         )  # fmt: skip
+        created.update(created_dates(around))
         hits = with_follow_ups(hits, around, opts.follow_ups)
         ids = [h.message_id for h in hits]
         window_ids = neighbours(ids, around)
@@ -221,7 +231,12 @@ class RecallIndex(VectorUpkeep):
         return by_thread(ranked, weight=opts.thread_weight)
 
     def _reranked(
-        self, query: str, hits: list[RecallHit], resource_id: str, opts: RecallOptions
+        self,
+        query: str,
+        hits: list[RecallHit],
+        resource_id: str,
+        opts: RecallOptions,
+        created: CreatedAt,
     ) -> Steps[list[RecallHit]]:
         """`hits` reordered by the options' reranker fused with their first-stage order
         (`rerank`); a failing reranker (an API down, say) leaves the first stage's order and
@@ -230,6 +245,7 @@ class RecallIndex(VectorUpkeep):
             return hits
         ids = [h.message_id for h in hits]
         stored = yield call(self.storage, "get_messages_by_id", ids, resource_id=resource_id)
+        created.update(created_dates(stored))
         documents = candidate_documents(hits, stored)
         try:
             reordered = yield call(opts.reranker, "compress_documents", documents, query)
