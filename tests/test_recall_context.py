@@ -114,11 +114,11 @@ def test_a_store_that_cannot_read_vectors_back_keeps_the_first_stage_order() -> 
     assert ranked_texts(on_langchain()) == ranked_texts(on_langchain(context_weight=0.0))
 
 
-def stored(message_id: str, thread_id: str) -> StoredMessage:
+def stored(message_id: str, thread_id: str, text: str = "x") -> StoredMessage:
     from datetime import datetime, timezone
 
     return StoredMessage(
-        message=HumanMessage("x", id=message_id),
+        message=HumanMessage(text, id=message_id),
         thread_id=thread_id,
         resource_id="r",
         created_at=datetime.now(timezone.utc),
@@ -129,6 +129,19 @@ def test_a_candidates_neighbour_is_the_message_before_it_in_its_thread() -> None
     around = [stored("a1", "a"), stored("a2", "a"), stored("b1", "b"), stored("b2", "b")]
     found = neighbours(["a2", "b1", "b2", "gone"], around)
     assert found == {"a2": ["a1"], "b1": [], "b2": ["b1"]}
+
+
+def test_a_question_candidates_neighbour_is_its_answer() -> None:
+    around = [
+        stored("a1", "a", "We moved last spring."),
+        stored("a2", "a", "Where did you end up moving?"),
+        stored("a3", "a", "Lisbon!"),
+        stored("b1", "b", "Did you like it\uff1f"),  # full-width question mark
+        stored("b2", "b", "Not at first?  "),  # the thread's last message: no answer in it
+        stored("c1", "c", "The light there."),
+    ]
+    found = neighbours(["a2", "a3", "b1", "b2"], around)
+    assert found == {"a2": ["a3"], "a3": ["a2"], "b1": ["b2"], "b2": []}
 
 
 def test_a_window_is_the_unit_sum_of_the_known_means_and_scores_add_to_the_first_stage() -> None:
@@ -169,16 +182,15 @@ def found_texts(memory: Memory) -> list[str]:
 
 
 def test_the_answer_after_a_matching_question_joins_the_candidates() -> None:
-    alone = found_texts(moves(follow_ups=0, thread_weight=0.0))
+    alone = found_texts(moves(follow_ups=0))
     assert MOVED not in alone  # the first stage's pool of 3: the question, not its answer
     assert "Where did you end up moving after you sold the house, Ana?" in alone
-    assert MOVED in found_texts(moves(thread_weight=0.0))
+    assert MOVED in found_texts(moves())
 
 
 def test_a_thread_where_the_best_candidates_gather_ranks_higher() -> None:
-    without = found_texts(moves(thread_weight=0.0))
+    assert MOVED not in found_texts(moves(thread_weight=0.0))  # the question shares its window
     default = found_texts(moves())
-    assert default.index(MOVED) < without.index(MOVED)
     assert sum(t in default for t in (MOVED, MOVES[0][1][0].content)) == 2  # s1's pair
 
 

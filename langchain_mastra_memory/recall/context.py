@@ -4,8 +4,9 @@ A message is often about the question only with its neighbours: "My husband and 
 to be as good a family as my parents were" answers "Is Deborah married?" because of what was
 said before it. So the first stage's top candidates are re-scored by the query's cosine with
 their *conversation window* — the unit sum of the candidate's mean vector and that of the
-message just before it in its thread (what it answers; each message's pieces averaged) — added,
-weighted, to their first-stage score min-max normalised over the candidates. It reads vectors
+message just before it in its thread (what it answers; for a question, the one after it: its
+answer; each message's pieces averaged) — added, weighted, to their first-stage score min-max
+normalised over the candidates. It reads vectors
 already stored (no model call: a window costs a read, not an embedding) and moves only the
 candidates' order; the rest of the ranking follows unchanged.
 
@@ -16,7 +17,7 @@ window decides where it lands. And a session keeps to its topics: each thread is
 sum of its candidates' scores among the ten best, and every candidate gains a share of
 `thread_weight` in proportion to its thread's score over the best thread's.
 (LoCoMo dev, recall@5 / @10: 0.668 / 0.753 without either, 0.690 / 0.764 with the thread rule,
-0.694 / 0.778–0.779 with both.)
+0.694 / 0.778–0.779 with both; 0.700 / 0.782 with a question's window its answer.)
 
 Each message's mean vector is kept in a process-wide LRU (`MESSAGE_VECTORS`, bounded in
 bytes), filled when this process embeds a message and when a search reads one from the vector
@@ -38,7 +39,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
+from langchain_core.messages import BaseMessage
 
+from ..messages import message_text
 from ..storage.records import StoredMessage
 from .embeddings import VectorCache
 from .ranking import RecallHit
@@ -120,19 +123,28 @@ def by_thread(hits: Sequence[RecallHit], *, weight: float) -> list[RecallHit]:
     return sorted(scored, key=lambda h: -h.score)
 
 
+def asks(message: BaseMessage) -> bool:
+    """Whether a message ends by asking something (then it is about its answer)."""
+    return message_text(message).rstrip().endswith(("?", "\uff1f"))  # (and the full-width "？")
+
+
 def neighbours(candidates: Sequence[str], around: Sequence[StoredMessage]) -> dict[str, list[str]]:
-    """Each candidate with the id of the message just before it in its thread, if any
-    (`around`: `message_windows` of the candidates, with one message before each). The message
-    after it is left out: a turn is about what it answers more than about the reply to it
-    (LoCoMo dev, recall@5 / @10: 0.640 / 0.737 with the one before, 0.628 / 0.723 with both)."""
+    """Each candidate with the id of the message it is about in its thread, if any (`around`:
+    `message_windows` of the candidates, one message before and one after each): the message
+    just before it, what it answers — or, for a candidate that asks a question, the one just
+    after it, its answer. Otherwise the reply is left out: a turn is about what it answers more
+    than about the reply to it (LoCoMo dev, recall@5 / @10: 0.640 / 0.737 with the one before,
+    0.628 / 0.723 with both; later, with the rules below, a question's answer instead of what
+    came before it: 0.694 / 0.779 → 0.700 / 0.782)."""
     position = {s.message.id: i for i, s in enumerate(around)}
     found: dict[str, list[str]] = {}
     for candidate in candidates:
         if (i := position.get(candidate)) is None:
             continue
-        before = around[i - 1] if i > 0 else None
-        same_thread = before is not None and before.thread_id == around[i].thread_id
-        found[candidate] = [str(before.message.id)] if same_thread and before else []
+        j = i + 1 if asks(around[i].message) else i - 1
+        other = around[j] if 0 <= j < len(around) else None
+        same_thread = other is not None and other.thread_id == around[i].thread_id
+        found[candidate] = [str(other.message.id)] if other is not None and same_thread else []
     return found
 
 

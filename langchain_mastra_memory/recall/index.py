@@ -207,8 +207,8 @@ class RecallIndex(VectorUpkeep):
             return hits
         assert self.embedder is not None
         around = yield call(
-            self.storage, "message_windows", [h.message_id for h in hits], before=1,
-            after=1 if opts.follow_ups else 0, resource_id=resource_id,
+            self.storage, "message_windows", [h.message_id for h in hits], before=1, after=1,
+            resource_id=resource_id,
         )  # fmt: skip
         created.update(created_dates(around))
         hits = with_follow_ups(hits, around, opts.follow_ups)

@@ -13,9 +13,9 @@ over FAISS, no server; for tests and small apps); ``MilvusVectorStore(uri="http:
 token=...)`` a server or cluster, with the same code.
 
 The vector index (`index_type`, set when a collection is made): ``AUTOINDEX`` on a server (its
-own tuned graph), ``FLAT`` (an exact scan) in Milvus Lite, whose graph index found 0.88–0.94 of
-the true top 10 on real chat text (300,011 LoCoMo pieces in one resource, whatever ``ef`` the
-search passed; FLAT: 1.00 at 0.4 s a query, 2026-11-25) — Lite holds what a scan can serve.
+own tuned index), ``FLAT`` (an exact scan) in Milvus Lite, whose AUTOINDEX and HNSW found
+0.82–0.94 of the true top 10 on real chat text (300,011 LoCoMo pieces in one resource, whatever
+``nprobe`` or ``ef`` the search passed; FLAT 1.00, 2026-11-25): Lite holds what a scan serves.
 
 Examples:
     >>> import tempfile
