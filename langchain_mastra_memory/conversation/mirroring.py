@@ -76,6 +76,9 @@ class MirrorPlan:
         return self.fork_from is None and not self.check_edits and not self.removed
 
 
+RECENT = 64  # message ids whose stored JSON a thread's state keeps (see `ThreadState.recent`)
+
+
 @dataclass
 class ThreadState:
     """What this process knows of a thread it mirrors (kept for `CACHED_THREADS` threads)."""
@@ -87,12 +90,28 @@ class ThreadState:
     first: str | None = None  # the first message id of that checkpoint's state
     last_ids: tuple[str, list[str]] | None = None  # mirror_deletes: (checkpoint, its ids)
     saved: dict[str, str] = field(default_factory=dict)  # the last save's ids: stored JSON
+    # the newest `RECENT` ids this process stored, with their JSON: a step's writes may reach the
+    # checkpointer after the next checkpoint's save (LangGraph's durability="async")
+    recent: OrderedDict[str, str] = field(default_factory=OrderedDict)
 
     def reset(self) -> None:
         """Trust nothing cached about the messages (the next walk reads storage)."""
         self.known.clear()
         self.saved.clear()
+        self.recent.clear()
         self.warm = self.complete = False
+
+    def stored(self, stored_json: dict[str, str], *, save: bool) -> None:
+        """Note what was just stored under these ids (`save`: a new save, else an update)."""
+        if save:
+            self.saved = dict(stored_json)
+        else:
+            self.saved.update(stored_json)
+        for message_id, text in stored_json.items():
+            self.recent.pop(message_id, None)
+            self.recent[message_id] = text
+        while len(self.recent) > RECENT:
+            self.recent.popitem(last=False)
 
 
 class ThreadMirror:
@@ -202,7 +221,7 @@ class ThreadMirror:
             changes = yield from edited(memory.storage, plan.check_edits, thread_id=plan.thread_id)
             if changes:
                 yield call(memory, "update_messages", changes, **ref)
-                state.saved.update(saved_json(changes))
+                state.stored(saved_json(changes), save=False)
         if plan.removed:  # mirror_deletes: what left the state leaves memory (this thread's)
             held = yield call(memory.storage, "get_messages_by_id", plan.removed, **ref)
             mine = [s.message.id for s in held if s.thread_id == plan.thread_id]
@@ -226,7 +245,7 @@ class ThreadMirror:
                 )
             known.update(suffix.state_ids)
             known.update(m.id for m in saved if m.id)
-            state.saved = saved_json(suffix.new)
+            state.stored(saved_json(suffix.new), save=True)
         if plan.fork_from is None:  # the state's newest messages are all in `known` now
             state.warm = True
 
@@ -276,7 +295,7 @@ class ThreadMirror:
         if state.complete:  # every message it holds is in `known`
             written = [m for m in written if m.id in state.known]
         # a checkpoint put before its step's writes saved them already: nothing replaced
-        return [m for m in written if not _same(state.saved.get(m.id or ""), m)]
+        return [m for m in written if not _same(state.recent.get(m.id or ""), m)]
 
     def on_writes(
         self, thread_id: str, resource_id: str, written: Sequence[BaseMessage]
@@ -287,7 +306,7 @@ class ThreadMirror:
         changes = yield from edited(self.memory.storage, written, thread_id=thread_id)
         if changes:
             yield call(self.memory, "update_messages", changes, resource_id=resource_id)
-            self.thread(thread_id).saved.update(saved_json(changes))
+            self.thread(thread_id).stored(saved_json(changes), save=False)
 
     # -- never aborting the graph -----------------------------------------------------------------
     def safely(self, steps: Steps[None], thread_id: str) -> Steps[None]:
