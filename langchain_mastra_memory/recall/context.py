@@ -6,9 +6,9 @@ said before it. So the first stage's top candidates are re-scored by the query's
 their *conversation window* — the unit sum of the candidate's mean vector and that of the
 message just before it in its thread (what it answers; for a question, the one after it: its
 answer; each message's pieces averaged) — added, weighted, to their first-stage score min-max
-normalised over the candidates. It reads vectors
-already stored (no model call: a window costs a read, not an embedding) and moves only the
-candidates' order; the rest of the ranking follows unchanged.
+normalised over the candidates. It reads vectors already stored (no model call: a window costs
+a read, not an embedding) and moves only the candidates' order; the rest of the ranking follows
+unchanged.
 
 Two rules of conversation go with it. An answer follows its question: the message right after
 each of the top candidates joins them (a question that matched "Is Deborah married?" is often

@@ -19,7 +19,7 @@ Examples:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 
@@ -93,6 +93,6 @@ def dated_first(
     return on + [h for h in hits if h.message_id not in chosen]
 
 
-def created_dates(stored: Sequence[StoredMessage]) -> CreatedAt:
+def created_dates(stored: Iterable[StoredMessage]) -> CreatedAt:
     """When each of these stored messages was created, by id."""
     return {s.message.id or "": s.created_at for s in stored}

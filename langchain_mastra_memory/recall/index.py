@@ -31,7 +31,7 @@ from .context import (
     windows,
     with_follow_ups,
 )
-from .dates import CreatedAt, NamedDate, created_dates, dated_first, named_date
+from .dates import created_dates, dated_first, named_date
 from .options import DEFAULT_MODE, MessageRange, Mode, RecallOptions
 from .ranking import (
     HYBRID_POOL,
@@ -44,6 +44,8 @@ from .ranking import (
 from .rerank import candidate_documents, fuse_ranks
 from .upkeep import VectorUpkeep, default_vector_store
 from .vector import VectorStore
+
+Read = dict[str, StoredMessage]  # message id -> the message, as a search's stages read it
 
 __all__ = [
     "DEFAULT_MODE",
@@ -162,13 +164,14 @@ class RecallIndex(VectorUpkeep):
             ranked = fuse(vector_hits, keyword_hits, wanted)
         else:
             ranked = (keyword_hits if mode == "keyword" else vector_hits)[:wanted]
-        created: CreatedAt = {}  # the pool's dates, as the stages read them
+        read: Read = {}  # the pool's messages, as the stages read them (each read once)
         if with_context:
-            ranked = yield from self._in_context(query, ranked, resource_id, opts, created)
+            ranked = yield from self._in_context(query, ranked, resource_id, opts, read)
         if opts.reranker is not None:
-            ranked = yield from self._reranked(query, ranked, resource_id, opts, created)
+            ranked = yield from self._reranked(query, ranked, resource_id, opts, read)
         if when is not None:
-            ranked = yield from self._dated(ranked, when, resource_id, created)
+            yield from self._read(ranked, resource_id, read)
+            ranked = dated_first(ranked, created_dates(read.values()), when)
         ranked = ranked[:k]
         if mode == "keyword":
             return ranked
@@ -181,17 +184,13 @@ class RecallIndex(VectorUpkeep):
         """Whether the vector store gives stored vectors back (the context stage reads them)."""
         return hasattr(self.vector, "vectors") and hasattr(self.vector, "avectors")
 
-    def _dated(
-        self, hits: list[RecallHit], when: NamedDate, resource_id: str, created: CreatedAt
-    ) -> Steps[list[RecallHit]]:
-        """`hits` with the messages of the date the query names first (`dates`); only the
-        dates an earlier stage did not read (`created`) are read."""
-        if missing := [h.message_id for h in hits if h.message_id not in created]:
+    def _read(self, hits: list[RecallHit], resource_id: str, read: Read) -> Steps[None]:
+        """The messages of `hits` that an earlier stage did not read, into `read`."""
+        if missing := [h.message_id for h in hits if h.message_id not in read]:
             stored = yield call(
                 self.storage, "get_messages_by_id", missing, resource_id=resource_id
             )
-            created.update(created_dates(stored))
-        return dated_first(hits, created, when)
+            read.update({s.message.id or "": s for s in stored})
 
     def _in_context(
         self,
@@ -199,10 +198,10 @@ class RecallIndex(VectorUpkeep):
         hits: list[RecallHit],
         resource_id: str,
         opts: RecallOptions,
-        created: CreatedAt,
+        read: Read,
     ) -> Steps[list[RecallHit]]:
-        """`hits` reordered with the conversation around each (`context`); the dates of the
-        messages read go into `created`."""
+        """`hits` reordered with the conversation around each (`context`); the messages
+        read go into `read`."""
         if len(hits) < 2:
             return hits
         assert self.embedder is not None
@@ -210,7 +209,7 @@ class RecallIndex(VectorUpkeep):
             self.storage, "message_windows", [h.message_id for h in hits], before=1, after=1,
             resource_id=resource_id,
         )  # fmt: skip
-        created.update(created_dates(around))
+        read.update({s.message.id or "": s for s in around})
         hits = with_follow_ups(hits, around, opts.follow_ups)
         ids = [h.message_id for h in hits]
         window_ids = neighbours(ids, around)
@@ -236,17 +235,15 @@ class RecallIndex(VectorUpkeep):
         hits: list[RecallHit],
         resource_id: str,
         opts: RecallOptions,
-        created: CreatedAt,
+        read: Read,
     ) -> Steps[list[RecallHit]]:
         """`hits` reordered by the options' reranker fused with their first-stage order
         (`rerank`); a failing reranker (an API down, say) leaves the first stage's order and
         warns."""
         if len(hits) < 2:
             return hits
-        ids = [h.message_id for h in hits]
-        stored = yield call(self.storage, "get_messages_by_id", ids, resource_id=resource_id)
-        created.update(created_dates(stored))
-        documents = candidate_documents(hits, stored)
+        yield from self._read(hits, resource_id, read)
+        documents = candidate_documents(hits, read)
         try:
             reordered = yield call(opts.reranker, "compress_documents", documents, query)
         except Exception as exc:  # recall goes on without the second stage

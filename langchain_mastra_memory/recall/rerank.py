@@ -21,7 +21,7 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
@@ -46,11 +46,10 @@ def check_reranker(reranker: Any) -> Any:
 
 
 def candidate_documents(
-    hits: Sequence[RecallHit], stored: Sequence[StoredMessage]
+    hits: Sequence[RecallHit], by_id: Mapping[str, StoredMessage]
 ) -> list[Document]:
     """The candidates as the reranker reads them: ``speaker (date): text``, in first-stage
-    order (a hit whose message is gone is left out)."""
-    by_id = {s.message.id: s for s in stored}
+    order (`by_id`: their stored messages; a hit whose message is gone is left out)."""
     documents = []
     for hit in hits:
         if (found := by_id.get(hit.message_id)) is None:
