@@ -11,8 +11,10 @@ LoCoMo's real questions.
 Measured per query, BLAS pinned to one thread, caches cleared between repetitions (and the query
 embeddings computed again outside the timing): search + neighbour windows through
 `RecallIndex.recall` for ``vector``, ``keyword`` and ``hybrid`` on PostgreSQL (+ SQLite with
-embedded Chroma on the same data with ``--sqlite``), interleaved; the vector store's own top-10
-search beside langchain-postgres ``PGVector.similarity_search_with_score_by_vector`` filtered by
+embedded Chroma on the same data with ``--sqlite``, + Qdrant local mode / Milvus Lite with
+``--engines``), interleaved; each vector store's own top-10 search (pgvector, and Chroma,
+Qdrant, Milvus when loaded) with its adapter's share (the time outside the engine's call),
+beside langchain-postgres ``PGVector.similarity_search_with_score_by_vector`` filtered by
 resource, on the same vectors (HNSW index added to its table too) with ``--peer``; ANN@10: the
 share of an exact float32 numpy top-10 (pieces) found by each.
 
@@ -301,6 +303,10 @@ class EngineClock:
         """Time `store`'s engine calls from now on."""
         if engine == "qdrant":
             store.client.query_points = self.wrap(store.client.query_points)
+        elif engine == "chroma":  # Chroma's query, or the in-memory exact scan it uses instead
+            store._call = self.wrap(store._call)
+            if store._exact is not None:
+                store._exact.search = self.wrap(store._exact.search)
         elif engine == "milvus":
             store.client.search = self.wrap(store.client.search)
         else:  # every statement of the query's connection (the search and any count)
@@ -405,6 +411,8 @@ def main() -> None:
         assert len(lite_ids) == len(ids)
         backends["sqlite"] = (lite, lite_vector)
     as_pg: dict[str, dict[str, str]] = {}  # each engine's message ids -> PostgreSQL's
+    if args.sqlite:
+        as_pg["chroma"] = {lite_ids[i]: ids[i] for i in ids}
     for engine in args.engines:  # embedded modes: numpy (Qdrant) or FAISS (Milvus) on this machine
         from langchain_mastra_memory import MilvusVectorStore, QdrantVectorStore
 
@@ -435,7 +443,11 @@ def main() -> None:
     for i, thread in enumerate(data.thread):
         first_thread.setdefault(data.owner[i], thread)
     timings: dict[str, list[float]] = {}
-    stores = {"pgvector": pg_vector, **{e: backends[e][1] for e in args.engines}}
+    engines = [*args.engines, *(["chroma"] if args.sqlite else [])]
+    stores = {
+        "pgvector": pg_vector,
+        **{e: backends["sqlite" if e == "chroma" else e][1] for e in engines},
+    }
     clocks = {label: EngineClock() for label in stores}
     with threadpool_limits(limits=1):
         if args.warm:
@@ -500,8 +512,8 @@ def main() -> None:
         found = pg_vector.query(name, vectors[q], top_k=10, resource_id=owner)
         assert found
         ann["pgvector"].append(share({h.message_id for h in found}, best, threshold, wanted))
-        for engine in args.engines:
-            hits = backends[engine][1].query(name, vectors[q], top_k=10, resource_id=owner)
+        for engine in engines:
+            hits = stores[engine].query(name, vectors[q], top_k=10, resource_id=owner)
             got = {as_pg[engine].get(h.message_id, "") for h in hits}
             ann.setdefault(engine, []).append(share(got, best, threshold, wanted))
         if peer is not None:
