@@ -224,3 +224,30 @@ def test_a_held_partition_gives_its_vectors_back_as_chroma_holds_them() -> None:
         unit = stored / np.linalg.norm(stored, axis=1, keepdims=True)
         np.testing.assert_allclose(pieces, unit, rtol=1e-5, atol=1e-6)
     assert len(held["m0"]) == 3
+
+
+def test_graph_searches_use_the_measured_beam_and_older_collections_are_widened(tmp_path) -> None:
+    """Real chat pieces need a wide HNSW beam (see SEARCH_EF): a new collection gets it, and
+    one an earlier version made with ef_search 400 is widened when opened (kept on disk)."""
+    from langchain_mastra_memory.recall.chroma import HNSW, SEARCH_EF
+
+    assert SEARCH_EF >= 1600
+    store = ChromaVectorStore(path=tmp_path / "new", exact_limit=0)
+    store.upsert("idx", [record("m1", np.eye(DIM)[0])])
+    col = store._existing(partition_name("idx", "alice"))
+    assert col.configuration["hnsw"]["ef_search"] == SEARCH_EF
+
+    old = ChromaVectorStore(path=tmp_path / "old", exact_limit=0)
+    narrow = {**HNSW, "hnsw:search_ef": 400, "dimension": DIM}
+    made = old.client.create_collection(
+        old._namespace + partition_name("idx", "bob"), metadata=narrow
+    )
+    made.upsert(
+        ids=["m1"], embeddings=[list(map(float, np.eye(DIM)[1]))],
+        metadatas=[{"thread_id": "t1", "message_id": "m1"}],
+    )  # fmt: skip
+    assert made.configuration["hnsw"]["ef_search"] == 400
+    reopened = ChromaVectorStore(path=tmp_path / "old", exact_limit=0)
+    assert reopened.query("idx", np.eye(DIM)[1], top_k=1, resource_id="bob")
+    again = reopened.client.get_collection(made.name)
+    assert again.configuration["hnsw"]["ef_search"] == SEARCH_EF

@@ -51,7 +51,10 @@ logger = logging.getLogger(__name__)
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 
-SEARCH_EF = 400  # HNSW beam at query time: >= 0.97 of the exact top-10 at 100k vectors
+# HNSW beam at query time. On 300,011 real chat pieces in one collection (LoCoMo, 60 questions,
+# M 32, efConstruction 256) ef 400 / 800 / 1,200 / 1,600 / 2,000 found 0.920 / 0.935 / 0.965 /
+# 0.977 / 0.982 of the exact top-10 at 1.9 / 2.3 / 2.7 / 3.3 / 4.2 ms p50 (2026-11-25)
+SEARCH_EF = 1600
 HNSW = {
     "hnsw:space": "cosine",
     "hnsw:search_ef": SEARCH_EF,
