@@ -10,7 +10,7 @@ returned.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -46,6 +46,12 @@ from .upkeep import VectorUpkeep, default_vector_store
 from .vector import VectorStore
 
 Read = dict[str, StoredMessage]  # message id -> the message, as a search's stages read it
+
+
+def _keep(read: Read, stored: Iterable[StoredMessage]) -> None:
+    """Note messages a stage read, by id, for the stages after it."""
+    read.update({s.message.id or "": s for s in stored})
+
 
 __all__ = [
     "DEFAULT_MODE",
@@ -190,7 +196,7 @@ class RecallIndex(VectorUpkeep):
             stored = yield call(
                 self.storage, "get_messages_by_id", missing, resource_id=resource_id
             )
-            read.update({s.message.id or "": s for s in stored})
+            _keep(read, stored)
 
     def _in_context(
         self,
@@ -209,7 +215,7 @@ class RecallIndex(VectorUpkeep):
             self.storage, "message_windows", [h.message_id for h in hits], before=1, after=1,
             resource_id=resource_id,
         )  # fmt: skip
-        read.update({s.message.id or "": s for s in around})
+        _keep(read, around)
         hits = with_follow_ups(hits, around, opts.follow_ups)
         ids = [h.message_id for h in hits]
         window_ids = neighbours(ids, around)
