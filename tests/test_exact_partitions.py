@@ -251,3 +251,101 @@ def test_graph_searches_use_the_measured_beam_and_older_collections_are_widened(
     assert reopened.query("idx", np.eye(DIM)[1], top_k=1, resource_id="bob")
     again = reopened.client.get_collection(made.name)
     assert again.configuration["hnsw"]["ef_search"] == SEARCH_EF
+
+
+def test_a_partition_read_in_pages_is_whole_and_filters_by_thread(monkeypatch) -> None:
+    """A big partition is read from Chroma a page at a time (float32 at once, not the whole
+    float64 answer): every piece arrives, in any thread filter, as a single read would give."""
+    from langchain_mastra_memory.recall import chroma
+
+    monkeypatch.setattr(chroma, "LOAD_PAGE", 7)
+    rng = np.random.default_rng(5)
+    store = ChromaVectorStore(exact_min=1)
+    store.upsert("idx", [record(f"m{i}", rng.normal(size=DIM), f"t{i % 3}") for i in range(30)])
+    key = str(store._existing(partition_name("idx", "alice")).id)
+    read = store._load_partition(key)
+    assert read is not None and read.paged and len(set(read.ids)) == 30
+    assert store.warm("idx", "alice")
+    query = rng.normal(size=DIM)
+    for thread in (None, "t1", "t9"):
+        assert hits(store, "alice", query, 8, thread) == truth(store, "alice", query, 8, thread)
+
+
+def test_a_paged_load_raced_by_a_deletion_is_dropped_then_loaded_again() -> None:
+    """A deletion while a paged load runs may have shifted a page (a piece never read): that
+    load is not used; HNSW serves until a later write makes the partition worth asking again."""
+    release = threading.Event()
+
+    def slow_paged(key: str) -> Loaded:
+        release.wait(5)
+        return Loaded(["a", "b"], np.eye(2, dtype=np.float32), ["a", "b"], ["t", "t"], True)
+
+    exact = ExactPartitions(slow_paged, hot_after=1)
+    assert exact.search("p", [1.0, 0.0], top_k=1) is None  # starts the load
+    exact.delete("p", message_ids=["a"])
+    release.set()
+    for _ in range(200):
+        if "p" not in exact._loading:
+            break
+        threading.Event().wait(0.01)
+    assert exact.search("p", [1.0, 0.0], top_k=1) is None and "p" in exact._declined
+    exact.upsert("p", ["c"], [[1.0, 0.0]], ["c"], ["t"])
+    assert exact.load("p")  # asked again after the write (the stub answers the same rows)
+    assert [i for i, _ in exact.search("p", [0.0, 1.0], top_k=1)] == ["b"]
+
+
+def test_a_partition_bigger_than_the_memory_bound_is_not_held() -> None:
+    rows = loaded([f"v{i}" for i in range(10)], np.eye(10, 4), ["t"] * 10)
+    exact = ExactPartitions(lambda key: rows, max_bytes=10 * 4 * 4 - 1)
+    assert exact.load("p") is False and "p" in exact._declined
+
+
+def test_a_resource_of_more_than_20k_pieces_is_searched_exactly_by_default() -> None:
+    """Chroma's graph is not exact on big resources of near-equal chat pieces (see
+    `ExactPartitions`): by default an embedded store holds them in memory too."""
+    rng = np.random.default_rng(11)
+    vectors = rng.normal(size=(25_000, DIM))
+    store = ChromaVectorStore()
+    for start in range(0, len(vectors), 5_000):
+        store.upsert(
+            "idx",
+            [record(f"m{i}", vectors[i], f"t{i % 50}") for i in range(start, start + 5_000)],
+        )
+    assert store.warm("idx", "alice")
+    query = rng.normal(size=DIM)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    best = np.argsort(-(unit @ (query / np.linalg.norm(query))))[:10]
+    assert [h.message_id for h in store.query("idx", query, top_k=10, resource_id="alice")] == [
+        f"m{i}" for i in best
+    ]
+
+
+def test_searches_beside_writes_see_whole_rows() -> None:
+    """The scan runs outside the lock on what it read under it: writes and deletions going on
+    meanwhile never make a search fail or name a piece the partition never held."""
+    rng = np.random.default_rng(2)
+    exact = ExactPartitions(
+        lambda key: loaded([f"v{i}" for i in range(500)], rng.normal(size=(500, 6)), ["t"] * 500)
+    )
+    assert exact.load("p")
+    stop, errors = threading.Event(), []
+
+    def write() -> None:
+        n = 500
+        while not stop.is_set():
+            exact.upsert("p", [f"v{n}"], [rng.normal(size=6)], [f"v{n}"], [f"t{n % 4}"])
+            exact.delete("p", message_ids=[f"v{n - 300}"], thread_id=f"t{n % 7}")
+            n += 1
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        for _ in range(300):
+            threads = frozenset({"t", "t1"}) if _ % 2 else None
+            found = exact.search("p", rng.normal(size=6), top_k=5, threads=threads)
+            if found is None or not all(i.startswith("v") for i, _ in found):
+                errors.append(found)
+    finally:
+        stop.set()
+        writer.join()
+    assert errors == []

@@ -4,13 +4,14 @@ Vectors are partitioned by resource: one cosine collection per index (embedding 
 dimension, ``memory_messages_<model>_<dim>``, or the ``index_name`` given) and resource
 (``<index>-r<digest of the resource id>``), so a query searches only its owner's vectors and
 never filters a whole store; a thread filter applies inside the partition. HNSW is built and
-searched with a wide beam (``ef`` 256 to build, 400 to search, 32 links), so hits are the true
-nearest neighbours in practice (`bench/recall_bench.py` measures it against an exact scan); a
-collection made with a narrower beam gets this one. Each vector is one piece of a message
-(its id the message id, ``#n`` after it for later pieces) with metadata ``message_id,
-thread_id, resource_id, role, created_at``; the text lives in storage. A store
-written by an earlier version (one collection for every resource) is split into partitions the
-first time the index is used.
+searched with a wide beam (``ef`` 256 to build, 1,600 to search, 32 links; a collection made
+with a narrower beam gets this one), and an embedded store searches a hot partition of up to
+400k pieces exactly in memory instead (`ExactPartitions`): Chroma's graph over one resource of
+300k chat pieces misses some of the true nearest neighbours at any affordable beam. Each
+vector is one piece of a message (its id the message id, ``#n`` after it for later pieces)
+with metadata ``message_id, thread_id, resource_id, role, created_at``; the text lives in
+storage. A store written by an earlier version (one collection for every resource) is split
+into partitions the first time the index is used.
 
 Examples:
     >>> store = ChromaVectorStore()  # in memory
@@ -32,6 +33,8 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..errors import ConfigurationError, VectorStoreError
 from ..messages import MAX_PIECES
@@ -55,6 +58,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 # M 32, efConstruction 256) ef 400 / 800 / 1,200 / 1,600 / 2,000 found 0.920 / 0.935 / 0.965 /
 # 0.977 / 0.982 of the exact top-10 at 1.9 / 2.3 / 2.7 / 3.3 / 4.2 ms p50 (2026-11-25)
 SEARCH_EF = 1600
+LOAD_PAGE = 10_000  # pieces read at a time when a partition is loaded for exact search
 HNSW = {
     "hnsw:space": "cosine",
     "hnsw:search_ef": SEARCH_EF,
@@ -106,8 +110,10 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
     server, whose calls then give up after `timeout` seconds.
 
     An embedded store (no ``client``) searches its hot partitions of `exact_min` to
-    `exact_limit` pieces exactly in memory (`ExactPartitions`): ~10x faster than HNSW there,
-    and exact. Pass ``exact_limit=0`` to always search HNSW; with ``client=`` it is off by
+    `exact_limit` pieces exactly in memory (`ExactPartitions`, float32, at most 640 MB
+    together): ~10x faster than HNSW up to 20k pieces, slower beyond (~15 ms at 300k against
+    3-4 ms) but exact where the graph is not. Pass ``exact_limit=0`` to always search HNSW
+    (or a lower limit to trade exactness for speed and memory); with ``client=`` it is off by
     default (another process may write to a server).
 
     Every method has an ``a``-prefixed async twin (run in a worker thread).
@@ -227,18 +233,38 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
         worth holding)."""
         col = next((c for c in self._collections.values() if str(c.id) == collection_id), None)
         assert self._exact is not None
-        if col is None or not self._exact.minimum <= int(self._call("count", col.count)) <= (
-            self._exact.limit
-        ):
+        count = 0 if col is None else int(self._call("count", col.count))
+        if col is None or not self._exact.minimum <= count <= self._exact.limit:
             return None
-        page = self._call("load", col.get, include=["embeddings", "metadatas"])
-        metas = page["metadatas"]
+        # in pages, each turned into float32 at once: 300k pieces come back from Chroma as
+        # float64 and metadata dicts, several GB at a time
+        ids: list[str] = []
+        message_ids: list[str] = []
+        thread_ids: list[str] = []
+        vectors: np.ndarray | None = None
+        while True:
+            page = self._call(
+                "load", col.get, limit=LOAD_PAGE, offset=len(ids),
+                include=["embeddings", "metadatas"],
+            )  # fmt: skip
+            found = np.asarray(page["embeddings"], dtype=np.float32)
+            if not len(found):
+                break
+            if vectors is None or len(vectors) < len(ids) + len(found):
+                grown = np.empty((max(count, len(ids) + len(found)), found.shape[1]), np.float32)
+                if vectors is not None:
+                    grown[: len(ids)] = vectors[: len(ids)]
+                vectors = grown
+            vectors[len(ids) : len(ids) + len(found)] = found
+            ids += page["ids"]
+            message_ids += [str(m["message_id"]) for m in page["metadatas"]]
+            thread_ids += [str(m["thread_id"]) for m in page["metadatas"]]
+            if len(found) < LOAD_PAGE:
+                break
         return Loaded(
-            ids=list(page["ids"]),
-            vectors=page["embeddings"],
-            message_ids=[str(m["message_id"]) for m in metas],
-            thread_ids=[str(m["thread_id"]) for m in metas],
-        )
+            ids, vectors[: len(ids)] if vectors is not None else [], message_ids, thread_ids,
+            paged=len(ids) > LOAD_PAGE,
+        )  # fmt: skip
 
     def partitions(self, index_name: str) -> list[Any]:
         """Every resource partition of `index_name`."""

@@ -1,15 +1,18 @@
-"""Exact nearest-neighbour search over small vector partitions, held in memory.
+"""Exact nearest-neighbour search over vector partitions held in memory.
 
 An HNSW query in Chroma costs ~5 ms even on a partition of 10k vectors; a float32 scan of the
-same partition costs ~0.5 ms and is exact. `ExactPartitions` keeps the vectors of partitions
-that are small (``limit`` pieces, but at least `EXACT_MIN`: below that HNSW is fast already)
-and hot (searched ``hot_after`` times in this process) in
-float32 matrices, bounded in bytes (least recently searched dropped first). A partition is
-loaded in a background thread, so a search never waits for it: until it is ready, the caller
-searches HNSW as before. Partitions are keyed by their collection's id, so a collection
-dropped and made again never meets the vectors of the old one. Writes made through the
-owning store are applied to loaded partitions, and replayed onto a partition whose load they
-raced.
+same partition costs ~0.5 ms and is exact. On a big partition the scan is slower than the graph
+(~15 ms for 300k pieces of 384 dimensions, one core) but still exact, where Chroma's graph over
+300k near-equal chat pieces found only 0.895-0.985 of the true top-10 even with a wide beam
+(`bench/pg_recall_bench.py`, 2026-11-25). So `ExactPartitions` keeps the vectors of partitions
+of at least `EXACT_MIN` pieces (below that HNSW is fast already) and at most ``limit`` that are
+hot (searched ``hot_after`` times in this process) in float32 matrices, bounded in bytes (least
+recently searched dropped first). A partition is loaded in a background thread, so a search
+never waits for it: until it is ready, the caller searches HNSW as before. Partitions are keyed
+by their collection's id, so a collection dropped and made again never meets the vectors of the
+old one. Writes made through the owning store are applied to loaded partitions, and replayed
+onto a partition whose load they raced (a load read in pages that a deletion raced is dropped:
+the deletion may have shifted a page; it is loaded again after a later write).
 
 Only for stores this process writes alone (an embedded Chroma): another process's writes to a
 server would not reach the matrices.
@@ -33,31 +36,44 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
-EXACT_LIMIT = 20_000  # pieces: a bigger partition is searched through HNSW (faster there)
+EXACT_LIMIT = 400_000  # pieces: a bigger partition is searched through HNSW (a scan: ~20 ms)
 EXACT_MIN = 2_000  # pieces: HNSW is already fast on a smaller one, not worth a load
-EXACT_BYTES = 256 << 20  # float32 vectors held for every partition together
+EXACT_BYTES = 640 << 20  # float32 vectors held for every partition together (400k x 384 fit)
 HOT_AFTER = 2  # searches of a partition in this process before it is loaded
 
 
 @dataclass(frozen=True)
 class Loaded:
-    """A partition's vectors as read from the store: ids, vectors, message and thread ids."""
+    """A partition's vectors as read from the store: ids, vectors, message and thread ids;
+    `paged` when read in several calls (a deletion racing it may have shifted a page)."""
 
     ids: list[str]
-    vectors: Sequence[Sequence[float]]
+    vectors: Sequence[Sequence[float]] | np.ndarray
     message_ids: list[str]
     thread_ids: list[str]
+    paged: bool = False
 
 
 @dataclass
 class _Matrix:
-    """One partition's unit-length vectors (rows ``0..n``), growing by doubling."""
+    """One partition's unit-length vectors (rows ``0..n``), growing by half again, and each
+    row's thread as a small integer (a thread filter is one vector comparison)."""
 
     vectors: np.ndarray
     ids: list[str] = field(default_factory=list)
     message_ids: list[str] = field(default_factory=list)
     thread_ids: list[str] = field(default_factory=list)
     row: dict[str, int] = field(default_factory=dict)
+    threads: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    thread_code: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, vectors: np.ndarray, loaded: Loaded) -> _Matrix:
+        matrix = cls(vectors, list(loaded.ids), list(loaded.message_ids))
+        matrix.thread_ids = list(loaded.thread_ids)
+        matrix.row = {vector_id: i for i, vector_id in enumerate(matrix.ids)}
+        matrix.threads = matrix._codes(matrix.thread_ids)
+        return matrix
 
     @property
     def n(self) -> int:
@@ -67,29 +83,47 @@ class _Matrix:
     def nbytes(self) -> int:
         return int(self.vectors.nbytes)
 
+    def _codes(self, thread_ids: Sequence[str]) -> np.ndarray:
+        code = self.thread_code
+        return np.fromiter(
+            (code.setdefault(t, len(code)) for t in thread_ids), np.int32, len(thread_ids)
+        )
+
     def put(self, vector_id: str, vector: np.ndarray, message_id: str, thread_id: str) -> None:
+        (thread,) = self._codes([thread_id])
         if (at := self.row.get(vector_id)) is not None:
-            self.vectors[at] = vector
+            self.vectors[at], self.threads[at] = vector, thread
             self.message_ids[at], self.thread_ids[at] = message_id, thread_id
             return
-        if self.n == len(self.vectors):
-            grown = np.zeros((max(16, 2 * self.n), self.vectors.shape[1]), dtype=np.float32)
+        if self.n == len(self.vectors) or self.n == len(self.threads):
+            size = max(16, self.n + self.n // 2)
+            grown = np.zeros((size, self.vectors.shape[1]), dtype=np.float32)
             grown[: self.n] = self.vectors[: self.n]
-            self.vectors = grown
-        self.vectors[self.n] = vector
+            codes = np.zeros(size, dtype=np.int32)
+            codes[: self.n] = self.threads[: self.n]
+            self.vectors, self.threads = grown, codes
+        self.vectors[self.n], self.threads[self.n] = vector, thread
         self.row[vector_id] = self.n
         self.ids.append(vector_id)
         self.message_ids.append(message_id)
         self.thread_ids.append(thread_id)
 
-    def remove(self, keep: Callable[[int], bool]) -> None:
-        rows = [i for i in range(self.n) if keep(i)]
-        if len(rows) == self.n:
+    def remove(self, gone: set[str], thread_id: str | None) -> None:
+        """Drop the rows of these messages and of that thread (new arrays and lists: a search
+        reading the old ones meanwhile stays consistent)."""
+        drop = np.zeros(self.n, dtype=bool)
+        if thread_id is not None and thread_id in self.thread_code:
+            drop |= self.threads[: self.n] == self.thread_code[thread_id]
+        if gone:
+            drop |= np.fromiter((m in gone for m in self.message_ids), bool, self.n)
+        if not drop.any():
             return
+        rows = np.flatnonzero(~drop)
         self.vectors = np.ascontiguousarray(self.vectors[rows])
-        self.ids = [self.ids[i] for i in rows]
-        self.message_ids = [self.message_ids[i] for i in rows]
-        self.thread_ids = [self.thread_ids[i] for i in rows]
+        self.threads = np.ascontiguousarray(self.threads[rows])
+        self.ids = [self.ids[i] for i in rows.tolist()]
+        self.message_ids = [self.message_ids[i] for i in rows.tolist()]
+        self.thread_ids = [self.thread_ids[i] for i in rows.tolist()]
         self.row = {vector_id: i for i, vector_id in enumerate(self.ids)}
 
 
@@ -99,6 +133,15 @@ def _unit(vectors: Sequence[Sequence[float]] | Sequence[float] | np.ndarray) -> 
         matrix = matrix[None, :]
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return matrix / np.where(norms == 0, 1.0, norms)
+
+
+def _unit_in_place(matrix: np.ndarray) -> np.ndarray:
+    """`_unit` without a second copy of a big float32 matrix (a loaded partition's)."""
+    for start in range(0, len(matrix), 8192):
+        block = matrix[start : start + 8192]
+        norms = np.linalg.norm(block, axis=1, keepdims=True)
+        np.divide(block, np.where(norms == 0, 1.0, norms), out=block)
+    return matrix
 
 
 class ExactPartitions:
@@ -128,6 +171,7 @@ class ExactPartitions:
         self._searches: dict[str, int] = {}
         self._loading: dict[str, list[Callable[[], None]]] = {}  # writes to replay after
         self._declined: set[str] = set()  # too small or too big: asked again after a write
+        self._raced_by_delete: set[str] = set()  # loading while a deletion was applied
         self._lock = threading.Lock()
 
     def search(
@@ -146,8 +190,11 @@ class ExactPartitions:
                 self._maybe_load(key)
                 return None
             self._loaded.move_to_end(key)
-            scores = self._scores(matrix, vector, threads)
-            ids = matrix.ids
+            # what the scan reads, taken under the lock: writes append past `n` or replace
+            # these arrays and lists, so the scan runs outside it (a big one takes ~15 ms)
+            n, ids, rows, codes = matrix.n, matrix.ids, matrix.vectors, matrix.threads
+            wanted = None if threads is None else [matrix.thread_code.get(t, -1) for t in threads]
+        scores = self._scores(rows[:n], codes[:n], vector, wanted)
         if len(scores) == 0:
             return []
         k = min(top_k, len(scores))
@@ -168,14 +215,13 @@ class ExactPartitions:
 
     @staticmethod
     def _scores(
-        matrix: _Matrix, vector: Sequence[float], threads: frozenset[str] | None
+        rows: np.ndarray, codes: np.ndarray, vector: Sequence[float], threads: list[int] | None
     ) -> np.ndarray:
         # numpy's own loop, not BLAS: one core, no BLAS threads spinning against the
         # keyword search running beside it (0.7 ms for 10k x 384 either way)
-        scores = np.einsum("ij,j->i", matrix.vectors[: matrix.n], _unit(vector)[0])
+        scores = np.einsum("ij,j->i", rows, _unit(vector)[0])
         if threads is not None:
-            other = np.fromiter((t not in threads for t in matrix.thread_ids), bool, matrix.n)
-            scores[other] = -np.inf
+            scores[~np.isin(codes, threads)] = -np.inf
         return scores
 
     def upsert(
@@ -220,15 +266,16 @@ class ExactPartitions:
     ) -> None:
         """Apply a deletion made in the store: every piece of these messages, or a thread's."""
         gone = set(message_ids)
+        with self._lock:
+            if key in self._loading:
+                self._raced_by_delete.add(key)
         self._apply(key, lambda: self._delete(key, gone, thread_id))
 
     def _delete(self, key: str, gone: set[str], thread_id: str | None) -> None:
         self._declined.discard(key)
         matrix = self._loaded.get(key)
         if matrix is not None:
-            matrix.remove(
-                lambda i: matrix.message_ids[i] not in gone and matrix.thread_ids[i] != thread_id
-            )
+            matrix.remove(gone, thread_id)
 
     def load(self, key: str) -> bool:
         """Load `key` now, in this thread (an app warming its users' partitions at start);
@@ -258,21 +305,26 @@ class ExactPartitions:
             loaded = None
         with self._lock:
             replay = self._loading.pop(key)
-            if loaded is None:  # too small, too big or gone: HNSW serves it
-                self._declined.add(key)
+            raced = key in self._raced_by_delete
+            self._raced_by_delete.discard(key)
+            if loaded is None or (loaded.paged and raced) or self._too_big(loaded):
+                self._declined.add(key)  # too small, too big, gone or torn: HNSW serves it
                 return
-            dimension = len(loaded.vectors[0]) if loaded.ids else 1
-            matrix = _Matrix(np.zeros((0, dimension), dtype=np.float32))
-            if loaded.ids:
-                matrix.vectors = _unit(loaded.vectors)
-                matrix.ids = list(loaded.ids)
-                matrix.message_ids = list(loaded.message_ids)
-                matrix.thread_ids = list(loaded.thread_ids)
-                matrix.row = {vector_id: i for i, vector_id in enumerate(matrix.ids)}
+            if not loaded.ids:
+                matrix = _Matrix(np.zeros((0, 1), dtype=np.float32))
+            elif isinstance(loaded.vectors, np.ndarray) and loaded.vectors.dtype == np.float32:
+                matrix = _Matrix.of(_unit_in_place(loaded.vectors), loaded)
+            else:
+                matrix = _Matrix.of(_unit(loaded.vectors), loaded)
             self._loaded[key] = matrix
             for write in replay:  # what was written while loading (idempotent, in order)
                 write()
             self._evict()
+
+    def _too_big(self, loaded: Loaded) -> bool:
+        """More pieces than `limit`, or more bytes than every partition may hold together."""
+        dimension = len(loaded.vectors[0]) if loaded.ids else 0
+        return len(loaded.ids) > self.limit or len(loaded.ids) * dimension * 4 > self.max_bytes
 
     def _evict(self) -> None:
         while self._loaded and sum(m.nbytes for m in self._loaded.values()) > self.max_bytes:
