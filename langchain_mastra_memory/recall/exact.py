@@ -194,9 +194,9 @@ class ExactPartitions:
             # these arrays and lists, so the scan runs outside it (a big one takes ~15 ms)
             n, ids, rows, codes = matrix.n, matrix.ids, matrix.vectors, matrix.threads
             wanted = None if threads is None else [matrix.thread_code.get(t, -1) for t in threads]
-        scores = self._scores(rows[:n], codes[:n], vector, wanted)
-        if len(scores) == 0:
+        if n == 0:
             return []
+        scores = self._scores(rows[:n], codes[:n], vector, wanted)
         k = min(top_k, len(scores))
         best = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
         best = best[np.argsort(-scores[best], kind="stable")]
