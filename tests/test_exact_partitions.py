@@ -349,3 +349,20 @@ def test_searches_beside_writes_see_whole_rows() -> None:
         stop.set()
         writer.join()
     assert errors == []
+
+
+def test_a_partition_that_could_never_be_held_is_not_even_read() -> None:
+    """Pieces x dimension over the memory bound: declined from the count alone (reading 100k+
+    wide vectors only to drop them would cost seconds and GBs after every write)."""
+    store = ChromaVectorStore(exact_min=1)
+    store.upsert("idx", [record(f"m{i}", np.eye(DIM)[i]) for i in range(4)])
+    assert store._exact is not None
+    store._exact.max_bytes = 4 * DIM * 4 - 1
+    reads: list[str] = []
+    call = store._call
+    store._call = lambda what, *a, **k: (reads.append(what), call(what, *a, **k))[1]  # type: ignore[method-assign]
+    assert store.warm("idx", "alice") is False
+    assert "load" not in reads
+    store._exact.max_bytes = 4 * DIM * 4
+    store.upsert("idx", [record("m0", np.eye(DIM)[0])])  # a write: asked again, now it fits
+    assert store.warm("idx", "alice") is True and "load" in reads
