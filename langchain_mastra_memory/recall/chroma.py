@@ -234,10 +234,9 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
         col = next((c for c in self._collections.values() if str(c.id) == collection_id), None)
         assert self._exact is not None
         count = 0 if col is None else int(self._call("count", col.count))
-        if col is None or not self._exact.minimum <= count <= self._exact.limit:
-            return None
-        if count * int((col.metadata or {}).get("dimension") or 0) * 4 > self._exact.max_bytes:
-            return None  # could never be held: not even read
+        dimension = 0 if col is None else int((col.metadata or {}).get("dimension") or 0)
+        if col is None or count < self._exact.minimum or self._exact.too_big(count, dimension):
+            return None  # too small to be worth it, or could never be held: not even read
         # in pages, each turned into float32 at once: 300k pieces come back from Chroma as
         # float64 and metadata dicts, several GB at a time
         ids: list[str] = []

@@ -69,8 +69,7 @@ class _Matrix:
 
     @classmethod
     def of(cls, vectors: np.ndarray, loaded: Loaded) -> _Matrix:
-        matrix = cls(vectors, list(loaded.ids), list(loaded.message_ids))
-        matrix.thread_ids = list(loaded.thread_ids)
+        matrix = cls(vectors, list(loaded.ids), list(loaded.message_ids), list(loaded.thread_ids))
         matrix.row = {vector_id: i for i, vector_id in enumerate(matrix.ids)}
         matrix.threads = matrix._codes(matrix.thread_ids)
         return matrix
@@ -90,12 +89,12 @@ class _Matrix:
         )
 
     def put(self, vector_id: str, vector: np.ndarray, message_id: str, thread_id: str) -> None:
-        (thread,) = self._codes([thread_id])
+        thread = self.thread_code.setdefault(thread_id, len(self.thread_code))
         if (at := self.row.get(vector_id)) is not None:
             self.vectors[at], self.threads[at] = vector, thread
             self.message_ids[at], self.thread_ids[at] = message_id, thread_id
             return
-        if self.n == len(self.vectors) or self.n == len(self.threads):
+        if self.n == len(self.vectors):  # (the thread codes have the same capacity)
             size = max(16, self.n + self.n // 2)
             grown = np.zeros((size, self.vectors.shape[1]), dtype=np.float32)
             grown[: self.n] = self.vectors[: self.n]
@@ -121,23 +120,24 @@ class _Matrix:
         rows = np.flatnonzero(~drop)
         self.vectors = np.ascontiguousarray(self.vectors[rows])
         self.threads = np.ascontiguousarray(self.threads[rows])
-        self.ids = [self.ids[i] for i in rows.tolist()]
-        self.message_ids = [self.message_ids[i] for i in rows.tolist()]
-        self.thread_ids = [self.thread_ids[i] for i in rows.tolist()]
+        kept = rows.tolist()
+        self.ids = [self.ids[i] for i in kept]
+        self.message_ids = [self.message_ids[i] for i in kept]
+        self.thread_ids = [self.thread_ids[i] for i in kept]
         self.row = {vector_id: i for i, vector_id in enumerate(self.ids)}
 
 
-def _unit(vectors: Sequence[Sequence[float]] | Sequence[float] | np.ndarray) -> np.ndarray:
-    matrix = np.asarray(vectors, dtype=np.float32)
-    if matrix.ndim == 1:
-        matrix = matrix[None, :]
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return matrix / np.where(norms == 0, 1.0, norms)
-
-
-def _unit_in_place(matrix: np.ndarray) -> np.ndarray:
-    """`_unit` without a second copy of a big float32 matrix (a loaded partition's)."""
-    for start in range(0, len(matrix), 8192):
+def _unit(
+    vectors: Sequence[Sequence[float]] | Sequence[float] | np.ndarray, *, own: bool = False
+) -> np.ndarray:
+    """The rows at unit length, as a float32 matrix (a zero row stays zero). `own`: `vectors`
+    was made for this module (a loaded partition's), so a float32 matrix is normalised in
+    place instead of copied (300k pieces: 460 MB)."""
+    if own:
+        matrix = np.asarray(vectors, dtype=np.float32)
+    else:
+        matrix = np.array(vectors, dtype=np.float32, ndmin=2)
+    for start in range(0, len(matrix), 8192):  # in blocks: the norms stay small
         block = matrix[start : start + 8192]
         norms = np.linalg.norm(block, axis=1, keepdims=True)
         np.divide(block, np.where(norms == 0, 1.0, norms), out=block)
@@ -307,24 +307,27 @@ class ExactPartitions:
             replay = self._loading.pop(key)
             raced = key in self._raced_by_delete
             self._raced_by_delete.discard(key)
-            if loaded is None or (loaded.paged and raced) or self._too_big(loaded):
+            dimension = len(loaded.vectors[0]) if loaded is not None and loaded.ids else 0
+            if (
+                loaded is None
+                or (loaded.paged and raced)
+                or self.too_big(len(loaded.ids), dimension)
+            ):
                 self._declined.add(key)  # too small, too big, gone or torn: HNSW serves it
                 return
             if not loaded.ids:
                 matrix = _Matrix(np.zeros((0, 1), dtype=np.float32))
-            elif isinstance(loaded.vectors, np.ndarray) and loaded.vectors.dtype == np.float32:
-                matrix = _Matrix.of(_unit_in_place(loaded.vectors), loaded)
             else:
-                matrix = _Matrix.of(_unit(loaded.vectors), loaded)
+                matrix = _Matrix.of(_unit(loaded.vectors, own=True), loaded)
             self._loaded[key] = matrix
             for write in replay:  # what was written while loading (idempotent, in order)
                 write()
             self._evict()
 
-    def _too_big(self, loaded: Loaded) -> bool:
-        """More pieces than `limit`, or more bytes than every partition may hold together."""
-        dimension = len(loaded.vectors[0]) if loaded.ids else 0
-        return len(loaded.ids) > self.limit or len(loaded.ids) * dimension * 4 > self.max_bytes
+    def too_big(self, pieces: int, dimension: int) -> bool:
+        """More pieces than `limit`, or more bytes than every partition may hold together
+        (a loader asks before reading; a load is checked again)."""
+        return pieces > self.limit or pieces * dimension * 4 > self.max_bytes
 
     def _evict(self) -> None:
         while self._loaded and sum(m.nbytes for m in self._loaded.values()) > self.max_bytes:
