@@ -201,7 +201,7 @@ def build_graph(vector: PgVectorStore, name: str) -> None:
     print(f"  graph built in {time.perf_counter() - started:.0f} s", file=sys.stderr)
 
 
-def stored_ids(storage: PostgresStorage, data: Data) -> dict[int, str]:
+def stored_ids(storage, data: Data) -> dict[int, str]:  # type: ignore[no-untyped-def]
     """Message index -> id, read back from a previous run's storage."""
     ids: dict[int, str] = {}
     for thread, rows in data.threads().items():
@@ -367,6 +367,11 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--load-only", action="store_true", help="load (for --reuse), no timing")
     parser.add_argument(
+        "--dir", type=Path, default=None,
+        help="where the embedded engines keep their data (default: a new temporary folder); "
+        "with --reuse, a previous run's data there is measured again",
+    )  # fmt: skip
+    parser.add_argument(
         "--warm",
         action="store_true",
         help="one untimed pass over the queries first (a resource in use, its pages cached)",
@@ -403,11 +408,18 @@ def main() -> None:
     else:
         ids = load(pg, pg_vector, name, data, args.bulk, not args.no_graph)
     backends["postgres"] = (pg, pg_vector)
-    tmp = Path(tempfile.mkdtemp())
+    tmp = args.dir or Path(tempfile.mkdtemp())
+    tmp.mkdir(parents=True, exist_ok=True)
+
+    def embedded(storage, vector) -> dict[int, str]:  # type: ignore[no-untyped-def]
+        if args.reuse and storage.list_threads(resource_id=data.resources[0]):
+            return stored_ids(storage, data)  # (loaded whole: --load-only ran to its end)
+        return load(storage, vector, name, data, False)
+
     if args.sqlite:
         lite = SQLiteStorage(tmp / "bench.db")
         lite_vector = ChromaVectorStore(path=tmp / "chroma")
-        lite_ids = load(lite, lite_vector, name, data, False)
+        lite_ids = embedded(lite, lite_vector)
         assert len(lite_ids) == len(ids)
         backends["sqlite"] = (lite, lite_vector)
     as_pg: dict[str, dict[str, str]] = {}  # each engine's message ids -> PostgreSQL's
@@ -422,7 +434,7 @@ def main() -> None:
             else MilvusVectorStore(tmp / "milvus-vectors.db")
         )
         engine_storage = SQLiteStorage(tmp / f"{engine}.db")
-        engine_ids = load(engine_storage, store, name, data, False)
+        engine_ids = embedded(engine_storage, store)
         assert len(engine_ids) == len(ids)
         as_pg[engine] = {engine_ids[i]: ids[i] for i in ids}  # its own ids (another storage)
         backends[engine] = (engine_storage, store)
