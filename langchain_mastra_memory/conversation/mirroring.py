@@ -314,10 +314,12 @@ class ThreadMirror:
         try:
             yield from steps
         except MastraMemoryError as exc:
-            self._warn(exc, thread_id)
+            self.failed(exc, thread_id)
 
-    def _warn(self, exc: MastraMemoryError, thread_id: str) -> None:
-        self.thread(thread_id).reset()  # the next checkpoint walks storage again
+    def failed(self, exc: MastraMemoryError, thread_id: str) -> None:
+        """A memory failure while mirroring `thread_id`: warned about, and the next
+        checkpoint walks storage again."""
+        self.thread(thread_id).reset()
         logger.warning(
             "memory could not mirror a checkpoint of thread %r (%s); the graph run goes on, "
             "and the next checkpoint of the thread tries again",

@@ -50,6 +50,8 @@ from ..messages import ensure_messages
 from ..twins import Steps, both, call, run_async, run_sync
 from . import checkpoint_configs as configs
 from .checkpoint_configs import Messages
+from .checkpoint_io import CheckpointerIO
+from .checkpoint_one_file import OneFileWrites
 from .checkpoint_owners import ThreadOwners
 from .checkpoint_threads import default_saver
 from .checkpointer_extensions import class_for, overrides
@@ -111,6 +113,7 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
             memory.default_resource_id = default_resource_id
         self.mirror = ThreadMirror(memory, messages_key=messages_key, mirror_deletes=mirror_deletes)
         self._io = CheckpointerIO(self)
+        self._one_file = OneFileWrites.of(self.saver, memory)  # one transaction for a turn
         self._owners: dict[str, str] = {}  # thread -> owning resource, as read from storage
         memory.checkpointers.add(self)  # memory.delete_thread deletes the checkpoints too
 
@@ -305,20 +308,23 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
         read_only = self.memory.synced.read_only or call_options.of(config).read_only
         if read_only:  # read-only: the state is the graph's alone
             plan = None
-        write = call(io, "put", config, checkpoint, metadata, new_versions)
+        args = (config, checkpoint, metadata, new_versions)
         beside = plan if plan is not None and plan.appends_only else None  # new turns: saved
-        try:  # while the saver writes
-            if beside is not None:
+        together = beside is not None and self._one_file is not None
+        try:  # while the saver writes, or in its transaction
+            if together:
+                result = yield call(self._one_file, "put", self.mirror, beside, *args)
+            elif beside is not None:
                 result, _ = yield both(
-                    write, self.mirror.safely(self.mirror.apply(beside), thread_id)
+                    call(io, "put", *args), self.mirror.safely(self.mirror.apply(beside), thread_id)
                 )
             else:
-                result = yield write
+                result = yield call(io, "put", *args)
         except Exception:
             if new_thread:  # the saver refused the thread's first checkpoint: memory as it was
                 self._owners.pop(thread_id, None)
                 yield call(self.memory.storage, "delete_thread", thread_id)
-            elif beside is not None:  # the turns saved beside a checkpoint not written
+            elif beside is not None and not together:  # turns saved beside a failed write
                 yield from self.mirror.safely(self.mirror.undo(beside), thread_id)
             raise
         if messages is not None:
@@ -452,48 +458,3 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
     async def adelete_thread(self, thread_id: str) -> None:
         await self.aforget(thread_id)
         await self.memory.adelete_thread(thread_id)
-
-
-class CheckpointerIO:
-    """A checkpointer's I/O as sync/async twins, for the algorithms written once (`twins`):
-    the wrapped saver's reads and writes (its async methods, or its sync ones in a worker
-    thread) and the owner cache."""
-
-    def __init__(self, checkpointer: MemoryCheckpointer) -> None:
-        self.cp = checkpointer
-
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return self.cp.saver.get_tuple(config)
-
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await self.cp._inner("get_tuple", config)
-
-    def put(self, *args: Any) -> RunnableConfig:
-        return self.cp.saver.put(*args)
-
-    async def aput(self, *args: Any) -> RunnableConfig:
-        return await self.cp._inner("put", *args)
-
-    def put_writes(self, *args: Any) -> None:
-        self.cp.saver.put_writes(*args)
-
-    async def aput_writes(self, *args: Any) -> None:
-        await self.cp._inner("put_writes", *args)
-
-    def owner(self, thread_id: str) -> str | None:
-        return self.cp._owner(thread_id)
-
-    async def aowner(self, thread_id: str) -> str | None:
-        return await self.cp._aowner(thread_id)
-
-    def purge_orphans(self, thread_id: str) -> None:
-        self.cp._purge_orphans(thread_id)
-
-    async def apurge_orphans(self, thread_id: str) -> None:
-        await self.cp._apurge_orphans(thread_id)
-
-    def latest(self, thread_id: str) -> str | None:
-        return self.cp._latest(thread_id)
-
-    async def alatest(self, thread_id: str) -> str | None:
-        return await self.cp._alatest(thread_id)

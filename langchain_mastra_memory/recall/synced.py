@@ -8,7 +8,9 @@ vectors. With semantic recall off it is storage alone.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
@@ -66,6 +68,7 @@ class SyncedStorage:
         self.titles = titles
         self.observations = observations
         self.read_only = read_only  # turns are not saved (a call may ask for it too)
+        self._local = threading.local()  # per thread: saves whose follow-up is held (`holding`)
 
     def saves_turns(self) -> bool:
         """Whether this call's turn is saved: not when the memory or the call is read-only."""
@@ -74,6 +77,27 @@ class SyncedStorage:
     def save(self, messages: Msgs, **target: Unpack[SaveOptions]) -> Saved:
         """Store messages in a thread, then embed them (and title the thread, when asked)."""
         stored = self.storage.save_messages(messages, **target)
+        held = getattr(self._local, "held", None)
+        if held is not None:
+            held.append(stored)
+            return [s.message for s in stored]
+        return self.after_save(stored)
+
+    @contextmanager
+    def holding(self, held: list[list[StoredMessage]]) -> Iterator[None]:
+        """While active, this thread's saves leave what follows a save (embedding, titles,
+        observations) to the caller: each save's messages are appended to `held`, for
+        `after_save` once the transaction they were written in has committed."""
+        previous = getattr(self._local, "held", None)
+        self._local.held = held
+        try:
+            yield
+        finally:
+            self._local.held = previous
+
+    def after_save(self, stored: list[StoredMessage]) -> Saved:
+        """What follows storing messages: titling, observing, embedding (each started here,
+        run behind); the messages with their ids."""
         if self.titles is not None:
             self.titles.after_save(stored)
         if self.observations is not None:

@@ -202,6 +202,11 @@ class SQLiteStorage(SQLStorage):
         writers across processes). Reads: autocommit statements on this thread's read-only
         connection (on the writing one, under its lock, for ":memory:" and for a read inside
         this thread's own write, which must see what it wrote)."""
+        borrowed = getattr(self._local, "borrowed", None)
+        if borrowed is not None:  # inside another connection's transaction (`borrowing`)
+            with _faults_as_storage_errors(self.path):
+                yield borrowed
+            return
         if not write and self.path != ":memory:" and not getattr(self._local, "writing", False):
             with _faults_as_storage_errors(self.path), self._reader() as reader:
                 yield reader  # committed data, beside any write
@@ -222,6 +227,18 @@ class SQLiteStorage(SQLStorage):
                 self._conn.execute("COMMIT")
             finally:
                 self._local.writing = False
+
+    @contextmanager
+    def borrowing(self, conn: sqlite3.Connection) -> Iterator[None]:
+        """While active, this thread's reads and writes run on `conn`, a connection to this
+        same file, inside the transaction its owner holds (no ``BEGIN`` or ``COMMIT`` here):
+        what is written then commits, or rolls back, with the rest of that transaction."""
+        previous = getattr(self._local, "borrowed", None)
+        self._local.borrowed = conn
+        try:
+            yield
+        finally:
+            self._local.borrowed = previous
 
     # LangGraph's `SqliteSaver` creates its tables in this file on first use, possibly while
     # a turn searches; FTS5 then fails to open its table until that change commits: the read

@@ -1,0 +1,136 @@
+"""`memory.checkpointer()` on memory's own SQLite file: a turn's checkpoint and its new messages
+are written in one transaction of the saver's connection (`integrations.checkpoint_one_file`),
+so the two never wait on each other's write lock, and commit or fail together."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import START, MessagesState, StateGraph
+
+from langchain_mastra_memory import Memory, SQLiteStorage
+
+ALICE = {"configurable": {"thread_id": "t1", "resource_id": "alice"}}
+
+
+def echo_graph(checkpointer):
+    graph = StateGraph(MessagesState)
+    graph.add_node(
+        "reply", lambda s: {"messages": [AIMessage(f"echo: {s['messages'][-1].content}")]}
+    )
+    graph.add_edge(START, "reply")
+    return graph.compile(checkpointer=checkpointer)
+
+
+def transactions(conn: sqlite3.Connection) -> list[list[str]]:
+    """Every transaction `conn` runs from now on, as the statements it executed (traced)."""
+    runs: list[list[str]] = []
+
+    def trace(statement: str) -> None:
+        head = statement.strip().split("\n")[0]
+        if head.startswith("BEGIN"):
+            runs.append([])
+        elif runs and head not in ("COMMIT", "ROLLBACK"):
+            runs[-1].append(head)
+
+    conn.set_trace_callback(trace)
+    return runs
+
+
+def contents(memory: Memory) -> list[str]:
+    return [str(m.content) for m in memory.get_messages(thread_id="t1")]
+
+
+def test_a_turn_writes_its_messages_and_its_checkpoint_in_one_transaction(
+    tmp_path: Path, call
+) -> None:
+    memory = Memory(storage=SQLiteStorage(tmp_path / "m.db"))
+    checkpointer = memory.checkpointer()
+    app = echo_graph(checkpointer)
+    call(app, "invoke", {"messages": [HumanMessage("one")]}, ALICE)
+    runs = transactions(checkpointer.saver.conn)
+    call(app, "invoke", {"messages": [HumanMessage("two")]}, ALICE)
+    together = [
+        run
+        for run in runs
+        if any(s.startswith("INSERT INTO memory_messages") for s in run)
+        and any(s.startswith("INSERT OR REPLACE INTO checkpoints") for s in run)
+    ]
+    assert len(together) == 2  # the question's checkpoint, then the answer's
+    assert contents(memory) == ["one", "echo: one", "two", "echo: two"]
+    assert [m.id for m in app.get_state(ALICE).values["messages"]] == [
+        m.id for m in memory.get_messages(thread_id="t1")
+    ]
+
+
+def test_a_saver_on_another_file_keeps_its_own_transactions(tmp_path: Path) -> None:
+    memory = Memory(storage=SQLiteStorage(tmp_path / "m.db"))
+    saver = SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False))
+    app = echo_graph(memory.checkpointer(saver))
+    runs = transactions(saver.conn)
+    app.invoke({"messages": [HumanMessage("one")]}, ALICE)
+    assert runs and not any("memory_messages" in s for run in runs for s in run)
+    assert contents(memory) == ["one", "echo: one"]
+
+
+def refuse(path: Path, table: str) -> None:
+    """From now on, the file refuses new rows of `table` (as a full disk would)."""
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            f"CREATE TRIGGER refuse_{table} BEFORE INSERT ON {table} "
+            "BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+        )
+
+
+def accept(path: Path, table: str) -> None:
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"DROP TRIGGER refuse_{table}")
+
+
+def test_a_checkpoint_the_saver_refuses_leaves_memory_as_it_was(tmp_path: Path, call) -> None:
+    memory = Memory(storage=SQLiteStorage(tmp_path / "m.db"))
+    app = echo_graph(memory.checkpointer())
+    call(app, "invoke", {"messages": [HumanMessage("one")]}, ALICE)
+    refuse(tmp_path / "m.db", "checkpoints")
+    with pytest.raises(sqlite3.IntegrityError, match="disk full"):
+        call(app, "invoke", {"messages": [HumanMessage("two")]}, ALICE)
+    assert contents(memory) == ["one", "echo: one"]  # rolled back with the checkpoint
+    accept(tmp_path / "m.db", "checkpoints")
+    call(app, "invoke", {"messages": [HumanMessage("two")]}, ALICE)  # the retry
+    assert contents(memory) == ["one", "echo: one", "two", "echo: two"]
+    assert [m.id for m in app.get_state(ALICE).values["messages"]] == [
+        m.id for m in memory.get_messages(thread_id="t1")
+    ]
+
+
+def test_messages_memory_refuses_warn_and_the_checkpoint_is_written(
+    tmp_path: Path, call, caplog: pytest.LogCaptureFixture
+) -> None:
+    memory = Memory(storage=SQLiteStorage(tmp_path / "m.db"))
+    app = echo_graph(memory.checkpointer())
+    call(app, "invoke", {"messages": [HumanMessage("one")]}, ALICE)
+    refuse(tmp_path / "m.db", "memory_messages")
+    with caplog.at_level(logging.WARNING):
+        call(app, "invoke", {"messages": [HumanMessage("two")]}, ALICE)  # the run goes on
+    assert "could not mirror a checkpoint" in caplog.text
+    state = [str(m.content) for m in app.get_state(ALICE).values["messages"]]
+    assert state == ["one", "echo: one", "two", "echo: two"]
+    assert contents(memory) == ["one", "echo: one"]  # nothing half-written
+    accept(tmp_path / "m.db", "memory_messages")
+    call(app, "invoke", {"messages": [HumanMessage("three")]}, ALICE)  # catches up
+    assert contents(memory) == [*state, "three", "echo: three"]
+
+
+def test_what_follows_a_save_starts_after_the_commit(tmp_path: Path) -> None:
+    memory = Memory(storage=SQLiteStorage(tmp_path / "m.db"), options={"semantic_recall": True})
+    app = echo_graph(memory.checkpointer())
+    app.invoke({"messages": [HumanMessage("I moved to Lisbon in March.")]}, ALICE)
+    assert memory.flush(timeout=60)
+    assert memory.storage.unembedded(limit=10) == []  # embedded: the writer saw the rows
+    page = memory.search_messages("Where did I move?", resource_id="alice")
+    assert "Lisbon" in str(page.items[0].message.content)
