@@ -9,6 +9,7 @@ the same saver class, wrapped and bare, in the same run.
 
     python bench/checkpointer_bench.py [--turns 500]
     python bench/checkpointer_bench.py --agent [100 1000 10000] [--agent-turns 30]
+    python bench/checkpointer_bench.py --fresh 10
 """
 
 from __future__ import annotations
@@ -170,6 +171,54 @@ def agent_turns(sizes: list[int], turns: int, directory: Path) -> None:
         )
 
 
+def fresh_threads(rounds: int, directory: Path, turns: int = 20, size: int = 100) -> None:
+    """The adapter alone in a lean process: three graphs (the bare `SqliteSaver`,
+    `memory.checkpointer()` on memory's file, and memory with its `SqliteSaver` on another
+    file), each round a fresh thread seeded with `size` messages, `turns` turns on it; sides
+    rotate turn by turn, a collection before each; p50 wall time and process CPU a turn."""
+    import gc
+
+    memory = Memory(storage=SQLiteStorage(directory / "fresh.db"))
+    apart = Memory(storage=SQLiteStorage(directory / "fresh-apart.db"))
+    sides = {
+        "bare SqliteSaver": agent(make_saver("SqliteSaver", directory, "fresh-bare")),
+        "memory.checkpointer()": agent(memory.checkpointer()),
+        "its saver on another file": agent(
+            apart.checkpointer(make_saver("SqliteSaver", directory, "fresh-w"))
+        ),
+    }
+    seed = []
+    for i in range(size // 2):
+        seed += [HumanMessage(f"question {i} about the trip"), AIMessage(f"answer {i}")]
+    wall: dict[str, list[float]] = {name: [] for name in sides}
+    cpu: dict[str, list[float]] = {name: [] for name in sides}
+    names = list(sides)
+    for round_ in range(rounds):
+        configs = {
+            name: {"configurable": {"thread_id": f"{n}-{round_}", "resource_id": "bench"}}
+            for n, name in enumerate(names)
+        }
+        for name, graph in sides.items():
+            graph.update_state(configs[name], {"messages": [m.model_copy() for m in seed]})
+        for turn in range(turns):
+            k = round_ * turns + turn
+            for name in names[k % 3 :] + names[: k % 3]:
+                gc.collect()
+                started, spent = time.perf_counter(), time.process_time()
+                sides[name].invoke({"messages": [HumanMessage(f"turn {turn}")]}, configs[name])
+                wall[name].append(time.perf_counter() - started)
+                cpu[name].append(time.process_time() - spent)
+    print("| side | p50 a turn | overhead | process CPU p50 | overhead |")
+    print("|---|---:|---:|---:|---:|")
+    base, base_cpu = statistics.median(wall[names[0]]), statistics.median(cpu[names[0]])
+    for name in names:
+        w, c = statistics.median(wall[name]), statistics.median(cpu[name])
+        print(
+            f"| {name} | {w * 1e3:.2f} ms | {w / base - 1:+.1%} ({(w - base) * 1e3:+.2f} ms) "
+            f"| {c * 1e3:.2f} ms | {(c - base_cpu) * 1e3:+.2f} ms |"
+        )
+
+
 def trim_hook(state: dict) -> dict:
     """LangGraph's documented pre-model hook: the last 40 messages, starting on a human one."""
     from langchain_core.messages.utils import trim_messages
@@ -209,7 +258,15 @@ def main() -> None:
         help="measure whole agent turns on threads of N messages (default 100 1000 10000)",
     )  # fmt: skip
     parser.add_argument("--agent-turns", type=int, default=30)
+    parser.add_argument(
+        "--fresh", type=int, metavar="ROUNDS", default=None,
+        help="the adapter alone, lean: ROUNDS fresh 100-message threads of 20 turns each",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.fresh is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            fresh_threads(args.fresh, Path(tmp))
+        return
     if args.agent is not None:
         with tempfile.TemporaryDirectory() as tmp:
             agent_turns(args.agent or [100, 1_000, 10_000], args.agent_turns, Path(tmp))

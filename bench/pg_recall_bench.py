@@ -367,6 +367,10 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--load-only", action="store_true", help="load (for --reuse), no timing")
     parser.add_argument(
+        "--chroma-graph", action="store_true",
+        help="Chroma searched through its HNSW graph only (exact_limit=0), never in memory",
+    )  # fmt: skip
+    parser.add_argument(
         "--dir", type=Path, default=None,
         help="where the embedded engines keep their data (default: a new temporary folder); "
         "with --reuse, a previous run's data there is measured again",
@@ -418,7 +422,9 @@ def main() -> None:
 
     if args.sqlite:
         lite = SQLiteStorage(tmp / "bench.db")
-        lite_vector = ChromaVectorStore(path=tmp / "chroma")
+        lite_vector = ChromaVectorStore(
+            path=tmp / "chroma", **({"exact_limit": 0} if args.chroma_graph else {})
+        )
         lite_ids = embedded(lite, lite_vector)
         assert len(lite_ids) == len(ids)
         backends["sqlite"] = (lite, lite_vector)
