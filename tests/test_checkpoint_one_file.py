@@ -134,3 +134,47 @@ def test_what_follows_a_save_starts_after_the_commit(tmp_path: Path) -> None:
     assert memory.storage.unembedded(limit=10) == []  # embedded: the writer saw the rows
     page = memory.search_messages("Where did I move?", resource_id="alice")
     assert "Lisbon" in str(page.items[0].message.content)
+
+
+def test_concurrent_turns_and_memory_writes_never_deadlock_or_lose_a_message(
+    tmp_path: Path,
+) -> None:
+    """Graph runs on four threads at once (each put holding the saver's connection and the
+    file's write lock) beside direct writes through memory's own connection."""
+    import threading
+
+    memory = Memory(storage=SQLiteStorage(tmp_path / "m.db"))
+    app = echo_graph(memory.checkpointer())
+    memory.create_thread(thread_id="notes", resource_id="alice")
+    failures: list[BaseException] = []
+
+    def converse(n: int) -> None:
+        config = {"configurable": {"thread_id": f"t{n}", "resource_id": "alice"}}
+        try:
+            for turn in range(8):
+                app.invoke({"messages": [HumanMessage(f"{n}.{turn}")]}, config)
+        except BaseException as exc:  # reported below
+            failures.append(exc)
+
+    def note() -> None:
+        try:
+            for turn in range(20):
+                memory.save_messages(
+                    [HumanMessage(f"note {turn}")], thread_id="notes", resource_id="alice"
+                )
+        except BaseException as exc:
+            failures.append(exc)
+
+    workers = [threading.Thread(target=converse, args=(n,)) for n in range(4)]
+    workers.append(threading.Thread(target=note))
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+    assert not failures and not any(w.is_alive() for w in workers)
+    for n in range(4):
+        config = {"configurable": {"thread_id": f"t{n}", "resource_id": "alice"}}
+        state = [m.id for m in app.get_state(config).values["messages"]]
+        assert len(state) == 16
+        assert [m.id for m in memory.get_messages(thread_id=f"t{n}")] == state
+    assert len(memory.get_messages(thread_id="notes")) == 20

@@ -57,6 +57,9 @@ class OneFileWrites:
         conn = getattr(saver, "conn", None)
         if not isinstance(conn, sqlite3.Connection):
             return None
+        legacy = getattr(sqlite3, "LEGACY_TRANSACTION_CONTROL", -1)  # (Python 3.12+)
+        if getattr(conn, "autocommit", legacy) != legacy:  # its commit() would not end ours
+            return None
         try:
             with saver.lock:
                 files = conn.execute("PRAGMA database_list").fetchall()

@@ -22,7 +22,8 @@ def default_saver(memory: Memory) -> BaseCheckpointSaver:
     if isinstance(storage, SQLiteStorage) and storage.path != ":memory:":
         from langgraph.checkpoint.sqlite import SqliteSaver
 
-        saver = SqliteSaver(sqlite3.connect(storage.path, check_same_thread=False))
+        conn = sqlite3.connect(storage.path, timeout=storage.busy_timeout, check_same_thread=False)
+        saver = SqliteSaver(conn)  # (waits for the file's write lock as long as memory does)
         saver.setup()  # its tables now, not under a turn's concurrent reads of the same file
         return saver
     from langgraph.checkpoint.memory import InMemorySaver
