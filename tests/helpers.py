@@ -42,3 +42,15 @@ def thread_columns_before_archiving(patch: Any) -> None:
     for name, module in list(sys.modules.items()):
         if name.startswith("langchain_mastra_memory.storage") and hasattr(module, "THREAD_COLUMNS"):
             patch.setattr(module, "THREAD_COLUMNS", NEW_THREAD_COLUMNS)
+
+
+def echo_graph(checkpointer: Any) -> Any:
+    """A one-node LangGraph graph answering ``echo: <last message>``, on `checkpointer`."""
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    graph = StateGraph(MessagesState)
+    graph.add_node(
+        "reply", lambda s: {"messages": [AIMessage(f"echo: {s['messages'][-1].content}")]}
+    )
+    graph.add_edge(START, "reply")
+    return graph.compile(checkpointer=checkpointer)

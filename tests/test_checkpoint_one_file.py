@@ -9,22 +9,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
+from helpers import echo_graph
+from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.graph import START, MessagesState, StateGraph
 
 from langchain_mastra_memory import Memory, SQLiteStorage
 
 ALICE = {"configurable": {"thread_id": "t1", "resource_id": "alice"}}
-
-
-def echo_graph(checkpointer):
-    graph = StateGraph(MessagesState)
-    graph.add_node(
-        "reply", lambda s: {"messages": [AIMessage(f"echo: {s['messages'][-1].content}")]}
-    )
-    graph.add_edge(START, "reply")
-    return graph.compile(checkpointer=checkpointer)
 
 
 def transactions(conn: sqlite3.Connection) -> list[list[str]]:

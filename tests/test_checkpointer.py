@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from helpers import echo_graph
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -23,15 +24,6 @@ from langchain_mastra_memory import (
 )
 
 ALICE = {"configurable": {"thread_id": "t1", "resource_id": "alice"}}
-
-
-def echo_graph(checkpointer):
-    graph = StateGraph(MessagesState)
-    graph.add_node(
-        "reply", lambda s: {"messages": [AIMessage(f"echo: {s['messages'][-1].content}")]}
-    )
-    graph.add_edge(START, "reply")
-    return graph.compile(checkpointer=checkpointer)
 
 
 @pytest.mark.parametrize("inner", ["memory", "sqlite"])
