@@ -59,6 +59,19 @@ def test_a_turn_writes_its_messages_and_its_checkpoint_in_one_transaction(
     ]
 
 
+def test_the_default_saver_commits_with_the_file_s_durability(tmp_path: Path) -> None:
+    """Its commits carry memory's rows too: synced to disk as memory's own are (WAL,
+    synchronous=NORMAL), not one fsync a commit (sqlite3's default, FULL)."""
+    memory = Memory(storage=SQLiteStorage(tmp_path / "m.db"))
+    saver_conn = memory.checkpointer().saver.conn
+    memory_conn = sqlite3.connect(tmp_path / "m.db")
+    assert memory_conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    normal = 1
+    assert saver_conn.execute("PRAGMA synchronous").fetchone() == (normal,)
+    assert memory.storage._conn.execute("PRAGMA synchronous").fetchone() == (normal,)
+    memory_conn.close()
+
+
 def test_a_saver_on_another_file_keeps_its_own_transactions(tmp_path: Path) -> None:
     memory = Memory(storage=SQLiteStorage(tmp_path / "m.db"))
     saver = SqliteSaver(sqlite3.connect(tmp_path / "cp.db", check_same_thread=False))

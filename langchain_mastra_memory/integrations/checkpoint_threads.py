@@ -10,7 +10,7 @@ from langchain_core.runnables.config import run_in_executor
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from ..conversation.branches import BRANCH_OF
-from ..storage.sqlite import SQLiteStorage
+from ..storage.sqlite import SYNCHRONOUS, SQLiteStorage
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -23,6 +23,7 @@ def default_saver(memory: Memory) -> BaseCheckpointSaver:
         from langgraph.checkpoint.sqlite import SqliteSaver
 
         conn = sqlite3.connect(storage.path, timeout=storage.busy_timeout, check_same_thread=False)
+        conn.execute(f"PRAGMA synchronous={SYNCHRONOUS}")  # the file's durability, as memory's
         saver = SqliteSaver(conn)  # (waits for the file's write lock as long as memory does)
         saver.setup()  # its tables now, not under a turn's concurrent reads of the same file
         return saver
