@@ -79,7 +79,7 @@ def test_a_crash_before_the_writer_ran_loses_no_backlog(tmp_path: Path) -> None:
                         vector=ChromaVectorStore(path={str(tmp_path / "v")!r}),
                         options={{"semantic_recall": {{"mode": "vector"}}}})
         memory.create_thread(resource_id="alice", thread_id="t1")
-        memory.recall_index.writer.notify = lambda *ids: None  # the writer never gets to run
+        memory.recall_index.writer.notify = lambda: None  # the writer never gets to run
         memory.save_messages([HumanMessage("I keep bees on the roof.")],
                              thread_id="t1", resource_id="alice")
         os._exit(9)  # killed before any embedding
@@ -98,60 +98,3 @@ def test_a_crash_before_the_writer_ran_loses_no_backlog(tmp_path: Path) -> None:
     assert memory.storage.unembedded() == []
     hits = memory.recall_index.search("Where are the bees?", resource_id="alice")
     assert hits and hits[0].thread_id == "t1"
-
-
-class HeldTexts(GatedEmbeddings):
-    """Embeds at once, except texts in `held`, which wait at the gate."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.held: set[str] = set()
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        if self.held & set(texts):
-            self.gate.wait(30)
-        return [self._vector(t) for t in texts]
-
-
-def test_settle_waits_for_what_this_process_queued_except_what_it_is_told_to_ignore(
-    call,
-) -> None:
-    embedder = HeldTexts()
-    text = f"the question ({call.mode})"  # (the embedding cache is the process's)
-    embedder.held.add(text)
-    memory = gated_memory(embedder)
-    writer = memory.recall_index.writer
-    [question] = memory.save_messages([HumanMessage(text)], thread_id="t1", resource_id="alice")
-    assert call(writer, "settle", 0.2, ignoring=frozenset({question.id})) is True
-    assert call(writer, "settle", 0.2) is False  # the question is still at the gate
-    assert call(writer, "flush", 0.2) is False
-    embedder.gate.set()
-    assert call(writer, "settle", 30) is True
-    assert memory.storage.unembedded() == []
-
-
-def test_a_turn_s_recall_does_not_wait_for_the_vector_of_its_own_question(call, caplog) -> None:
-    embedder = HeldTexts()
-    memory = gated_memory(embedder)
-    memory.recall_index.flush_timeout = 1.0  # (a wait would end in a warning)
-    memory.save_messages(
-        [HumanMessage("I keep bees on the roof.")], thread_id="t1", resource_id="alice"
-    )
-    memory.flush()
-    text = f"where do I keep my bees {call.mode}"  # (the embedding cache is the process's)
-    embedder.held.add(text)
-    [question] = memory.save_messages(  # saved first, as a checkpointer does
-        [HumanMessage(text)], thread_id="t1", resource_id="alice"
-    )
-    context = call(memory, "context", [question], thread_id="t1", resource_id="alice")
-    assert "I keep bees on the roof." in [m.content for m in context]
-    assert "still busy" not in caplog.text  # the question's vector was not waited for
-    # another message this process saved is waited for (and its vector found)
-    embedder.held.add(f"bees again {call.mode}")
-    memory.save_messages(
-        [HumanMessage(f"bees again {call.mode}")], thread_id="t1", resource_id="alice"
-    )
-    call(memory, "context", [HumanMessage("bees?")], thread_id="t1", resource_id="alice")
-    assert "still busy" in caplog.text
-    embedder.gate.set()
-    assert memory.flush(timeout=30)
