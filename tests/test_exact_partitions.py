@@ -91,7 +91,7 @@ def test_exact_hits_match_chroma_through_any_writes(before, after, seed) -> None
 
 
 def test_a_partition_is_searched_exactly_after_it_is_hot() -> None:
-    store = ChromaVectorStore(exact_min=1)
+    store = ChromaVectorStore()  # the default: a conversation's few pieces are held too
     rng = np.random.default_rng(0)
     store.upsert("idx", [record(f"m{i}", rng.normal(size=DIM)) for i in range(50)])
     key = str(store._existing(partition_name("idx", "alice")).id)

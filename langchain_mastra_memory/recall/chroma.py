@@ -109,12 +109,13 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
     in-memory client, or ``client=chromadb.HttpClient(...)`` (or `from_url`) for a Chroma
     server, whose calls then give up after `timeout` seconds.
 
-    An embedded store (no ``client``) searches its hot partitions of `exact_min` to
-    `exact_limit` pieces exactly in memory (`ExactPartitions`, float32, at most 640 MB
-    together): ~10x faster than HNSW up to 20k pieces, slower beyond (~15 ms at 300k against
-    3-4 ms) but exact where the graph is not. Pass ``exact_limit=0`` to always search HNSW
-    (or a lower limit to trade exactness for speed and memory); with ``client=`` it is off by
-    default (another process may write to a server).
+    An embedded store (no ``client``) searches its hot partitions of up to `exact_limit`
+    pieces exactly in memory (`ExactPartitions`, float32, at most 640 MB together): ~10x
+    faster than HNSW up to 20k pieces (~100x on a small partition just written to, as a
+    conversation's is every turn), slower beyond (~15 ms at 300k against 3-4 ms) but exact
+    where the graph is not; `exact_min` keeps smaller ones in HNSW. Pass ``exact_limit=0`` to
+    always search HNSW (or a lower limit to trade exactness for speed and memory); with
+    ``client=`` it is off by default (another process may write to a server).
 
     Every method has an ``a``-prefixed async twin (run in a worker thread).
     """

@@ -1,18 +1,21 @@
 """Exact nearest-neighbour search over vector partitions held in memory.
 
 An HNSW query in Chroma costs ~5 ms even on a partition of 10k vectors; a float32 scan of the
-same partition costs ~0.5 ms and is exact. On a big partition the scan is slower than the graph
-(~15 ms for 300k pieces of 384 dimensions, one core) but still exact, where Chroma's graph over
-300k near-equal chat pieces found only 0.895-0.985 of the true top-10 even with a wide beam
-(`bench/pg_recall_bench.py`, 2026-11-25). So `ExactPartitions` keeps the vectors of partitions
-of at least `EXACT_MIN` pieces (below that HNSW is fast already) and at most ``limit`` that are
-hot (searched ``hot_after`` times in this process) in float32 matrices, bounded in bytes (least
-recently searched dropped first). A partition is loaded in a background thread, so a search
-never waits for it: until it is ready, the caller searches HNSW as before. Partitions are keyed
-by their collection's id, so a collection dropped and made again never meets the vectors of the
-old one. Writes made through the owning store are applied to loaded partitions, and replayed
-onto a partition whose load they raced (a load read in pages that a deletion raced is dropped:
-the deletion may have shifted a page; it is loaded again after a later write).
+same partition costs ~0.5 ms and is exact. On a small one (300 pieces) a query costs 0.9 ms
+alone but 7-8 ms right after a write to it (`bench/checkpointer_bench.py --agent`, 2026-11-26),
+and with semantic recall every turn's search follows the write of its question; a scan costs
+0.04 ms. On a big partition the scan is slower than the graph (~15 ms for 300k pieces of 384
+dimensions, one core) but still exact, where Chroma's graph over 300k near-equal chat pieces
+found only 0.895-0.985 of the true top-10 even with a wide beam (`bench/pg_recall_bench.py`,
+2026-11-25). So `ExactPartitions` keeps the vectors of partitions of at least `EXACT_MIN`
+pieces and at most ``limit`` that are hot (searched ``hot_after`` times in this process) in
+float32 matrices, bounded in bytes (least recently searched dropped first). A partition is
+loaded in a background thread, so a search never waits for it: until it is ready, the caller
+searches HNSW as before. Partitions are keyed by their collection's id, so a collection
+dropped and made again never meets the vectors of the old one. Writes made through the owning
+store are applied to loaded partitions, and replayed onto a partition whose load they raced (a
+load read in pages that a deletion raced is dropped: the deletion may have shifted a page; it
+is loaded again after a later write).
 
 Only for stores this process writes alone (an embedded Chroma): another process's writes to a
 server would not reach the matrices.
@@ -37,7 +40,7 @@ import numpy as np
 logger = logging.getLogger(__name__)
 
 EXACT_LIMIT = 400_000  # pieces: a bigger partition is searched through HNSW (a scan: ~20 ms)
-EXACT_MIN = 2_000  # pieces: HNSW is already fast on a smaller one, not worth a load
+EXACT_MIN = 1  # pieces: any hot partition (a small one loads in a few ms, in the background)
 EXACT_BYTES = 640 << 20  # float32 vectors held for every partition together (400k x 384 fit)
 HOT_AFTER = 2  # searches of a partition in this process before it is loaded
 
