@@ -9,10 +9,12 @@ import textwrap
 import threading
 from pathlib import Path
 
+import pytest
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import HumanMessage
 
 from langchain_mastra_memory import ChromaVectorStore, Memory, SQLiteStorage
+from langchain_mastra_memory.recall.embeddings import CachedEmbeddings
 
 
 class GatedEmbeddings(Embeddings):
@@ -79,7 +81,7 @@ def test_a_crash_before_the_writer_ran_loses_no_backlog(tmp_path: Path) -> None:
                         vector=ChromaVectorStore(path={str(tmp_path / "v")!r}),
                         options={{"semantic_recall": {{"mode": "vector"}}}})
         memory.create_thread(resource_id="alice", thread_id="t1")
-        memory.recall_index.writer.notify = lambda: None  # the writer never gets to run
+        memory.recall_index.writer.notify = lambda *ids: None  # the writer never gets to run
         memory.save_messages([HumanMessage("I keep bees on the roof.")],
                              thread_id="t1", resource_id="alice")
         os._exit(9)  # killed before any embedding
@@ -98,3 +100,102 @@ def test_a_crash_before_the_writer_ran_loses_no_backlog(tmp_path: Path) -> None:
     assert memory.storage.unembedded() == []
     hits = memory.recall_index.search("Where are the bees?", resource_id="alice")
     assert hits and hits[0].thread_id == "t1"
+
+
+class HeldTexts(GatedEmbeddings):
+    """Embeds at once, except texts in `held`, which wait at the gate."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held: set[str] = set()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if self.held & set(texts):
+            self.gate.wait(30)
+        return [self._vector(t) for t in texts]
+
+
+def test_settle_waits_for_what_this_process_queued_except_what_it_is_told_to_ignore(
+    call,
+) -> None:
+    embedder = HeldTexts()
+    text = f"the question ({call.mode})"  # (the embedding cache is the process's)
+    embedder.held.add(text)
+    memory = gated_memory(embedder)
+    writer = memory.recall_index.writer
+    [question] = memory.save_messages([HumanMessage(text)], thread_id="t1", resource_id="alice")
+    assert call(writer, "settle", 0.2, ignoring=frozenset({question.id})) is True
+    assert call(writer, "settle", 0.2) is False  # the question is still at the gate
+    assert call(writer, "flush", 0.2) is False
+    embedder.gate.set()
+    assert call(writer, "settle", 30) is True
+    assert memory.storage.unembedded() == []
+
+
+def held_writes(memory: Memory) -> tuple[set[str], threading.Event]:
+    """Vector writes of the messages whose ids are put in the returned set wait at the gate."""
+    held: set[str] = set()
+    gate = threading.Event()
+    store = memory.recall_index.vector
+    upsert = store.upsert
+
+    def gated(index_name, records):
+        if held & {r.message_id for r in records}:
+            gate.wait(30)
+        return upsert(index_name, records)
+
+    store.upsert = gated
+    return held, gate
+
+
+def test_a_turn_s_recall_does_not_wait_for_the_vector_of_its_own_question(call, caplog) -> None:
+    embedder = HeldTexts()
+    memory = gated_memory(embedder)
+    memory.recall_index.flush_timeout = 1.0  # (a wait would end in a warning)
+    held, gate = held_writes(memory)
+    memory.save_messages(
+        [HumanMessage("I keep bees on the roof.")], thread_id="t1", resource_id="alice"
+    )
+    memory.flush()
+    question = HumanMessage(f"where do I keep my bees {call.mode}", id=f"q-{call.mode}")
+    held.add(str(question.id))
+    memory.save_messages([question], thread_id="t1", resource_id="alice")  # as a checkpointer
+    context = call(memory, "context", [question], thread_id="t1", resource_id="alice")
+    assert "I keep bees on the roof." in [m.content for m in context]
+    assert "still busy" not in caplog.text  # the question's vector write was not waited for
+    # another message this process saved is waited for (and its vector found)
+    held.add(f"again-{call.mode}")
+    memory.save_messages(
+        [HumanMessage(f"bees again {call.mode}", id=f"again-{call.mode}")],
+        thread_id="t1", resource_id="alice",
+    )  # fmt: skip
+    call(memory, "context", [HumanMessage("bees?")], thread_id="t1", resource_id="alice")
+    assert "still busy" in caplog.text
+    gate.set()
+    assert memory.flush(timeout=30)
+
+
+def test_a_query_waits_for_the_same_text_being_embedded_and_does_not_embed_it_again(
+    call,
+) -> None:
+    embedder = HeldTexts()
+    text, other = f"embedded once ({call.mode})", f"other ({call.mode})"
+    embedder.held.add(text)
+    calls: list[list[str]] = []
+    inner = embedder.embed_documents
+    embedder.embed_documents = lambda texts: (calls.append(list(texts)), inner(texts))[1]
+    query = embedder.embed_query
+    embedder.embed_query = lambda text: (calls.append([text]), query(text))[1]
+    cached = CachedEmbeddings(embedder)
+    writer = threading.Thread(target=cached.embed_documents, args=([text, other],))
+    writer.start()  # at the gate, with `text` in flight
+    while not calls:
+        threading.Event().wait(0.01)
+    threading.Timer(0.3, embedder.gate.set).start()
+    vector = call(cached, "embed_query", text)  # waits for the writer's embedding
+    writer.join(30)
+    assert calls == [[text, other]]  # embedded once, by the writer
+    assert vector == pytest.approx(embedder._vector(text))
+    again = call(cached, "embed_documents", [text, other])
+    assert again[0] == vector and again[1] == pytest.approx(embedder._vector(other))
+    assert calls == [[text, other]]  # and cached

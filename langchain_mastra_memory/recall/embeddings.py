@@ -204,6 +204,33 @@ class VectorCache:
         self.data: OrderedDict[tuple[str, bytes], np.ndarray] = OrderedDict()
         self.lock = threading.Lock()
         self.hits = self.misses = 0
+        self._computing: dict[tuple[str, bytes], threading.Event] = {}  # keys being embedded
+
+    def claim(
+        self, keys: Sequence[tuple[str, bytes]]
+    ) -> tuple[list[tuple[str, bytes]], list[threading.Event]]:
+        """Of `keys` not cached: those the caller is to embed (marked as being embedded until
+        it `release`s them), and an event for each one another caller is embedding now."""
+        mine: list[tuple[str, bytes]] = []
+        theirs: list[threading.Event] = []
+        with self.lock:
+            for key in dict.fromkeys(keys):
+                if key in self.data:
+                    continue
+                if (event := self._computing.get(key)) is not None:
+                    theirs.append(event)
+                else:
+                    self._computing[key] = threading.Event()
+                    mine.append(key)
+        return mine, theirs
+
+    def release(self, keys: Sequence[tuple[str, bytes]]) -> None:
+        """The caller is done embedding `keys` (cached, or failed): wake who waits for them."""
+        with self.lock:
+            events = [self._computing.pop(key, None) for key in keys]
+        for event in events:
+            if event is not None:
+                event.set()
 
     def get(self, key: tuple[str, bytes]) -> list[float] | None:
         value = self.get_array(key)
@@ -250,8 +277,13 @@ def model_id(embedder: Embeddings) -> str:
     return type(inner).__name__
 
 
+IN_FLIGHT_WAIT = 30.0  # seconds a caller waits for another's embedding of the same text
+
+
 class CachedEmbeddings(Embeddings):
-    """Any `Embeddings`, with the process-wide LRU cache in front of it.
+    """Any `Embeddings`, with the process-wide LRU cache in front of it. A text another thread
+    is embedding now is waited for (at most `IN_FLIGHT_WAIT` seconds), not embedded twice: a
+    turn's query is its question, which the background writer embeds at the same moment.
 
     Examples:
         >>> cached = CachedEmbeddings(default_embedder())
@@ -282,8 +314,29 @@ class CachedEmbeddings(Embeddings):
             self.cache.put(self._key(text), vector)
         return [f if f is not None else fresh[t] for t, f in zip(texts, found, strict=True)]
 
+    def _claim(self, texts: Sequence[str]) -> tuple[list[str], list[threading.Event]]:
+        """Of `texts` not cached: those to embed here (claimed), and the events of those
+        another caller is embedding."""
+        keys = {self._key(t): t for t in texts}
+        mine, theirs = self.cache.claim(list(keys))
+        return [keys[k] for k in mine], theirs
+
+    def _release(self, texts: Sequence[str]) -> None:
+        self.cache.release([self._key(t) for t in texts])
+
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         found, missing = self._split(texts)
+        if not missing:
+            return self._join(texts, found, missing, [])
+        mine, theirs = self._claim(missing)
+        try:
+            vectors = self.embedder.embed_documents(mine) if mine else []
+            self._join(mine, [None] * len(mine), mine, vectors)
+        finally:
+            self._release(mine)
+        for event in theirs:  # (after releasing its own: no two callers wait on each other)
+            event.wait(IN_FLIGHT_WAIT)
+        found, missing = self._split(texts)  # what another caller failed at: embedded here
         vectors = self.embedder.embed_documents(missing) if missing else []
         return self._join(texts, found, missing, vectors)
 
@@ -291,11 +344,30 @@ class CachedEmbeddings(Embeddings):
         cached = self.cache.get(self._key(text))
         if cached is not None:
             return cached
-        vector = self.embedder.embed_query(text)
-        self.cache.put(self._key(text), vector)
+        mine, theirs = self._claim([text])
+        if theirs and theirs[0].wait(IN_FLIGHT_WAIT):
+            cached = self.cache.get(self._key(text))
+            if cached is not None:
+                return cached
+        try:
+            vector = self.embedder.embed_query(text)
+            self.cache.put(self._key(text), vector)
+        finally:
+            self._release(mine)
         return vector
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        found, missing = self._split(texts)
+        if not missing:
+            return self._join(texts, found, missing, [])
+        mine, theirs = self._claim(missing)
+        try:
+            vectors = await self.embedder.aembed_documents(mine) if mine else []
+            self._join(mine, [None] * len(mine), mine, vectors)
+        finally:
+            self._release(mine)
+        for event in theirs:
+            await _wait(event)
         found, missing = self._split(texts)
         vectors = await self.embedder.aembed_documents(missing) if missing else []
         return self._join(texts, found, missing, vectors)
@@ -304,9 +376,24 @@ class CachedEmbeddings(Embeddings):
         cached = self.cache.get(self._key(text))
         if cached is not None:
             return cached
-        vector = await self.embedder.aembed_query(text)
-        self.cache.put(self._key(text), vector)
+        mine, theirs = self._claim([text])
+        if theirs and await _wait(theirs[0]):
+            cached = self.cache.get(self._key(text))
+            if cached is not None:
+                return cached
+        try:
+            vector = await self.embedder.aembed_query(text)
+            self.cache.put(self._key(text), vector)
+        finally:
+            self._release(mine)
         return vector
+
+
+async def _wait(event: threading.Event) -> bool:
+    """Wait for another caller's embedding off the event loop (at once when it is done)."""
+    if event.is_set():
+        return True
+    return bool(await run_in_executor(None, event.wait, IN_FLIGHT_WAIT))
 
 
 @lru_cache(maxsize=1)

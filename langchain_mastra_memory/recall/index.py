@@ -120,13 +120,16 @@ class RecallIndex(VectorUpkeep):
         options: RecallOptions | None = None,
         thread_ids: Sequence[str] | None = None,
         sides: dict[str, dict[str, float]] | None = None,
+        never_hits: frozenset[str] = frozenset(),
     ) -> Steps[list[RecallHit]]:
         """The ranked hits; with `with_threads` False, vector hits may keep an empty thread id
         (recall reads the hits' windows from storage anyway, with their threads). `options`
         (a call's), `mode` and `within_thread` (search `thread_id` only) override the index's
         options for this call; `thread_ids`: only these threads' messages, filtered inside
         both searches (a filter matching few threads still fills the result); `sides`, when
-        given, receives a hybrid search's own scores per side (what `side_scores` reports)."""
+        given, receives a hybrid search's own scores per side (what `side_scores` reports);
+        `never_hits`: messages the caller drops from the hits (their vectors are not waited
+        for)."""
         check_id(resource_id, "resource_id")  # never reaches a vector store's filter unchecked
         check_optional_id(thread_id, "thread_id")
         opts = options or self.options
@@ -135,7 +138,7 @@ class RecallIndex(VectorUpkeep):
             return []
         # what this process saved is searchable, unless the writer is stuck (a hung embedder
         # or vector store): then the search goes on with what is indexed, never waits forever
-        if not (yield call(self.writer, "flush", self.flush_timeout)):
+        if not (yield call(self.writer, "settle", self.flush_timeout, ignoring=never_hits)):
             logger.warning(
                 "semantic recall: the vector writer is still busy after %.0f s; this search "
                 "does not see the newest messages' vectors (keyword search does)",
@@ -439,7 +442,7 @@ class RecallIndex(VectorUpkeep):
                 allowed, limit = None, min(100, 10 * top_k) + len(never_hits)
         search = self._search(
             query, resource_id, thread_id, limit, with_threads=False, options=opts,
-            thread_ids=allowed, sides=sides,
+            thread_ids=allowed, sides=sides, never_hits=never_hits,
         )  # fmt: skip
         archived: set[str] = set()
         if opts.scope == "resource":  # archived threads are out of recall (not the

@@ -295,14 +295,14 @@ class SyncedStorage:
         if self.index and replace:  # an update rewrites its pieces now (updates are rare)
             self.index.after_save(stored, replace=True)
         elif self.index and self.index.vector is not None:
-            self.index.writer.notify()  # new messages: embedded behind the turn
+            self.index.writer.notify(ids_of(stored))  # new messages: embedded behind the turn
         return [s.message for s in stored]
 
     async def _aindexed(self, stored: list[StoredMessage], *, replace: bool = False) -> Saved:
         if self.index and replace:
             await self.index.aafter_save(stored, replace=True)
         elif self.index and self.index.vector is not None:
-            self.index.writer.notify()
+            self.index.writer.notify(ids_of(stored))
         return [s.message for s in stored]
 
     def flush(self, timeout: float | None = None) -> bool:
@@ -330,3 +330,8 @@ def _by_owner(stored: Sequence[StoredMessage]) -> dict[str, list[str]]:
     for s in stored:
         owners.setdefault(s.resource_id, []).append(s.message.id or "")
     return owners
+
+
+def ids_of(stored: Sequence[StoredMessage]) -> list[str]:
+    """The ids of stored messages."""
+    return [s.message.id for s in stored if s.message.id]

@@ -3,9 +3,11 @@
 Saving a message stores it with ``embedded = 0`` (the backlog, in storage, so a crash loses
 nothing) and wakes this writer; a per-index background thread embeds the backlog in batches
 (bounded memory) and marks what it wrote. Searching first waits for the writes this process
-has queued (usually done already: they run during the user's think time), so a message saved
-by this process is found by the next recall. `flush()` drains the whole backlog, and so does
-interpreter exit. A vector-store failure is logged and leaves the backlog for the next wake-up.
+has queued (`settle`: usually done already, they run during the user's think time), so a
+message saved by this process is found by the next recall; not for the messages the search
+will not return anyway (a turn's own question, saved a moment before its recall). `flush()`
+drains the whole backlog, and so does interpreter exit. A vector-store failure is logged and
+leaves the backlog for the next wake-up.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import atexit
 import logging
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from langchain_core.runnables.config import run_in_executor
@@ -37,6 +39,7 @@ class Backlog(Protocol):
 
 logger = logging.getLogger(__name__)
 BATCH = 200
+UNNAMED = ""  # what a notify without message ids queues: only a whole drain settles it
 
 
 class BacklogWriter:
@@ -55,14 +58,18 @@ class BacklogWriter:
         self._state = threading.Condition()
         self._dirty = False  # woken and not drained yet
         self._busy = False
+        self._queued: set[str] = set()  # ids this process saved, not drained yet
+        self._draining: set[str] = set()  # ... and those of the drain under way
         self._closed = False
         self._thread: threading.Thread | None = None
         atexit.register(_drain_at_exit, weakref.ref(self))
 
-    def notify(self) -> None:
-        """New messages are in the backlog: embed them soon."""
+    def notify(self, message_ids: Iterable[str] = ()) -> None:
+        """New messages (`message_ids`; unnamed: anything) are in the backlog: embed them
+        soon."""
         with self._state:
             self._dirty = True
+            self._queued.update(list(message_ids) or [UNNAMED])
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="lmm-backlog-writer", daemon=True
@@ -79,6 +86,30 @@ class BacklogWriter:
         """Async `flush` (waits in a worker thread)."""
         return await run_in_executor(None, self.flush, timeout)
 
+    def settle(self, timeout: float | None = None, *, ignoring: Collection[str] = ()) -> bool:
+        """Wait until the messages this process queued are written, those in `ignoring`
+        aside (a search that never returns them need not wait for them); False if `timeout`
+        ran out first."""
+        with self._state:
+            return self._state.wait_for(
+                lambda: (
+                    not any(
+                        i not in ignoring
+                        for pending in (self._queued, self._draining)
+                        for i in pending
+                    )
+                ),
+                timeout,
+            )
+
+    async def asettle(
+        self, timeout: float | None = None, *, ignoring: Collection[str] = ()
+    ) -> bool:
+        """Async `settle`: at once when nothing is pending, else in a worker thread."""
+        if self.settle(0, ignoring=ignoring):
+            return True
+        return await run_in_executor(None, lambda: self.settle(timeout, ignoring=ignoring))
+
     def close(self, timeout: float | None = 30.0) -> None:
         """Drain what is queued, then stop the thread."""
         self.flush(timeout)
@@ -93,6 +124,7 @@ class BacklogWriter:
                 if self._closed:
                     return
                 self._dirty, self._busy = False, True
+                self._draining, self._queued = self._queued, set()
             try:
                 while batch := self.index.storage.unembedded(limit=self.batch):
                     self.index.index(batch)
@@ -110,6 +142,7 @@ class BacklogWriter:
             finally:
                 with self._state:
                     self._busy = False
+                    self._draining = set()  # written, or left in the backlog on a failure
                     self._state.notify_all()
 
 
