@@ -199,3 +199,20 @@ def test_a_query_waits_for_the_same_text_being_embedded_and_does_not_embed_it_ag
     again = call(cached, "embed_documents", [text, other])
     assert again[0] == vector and again[1] == pytest.approx(embedder._vector(other))
     assert calls == [[text, other]]  # and cached
+
+
+def test_a_query_waits_for_another_s_embedding_only_so_long(call, monkeypatch) -> None:
+    from langchain_mastra_memory.recall import embeddings
+
+    monkeypatch.setattr(embeddings, "IN_FLIGHT_WAIT", 0.2)
+    embedder = HeldTexts()
+    text = f"a hung embedding ({call.mode})"
+    embedder.held.add(text)
+    cached = CachedEmbeddings(embedder)
+    hung = threading.Thread(target=cached.embed_documents, args=([text],))
+    hung.start()  # at the gate, with `text` in flight, until the end of the test
+    while not cached.cache._computing:
+        threading.Event().wait(0.01)
+    assert call(cached, "embed_query", text) == pytest.approx(embedder._vector(text))
+    embedder.gate.set()
+    hung.join(30)

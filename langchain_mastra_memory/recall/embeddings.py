@@ -306,14 +306,6 @@ class CachedEmbeddings(Embeddings):
         missing = list(dict.fromkeys(t for t, f in zip(texts, found, strict=True) if f is None))
         return found, missing
 
-    def _join(
-        self, texts: Sequence[str], found: list[Any], missing: list[str], vectors: list[list[float]]
-    ) -> list[list[float]]:
-        fresh = dict(zip(missing, vectors, strict=True))
-        for text, vector in fresh.items():
-            self.cache.put(self._key(text), vector)
-        return [f if f is not None else fresh[t] for t, f in zip(texts, found, strict=True)]
-
     def _claim(self, texts: Sequence[str]) -> tuple[list[str], list[threading.Event]]:
         """Of `texts` not cached: those to embed here (claimed), and the events of those
         another caller is embedding."""
@@ -324,21 +316,33 @@ class CachedEmbeddings(Embeddings):
     def _release(self, texts: Sequence[str]) -> None:
         self.cache.release([self._key(t) for t in texts])
 
+    def _keep(self, texts: Sequence[str], vectors: list[list[float]]) -> dict[str, list[float]]:
+        """Fresh vectors by text, cached."""
+        fresh = dict(zip(texts, vectors, strict=True))
+        for text, vector in fresh.items():
+            self.cache.put(self._key(text), vector)
+        return fresh
+
+    def _cached(self, texts: Sequence[str]) -> dict[str, list[float]]:
+        """The cached ones of `texts`, by text."""
+        found = {t: self.cache.get(self._key(t)) for t in texts}
+        return {t: v for t, v in found.items() if v is not None}
+
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         found, missing = self._split(texts)
-        if not missing:
-            return self._join(texts, found, missing, [])
         mine, theirs = self._claim(missing)
         try:
-            vectors = self.embedder.embed_documents(mine) if mine else []
-            self._join(mine, [None] * len(mine), mine, vectors)
+            fresh = self._keep(mine, self.embedder.embed_documents(mine) if mine else [])
         finally:
             self._release(mine)
-        for event in theirs:  # (after releasing its own: no two callers wait on each other)
-            event.wait(IN_FLIGHT_WAIT)
-        found, missing = self._split(texts)  # what another caller failed at: embedded here
-        vectors = self.embedder.embed_documents(missing) if missing else []
-        return self._join(texts, found, missing, vectors)
+        if rest := [t for t in missing if t not in fresh]:  # being embedded by another caller
+            for event in theirs:  # (after releasing its own: no two callers wait on each other)
+                event.wait(IN_FLIGHT_WAIT)
+            fresh.update(self._cached(rest))
+            lacking = [t for t in rest if t not in fresh]  # what the other failed at: here
+            vectors = self.embedder.embed_documents(lacking) if lacking else []
+            fresh.update(self._keep(lacking, vectors))
+        return [f if f is not None else fresh[t] for t, f in zip(texts, found, strict=True)]
 
     def embed_query(self, text: str) -> list[float]:
         cached = self.cache.get(self._key(text))
@@ -358,19 +362,19 @@ class CachedEmbeddings(Embeddings):
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
         found, missing = self._split(texts)
-        if not missing:
-            return self._join(texts, found, missing, [])
         mine, theirs = self._claim(missing)
         try:
-            vectors = await self.embedder.aembed_documents(mine) if mine else []
-            self._join(mine, [None] * len(mine), mine, vectors)
+            fresh = self._keep(mine, await self.embedder.aembed_documents(mine) if mine else [])
         finally:
             self._release(mine)
-        for event in theirs:
-            await _wait(event)
-        found, missing = self._split(texts)
-        vectors = await self.embedder.aembed_documents(missing) if missing else []
-        return self._join(texts, found, missing, vectors)
+        if rest := [t for t in missing if t not in fresh]:
+            for event in theirs:
+                await _wait(event)
+            fresh.update(self._cached(rest))
+            lacking = [t for t in rest if t not in fresh]
+            vectors = await self.embedder.aembed_documents(lacking) if lacking else []
+            fresh.update(self._keep(lacking, vectors))
+        return [f if f is not None else fresh[t] for t, f in zip(texts, found, strict=True)]
 
     async def aembed_query(self, text: str) -> list[float]:
         cached = self.cache.get(self._key(text))

@@ -128,8 +128,7 @@ class RecallIndex(VectorUpkeep):
         options for this call; `thread_ids`: only these threads' messages, filtered inside
         both searches (a filter matching few threads still fills the result); `sides`, when
         given, receives a hybrid search's own scores per side (what `side_scores` reports);
-        `never_hits`: messages the caller drops from the hits (their vectors are not waited
-        for)."""
+        `never_hits`: messages the caller drops from the hits (not waited for)."""
         check_id(resource_id, "resource_id")  # never reaches a vector store's filter unchecked
         check_optional_id(thread_id, "thread_id")
         opts = options or self.options
