@@ -345,17 +345,16 @@ class CachedEmbeddings(Embeddings):
         return [f if f is not None else fresh[t] for t, f in zip(texts, found, strict=True)]
 
     def embed_query(self, text: str) -> list[float]:
-        cached = self.cache.get(self._key(text))
+        key = self._key(text)
+        cached = self.cache.get(key)
         if cached is not None:
             return cached
         mine, theirs = self._claim([text])
-        if theirs and theirs[0].wait(IN_FLIGHT_WAIT):
-            cached = self.cache.get(self._key(text))
-            if cached is not None:
-                return cached
+        if theirs and theirs[0].wait(IN_FLIGHT_WAIT) and (cached := self.cache.get(key)):
+            return cached
         try:
             vector = self.embedder.embed_query(text)
-            self.cache.put(self._key(text), vector)
+            self.cache.put(key, vector)
         finally:
             self._release(mine)
         return vector
@@ -377,17 +376,16 @@ class CachedEmbeddings(Embeddings):
         return [f if f is not None else fresh[t] for t, f in zip(texts, found, strict=True)]
 
     async def aembed_query(self, text: str) -> list[float]:
-        cached = self.cache.get(self._key(text))
+        key = self._key(text)
+        cached = self.cache.get(key)
         if cached is not None:
             return cached
         mine, theirs = self._claim([text])
-        if theirs and await _wait(theirs[0]):
-            cached = self.cache.get(self._key(text))
-            if cached is not None:
-                return cached
+        if theirs and await _wait(theirs[0]) and (cached := self.cache.get(key)):
+            return cached
         try:
             vector = await self.embedder.aembed_query(text)
-            self.cache.put(self._key(text), vector)
+            self.cache.put(key, vector)
         finally:
             self._release(mine)
         return vector

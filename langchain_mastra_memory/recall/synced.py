@@ -22,7 +22,7 @@ from ..conversation.suffix import state_suffix
 from ..errors import ConfigurationError
 from ..injected import is_injected
 from ..storage.base import MemoryStorage
-from ..storage.records import ImportedThread, StoredMessage
+from ..storage.records import ImportedThread, StoredMessage, stored_ids
 from ..twins import run_async, run_sync
 from .index import RecallIndex
 
@@ -156,7 +156,7 @@ class SyncedStorage:
             thread_id, to_resource_id=to_resource_id, resource_id=resource_id
         )
         if self.index and owner is not None and owner.resource_id != thread.resource_id:
-            moved = [s.message.id for s in stored if s.message.id]
+            moved = stored_ids(stored)
             self.index.after_delete(
                 message_ids=moved if self.index.deletes_by_id else (),
                 thread_id=thread_id, resource_id=owner.resource_id,
@@ -173,7 +173,7 @@ class SyncedStorage:
             thread_id, to_resource_id=to_resource_id, resource_id=resource_id
         )
         if self.index and owner is not None and owner.resource_id != thread.resource_id:
-            moved = [s.message.id for s in stored if s.message.id]
+            moved = stored_ids(stored)
             await self.index.aafter_delete(
                 message_ids=moved if self.index.deletes_by_id else (),
                 thread_id=thread_id, resource_id=owner.resource_id,
@@ -212,17 +212,12 @@ class SyncedStorage:
             return {resource_id: list(ids)}
         return _by_owner(await self.storage.aget_messages_by_id(ids))
 
-    @staticmethod
-    def _held(stored: Sequence[StoredMessage]) -> list[str]:
-        """The ids of a thread's messages (for a vector store that deletes only by id)."""
-        return [s.message.id for s in stored if s.message.id]
-
     def delete_thread(self, thread_id: str, *, resource_id: str | None) -> bool:
         """Delete a thread with its messages, then their vectors."""
         thread = self.storage.get_thread(thread_id) if self.index else None
         held = []
         if thread and self.index and self.index.deletes_by_id:
-            held = self._held(self.storage.list_messages(thread_id, resource_id=resource_id))
+            held = stored_ids(self.storage.list_messages(thread_id, resource_id=resource_id))
         deleted = self.storage.delete_thread(thread_id, resource_id=resource_id)
         if deleted and self.index and thread:
             self.index.after_delete(
@@ -235,7 +230,7 @@ class SyncedStorage:
         thread = await self.storage.aget_thread(thread_id) if self.index else None
         held = []
         if thread and self.index and self.index.deletes_by_id:
-            held = self._held(await self.storage.alist_messages(thread_id, resource_id=resource_id))
+            held = stored_ids(await self.storage.alist_messages(thread_id, resource_id=resource_id))
         deleted = await self.storage.adelete_thread(thread_id, resource_id=resource_id)
         if deleted and self.index and thread:
             await self.index.aafter_delete(
@@ -295,14 +290,14 @@ class SyncedStorage:
         if self.index and replace:  # an update rewrites its pieces now (updates are rare)
             self.index.after_save(stored, replace=True)
         elif self.index and self.index.vector is not None:
-            self.index.writer.notify(ids_of(stored))  # new messages: embedded behind the turn
+            self.index.writer.notify(stored_ids(stored))  # new messages: embedded behind the turn
         return [s.message for s in stored]
 
     async def _aindexed(self, stored: list[StoredMessage], *, replace: bool = False) -> Saved:
         if self.index and replace:
             await self.index.aafter_save(stored, replace=True)
         elif self.index and self.index.vector is not None:
-            self.index.writer.notify(ids_of(stored))
+            self.index.writer.notify(stored_ids(stored))
         return [s.message for s in stored]
 
     def flush(self, timeout: float | None = None) -> bool:
@@ -330,8 +325,3 @@ def _by_owner(stored: Sequence[StoredMessage]) -> dict[str, list[str]]:
     for s in stored:
         owners.setdefault(s.resource_id, []).append(s.message.id or "")
     return owners
-
-
-def ids_of(stored: Sequence[StoredMessage]) -> list[str]:
-    """The ids of stored messages."""
-    return [s.message.id for s in stored if s.message.id]

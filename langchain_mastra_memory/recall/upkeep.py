@@ -17,7 +17,7 @@ from langchain_core.embeddings import Embeddings
 from ..errors import ConfigurationError, VectorStoreError
 from ..messages import embedding_pieces, mastra_role
 from ..storage.base import MemoryStorage
-from ..storage.records import StoredMessage
+from ..storage.records import StoredMessage, stored_ids
 from ..storage.sqlite import SQLiteStorage
 from ..twins import Steps, call, run_async, run_sync
 from .chroma import ChromaVectorStore
@@ -120,7 +120,7 @@ class VectorUpkeep:
             ]
             yield call(self.vector, "upsert", name, records)
             remember(name, pieces_by_message((r.vector_id, r.vector) for r in records))
-        yield call(self.storage, "mark_embedded", [s.message.id for s in stored if s.message.id])
+        yield call(self.storage, "mark_embedded", stored_ids(stored))
         return len(todo)
 
     def index(self, stored: Sequence[StoredMessage], *, replace: bool = False) -> int:

@@ -149,6 +149,11 @@ def saved_messages(
     ]
 
 
+def stored_ids(stored: Iterable[StoredMessage]) -> list[str]:
+    """The ids of stored messages."""
+    return [s.message.id for s in stored if s.message.id]
+
+
 def call_ids_column(row: MessageRow) -> str | None:
     """The tool-call ids an AI message makes, space-separated (None for other messages)."""
     ids = tool_call_ids(row.message)
