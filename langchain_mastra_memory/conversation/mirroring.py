@@ -41,6 +41,7 @@ from .suffix import StateSuffix, edited, state_suffix
 if TYPE_CHECKING:
     from ..recall.synced import SyncedStorage
     from ..storage.base import MemoryStorage
+    from ..threads.thread import Thread
 
 
 class Conversations(Protocol):
@@ -87,6 +88,7 @@ class ThreadState:
     warm: bool = False  # its latest state's newest messages are all in `known`
     complete: bool = False  # created here: every message it holds is in `known`
     head: str | None = None  # its latest root checkpoint
+    life: tuple[str, Any] | None = None  # (owner, created_at) of the thread all this is about
     first: str | None = None  # the first message id of that checkpoint's state
     last_ids: tuple[str, list[str]] | None = None  # mirror_deletes: (checkpoint, its ids)
     saved: dict[str, str] = field(default_factory=dict)  # the last save's ids: stored JSON
@@ -140,6 +142,17 @@ class ThreadMirror:
 
     def forget(self, thread_id: str) -> None:
         self._threads.pop(thread_id, None)
+
+    def observe(self, thread_id: str, thread: Thread | None) -> None:
+        """Storage shows `thread` under `thread_id` now (None: no thread): what is known of
+        another life of the id (before a transfer, or before another process deleted it and
+        someone made it again) is dropped."""
+        life = None if thread is None else (thread.resource_id, thread.created_at)
+        state = self._threads.get(thread_id)
+        if state is not None and state.life != life:
+            del self._threads[thread_id]
+        if life is not None:
+            self.thread(thread_id).life = life
 
     def _replaced(
         self, state: ThreadState, messages: Sequence[BaseMessage], fork_from: str | None, step: int

@@ -1,6 +1,14 @@
 """Who owns a checkpointed thread: the ids a config names (the package's rule, `ids`) and the
-owner memory holds, cached per thread, so a read or a put of another resource's thread is
-refused before the saver is touched."""
+owner memory holds, read from storage at every read and put, so a read or a put of another
+resource's thread is refused before the saver is touched.
+
+Nothing about ownership is cached across calls: a thread can change hands between two calls of
+one live checkpointer (``transfer_thread`` in this process, a delete and a new owner of the id
+in another process), and a cached owner would then answer for the old one. One primary-key
+read per call is the price (~20 µs on SQLite). What the checkpointer's mirror knows of a
+thread (its message ids, its head) belongs to one incarnation of it, ``(owner, created_at)``:
+when storage shows another, that knowledge is dropped.
+"""
 
 from __future__ import annotations
 
@@ -12,15 +20,17 @@ from ..threads.ids import explicit_resource_id, resolve_ids
 from .checkpoint_configs import verify_owner
 
 if TYPE_CHECKING:
+    from ..conversation.mirroring import ThreadMirror
     from ..memory import Memory
+    from ..threads.thread import Thread
 
 
 class ThreadOwners:
     """The ownership half of `MemoryCheckpointer`: ids, owners and their checks."""
 
     memory: Memory
+    mirror: ThreadMirror
     default_resource_id: str | None
-    _owners: dict[str, str]  # thread -> owning resource, as read from storage
 
     # -- ids and owners ------------------------------------------------------------------------
     def _ids(self, config: RunnableConfig) -> tuple[str, str]:
@@ -30,29 +40,30 @@ class ThreadOwners:
     def _default_resource_id(self) -> str | None:
         return self.default_resource_id or self.memory.default_resource_id
 
+    def _seen(self, thread_id: str, thread: Thread | None) -> str | None:
+        """The owner storage shows now; the mirror forgets a thread that changed hands or was
+        made again since it last looked (None: memory has no such thread)."""
+        self.mirror.observe(thread_id, thread)
+        return None if thread is None else thread.resource_id
+
     def _owner(self, thread_id: str) -> str | None:
-        """The resource that owns the memory thread (None: memory has no such thread)."""
-        if thread_id not in self._owners:
-            thread = self.memory.storage.get_thread(thread_id)
-            if thread is None:
-                return None
-            self._owners[thread_id] = thread.resource_id
-        return self._owners[thread_id]
+        """The resource that owns the memory thread now (None: memory has no such thread)."""
+        return self._seen(thread_id, self.memory.storage.get_thread(thread_id))
 
     async def _aowner(self, thread_id: str) -> str | None:
         """Async `_owner`."""
-        if thread_id not in self._owners:
-            thread = await self.memory.storage.aget_thread(thread_id)
-            if thread is None:
-                return None
-            self._owners[thread_id] = thread.resource_id
-        return self._owners[thread_id]
+        return self._seen(thread_id, await self.memory.storage.aget_thread(thread_id))
 
-    def _check_owner(self, thread_id: str, resource_id: str) -> None:
-        verify_owner(thread_id, resource_id, self._owner(thread_id))
+    def _check_owner(self, thread_id: str, resource_id: str) -> str | None:
+        """The thread's owner, refused when it is not `resource_id`."""
+        owner = self._owner(thread_id)
+        verify_owner(thread_id, resource_id, owner)
+        return owner
 
-    async def _acheck_owner(self, thread_id: str, resource_id: str) -> None:
-        verify_owner(thread_id, resource_id, await self._aowner(thread_id))
+    async def _acheck_owner(self, thread_id: str, resource_id: str) -> str | None:
+        owner = await self._aowner(thread_id)
+        verify_owner(thread_id, resource_id, owner)
+        return owner
 
     def _read_target(self, config: RunnableConfig | None) -> tuple[str, str] | None:
         """The thread a read names, with the reader's resource (None: no thread named)."""

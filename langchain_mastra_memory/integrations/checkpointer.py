@@ -114,7 +114,6 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
         self.mirror = ThreadMirror(memory, messages_key=messages_key, mirror_deletes=mirror_deletes)
         self._io = CheckpointerIO(self)
         self._one_file = OneFileWrites.of(self.saver, memory)  # one transaction for a turn
-        self._owners: dict[str, str] = {}  # thread -> owning resource, as read from storage
         memory.checkpointers.add(self)  # memory.delete_thread deletes the checkpoints too
 
     def __repr__(self) -> str:
@@ -210,8 +209,7 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
     # -- base capabilities ---------------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         thread_id, resource_id = self._ids(config)
-        owner = self._owner(thread_id)
-        configs.verify_owner(thread_id, resource_id, owner)
+        owner = self._check_owner(thread_id, resource_id)
         found = None if owner is None else self.saver.get_tuple(config)
         self._saw(thread_id, config, found)
         return configs.stamped(found, owner)
@@ -241,20 +239,23 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         if target := self._read_target(config):
-            self._check_owner(*target)
-            if (owner := self._owner(target[0])) is not None:  # else orphaned: nobody's
+            if (owner := self._check_owner(*target)) is not None:  # else orphaned: nobody's
                 for item in self.saver.list(config, filter=filter, before=before, limit=limit):
                     yield configs.stamped(item, owner)
             return
         owner = self._list_owner(config)
         count = 0
         everyone = None if owner else config  # the owner's threads: read all, keep theirs
+        owners: dict[str, str | None] = {}  # read once per thread for this listing
         for item in self.saver.list(
             everyone, filter=filter, before=before, limit=None if owner else limit
         ):
             if limit is not None and count >= limit:
                 return
-            if (found := self._owner(configs.thread_of(item))) == owner or owner is None:
+            thread_id = configs.thread_of(item)
+            if thread_id not in owners:
+                owners[thread_id] = self._owner(thread_id)
+            if (found := owners[thread_id]) == owner or owner is None:
                 count += 1
                 yield configs.stamped(item, found)
 
@@ -287,10 +288,11 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
         mirror (whose failure warns and never aborts the graph run)."""
         io = self._io
         thread_id, resource_id, messages = self._prepare_put(config, checkpoint)
-        new_thread = (yield call(io, "owner", thread_id)) is None
+        owner = yield call(io, "owner", thread_id)  # read now: it may have changed hands
+        configs.verify_owner(thread_id, resource_id, owner)
+        new_thread = owner is None
         if new_thread:
             yield call(io, "purge_orphans", thread_id)
-        configs.verify_owner(thread_id, resource_id, (yield call(io, "owner", thread_id)))
         latest = self._head(thread_id, config) if messages is not None else None
         if messages is not None and latest is None:  # not known here: ask the saver
             latest = yield call(io, "latest", thread_id)
@@ -298,13 +300,15 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
         plan = yield from self._plan(
             (thread_id, resource_id), messages, config, metadata, new_versions, latest, parent_ids
         )
-        if thread_id not in self._owners:  # the owner first, so the checkpoint is never orphaned
-            yield call(self.memory, "ensure_thread", thread_id=thread_id, resource_id=resource_id)
-            self._owners[thread_id] = resource_id
-            if new_thread:  # created here: everything it will hold passes through the mirror
-                state = self.mirror.thread(thread_id)
-                state.reset()
-                state.complete = True
+        if new_thread:  # the owner first, so the checkpoint is never orphaned
+            made = yield call(
+                self.memory, "ensure_thread", thread_id=thread_id, resource_id=resource_id
+            )
+            configs.verify_owner(thread_id, resource_id, made.resource_id)  # a racing owner
+            self.mirror.observe(thread_id, made)
+            state = self.mirror.thread(thread_id)  # made here: everything it will hold
+            state.reset()  # passes through the mirror
+            state.complete = True
         read_only = self.memory.synced.read_only or call_options.of(config).read_only
         if read_only:  # read-only: the state is the graph's alone
             plan = None
@@ -322,7 +326,7 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
                 result = yield call(io, "put", *args)
         except Exception:
             if new_thread:  # the saver refused the thread's first checkpoint: memory as it was
-                self._owners.pop(thread_id, None)
+                self.mirror.forget(thread_id)
                 yield call(self.memory.storage, "delete_thread", thread_id)
             elif beside is not None and not together:  # turns saved beside a failed write
                 yield from self.mirror.safely(self.mirror.undo(beside), thread_id)
@@ -362,13 +366,11 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
         `Memory.delete_thread` calls this for every checkpointer it made)."""
         self.saver.delete_thread(thread_id)
         self.mirror.forget(thread_id)
-        self._owners.pop(thread_id, None)
 
     async def aforget(self, thread_id: str) -> None:
         """Async `forget`."""
         await self._inner("delete_thread", thread_id)
         self.mirror.forget(thread_id)
-        self._owners.pop(thread_id, None)
 
     def delete_thread(self, thread_id: str) -> None:
         self.forget(thread_id)  # also when memory holds no such thread
@@ -385,8 +387,7 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         thread_id, resource_id = self._ids(config)
-        owner = await self._aowner(thread_id)
-        configs.verify_owner(thread_id, resource_id, owner)
+        owner = await self._acheck_owner(thread_id, resource_id)
         found = None if owner is None else await self._inner("get_tuple", config)
         self._saw(thread_id, config, found)
         return configs.stamped(found, owner)
@@ -422,18 +423,21 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         if target := self._read_target(config):
-            await self._acheck_owner(*target)
-            if (owner := await self._aowner(target[0])) is not None:  # else orphaned: nobody's
+            if (owner := await self._acheck_owner(*target)) is not None:  # else orphaned
                 async for item in self._inner_alist(config, filter, before, limit):
                     yield configs.stamped(item, owner)
             return
         owner = self._list_owner(config)
         count = 0
         everyone = None if owner else config
+        owners: dict[str, str | None] = {}  # read once per thread for this listing
         async for item in self._inner_alist(everyone, filter, before, None if owner else limit):
             if limit is not None and count >= limit:
                 return
-            if (found := await self._aowner(configs.thread_of(item))) == owner or owner is None:
+            thread_id = configs.thread_of(item)
+            if thread_id not in owners:
+                owners[thread_id] = await self._aowner(thread_id)
+            if (found := owners[thread_id]) == owner or owner is None:
                 count += 1
                 yield configs.stamped(item, found)
 
