@@ -60,6 +60,11 @@ class ResourceMismatchError(MastraMemoryError, PermissionError):
         return cls(msg)
 
 
+class ReadOnlyError(MastraMemoryError, PermissionError):
+    """A write that a read-only run (``memory_options={"read_only": True}``, or a read-only
+    memory) may not make."""
+
+
 class StorageError(MastraMemoryError):
     """The storage backend cannot be used (not a database, unreadable, or the wrong schema)."""
 
@@ -96,6 +101,10 @@ class OrphanToolResultWarning(UserWarning):
 
 class UnsavedTurnWarning(UserWarning):
     """Memory builds the model's input, but nothing saves the conversation back into memory."""
+
+
+class ReadOnlyHistoryWarning(UserWarning):
+    """A chat history of a read-only memory (or run) was asked to add messages: it adds none."""
 
 
 class BlockingCallError(MastraMemoryError, RuntimeError):

@@ -40,6 +40,8 @@ EXPECTED = [
     "PgVectorStore",
     "PostgresStorage",
     "QdrantVectorStore",
+    "ReadOnlyError",
+    "ReadOnlyHistoryWarning",
     "ResourceMismatchError",
     "SQLiteStorage",
     "SchemaVersionError",

@@ -10,6 +10,9 @@ not a turn and is never saved; nothing the state dropped is deleted. The walk re
 one chunk of ids at a time from the end, so its cost follows the new messages, not the
 state's length.
 
+A read-only turn's messages stay in the state but are never turns: their ids were withheld
+(`storage.withheld`) when the turn ran, and the walk passes over them.
+
 A message whose id is already stored in *another* thread (a conversation carried into a new
 thread, a model that reuses ids) is saved in this thread too, once, under an id derived from
 the thread and its own (`carried_id`), and is held by this thread from then on.
@@ -66,12 +69,24 @@ class StateSuffix:
     state_ids: list[str] = field(default_factory=list)
     anchor: str | None = None
 
+    @property
+    def ids(self) -> list[str]:
+        """The state ids of the new turns (those that have one)."""
+        return [i for i in self.state_ids if i]
 
-def _look_up(
-    storage: MemoryStorage, ids: list[str], thread_id: str
-) -> Steps[tuple[set[str], set[str], set[str]]]:
-    """(ids this thread holds, directly or as a carried copy; ids stored in another thread;
-    ids held by one of this thread's branches)."""
+
+@dataclass
+class _Found:
+    """What a look-up found of some state ids (see `_look_up`)."""
+
+    held: set[str]  # this thread holds them, directly or as a carried copy
+    elsewhere: set[str]  # stored in another thread
+    returning: set[str]  # held by one of this thread's branches
+    withheld: set[str]  # a read-only turn's: never stored (`storage.withheld`)
+
+
+def _look_up(storage: MemoryStorage, ids: list[str], thread_id: str) -> Steps[_Found]:
+    """What storage says of `ids` in `thread_id`."""
     derived = {carried_id(thread_id, i): i for i in ids}
     stored: list[StoredMessage] = yield call(
         storage, "get_messages_by_id", [*ids, *derived]
@@ -87,7 +102,11 @@ def _look_up(
             elsewhere[own] = s.thread_id
     # held by a branch of this thread: a fork went back to that branch
     returning = set((yield from held_by_branches(storage, thread_id, elsewhere)))
-    return held, set(elsewhere) - held - returning, returning
+    unheld = [i for i in ids if i not in held]
+    withheld: set[str] = set()
+    if unheld:
+        withheld = yield call(storage, "withheld_ids", unheld, thread_id=thread_id)
+    return _Found(held, set(elsewhere) - held - returning, returning, withheld)
 
 
 def state_suffix(
@@ -109,19 +128,21 @@ def state_suffix(
     newest_first: list[BaseMessage] = []
     elsewhere: set[str] = set()
     returning: set[str] = set()
+    withheld: set[str] = set()
     end = len(messages)
     while end > 0:
         chunk = messages[max(0, end - CHUNK) : end]
         end -= CHUNK
         unknown = [m.id for m in chunk if m.id and m.id not in known and not is_injected(m)]
         if unknown and look_up:
-            held, taken, back = yield from _look_up(storage, unknown, thread_id)
-            known |= held
-            elsewhere |= taken
-            returning |= back
+            looked = yield from _look_up(storage, unknown, thread_id)
+            known |= looked.held
+            elsewhere |= looked.elsewhere
+            returning |= looked.returning
+            withheld |= looked.withheld
         for message in reversed(chunk):
-            if is_injected(message) or is_summary(message):
-                continue
+            if is_injected(message) or is_summary(message) or message.id in withheld:
+                continue  # not a turn (a read-only turn's is never one)
             if message.id and (message.id in known or message.id in returning):
                 found.anchor = message.id  # the thread holds it (or a fork brings it home)
                 end = 0

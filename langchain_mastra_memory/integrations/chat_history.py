@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import warnings
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
-from ..errors import ThreadNotFoundError
+from ..errors import ReadOnlyHistoryWarning, ThreadNotFoundError
 from ..provider_rules import provider_safe
 
 if TYPE_CHECKING:
     from ..memory import Memory
+
+_WARNED: weakref.WeakSet[Memory] = weakref.WeakSet()  # memories whose read-only was told
 
 
 class MemoryChatMessageHistory(BaseChatMessageHistory):
@@ -73,16 +77,36 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
             return []
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        """Append messages to the thread (creating it on first use)."""
+        """Append messages to the thread (creating it on first use); nothing in a read-only
+        run (a read-only memory, or ``memory_options`` in the run's config): it warns once."""
+        if self._read_only():
+            return
         self.memory.ensure_thread(thread_id=self.thread_id, resource_id=self.resource_id)
         self.memory.save_messages(messages, thread_id=self.thread_id, resource_id=self.resource_id)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Async `add_messages`."""
+        if self._read_only():
+            return
         await self.memory.aensure_thread(thread_id=self.thread_id, resource_id=self.resource_id)
         await self.memory.asave_messages(
             messages, thread_id=self.thread_id, resource_id=self.resource_id
         )
+
+    def _read_only(self) -> bool:
+        """Whether this run saves nothing; the first time, a warning says so (a history that
+        silently keeps nothing is a surprise)."""
+        if self.memory.synced.saves_turns():
+            return False
+        if self.memory not in _WARNED:
+            _WARNED.add(self.memory)
+            warnings.warn(
+                f"memory is read-only in this run: the chat history of thread "
+                f"{self.thread_id!r} adds nothing (this warning is shown once per Memory)",
+                ReadOnlyHistoryWarning,
+                stacklevel=3,
+            )
+        return True
 
     def clear(self) -> None:
         """Delete every message of the thread (the thread itself stays)."""

@@ -1,5 +1,5 @@
-"""The configs a `MemoryCheckpointer` reads and returns: a thread's root config, the owner a
-checkpoint was checked against stamped into its configs, and the ownership check itself."""
+"""The configs a `MemoryCheckpointer` reads and returns: a thread's root config, and the owner
+a checkpoint was checked against stamped into its configs."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
-
-from ..errors import ResourceMismatchError
 
 Messages = list[BaseMessage]
 
@@ -40,9 +38,3 @@ def stamped(item: CheckpointTuple | None, owner: str | None) -> Any:
         config=owned_config(item.config, owner),
         parent_config=item.parent_config and owned_config(item.parent_config, owner),
     )
-
-
-def verify_owner(thread_id: str, resource_id: str, owner: str | None) -> None:
-    """Refuse a thread owned by another resource (a thread memory does not hold is free)."""
-    if owner is not None and owner != resource_id:
-        raise ResourceMismatchError.for_thread(thread_id, resource_id)

@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING
 
 from langchain_core.runnables import RunnableConfig
 
-from ..threads.ids import explicit_resource_id, resolve_ids
-from .checkpoint_configs import verify_owner
+from ..threads.ids import explicit_resource_id, resolve_ids, verify_owner
 
 if TYPE_CHECKING:
     from ..conversation.mirroring import ThreadMirror

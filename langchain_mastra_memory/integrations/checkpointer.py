@@ -47,6 +47,7 @@ from ..conversation.lineage import fork_diff
 from ..conversation.mirroring import MirrorPlan, ThreadMirror
 from ..errors import ConfigurationError, InvalidMessageError
 from ..messages import ensure_messages
+from ..threads.ids import verify_owner
 from ..twins import Steps, both, call, run_async, run_sync
 from . import checkpoint_configs as configs
 from .checkpoint_configs import Messages
@@ -219,7 +220,10 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
         configurable = config.get("configurable") or {}
         latest = not configurable.get("checkpoint_id") and not configurable.get("checkpoint_ns")
         if found is not None and latest:
-            self.mirror.thread(thread_id).head = found.checkpoint["id"]
+            state = self.mirror.thread(thread_id)
+            if state.head != found.checkpoint["id"]:  # another writer moved it (a read-only
+                state.warm = False  # one too): the next walk trusts no cache
+            state.head = found.checkpoint["id"]
 
     def _latest(self, thread_id: str) -> str | None:
         """The thread's latest root checkpoint id, as the saver has it now."""
@@ -289,13 +293,14 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
         io = self._io
         thread_id, resource_id, messages = self._prepare_put(config, checkpoint)
         owner = yield call(io, "owner", thread_id)  # read now: it may have changed hands
-        configs.verify_owner(thread_id, resource_id, owner)
+        verify_owner(thread_id, resource_id, owner)
         new_thread = owner is None
         if new_thread:
             yield call(io, "purge_orphans", thread_id)
         latest = self._head(thread_id, config) if messages is not None else None
-        if messages is not None and latest is None:  # not known here: ask the saver
-            latest = yield call(io, "latest", thread_id)
+        if messages is not None and latest is None:  # not known here: ask the saver, and
+            latest = yield call(io, "latest", thread_id)  # trust no cache: another writer
+            self.mirror.thread(thread_id).warm = False  # (a read-only one too) may have moved it
         parent_ids = yield from self._parent_ids(config, messages)
         plan = yield from self._plan(
             (thread_id, resource_id), messages, config, metadata, new_versions, latest, parent_ids
@@ -304,13 +309,16 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
             made = yield call(
                 self.memory, "ensure_thread", thread_id=thread_id, resource_id=resource_id
             )
-            configs.verify_owner(thread_id, resource_id, made.resource_id)  # a racing owner
+            verify_owner(thread_id, resource_id, made.resource_id)  # a racing owner
             self.mirror.observe(thread_id, made)
             state = self.mirror.thread(thread_id)  # made here: everything it will hold
             state.reset()  # passes through the mirror
             state.complete = True
-        read_only = self.memory.synced.read_only or call_options.of(config).read_only
-        if read_only:  # read-only: the state is the graph's alone
+        if self._read_only(config):  # the state is the graph's alone; what it adds now is
+            if plan is not None and plan.suffix.ids:  # never a turn, later either
+                yield call(self.memory.storage, "withhold_messages", plan.suffix.ids,
+                           thread_id=thread_id, resource_id=resource_id)  # fmt: skip
+            self.mirror.thread(thread_id).warm = False  # the next walk reads what was withheld
             plan = None
         args = (config, checkpoint, metadata, new_versions)
         beside = plan if plan is not None and plan.appends_only else None  # new turns: saved
@@ -345,9 +353,13 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
         task_path: str,
     ) -> Steps[None]:
         yield call(self._io, "put_writes", config, writes, task_id, task_path)
-        ids = self._root_writes(config)
+        ids = None if self._read_only(config) else self._root_writes(config)
         if ids is not None and (written := self.mirror.rewritten(ids[0], writes)):
             yield from self.mirror.safely(self.mirror.on_writes(*ids, written), ids[0])
+
+    def _read_only(self, config: RunnableConfig) -> bool:
+        """Whether the run saves nothing (a read-only memory, or ``memory_options``)."""
+        return self.memory.synced.read_only or bool(call_options.of(config).read_only)
 
     def _purge_orphans(self, thread_id: str) -> None:
         """Before a thread memory does not hold gets its first checkpoint: delete checkpoints

@@ -53,7 +53,7 @@ from langgraph.store.base import (
     tokenize_path,
 )
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, ReadOnlyError
 from ..storage.filters import matches
 from ..storage.records import ItemWrite, Namespace, StoredItem
 from ..storage.validation import check_item_key, check_item_value, check_namespace, check_query
@@ -171,8 +171,21 @@ class MemoryStore(BaseStore):
             else:
                 raise ValueError(f"unknown store operation: {type(op).__name__}")
         if writes:
+            self._refuse_read_only(writes.values())
             yield from self._write(list(writes.values()))
         return results
+
+    def _refuse_read_only(self, puts: Iterable[PutOp]) -> None:
+        """A read-only run changes no working memory (other items are the application's)."""
+        if self.memory.synced.saves_turns():
+            return
+        for op in puts:
+            if self._working_memory_ref(op.namespace, op.key) is not None:
+                msg = (
+                    f"this run is read-only (memory_options read_only, or a read-only memory): "
+                    f"working memory {op.namespace}/{op.key!r} cannot change in it"
+                )
+                raise ReadOnlyError(msg)
 
     # -- working memory as an item ---------------------------------------------------------------
     def _working_memory_ref(self, namespace: Namespace, key: str) -> tuple[str, str | None] | None:

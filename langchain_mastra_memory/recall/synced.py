@@ -23,6 +23,7 @@ from ..errors import ConfigurationError
 from ..injected import is_injected
 from ..storage.base import MemoryStorage
 from ..storage.records import ImportedThread, StoredMessage, stored_ids
+from ..threads.ids import verify_owner
 from ..twins import run_async, run_sync
 from .index import RecallIndex
 
@@ -255,8 +256,12 @@ class SyncedStorage:
 
     def save_new(self, messages: Msgs, **ref: Unpack[ThreadRef]) -> Saved:
         """Save the new turns of a graph state: its unknown suffix (`conversation.suffix`), never a
-        compaction's summary, never deleting what the state dropped (nothing when read-only)."""
+        compaction's summary, never deleting what the state dropped. Read-only: nothing is
+        saved, and the new turns' ids are withheld, so no later turn saves them."""
         if not self.saves_turns():
+            self._verify_owner(self.storage.get_thread(ref["thread_id"]), **ref)
+            found = run_sync(state_suffix(self.storage, messages, **ref))
+            self.storage.withhold_messages(found.ids, **ref)
             return []
         self.storage.ensure_thread(**ref)
         found = run_sync(state_suffix(self.storage, messages, **ref))
@@ -265,10 +270,17 @@ class SyncedStorage:
     async def asave_new(self, messages: Msgs, **ref: Unpack[ThreadRef]) -> Saved:
         """Async `save_new`."""
         if not self.saves_turns():
+            self._verify_owner(await self.storage.aget_thread(ref["thread_id"]), **ref)
+            found = await run_async(state_suffix(self.storage, messages, **ref))
+            await self.storage.awithhold_messages(found.ids, **ref)
             return []
         await self.storage.aensure_thread(**ref)
         found = await run_async(state_suffix(self.storage, messages, **ref))
         return await self.asave(found.new, **ref) if found.new else []
+
+    @staticmethod
+    def _verify_owner(thread: Thread | None, *, thread_id: str, resource_id: str) -> None:
+        verify_owner(thread_id, resource_id, None if thread is None else thread.resource_id)
 
     def move(self, message_ids: Sequence[str], **to: Unpack[ThreadRef]) -> Saved:
         """Move messages into another thread of their resource, their vectors following."""

@@ -20,6 +20,10 @@ _NO_ITEMS = (
     "{} does not keep LangGraph store items; memory.store() needs SQLiteStorage or "
     "PostgresStorage (or a storage implementing put_items/get_items/search_items)"
 )
+_NO_WITHHELD = (
+    "{} cannot remember the messages of read-only turns (read_only needs SQLiteStorage or "
+    "PostgresStorage, or a storage implementing withhold_messages/withheld_ids)"
+)
 
 
 class DerivedRecords(ABC):  # noqa: B024 - every method has a default
@@ -102,6 +106,30 @@ class DerivedRecords(ABC):  # noqa: B024 - every method has a default
     ) -> list[tuple[str, str | None, str, datetime]]:
         """Async `working_memories`."""
         return await off_loop(self.working_memories, resource_id)
+
+    # -- ids of messages read-only turns left in a graph's state (`withheld`) -------------------
+    def withhold_messages(
+        self, message_ids: Sequence[str], *, thread_id: str, resource_id: str
+    ) -> None:
+        """Remember that these messages of `thread_id` are never to be stored (a read-only
+        turn's, left in a graph's state)."""
+        raise NotImplementedError(_NO_WITHHELD.format(type(self).__name__))
+
+    def withheld_ids(self, message_ids: Sequence[str], *, thread_id: str) -> set[str]:
+        """Those of `message_ids` withheld from `thread_id` (`withhold_messages`)."""
+        raise NotImplementedError(_NO_WITHHELD.format(type(self).__name__))
+
+    async def awithhold_messages(
+        self, message_ids: Sequence[str], *, thread_id: str, resource_id: str
+    ) -> None:
+        """Async `withhold_messages`."""
+        await off_loop(
+            self.withhold_messages, message_ids, thread_id=thread_id, resource_id=resource_id
+        )
+
+    async def awithheld_ids(self, message_ids: Sequence[str], *, thread_id: str) -> set[str]:
+        """Async `withheld_ids`."""
+        return await off_loop(self.withheld_ids, message_ids, thread_id=thread_id)
 
     # -- observational memory's log; the SQL backends keep it ----------------------------------
     def observation_log(self, key: str, *, buffered: bool = False) -> list[ObservationGroup]:

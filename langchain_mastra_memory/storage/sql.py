@@ -52,6 +52,7 @@ from .statements import (
     Cursor,
     TextMatch,
 )
+from .withheld import WithheldTable
 
 T = TypeVar("T")
 __all__ = ["SCHEMA_TABLE", "Dialect", "SQLStorage", "TextMatch"]  # what the backends import
@@ -91,7 +92,13 @@ def _translate(statement: str, placeholder: str) -> str:
 
 
 class SQLStorage(
-    ThreadTable, MessageTable, SearchTable, WorkingMemoryTable, ObservationTable, ItemTable
+    ThreadTable,
+    MessageTable,
+    SearchTable,
+    WorkingMemoryTable,
+    ObservationTable,
+    ItemTable,
+    WithheldTable,
 ):
     """A `MemoryStorage` over a SQL engine: every algorithm here, once.
 

@@ -230,6 +230,9 @@ class ThreadTable(SQLRoom):
                 return False
             said = self._thread_message_ids(conn, thread_id)
             self._run(conn, "DELETE FROM memory_threads WHERE id = ?", (thread_id,))
+            self._run(
+                conn, "DELETE FROM memory_withheld_messages WHERE thread_id = ?", (thread_id,)
+            )
             key = scope_key("thread", resource_id="", thread_id=thread_id)
             self._delete_observations(conn, key)  # a later owner of the id starts with no log
             # the owner's resource-scoped log forgets what this thread said (by provenance)
@@ -324,6 +327,7 @@ class ThreadTable(SQLRoom):
                     ("memory_messages", "thread_id"),  # keyword owner tokens follow (the
                     # generated tsv in PostgreSQL, a trigger on the FTS table in SQLite)
                     ("memory_observation_groups", "scope_key"),
+                    ("memory_withheld_messages", "thread_id"),
                 ):
                     key = (
                         scope_key("thread", resource_id="", thread_id=thread_id)

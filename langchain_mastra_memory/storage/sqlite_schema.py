@@ -154,6 +154,16 @@ MIGRATIONS: list[str] = [
         UPDATE memory_resources SET message_count = message_count + 1 WHERE id = new.resource_id;
     END;
     """,
+    # 9: ids of messages read-only turns left in a graph's state, never to be stored (`withheld`)
+    """
+    CREATE TABLE memory_withheld_messages (
+        thread_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        resource_id TEXT NOT NULL,
+        PRIMARY KEY (thread_id, message_id)
+    );
+    CREATE INDEX memory_withheld_by_resource ON memory_withheld_messages(resource_id);
+    """,
 ]
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, ResourceMismatchError
 from ..storage.validation import check_id
 from .thread import Thread
 
@@ -115,6 +115,12 @@ def with_new_id(kwargs: Any, key: str) -> dict[str, Any]:
     """`kwargs` with a new UUID under `key` when it gives none."""
     given = kwargs.get(key)
     return {**kwargs, key: given if given is not None else str(uuid.uuid4())}
+
+
+def verify_owner(thread_id: str, resource_id: str, owner: str | None) -> None:
+    """Refuse a thread owned by another resource (a thread memory does not hold is free)."""
+    if owner is not None and owner != resource_id:
+        raise ResourceMismatchError.for_thread(thread_id, resource_id)
 
 
 def visible_to(thread: Thread | None, resource_id: str | None) -> Thread | None:
