@@ -85,3 +85,85 @@ def test_an_untouched_log_stays_as_it_is(storage: MemoryStorage) -> None:
     storage.delete_thread("c", resource_id="alice")
     assert [g.id for g in storage.observation_log(KEY)] == [group.id]
     assert unobserved(storage) == []  # the cursor stays where it was
+
+
+# -- a clone carries only what it holds ------------------------------------------------------------
+THREAD_KEY = "thread:s"
+
+
+def observed_thread(storage: MemoryStorage) -> dict[str, str]:
+    """alice's thread "s": four messages, the first two (a secret) observed in one group, the
+    last two in another, both condensed by a reflection; returns message ids by text."""
+    storage.create_thread(thread_id="s", resource_id="alice")
+    saved = storage.save_messages(
+        [HumanMessage("s1: my PIN is 4417"), AIMessage("s2: noted"),
+         HumanMessage("s3: I like tea"), AIMessage("s4: green?")],
+        thread_id="s", resource_id="alice",
+    )  # fmt: skip
+    ids = {s.message.content[:2]: s.message.id or "" for s in saved}
+    for text, covered in (("* PIN 4417", ["s1", "s2"]), ("* likes tea", ["s3", "s4"])):
+        assert storage.claim_observation(THREAD_KEY, owner="test", seconds=60)
+        storage.commit_observation(
+            THREAD_KEY, owner="test", resource_id="alice", text=text, current_task=None,
+            message_ids=[ids[c] for c in covered], token_count=5.0,
+        )  # fmt: skip
+    return ids
+
+
+def clone_log(storage: MemoryStorage, thread: str) -> str:
+    return repr(storage.observation_history(f"thread:{thread}"))
+
+
+@pytest.mark.parametrize(
+    "clone",
+    [{"message_limit": 0}, {"message_limit": 2}, {"message_filter": {"message_ids": ["s3", "s4"]}}],
+    ids=["limit-0", "limit-2", "filter"],
+)
+def test_a_clone_carries_only_the_observations_of_the_messages_it_copies(
+    storage: MemoryStorage, clone: dict
+) -> None:
+    ids = observed_thread(storage)
+    if "message_filter" in clone:
+        clone = {"message_filter": {"message_ids": [ids["s3"], ids["s4"]]}}
+    _, copied = storage.clone_thread("s", new_thread_id="c", resource_id="alice", **clone)
+    storage.transfer_thread("c", to_resource_id="bob", resource_id="alice")
+    assert "4417" not in clone_log(storage, "c")  # bob is never told what "s" said of the PIN
+    assert "4417" not in repr(storage.observation_log("thread:c"))
+    if copied:  # the tea group covers exactly the copies: it comes along
+        assert "likes tea" in clone_log(storage, "c")
+        assert storage.unobserved_messages("thread:c", resource_id="bob", thread_id="c") == []
+    else:
+        assert clone_log(storage, "c") == "[]"
+
+
+def test_a_reflection_comes_along_only_when_everything_it_condensed_does(
+    storage: MemoryStorage,
+) -> None:
+    ids = observed_thread(storage)
+    log = storage.observation_log(THREAD_KEY)
+    assert storage.claim_observation(THREAD_KEY, owner="test", seconds=60)
+    storage.commit_reflection(
+        THREAD_KEY, owner="test", resource_id="alice", text="* PIN 4417, likes tea",
+        current_task=None, replaces=[g.id for g in log], token_count=5.0,
+    )  # fmt: skip
+    storage.clone_thread("s", new_thread_id="all", resource_id="alice")
+    assert [g.kind for g in storage.observation_log("thread:all")] == ["reflection"]
+    storage.clone_thread("s", new_thread_id="half", resource_id="alice", message_limit=2)
+    # the reflection also speaks of s1/s2: left behind; the tea group is active again there
+    assert [g.text for g in storage.observation_log("thread:half")] == ["* likes tea"]
+    assert ids  # (the copies' ids are new)
+
+
+def test_copies_a_dropped_group_covered_are_observed_again_in_the_clone(
+    storage: MemoryStorage,
+) -> None:
+    """A group covering a copied message and one left behind is not carried: the copy is
+    unobserved in the clone, so its own Observer sees it (from its own words)."""
+    ids = observed_thread(storage)
+    keep = [ids["s2"], ids["s3"], ids["s4"]]
+    storage.clone_thread(
+        "s", new_thread_id="c", resource_id="alice", message_filter={"message_ids": keep}
+    )
+    pending = storage.unobserved_messages("thread:c", resource_id="alice", thread_id="c")
+    assert [s.message.content[:2] for s in pending] == ["s2", "s3", "s4"]
+    assert "4417" not in clone_log(storage, "c")

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -141,48 +141,62 @@ class ObservationTable(MemoryStorage):
     def _copy_observations(
         self, conn: Any, source: str, target: str, copies: dict[str, tuple[str, int, int]]
     ) -> None:
-        """Copy scope `source`'s whole log (replaced and buffered groups too) and its cursors
-        to the empty scope `target` (a clone): `copies` maps each copied message id to its
-        copy's ``(id, seq)`` and the original's seq. A group keeps the copied messages it
-        covered; a cursor moves to the last copy at or before it (none: nothing observed)."""
+        """Copy to the empty scope `target` (a clone) what scope `source`'s log says of the
+        copied messages alone, with its cursors: `copies` maps each copied message id to its
+        copy's ``(id, seq)`` and the original's seq (`carried_groups`). A cursor moves to the
+        last copy up to which every copy is covered by a carried group (none: 0); the copies
+        after it are observed again in the clone, from their own words."""
         rows = self._run(
             conn,
             f"SELECT {_GROUP_COLUMNS} FROM memory_observation_groups WHERE scope_key = ? "
             "ORDER BY created_at, id",
             (source,),
         ).fetchall()
-        ids = {r[0]: str(uuid.uuid4()) for r in rows}
-        for row in rows:
-            group = self._group(row)
-            covered = [copies[m] for m in group.message_ids if m in copies]
+        carried = carried_groups([self._group(row) for row in rows], copies)
+        ids = {group.id: str(uuid.uuid4()) for group in carried}
+        covered: dict[str, bool] = {}  # copied message id -> covered by a carried active group
+        for group in carried:
+            mine = [copies[m] for m in group.message_ids]
             copy = replace(
                 group, id=ids[group.id], scope_key=target,
-                message_ids=tuple(new for new, _, _ in covered),
-                replaces=tuple(ids.get(g, g) for g in group.replaces),
+                message_ids=tuple(new for new, _, _ in mine),
+                replaces=tuple(ids[g] for g in group.replaces),
             )  # fmt: skip
-            self._insert_group(conn, copy, max((seq for _, seq, _ in covered), default=None))
-            if group.replaced_by is not None:
+            self._insert_group(conn, copy, max((seq for _, seq, _ in mine), default=None))
+            if group.replaced_by in ids:  # else its condensation is not carried: active again
                 self._run(
                     conn, "UPDATE memory_observation_groups SET replaced_by = ? WHERE id = ?",
-                    (ids.get(group.replaced_by, group.replaced_by), copy.id),
+                    (ids[group.replaced_by], copy.id),
                 )  # fmt: skip
+            for message_id in group.message_ids:
+                covered[message_id] = covered.get(message_id, False) or group.active
         state = self._run(
             conn,
             "SELECT seq, buffered_seq FROM memory_observation_state WHERE scope_key = ?",
             (source,),
         ).fetchone()
         if state is not None:
+            in_order = sorted(copies.items(), key=lambda item: item[1][2])
 
-            def moved(cursor: int | None) -> int | None:
+            def moved(cursor: int | None, *, buffered: bool) -> int | None:
                 if cursor is None:
                     return None
-                return max((new for _, new, old in copies.values() if old <= cursor), default=0)
+                last = 0
+                for original, (_, new, old) in in_order:
+                    if (
+                        old > cursor
+                        or original not in covered
+                        or not (covered[original] or buffered)
+                    ):
+                        break
+                    last = new
+                return last
 
             self._run(
                 conn,
                 "INSERT INTO memory_observation_state (scope_key, seq, buffered_seq) "
                 "VALUES (?, ?, ?)",
-                (target, moved(state[0]), moved(state[1])),
+                (target, moved(state[0], buffered=False), moved(state[1], buffered=True)),
             )
 
     def observation_log(self, key: str, *, buffered: bool = False) -> list[ObservationGroup]:
@@ -453,3 +467,27 @@ class ObservationTable(MemoryStorage):
                 (key,),
             )
         return group
+
+
+def carried_groups(
+    groups: list[ObservationGroup], copies: Mapping[str, object]
+) -> list[ObservationGroup]:
+    """The groups of a log (oldest first) that a clone holding the `copies` may carry: an
+    observation whose every message is copied (its provenance), a reflection whose every
+    condensed group is carried. A group that also speaks of messages left behind, or that
+    cannot say what it comes from, is not carried: the clone's owner is never told what the
+    source said in messages the clone does not hold."""
+    whole = {
+        g.id
+        for g in groups
+        if g.kind != "reflection" and g.message_ids and all(m in copies for m in g.message_ids)
+    }
+    reflections = [g for g in groups if g.kind == "reflection" and g.replaces]
+    grew = True
+    while grew:  # reflections of reflections (a log's order cannot tell: equal timestamps)
+        grew = False
+        for group in reflections:
+            if group.id not in whole and all(r in whole for r in group.replaces):
+                whole.add(group.id)
+                grew = True
+    return [group for group in groups if group.id in whole]
