@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import ConfigurationError, ThreadNotFoundError
 from ..recall.index import Mode, RecallIndex, hide_working_memory
 from ..storage.base import MemoryStorage, owned_thread
-from ..storage.records import MessageFilter, StoredMessage
+from ..storage.records import StoredMessage, TimeWindow
 from ..storage.validation import check_id, check_ids, check_optional_id, check_time
 from ..threads.thread import Thread
 from ..twins import Steps, call
@@ -79,8 +79,13 @@ def message_page(
     `include_window` neighbours each side, and what `query` recalls (the index's search and
     neighbours) — of the owner's messages only, none repeated from the page."""
     limit, offset = page_bounds(page, per_page)
+    if isinstance(include, (str, bytes)):  # a list of ids, never a string's characters
+        msg = f"include takes a list of message ids, got the string {include!r}: pass [{include!r}]"
+        raise ConfigurationError(msg)
     ids = check_ids(list(include), "include")
     check_count(include_window, "include_window")
+    TimeWindow.of(check_time(since, "since", ConfigurationError),
+                  check_time(until, "until", ConfigurationError))  # fmt: skip
     thread = yield from owner_of(storage, thread_id, resource_id)
     owner = thread.resource_id
     stored, total = yield call(
@@ -129,15 +134,15 @@ def search_page(
     left out unless `include_archived`; up to `MAX_HITS` are ranked."""
     limit, offset = page_bounds(page, per_page)
     check_id(resource_id, "resource_id")
-    window = MessageFilter(  # the same time window a clone's filter keeps
-        since=check_time(since, "since", ConfigurationError),
-        until=check_time(until, "until", ConfigurationError),
+    window = TimeWindow.of(  # searched inside every engine, not kept from a short pool
+        check_time(since, "since", ConfigurationError),
+        check_time(until, "until", ConfigurationError),
     )
     if thread_id is not None:
         yield from owner_of(storage, thread_id, resource_id)
     hits = yield call(
         index, "search", query, resource_id=resource_id, thread_id=thread_id, limit=MAX_HITS,
-        mode=mode, within_thread=thread_id is not None,
+        mode=mode, within_thread=thread_id is not None, window=window,
     )  # fmt: skip
     found = yield call(
         storage, "get_messages_by_id", [h.message_id for h in hits], resource_id=resource_id
@@ -150,8 +155,10 @@ def search_page(
         if stored is None or stored.thread_id not in threads:
             continue
         thread = threads[stored.thread_id]
-        if (thread.archived and not include_archived) or not window.keeps(stored):
+        if thread.archived and not include_archived:
             continue
+        if window is not None and not window.keeps(stored.created_at.timestamp()):
+            continue  # (an engine that ignored the window: kept out all the same)
         kept.append(
             SearchHit(stored.message, stored.thread_id, thread.title, stored.created_at, hit.score)
         )

@@ -95,11 +95,14 @@ def create_recall_tool(
             )
         return found
 
-    def func(config: RunnableConfig, **kwargs: Any) -> str:
-        return search_for_model(memory, owner(config), kwargs, per_page=per_page)
+    # a plain string is the query (LangChain's single-input convention: ``tool.invoke("tea")``
+    # passes it as the first positional argument); the run's config comes by keyword
+    def func(query: str | None = None, *, config: RunnableConfig, **kwargs: Any) -> str:
+        arguments = kwargs if query is None else {"query": query, **kwargs}
+        return search_for_model(memory, owner(config), arguments, per_page=per_page)
 
-    async def coroutine(config: RunnableConfig, **kwargs: Any) -> str:
-        args = _arguments(kwargs)
+    async def coroutine(query: str | None = None, *, config: RunnableConfig, **kwargs: Any) -> str:
+        args = _arguments(kwargs if query is None else {"query": query, **kwargs})
         who = owner(config)
         try:
             found = await memory.asearch_messages(args.query, resource_id=who,

@@ -38,6 +38,7 @@ import numpy as np
 
 from ..errors import ConfigurationError, VectorStoreError
 from ..messages import MAX_PIECES
+from ..storage.records import TimeWindow
 from .exact import EXACT_LIMIT, EXACT_MIN, ExactPartitions, Loaded
 from .vector import (
     DEFAULT_TIMEOUT,
@@ -366,6 +367,7 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
         resource_id: str,
         thread_id: str | None = None,
         thread_ids: Sequence[str] | None = None,
+        window: TimeWindow | None = None,
     ) -> list[VectorHit]:
         """The `top_k` nearest pieces of `resource_id`'s messages (and `thread_id`'s, or those
         of `thread_ids`, when given: filtered inside the search), one hit per piece."""
@@ -378,18 +380,25 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
         if col is None:
             return []  # this resource has no vectors yet
         _check_dimension(col, index_name, len(vector))
-        if self._exact is not None:
+        if self._exact is not None and window is None:  # (the matrices hold no times)
             found = self._exact.search(str(col.id), vector, top_k=top_k, threads=threads)
             if found is not None:
                 return [
                     VectorHit(vector_id.split("#", 1)[0], resource_id, similarity)
                     for vector_id, similarity in found
                 ]
-        where: dict[str, Any] | None = None
+        conditions: list[dict[str, Any]] = []
         if threads is not None:
-            where = {"thread_id": next(iter(threads))} if len(threads) == 1 else {
+            conditions.append({"thread_id": next(iter(threads))} if len(threads) == 1 else {
                 "thread_id": {"$in": sorted(threads)}
-            }  # fmt: skip
+            })  # fmt: skip
+        if window is not None and window.start is not None:
+            conditions.append({"created_at": {"$gte": window.start}})
+        if window is not None and window.end is not None:
+            conditions.append({"created_at": {"$lt": window.end}})
+        where = None if not conditions else (
+            conditions[0] if len(conditions) == 1 else {"$and": conditions}
+        )  # fmt: skip
         result = self._call(
             "query",
             col.query,

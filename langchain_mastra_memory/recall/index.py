@@ -19,7 +19,7 @@ from langchain_core.embeddings import Embeddings
 from ..errors import ConfigurationError
 from ..storage.base import MemoryStorage
 from ..storage.filters import matches
-from ..storage.records import StoredMessage
+from ..storage.records import StoredMessage, TimeWindow
 from ..storage.validation import check_id, check_optional_id, check_query
 from ..twins import Steps, both, call, run_async, run_sync
 from .context import (
@@ -67,7 +67,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 MAX_THREAD_FILTER = 2000  # threads a recall filter passes into the searches (more: filtered after)
-Part = tuple[str, "str | None", "Sequence[str] | None"]  # resource, thread, threads searched
+# resource, thread, threads searched, creation-time window
+Part = tuple[str, "str | None", "Sequence[str] | None", "TimeWindow | None"]
 
 
 class RecallIndex(VectorUpkeep):
@@ -121,6 +122,7 @@ class RecallIndex(VectorUpkeep):
         thread_ids: Sequence[str] | None = None,
         sides: dict[str, dict[str, float]] | None = None,
         never_hits: frozenset[str] = frozenset(),
+        window: TimeWindow | None = None,
     ) -> Steps[list[RecallHit]]:
         """The ranked hits; with `with_threads` False, vector hits may keep an empty thread id
         (recall reads the hits' windows from storage anyway, with their threads). `options`
@@ -128,7 +130,8 @@ class RecallIndex(VectorUpkeep):
         options for this call; `thread_ids`: only these threads' messages, filtered inside
         both searches (a filter matching few threads still fills the result); `sides`, when
         given, receives a hybrid search's own scores per side (what `side_scores` reports);
-        `never_hits`: messages the caller drops from the hits (not waited for)."""
+        `never_hits`: messages the caller drops from the hits (not waited for); `window`: only
+        messages created in it, filtered inside both searches too."""
         check_id(resource_id, "resource_id")  # never reaches a vector store's filter unchecked
         check_optional_id(thread_id, "thread_id")
         opts = options or self.options
@@ -154,7 +157,7 @@ class RecallIndex(VectorUpkeep):
         pool = wanted if mode != "hybrid" else max(HYBRID_POOL, 4 * wanted)
         vector_hits: list[RecallHit] = []
         keyword_hits: list[RecallHit] = []
-        part = (resource_id, scoped, thread_ids)
+        part = (resource_id, scoped, thread_ids, window)
         if mode == "vector":
             vector_hits = yield from self._vector_side(query, part, pool, opts)
         elif mode == "keyword":
@@ -277,10 +280,12 @@ class RecallIndex(VectorUpkeep):
         self, query: str, part: Part, pool: int, opts: RecallOptions
     ) -> Steps[list[RecallHit]]:
         assert self.vector is not None and self.embedder is not None
-        resource_id, thread_id, thread_ids = part
+        resource_id, thread_id, thread_ids, window = part
         embedding = yield call(self.embedder, "embed_query", query)
         name = yield from self._index_name_steps()
-        among = {} if thread_ids is None else {"thread_ids": thread_ids}
+        among: dict[str, Any] = {} if thread_ids is None else {"thread_ids": thread_ids}
+        if window is not None:  # (passed only when given: a store of one's own may lack it)
+            among["window"] = window
         pieces = yield call(
             self.vector, "query", name, embedding, top_k=pool * PIECES_PER_HIT,
             resource_id=resource_id, thread_id=thread_id, **among,
@@ -291,10 +296,10 @@ class RecallIndex(VectorUpkeep):
         return hits[:pool]
 
     def _keyword_side(self, query: str, part: Part, pool: int) -> Steps[list[RecallHit]]:
-        resource_id, thread_id, thread_ids = part
+        resource_id, thread_id, thread_ids, window = part
         rows = yield call(
             self.storage, "search_text", query, resource_id=resource_id, thread_id=thread_id,
-            limit=pool, thread_ids=thread_ids,
+            limit=pool, thread_ids=thread_ids, window=window,
         )  # fmt: skip
         return [RecallHit(*row) for row in rows]
 
@@ -359,12 +364,20 @@ class RecallIndex(VectorUpkeep):
         limit: int | None = None,
         mode: Mode | None = None,
         within_thread: bool | None = None,
+        window: TimeWindow | None = None,
     ) -> list[RecallHit]:
         """Hits for `query` (best first), by the configured mode (or `mode`); [] for a blank
-        query. `within_thread`: search `thread_id` only (default: the options' scope)."""
+        query. `within_thread`: search `thread_id` only (default: the options' scope);
+        `window`: only messages created in it (filtered inside every engine's search)."""
         return run_sync(
             self._search(
-                query, resource_id, thread_id, limit, mode=mode, within_thread=within_thread
+                query,
+                resource_id,
+                thread_id,
+                limit,
+                mode=mode,
+                within_thread=within_thread,
+                window=window,
             )
         )
 
@@ -377,11 +390,18 @@ class RecallIndex(VectorUpkeep):
         limit: int | None = None,
         mode: Mode | None = None,
         within_thread: bool | None = None,
+        window: TimeWindow | None = None,
     ) -> list[RecallHit]:
         """Async `search`."""
         return await run_async(
             self._search(
-                query, resource_id, thread_id, limit, mode=mode, within_thread=within_thread
+                query,
+                resource_id,
+                thread_id,
+                limit,
+                mode=mode,
+                within_thread=within_thread,
+                window=window,
             )
         )
 

@@ -41,11 +41,13 @@ from typing import Any
 
 from ..errors import ConfigurationError, VectorStoreError
 from ..messages import MAX_PIECES
+from ..storage.records import TimeWindow
 from .vector import AsyncTwins, VectorHit, VectorRecord, check_name, only_threads, piece_uuid
 
 logger = logging.getLogger(__name__)
 
-Scope = Callable[[str, "frozenset[str] | None"], Any]  # (resource, threads) -> engine filter
+Scope = Callable[..., Any]  # (resource, threads[, window]) -> the engine's filter
+UNWINDOWED_DEPTH = 8  # a scope that cannot filter by time: this many times deeper, then kept
 
 
 @dataclass(frozen=True)
@@ -57,23 +59,42 @@ class Dialect:
     search: str = "similarity_search_with_score_by_vector"
     keyword: str = "filter"
     similarity: Callable[[Any, float], float] | None = None  # None: a cosine similarity
+    windowed: bool = True  # the scope takes a `TimeWindow` third (a user's scope: not)
+
+    def filter(
+        self, resource_id: str, threads: frozenset[str] | None, window: TimeWindow | None
+    ) -> Any:
+        """The engine's filter for this search (the window in it when the scope takes one)."""
+        if window is not None and self.windowed:
+            return self.scope(resource_id, threads, window)
+        return self.scope(resource_id, threads)
 
 
-def _in_memory(resource_id: str, threads: frozenset[str] | None) -> Any:
+def _in_memory(
+    resource_id: str, threads: frozenset[str] | None, window: TimeWindow | None = None
+) -> Any:
     def keep(doc: Any) -> bool:
         meta = doc.metadata
-        return meta.get("resource_id") == resource_id and (
-            threads is None or meta.get("thread_id") in threads
+        return (
+            meta.get("resource_id") == resource_id
+            and (threads is None or meta.get("thread_id") in threads)
+            and (window is None or window.keeps(float(meta.get("created_at", 0.0))))
         )
 
     return keep
 
 
-def _chroma(resource_id: str, threads: frozenset[str] | None) -> Any:
-    mine = {"resource_id": {"$eq": resource_id}}
-    if threads is None:
-        return mine
-    return {"$and": [mine, {"thread_id": {"$in": sorted(threads)}}]}
+def _chroma(
+    resource_id: str, threads: frozenset[str] | None, window: TimeWindow | None = None
+) -> Any:
+    conditions: list[dict[str, Any]] = [{"resource_id": {"$eq": resource_id}}]
+    if threads is not None:
+        conditions.append({"thread_id": {"$in": sorted(threads)}})
+    if window is not None and window.start is not None:
+        conditions.append({"created_at": {"$gte": window.start}})
+    if window is not None and window.end is not None:
+        conditions.append({"created_at": {"$lt": window.end}})
+    return conditions[0] if len(conditions) == 1 else {"$and": conditions}
 
 
 def _chroma_similarity(store: Any, distance: float) -> float:
@@ -85,7 +106,9 @@ def _chroma_similarity(store: Any, distance: float) -> float:
     return 1.0 - distance / 2.0 if space == "l2" else 1.0 - distance
 
 
-def _qdrant(resource_id: str, threads: frozenset[str] | None) -> Any:
+def _qdrant(
+    resource_id: str, threads: frozenset[str] | None, window: TimeWindow | None = None
+) -> Any:
     from qdrant_client import models
 
     must: list[Any] = [
@@ -99,15 +122,24 @@ def _qdrant(resource_id: str, threads: frozenset[str] | None) -> Any:
                 key="metadata.thread_id", match=models.MatchAny(any=sorted(threads))
             )
         )
+    if window is not None:
+        span = models.Range(gte=window.start, lt=window.end)
+        must.append(models.FieldCondition(key="metadata.created_at", range=span))
     return models.Filter(must=must)
 
 
-def _milvus(resource_id: str, threads: frozenset[str] | None) -> str:
+def _milvus(
+    resource_id: str, threads: frozenset[str] | None, window: TimeWindow | None = None
+) -> str:
     import json
 
     expr = f"resource_id == {json.dumps(resource_id)}"
     if threads is not None:
         expr += f" and thread_id in {json.dumps(sorted(threads))}"
+    if window is not None and window.start is not None:
+        expr += f" and created_at >= {window.start!r}"
+    if window is not None and window.end is not None:
+        expr += f" and created_at < {window.end!r}"
     return expr
 
 
@@ -136,8 +168,9 @@ def dialect_of(store: Any, scope: Scope | None) -> Dialect:
     for klass in type(store).__mro__:
         known = KNOWN.get(f"{klass.__module__}.{klass.__qualname__}")
         if known is not None:
-            return known if scope is None else Dialect(scope, known.search, known.keyword,
-                                                       known.similarity)  # fmt: skip
+            if scope is None:
+                return known
+            return Dialect(scope, known.search, known.keyword, known.similarity, windowed=False)
     if scope is None:
         msg = (
             f"LangChainVectorStore does not know how {type(store).__name__} filters, and an "
@@ -147,7 +180,7 @@ def dialect_of(store: Any, scope: Scope | None) -> Dialect:
             "'thread_id') when thread_ids is not None>"
         )
         raise ConfigurationError(msg)
-    return Dialect(scope)
+    return Dialect(scope, windowed=False)
 
 
 def _metadata(record: VectorRecord) -> dict[str, Any]:
@@ -245,19 +278,26 @@ class LangChainVectorStore(AsyncTwins):
         resource_id: str,
         thread_id: str | None = None,
         thread_ids: Sequence[str] | None = None,
+        window: TimeWindow | None = None,
     ) -> list[VectorHit]:
-        """The `top_k` nearest pieces of `resource_id`'s messages (and those threads'),
-        filtered inside the engine; hits the filter let through from elsewhere are dropped."""
+        """The `top_k` nearest pieces of `resource_id`'s messages (and those threads', created
+        in `window`), filtered inside the engine (a scope given by the user filters by owner
+        and threads only: the window is then kept from a search `UNWINDOWED_DEPTH` times
+        deeper); hits the filter let through from elsewhere are dropped."""
         self._check_index(index_name)
         threads = only_threads(thread_id, thread_ids)
         if top_k <= 0 or (threads is not None and not threads):
             return []
         search = getattr(self.store, self.dialect.search)
-        scope = {self.dialect.keyword: self.dialect.scope(resource_id, threads)}
-        found = self._call("search", search, [float(x) for x in vector], k=top_k, **scope)
+        scope = {self.dialect.keyword: self.dialect.filter(resource_id, threads, window)}
+        deeper = window is not None and not self.dialect.windowed
+        k = top_k * UNWINDOWED_DEPTH if deeper else top_k
+        found = self._call("search", search, [float(x) for x in vector], k=k, **scope)
         hits, foreign = [], 0
         for doc, score in found:
             meta = doc.metadata or {}
+            if window is not None and not window.keeps(float(meta.get("created_at", 0.0))):
+                continue  # outside the window (a user's scope does not filter by time)
             if meta.get("resource_id") != resource_id or (
                 threads is not None and meta.get("thread_id") not in threads
             ):
@@ -273,7 +313,7 @@ class LangChainVectorStore(AsyncTwins):
                 foreign,
                 resource_id,
             )
-        return hits
+        return hits[:top_k]
 
     def delete(
         self,

@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..storage.records import TimeWindow
 from .engine import BATCH, EngineStore, extra_missing, one_place
 from .vector import VectorHit, VectorRecord, only_threads
 
@@ -121,8 +122,11 @@ class MilvusVectorStore(EngineStore):
         resource_id: str | None,
         threads: frozenset[str] | None = None,
         message_ids: Sequence[str] = (),
+        *,
+        window: TimeWindow | None = None,
     ) -> str:
-        """Milvus's filter expression: this resource, these threads, these messages."""
+        """Milvus's filter expression: this resource, these threads, these messages, this
+        creation-time window."""
         parts = []
         if resource_id is not None:
             parts.append(f"resource_id == {literal(resource_id)}")
@@ -130,6 +134,10 @@ class MilvusVectorStore(EngineStore):
             parts.append(one_of("thread_id", sorted(threads)))
         if message_ids:
             parts.append(one_of("message_id", list(message_ids)))
+        if window is not None and window.start is not None:
+            parts.append(f"created_at >= {window.start!r}")
+        if window is not None and window.end is not None:
+            parts.append(f"created_at < {window.end!r}")
         return " and ".join(parts)
 
     def _delete(self, name: str, where: Any) -> None:
@@ -170,6 +178,7 @@ class MilvusVectorStore(EngineStore):
         resource_id: str,
         thread_id: str | None = None,
         thread_ids: Sequence[str] | None = None,
+        window: TimeWindow | None = None,
     ) -> list[VectorHit]:
         """The `top_k` nearest pieces of `resource_id`'s messages (and `thread_id`'s, or those
         of `thread_ids`), filtered inside the search, one hit per piece."""
@@ -179,7 +188,8 @@ class MilvusVectorStore(EngineStore):
             return []
         found = self._call(
             "search", self.client.search, name, data=[[float(x) for x in vector]],
-            limit=top_k, filter=self._filter(resource_id, threads), output_fields=["message_id"],
+            limit=top_k, filter=self._filter(resource_id, threads, window=window),
+            output_fields=["message_id"],
         )  # fmt: skip
         return [
             VectorHit(hit["entity"]["message_id"], resource_id, float(hit["distance"]))

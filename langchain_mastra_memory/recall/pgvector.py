@@ -43,6 +43,7 @@ from ..storage.pgvector_sql import (
     scan_exactly,
     vector_literal,
 )
+from ..storage.records import TimeWindow
 from .engine import dimension_mismatch
 from .vector import (
     AsyncTwinsWithVectors,
@@ -316,6 +317,7 @@ class PgVectorStore(AsyncTwinsWithVectors):
         resource_id: str,
         thread_id: str | None = None,
         thread_ids: Sequence[str] | None = None,
+        window: TimeWindow | None = None,
     ) -> list[VectorHit]:
         """The `top_k` nearest pieces of `resource_id`'s messages (and `thread_id`'s, or those
         of `thread_ids`, when given: filtered inside the search), one hit per piece, cosine
@@ -332,6 +334,10 @@ class PgVectorStore(AsyncTwinsWithVectors):
             where, params = where + " AND thread_id = %s", (resource_id, *threads)
         elif threads is not None:
             where, params = where + " AND thread_id = ANY(%s)", (resource_id, sorted(threads))
+        if window is not None and window.start is not None:
+            where, params = where + " AND created_at >= %s", (*params, window.start)
+        if window is not None and window.end is not None:
+            where, params = where + " AND created_at < %s", (*params, window.end)
         with self._transaction("query") as conn:
             rows = nearest_rows(
                 conn,

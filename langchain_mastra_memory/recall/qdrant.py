@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..storage.records import TimeWindow
 from .engine import EngineStore, extra_missing, one_place
 from .vector import DEFAULT_TIMEOUT, VectorHit, VectorRecord, only_threads, piece_uuid
 
@@ -99,8 +100,11 @@ class QdrantVectorStore(EngineStore):
         resource_id: str | None,
         threads: frozenset[str] | None = None,
         message_ids: Sequence[str] = (),
+        *,
+        window: TimeWindow | None = None,
     ) -> Any:
-        """Qdrant's filter: this resource, these threads, these messages (each when given)."""
+        """Qdrant's filter: this resource, these threads, these messages, this creation-time
+        window (each when given; ``created_at`` has a payload index)."""
         from qdrant_client import models
 
         def field(key: str, match: Any) -> Any:
@@ -113,6 +117,9 @@ class QdrantVectorStore(EngineStore):
             must.append(field("thread_id", models.MatchAny(any=sorted(threads))))
         if message_ids:
             must.append(field("message_id", models.MatchAny(any=list(message_ids))))
+        if window is not None:
+            span = models.Range(gte=window.start, lt=window.end)
+            must.append(models.FieldCondition(key="created_at", range=span))
         return models.Filter(must=must)
 
     def _delete(self, name: str, where: Any) -> None:
@@ -168,6 +175,7 @@ class QdrantVectorStore(EngineStore):
         resource_id: str,
         thread_id: str | None = None,
         thread_ids: Sequence[str] | None = None,
+        window: TimeWindow | None = None,
     ) -> list[VectorHit]:
         """The `top_k` nearest pieces of `resource_id`'s messages (and `thread_id`'s, or those
         of `thread_ids`), filtered inside the search, one hit per piece."""
@@ -177,7 +185,7 @@ class QdrantVectorStore(EngineStore):
             return []
         found = self._call(
             "query", self.client.query_points, name, query=[float(x) for x in vector],
-            query_filter=self._filter(resource_id, threads), limit=top_k,
+            query_filter=self._filter(resource_id, threads, window=window), limit=top_k,
             with_payload=["message_id"],
         )  # fmt: skip
         return [

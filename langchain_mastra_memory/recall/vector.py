@@ -24,6 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 from langchain_core.runnables.config import run_in_executor
 
 from ..errors import ConfigurationError
+from ..storage.records import TimeWindow
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +62,9 @@ class VectorHit:
 @runtime_checkable
 class VectorStore(Protocol):
     """What recall needs of a vector store (`ChromaVectorStore`, `PgVectorStore`): pieces
-    written, searched and deleted per resource, each method with an ``a``-prefixed twin."""
+    written, searched and deleted per resource, each method with an ``a``-prefixed twin.
+    `query` filters inside the search by resource, threads and creation time (`window`,
+    passed only when a caller gives one)."""
 
     def upsert(self, index_name: str, records: Sequence[VectorRecord]) -> None: ...
     def query(
@@ -73,6 +76,7 @@ class VectorStore(Protocol):
         resource_id: str,
         thread_id: str | None = None,
         thread_ids: Sequence[str] | None = None,
+        window: TimeWindow | None = None,
     ) -> list[VectorHit]: ...
     def delete(
         self,

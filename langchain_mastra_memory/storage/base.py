@@ -20,7 +20,7 @@ from ..threads.thread import Thread
 from .blocking import forbid_blocking_calls, guard_subclass, off_loop
 from .contract import UNSET, ConversationStorage, owned_thread
 from .derived import DerivedRecords
-from .records import ImportedThread, ResourceSummary, StoredMessage
+from .records import ImportedThread, ResourceSummary, StoredMessage, TimeWindow
 from .validation import check_id
 
 __all__ = ["UNSET", "MemoryStorage", "forbid_blocking_calls", "owned_thread", "report_orphans"]
@@ -266,11 +266,12 @@ class MemoryStorage(DerivedRecords, ConversationStorage):
         thread_id: str | None = None,
         limit: int = 10,
         thread_ids: Sequence[str] | None = None,
+        window: TimeWindow | None = None,
     ) -> list[tuple[str, str, float]]:
         """Async `search_text`."""
         return await off_loop(
             self.search_text, query, resource_id=resource_id, thread_id=thread_id, limit=limit,
-            thread_ids=thread_ids,
+            thread_ids=thread_ids, window=window,
         )  # fmt: skip
 
     async def amessage_windows(

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import ResourceMismatchError, ThreadExistsError, ThreadNotFoundError
 from ..threads.thread import Thread
-from .records import ImportedThread, ResourceSummary, StoredMessage
+from .records import ImportedThread, ResourceSummary, StoredMessage, TimeWindow
 from .validation import check_id, check_ids
 
 
@@ -199,9 +199,11 @@ class ConversationStorage(ABC):
         thread_id: str | None = None,
         limit: int = 10,
         thread_ids: Sequence[str] | None = None,
+        window: TimeWindow | None = None,
     ) -> list[tuple[str, str, float]]:
         """Keyword (BM25) search over user and assistant messages of one resource (and thread,
-        or those of `thread_ids`: filtered inside the search, never a short pool).
+        or those of `thread_ids`, created in `window`: filtered inside the search, never a
+        short pool).
 
         Returns ``(message_id, thread_id, score)``, best first; higher scores are better.
         """

@@ -389,6 +389,54 @@ class ObservationGroup:
     message_tokens: float = 0.0  # the stored token count of the messages it covers
 
 
+@dataclass(frozen=True)
+class TimeWindow:
+    """Messages created in ``[since, until)`` (None: open on that side), as every search
+    engine filters them inside its search (SQL ``created_at``, a vector store's payload).
+
+    Examples:
+        >>> from datetime import timezone
+        >>> w = TimeWindow.of(datetime(2026, 1, 1, tzinfo=timezone.utc), None)
+        >>> w.keeps(w.start), w.keeps(w.start - 1)
+        (True, False)
+    """
+
+    since: datetime | None = None
+    until: datetime | None = None
+
+    @classmethod
+    def of(cls, since: datetime | None, until: datetime | None) -> TimeWindow | None:
+        """The window (None: no bound given); `ConfigurationError` when `since` is not
+        before `until` (an empty window is a mistake, not "nothing matches")."""
+        if since is None and until is None:
+            return None
+        since = None if since is None else from_iso(since)
+        until = None if until is None else from_iso(until)
+        if since is not None and until is not None and since >= until:
+            msg = (
+                f"since ({since.isoformat()}) must be before until ({until.isoformat()}): "
+                "the window [since, until) holds nothing"
+            )
+            raise ConfigurationError(msg)
+        return cls(since, until)
+
+    @property
+    def start(self) -> float | None:
+        """`since` in seconds since the epoch (the vector stores' ``created_at``)."""
+        return None if self.since is None else self.since.timestamp()
+
+    @property
+    def end(self) -> float | None:
+        """`until` in seconds since the epoch."""
+        return None if self.until is None else self.until.timestamp()
+
+    def keeps(self, created_at: float) -> bool:
+        """Whether a message created at `created_at` (seconds) is in the window."""
+        return (self.start is None or created_at >= self.start) and (
+            self.end is None or created_at < self.end
+        )
+
+
 class MessageFilter(BaseModel):
     """Which messages of a thread a clone copies (Mastra 1.x ``messageFilter``): created in
     ``[since, until)`` and/or among `message_ids` (every one, when nothing is given).

@@ -9,6 +9,7 @@ from typing import Any
 from .records import (
     MESSAGE_COLUMNS,
     StoredMessage,
+    TimeWindow,
 )
 from .statements import (
     SQLRoom,
@@ -34,6 +35,7 @@ class SearchTable(SQLRoom):
         thread_id: str | None = None,
         limit: int = 10,
         thread_ids: Sequence[str] | None = None,
+        window: TimeWindow | None = None,
     ) -> list[tuple[str, str, float]]:
         check_id(resource_id, "resource_id")
         check_optional_id(thread_id, "thread_id")
@@ -44,15 +46,21 @@ class SearchTable(SQLRoom):
         if threads is not None and not threads:
             return []
         return self._retried(
-            lambda: self._search_text(query, resource_id, threads, limit), "searching text"
+            lambda: self._search_text(query, resource_id, threads, limit, window), "searching text"
         )
 
     def _search_text(
-        self, query: str, resource_id: str, threads: list[str] | None, limit: int
+        self,
+        query: str,
+        resource_id: str,
+        threads: list[str] | None,
+        limit: int,
+        window: TimeWindow | None,
     ) -> list[tuple[str, str, float]]:
         with self._transaction(write=False) as conn:  # choosing the words and ranking: one read
-            # a thread's matches are a part of its resource's: rank a deeper pool for it
-            pool = limit if threads is None else 4 * limit  # (the dialect may deepen it)
+            # a thread's (or a window's) matches are a part of its resource's: rank a deeper
+            # pool for it (the dialect may deepen it)
+            pool = limit if threads is None and window is None else 4 * limit
             match = self._text_match(query, conn, resource_id, pool=pool)
             if match is None:
                 return []
@@ -61,6 +69,12 @@ class SearchTable(SQLRoom):
             if threads is not None:
                 where += f" AND m.thread_id IN ({', '.join('?' * len(threads))})"
                 params.extend(threads)
+            if window is not None and window.since is not None:
+                where += " AND m.created_at >= ?"
+                params.append(self._time(window.since))
+            if window is not None and window.until is not None:
+                where += " AND m.created_at < ?"
+                params.append(self._time(window.until))
             order = " ORDER BY score DESC LIMIT ?"
             rows = self._run(conn, match.statement + where + order, [*params, limit]).fetchall()
             if len(rows) < limit and match.unpooled is not None:  # the filters ate the pool:
