@@ -5,6 +5,7 @@ Screenshots of each page go to ``tests/artifacts/ui/`` (the README's come from t
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import threading
@@ -12,6 +13,7 @@ import time
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from langchain_core.messages import HumanMessage
@@ -59,17 +61,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Memory]]:
+@contextlib.contextmanager
+def serving(app) -> Iterator[str]:
+    """`app` served by uvicorn on a free loopback port (its base URL), stopped afterwards."""
     import uvicorn
 
-    memory = sample_memory(tmp_path_factory.mktemp("ui") / "memory.db")
     port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(memory, write=True), host="127.0.0.1", port=port, log_level="warning"
-        )
-    )
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     for _ in range(200):
@@ -77,9 +75,18 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Memo
             break
         time.sleep(0.05)
     assert server.started
-    yield f"http://127.0.0.1:{port}", memory
-    server.should_exit = True
-    thread.join(10)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Memory]]:
+    memory = sample_memory(tmp_path_factory.mktemp("ui") / "memory.db")
+    with serving(create_app(memory, write=True)) as base:
+        yield base, memory
 
 
 @pytest.fixture(scope="module")
@@ -332,3 +339,39 @@ def test_hosts_and_tokens(served) -> None:
     assert gated.get("/", headers={"Authorization": "Bearer s3cret"}).status_code == 200
     assert gated.get("/", headers={"Authorization": "Bearer nope"}).status_code == 401
     assert gated.get("/", headers={"Host": "evil.example"}).status_code == 400
+
+
+ODD_IDS = [("org/alice?x#y%z é", "th/1?a#b%c"), ("org/bob", "bobs/secret")]
+
+
+def test_every_id_opens_and_every_link_the_explorer_prints_works(tmp_path: Path) -> None:
+    """Ids are any string: one holding ``/``, ``?``, ``#``, ``%`` or non-ASCII opens on every
+    page of the live server, every link the explorer prints for it leads to a page, and a
+    crafted path still never crosses resources."""
+    import re
+
+    memory = Memory(
+        storage=SQLiteStorage(tmp_path / "memory.db"),
+        options={"semantic_recall": {"mode": "keyword"}, "working_memory": {"enabled": True}},
+    )
+    for resource, thread in ODD_IDS:
+        memory.create_thread(thread_id=thread, resource_id=resource, title=f"title {thread}")
+        memory.save_messages([HumanMessage(f"hello from {thread}")], thread_id=thread,
+                             resource_id=resource)  # fmt: skip
+    with serving(create_app(memory)) as base:
+        seen: set[str] = set()
+        todo = ["/"]
+        while todo:
+            path = todo.pop()
+            if path in seen:
+                continue
+            seen.add(path)
+            status, body = raw_request(base, "GET", path, {})
+            assert status == 200, (path, status, body[:300])
+            todo += [link.replace("&amp;", "&") for link in re.findall(r'href="(/[^"#]*)', body)]
+        for _resource, thread in ODD_IDS:
+            pages = [p for p in seen if quote(thread, safe="") in p]
+            assert len(pages) >= 4, (thread, sorted(seen))  # thread, context, log, messages
+        alice, bobs = quote(ODD_IDS[0][0], safe=""), quote(ODD_IDS[1][1], safe="")
+        status, body = raw_request(base, "GET", f"/r/{alice}/t/{bobs}", {})
+        assert status == 404 and "hello from" not in body

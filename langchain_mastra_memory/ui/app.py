@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
@@ -31,6 +31,26 @@ from . import plots, views
 from .guard import COOKIE, LocalWebGuard, genuine_form
 
 TEMPLATES = Path(__file__).with_name("templates")
+
+
+class RoutedByRawPath:
+    """Route on the path as sent, each id still percent-encoded (`arg` decodes it): ids are any
+    string, and one holding ``/`` (sent as ``%2F``) would otherwise split into two segments
+    after Starlette decodes the path, and match no route."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            raw = scope.get("raw_path") or quote(scope["path"]).encode("ascii")
+            scope = {**scope, "path": raw.decode("latin-1")}
+        await self.app(scope, receive, send)
+
+
+def arg(request: Request, name: str) -> str:
+    """A path parameter (an id), decoded (`RoutedByRawPath`)."""
+    return unquote(request.path_params[name])
 
 
 def create_app(
@@ -74,12 +94,12 @@ def create_app(
         return page(request, "index.html", resources=found, q=query)
 
     async def resource(request: Request) -> Response:
-        owner, query = request.path_params["resource"], request.query_params.get("q", "")
+        owner, query = arg(request, "resource"), request.query_params.get("q", "")
         found = views.threads(memory, owner, query=query, page=number(request, "page"))
         return page(request, "threads.html", resource=owner, threads=found, q=query)
 
     async def thread(request: Request) -> Response:
-        owner, thread_id = request.path_params["resource"], request.path_params["thread"]
+        owner, thread_id = arg(request, "resource"), arg(request, "thread")
         shown = views.thread(memory, owner, thread_id)
         first = views.messages(memory, owner, thread_id, page=0)
         om = memory.synced.observations
@@ -89,13 +109,13 @@ def create_app(
                     chart=chart)  # fmt: skip
 
     async def more_messages(request: Request) -> Response:
-        owner, thread_id = request.path_params["resource"], request.path_params["thread"]
+        owner, thread_id = arg(request, "resource"), arg(request, "thread")
         found = views.messages(memory, owner, thread_id, page=number(request, "page"))
         return page(request, "messages.html", resource=owner, thread_id=thread_id,
                     messages=found)  # fmt: skip
 
     async def working_memory(request: Request) -> Response:
-        owner = request.path_params["resource"]
+        owner = arg(request, "resource")
         thread_id = request.query_params.get("thread") or None
         if thread_id is not None:
             views.thread(memory, owner, thread_id)
@@ -125,7 +145,7 @@ def create_app(
                     error=error, saved=saved)  # fmt: skip
 
     async def observations(request: Request) -> Response:
-        owner, thread_id = request.path_params["resource"], request.path_params["thread"]
+        owner, thread_id = arg(request, "resource"), arg(request, "thread")
         shown = views.thread(memory, owner, thread_id)
         logs = []
         for scope in ("thread", "resource"):
@@ -135,7 +155,7 @@ def create_app(
         return page(request, "observations.html", resource=owner, thread=shown, logs=logs)
 
     async def recall(request: Request) -> Response:
-        owner = request.path_params["resource"]
+        owner = arg(request, "resource")
         query = request.query_params.get("q", "")
         modes = ["hybrid", "keyword", "vector"] if memory.searcher.vector else ["keyword"]
         mode = request.query_params.get("mode", modes[0])
@@ -149,7 +169,7 @@ def create_app(
                     rows=rows, charts=charts)  # fmt: skip
 
     async def context(request: Request) -> Response:
-        owner, thread_id = request.path_params["resource"], request.path_params["thread"]
+        owner, thread_id = arg(request, "resource"), arg(request, "thread")
         shown = views.thread(memory, owner, thread_id)
         question = request.query_params.get("q", "")
         preview = views.context(memory, owner, thread_id, question)
@@ -178,4 +198,5 @@ def create_app(
         exception_handlers={ThreadNotFoundError: not_found, ConfigurationError: bad_request},
     )
     app.add_middleware(LocalWebGuard, token=token, hosts=hosts)
+    app.add_middleware(RoutedByRawPath)
     return app
