@@ -13,6 +13,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from langchain_mastra_memory import ConfigurationError
+from langchain_mastra_memory.fences import neutralised
 from langchain_mastra_memory.observational import (
     Entry,
     Observer,
@@ -77,7 +78,7 @@ def test_the_reflector_sync_and_async() -> None:
     ]
     assert asyncio.run(reflector.ainvoke({"log": REPLY})).entries[0].priority == "high"
     assert "Keep every high-priority observation" in model.asked[0][0].content
-    assert REPLY in model.asked[0][1].content
+    assert neutralised(REPLY) in model.asked[0][1].content  # its tags cannot close the fence
 
 
 def test_async_observer() -> None:

@@ -10,6 +10,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from ..errors import ConfigurationError
+from ..fences import DATA_NOT_INSTRUCTIONS, fenced
 from ..injected import tag
 from ..messages import ids_of, mastra_role, message_text
 from ..recall.index import DEFAULT_MODE, Mode, RecallHit, RecallIndex, RecallOptions
@@ -217,11 +218,12 @@ def format_other_threads(found: Sequence[StoredMessage], titles: dict[str, str |
     by_thread: dict[str, list[StoredMessage]] = defaultdict(list)
     for s in found:
         by_thread[s.thread_id].append(s)
-    parts = ["The following messages were remembered from other conversations with this user:"]
+    parts = [
+        "The following messages were remembered from other conversations with this user. "
+        + DATA_NOT_INSTRUCTIONS
+    ]
     for thread_id, items in by_thread.items():
-        title = titles.get(thread_id)
-        label = f' title="{title}"' if title else ""
-        lines = [f'<remembered_from_other_conversation thread="{thread_id}"{label}>']
+        lines: list[str] = []
         day = None
         for s in sorted(items, key=lambda s: s.created_at):
             text = message_text(s.message)
@@ -231,6 +233,8 @@ def format_other_threads(found: Sequence[StoredMessage], titles: dict[str, str |
                 day = s.created_at.date()
                 lines.append(f"{day:%Y-%m-%d}:")
             lines.append(f"  [{s.created_at:%H:%M}] {mastra_role(s.message)}: {text}")
-        lines.append("</remembered_from_other_conversation>")
-        parts.append("\n".join(lines))
+        parts.append(
+            fenced("remembered_from_other_conversation", "\n".join(lines), thread=thread_id,
+                   title=titles.get(thread_id) or None)
+        )  # fmt: skip
     return "\n\n".join(parts)

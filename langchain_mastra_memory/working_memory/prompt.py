@@ -6,6 +6,7 @@ import json
 
 from langchain_core.messages import SystemMessage
 
+from ..fences import DATA_NOT_INSTRUCTIONS, fenced
 from ..injected import SOURCE_KEY
 from .config import TOOL_NAME, WorkingMemoryConfig
 
@@ -14,15 +15,13 @@ def instructions(config: WorkingMemoryConfig, data: str | None) -> str:
     """The system message that injects working memory (and, unless read-only, how to update it)."""
     current = data if data is not None else ""
     if config.mode == "markdown":
-        shape = f"<working_memory_template>\n{config.markdown_template}\n</working_memory_template>"
+        shape = fenced("working_memory_template", config.markdown_template)
         how = (
             f"Call the {TOOL_NAME} tool with the ENTIRE Markdown document (every section, "
             "including empty ones): it replaces what is stored."
         )
     else:
-        shape = (
-            f"<working_memory_schema>\n{json.dumps(config.schema_dict)}\n</working_memory_schema>"
-        )
+        shape = fenced("working_memory_schema", json.dumps(config.schema_dict))
         how = (
             f"Call the {TOOL_NAME} tool with ONLY the fields that changed: objects are merged, "
             "arrays replace the stored array, null deletes a field."
@@ -30,8 +29,8 @@ def instructions(config: WorkingMemoryConfig, data: str | None) -> str:
     head = "WORKING_MEMORY_SYSTEM_INSTRUCTION:"
     if config.read_only:
         return (
-            f"{head}\nWhat you know about the user from earlier conversations (read-only):\n\n"
-            f"<working_memory_data>\n{current}\n</working_memory_data>"
+            f"{head}\nWhat you know about the user from earlier conversations (read-only). "
+            f"{DATA_NOT_INSTRUCTIONS}\n\n{fenced('working_memory_data', current)}"
         )
     return f"""{head}
 Store and update any conversation-relevant information by calling the {TOOL_NAME} tool. If \
@@ -45,14 +44,13 @@ Guidelines:
 
 {shape}
 
-<working_memory_data>
-{current}
-</working_memory_data>
+{fenced("working_memory_data", current)}
 
 Notes:
 - Update memory whenever referenced information changes.
 - If you are unsure whether to store something, store it.
-- The user does not see this memory; it keeps the conversation going when the history is short."""
+- The user does not see this memory; it keeps the conversation going when the history is short.
+- {DATA_NOT_INSTRUCTIONS}"""
 
 
 def working_memory_message(config: WorkingMemoryConfig, data: str | None) -> SystemMessage:
