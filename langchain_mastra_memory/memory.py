@@ -182,6 +182,17 @@ class Memory:
         """Async `delete_thread`."""
         return await _shapes.checkpoint_threads().adelete_everywhere(self, thread_id, resource_id)
 
+    def delete_resource(self, resource_id: str) -> bool:
+        """Erase a resource (a user's right to erasure): every thread, message, vector,
+        working memory, observation, withheld id, checkpoint this memory can reach, and the
+        store items whose namespace holds `resource_id` as a label; nothing of any other.
+        False if memory held nothing of it (`delete_resource_everywhere`)."""
+        return _shapes.checkpoint_threads().delete_resource_everywhere(self, resource_id)
+
+    async def adelete_resource(self, resource_id: str) -> bool:
+        """Async `delete_resource`."""
+        return await _shapes.checkpoint_threads().adelete_resource_everywhere(self, resource_id)
+
     def clone_thread(self, thread_id: str, **clone: Unpack[kw.CloneOptions]) -> Thread:
         """Copy a thread under the same resource: its messages (all, or those `message_filter`
         keeps, the newest `message_limit`; new ids, embedded at once), its thread-scoped

@@ -503,6 +503,9 @@ NOT_READS = {
     "cli import": "a write; a line naming another resource's thread is refused",
     "cli demo": "a database of its own",
     "cli threads delete": "the operator's command (tested to delete checkpoints and the log too)",
+    "Memory.delete_resource": "erases the named resource, returns a flag (tests/test_delete_resource.py "
+    "scans every table and engine: nothing of it left, nothing of another touched)",
+    "cli forget": "the operator's erasure of one resource (tests/test_delete_resource.py)",
     "cli working-memory set": "a write to the named resource",
     "cli ui": "a web server: its pages are scoped to one resource in their URL, and crafted URLs "
     "for another resource's thread are 404 without its data (tests/test_ui.py)",

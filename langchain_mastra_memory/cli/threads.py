@@ -1,4 +1,4 @@
-"""The threads commands (list, show, delete), `messages` and `export`."""
+"""The threads commands (list, show, delete), `forget`, `messages` and `export`."""
 
 from __future__ import annotations
 
@@ -67,6 +67,23 @@ def threads_delete(
         deleted = memory.delete_thread(thread_id)
     console.print("deleted" if deleted else f"no thread {thread_id!r}")
     if not deleted:
+        raise typer.Exit(1)
+
+
+@app.command()
+def forget(
+    resource: str,
+    db: Db = DEFAULT_DB,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+) -> None:
+    """Erase a resource (a user): every thread, message, vector, working memory, observation,
+    checkpoint in the file and store item of it; nothing of anyone else."""
+    if not yes:
+        typer.confirm(f"Erase everything memory holds of {resource!r}?", abort=True)
+    with memory_at(db) as memory:
+        erased = memory.delete_resource(resource)
+    console.print(f"erased {resource!r}" if erased else f"nothing held of {resource!r}")
+    if not erased:
         raise typer.Exit(1)
 
 

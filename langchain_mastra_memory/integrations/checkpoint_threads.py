@@ -1,5 +1,6 @@
-"""A memory's checkpointed threads: the default saver beside memory's own file, and deleting a
-thread everywhere (memory, its branch threads, every checkpointer's checkpoints, the file's)."""
+"""A memory's checkpointed threads: the default saver beside memory's own file, deleting a
+thread everywhere (memory, its branch threads, every checkpointer's checkpoints, the file's),
+and erasing a resource everywhere (`delete_resource_everywhere`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from ..conversation.branches import BRANCH_OF
 from ..storage.sqlite import SYNCHRONOUS, SQLiteStorage
+from ..storage.validation import check_id
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -57,6 +59,45 @@ async def adelete_everywhere(memory: Memory, thread_id: str, resource_id: str | 
         await checkpointer.aforget(thread_id)
     await run_in_executor(None, _forget_in_file, memory.storage, thread_id)
     return deleted
+
+
+def delete_resource_everywhere(memory: Memory, resource_id: str) -> bool:
+    """`Memory.delete_resource`: every thread of the resource deleted everywhere (messages,
+    vectors in the memory's engine, observation logs, thread working memory, checkpoints in
+    every checkpointer of this memory and the file's), then what is keyed by the resource
+    itself (its working memory, its observation log, the record of it, withheld ids) and the
+    store items whose namespace holds its id as a label. Nothing of another resource is
+    touched. False if memory held nothing of it."""
+    check_id(resource_id, "resource_id")
+    memory.flush(ERASE_WAIT)  # vectors queued for its messages are written, then deleted
+    found = False
+    for thread in memory.storage.list_threads(resource_id=resource_id, archived=None):
+        found = delete_everywhere(memory, thread.id, resource_id) or found
+    found = memory.storage.delete_resource(resource_id) or found
+    return _delete_items(memory.storage, resource_id) or found
+
+
+async def adelete_resource_everywhere(memory: Memory, resource_id: str) -> bool:
+    """Async `delete_resource_everywhere` (each part's async twin)."""
+    check_id(resource_id, "resource_id")
+    await memory.aflush(ERASE_WAIT)
+    found = False
+    threads = await memory.storage.alist_threads(resource_id=resource_id, archived=None)
+    for thread in threads:
+        found = await adelete_everywhere(memory, thread.id, resource_id) or found
+    found = await memory.storage.adelete_resource(resource_id) or found
+    return await run_in_executor(None, _delete_items, memory.storage, resource_id) or found
+
+
+ERASE_WAIT = 120.0  # seconds an erasure waits for the resource's queued vectors to be written
+
+
+def _delete_items(storage: Any, resource_id: str) -> bool:
+    """The store items labelled with the resource's id (none when the storage keeps none)."""
+    try:
+        return bool(storage.delete_items_labelled(resource_id))
+    except NotImplementedError:
+        return False
 
 
 def _branches_below(memory: Memory, thread_id: str, resource_id: str | None) -> list[str]:

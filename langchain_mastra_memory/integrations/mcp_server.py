@@ -14,7 +14,8 @@ observational memory wrote one). Resources: ``memory://working-memory``, ``memor
 and ``memory://threads/{thread_id}``. A bad argument is a tool error that says why; another
 resource's thread reads as unknown, and naming another resource is refused. With
 ``multi_resource`` every call names its ``resource_id`` (for a client trusted with every
-resource's memory: nothing then stands between resources).
+resource's memory: nothing then stands between resources), and ``forget_user`` erases one
+resource (`Memory.delete_resource`); a one-resource server does not offer it.
 
 Example (in a test or a script; a client normally starts the command)::
 
@@ -218,6 +219,20 @@ def create_mcp_server(
             if log:
                 parts.append(f"## {key}\n" + "\n".join(g.text for g in log))
         return "\n\n".join(parts) or "(no observations)"
+
+    if multi_resource:  # an operator's server: a model serving one user is never offered it
+
+        @server.tool(description=(
+            "Erase everything memory holds of one user (`resource_id`): every conversation, "
+            "message, working memory and observation. Irreversible."
+        ))  # fmt: skip
+        def forget_user(resource_id: str) -> str:
+            who = owner(resource_id)
+            try:
+                erased = memory.delete_resource(who)
+            except (ConfigurationError, MastraMemoryError) as exc:
+                raise failing(exc) from exc
+            return f"erased everything held of {who!r}" if erased else f"nothing held of {who!r}"
 
     # -- resources (one resource's server only: a resource URI names no owner) -----------------
     if not multi_resource:

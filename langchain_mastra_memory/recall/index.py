@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
+from typing_extensions import Unpack
 
 from ..errors import ConfigurationError
 from ..storage.base import MemoryStorage
@@ -32,7 +33,7 @@ from .context import (
     with_follow_ups,
 )
 from .dates import created_dates, dated_first, named_date
-from .options import DEFAULT_MODE, MessageRange, Mode, RecallOptions
+from .options import DEFAULT_MODE, MessageRange, Mode, RecallOptions, SearchOptions
 from .ranking import (
     HYBRID_POOL,
     PIECES_PER_HIT,
@@ -112,8 +113,8 @@ class RecallIndex(VectorUpkeep):
         self,
         query: str,
         resource_id: str,
-        thread_id: str | None,
-        limit: int | None,
+        thread_id: str | None = None,
+        limit: int | None = None,
         *,
         with_threads: bool = True,
         mode: Mode | None = None,
@@ -356,54 +357,18 @@ class RecallIndex(VectorUpkeep):
         return await run_async(self._side_scores(query, resource_id, thread_id, sides))
 
     def search(
-        self,
-        query: str,
-        *,
-        resource_id: str,
-        thread_id: str | None = None,
-        limit: int | None = None,
-        mode: Mode | None = None,
-        within_thread: bool | None = None,
-        window: TimeWindow | None = None,
+        self, query: str, *, resource_id: str, **options: Unpack[SearchOptions]
     ) -> list[RecallHit]:
         """Hits for `query` (best first), by the configured mode (or `mode`); [] for a blank
         query. `within_thread`: search `thread_id` only (default: the options' scope);
         `window`: only messages created in it (filtered inside every engine's search)."""
-        return run_sync(
-            self._search(
-                query,
-                resource_id,
-                thread_id,
-                limit,
-                mode=mode,
-                within_thread=within_thread,
-                window=window,
-            )
-        )
+        return run_sync(self._search(query, resource_id, **options))
 
     async def asearch(
-        self,
-        query: str,
-        *,
-        resource_id: str,
-        thread_id: str | None = None,
-        limit: int | None = None,
-        mode: Mode | None = None,
-        within_thread: bool | None = None,
-        window: TimeWindow | None = None,
+        self, query: str, *, resource_id: str, **options: Unpack[SearchOptions]
     ) -> list[RecallHit]:
         """Async `search`."""
-        return await run_async(
-            self._search(
-                query,
-                resource_id,
-                thread_id,
-                limit,
-                mode=mode,
-                within_thread=within_thread,
-                window=window,
-            )
-        )
+        return await run_async(self._search(query, resource_id, **options))
 
     # -- windows -------------------------------------------------------------------------------
     def _recall(

@@ -7,7 +7,7 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -15,6 +15,9 @@ from ..errors import ConfigurationError
 from ..storage.filters import check_filter
 from ..storage.validation import validated
 from .rerank import check_reranker
+
+if TYPE_CHECKING:
+    from ..storage.records import TimeWindow
 
 Mode = Literal["vector", "keyword", "hybrid"]
 # Chosen by bench/recall_eval.py on real multi-session chat (LoCoMo dev; README, "Recall
@@ -82,3 +85,14 @@ class RecallOptions(BaseModel):
     def parse(cls, options: bool | dict[str, Any] | RecallOptions | None) -> RecallOptions:
         """Validate options given as ``True`` or a dict."""
         return validated(cls, options, "semantic_recall options")
+
+
+class SearchOptions(TypedDict, total=False):
+    """What one `RecallIndex.search` may change: `thread_id` (with `within_thread`: search it
+    only; default: the options' scope), `limit`, `mode`, and a creation-time `window`."""
+
+    thread_id: str | None
+    limit: int | None
+    mode: Mode | None
+    within_thread: bool | None
+    window: TimeWindow | None

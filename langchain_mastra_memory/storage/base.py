@@ -166,6 +166,10 @@ class MemoryStorage(DerivedRecords, ConversationStorage):
             self.update_thread, thread_id, title=title, metadata=metadata, resource_id=resource_id
         )
 
+    async def adelete_resource(self, resource_id: str) -> bool:
+        """Async `delete_resource`."""
+        return await off_loop(self.delete_resource, resource_id)
+
     async def adelete_thread(self, thread_id: str, *, resource_id: str | None = None) -> bool:
         """Async `delete_thread`."""
         return await off_loop(self.delete_thread, thread_id, resource_id=resource_id)

@@ -99,6 +99,12 @@ class ConversationStorage(ABC):
     def delete_thread(self, thread_id: str, *, resource_id: str | None = None) -> bool:
         """Delete a thread and its messages; False if there was no such thread."""
 
+    def delete_resource(self, resource_id: str) -> bool:
+        """Erase a resource: its threads with everything keyed by them, its working memory and
+        observation log, the record of it; False if storage held nothing of it. (Vectors,
+        store items and checkpoints: `Memory.delete_resource`.)"""
+        raise NotImplementedError(f"{type(self).__name__} cannot delete a resource")
+
     @abstractmethod
     def clone_thread(
         self,

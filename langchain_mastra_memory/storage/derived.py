@@ -51,6 +51,10 @@ class DerivedRecords(ABC):  # noqa: B024 - every method has a default
         """Live items under a namespace prefix, most recently updated first."""
         raise NotImplementedError(_NO_ITEMS.format(type(self).__name__))
 
+    def delete_items_labelled(self, label: str) -> int:
+        """Delete every item whose namespace has `label` as a label; how many went."""
+        raise NotImplementedError(_NO_ITEMS.format(type(self).__name__))
+
     def item_namespaces(self) -> list[tuple[str, ...]]:
         """Every namespace holding a live item."""
         raise NotImplementedError(_NO_ITEMS.format(type(self).__name__))

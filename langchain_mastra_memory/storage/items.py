@@ -96,6 +96,24 @@ class ItemTable(MemoryStorage):
                 )
                 self._index_item(conn, where, write.vectors)
 
+    def delete_items_labelled(self, label: str) -> int:
+        """Delete every item (expired ones too) whose namespace has `label` as one of its
+        labels (a resource's items, by LangGraph's convention: ``("memories", user_id)``);
+        how many went."""
+        like = label.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        with self._transaction(write=True) as conn:
+            rows = self._run(
+                conn,
+                "SELECT namespace, key FROM memory_store_items WHERE namespace = ? "
+                "OR namespace LIKE ? ESCAPE '\\' OR namespace LIKE ? ESCAPE '\\' "
+                "OR namespace LIKE ? ESCAPE '\\'",
+                (label, f"{like}.%", f"%.{like}", f"%.{like}.%"),
+            ).fetchall()
+            for namespace, key in rows:
+                self._run(conn, _DELETE, (namespace, key))
+                self._index_item(conn, (namespace, key), None)
+        return len(rows)
+
     def _index_item(self, conn: Any, where: tuple[str, str], vectors: np.ndarray | None) -> None:
         """Keep an engine's own vector index of items in step (none here: scanned exactly)."""
 

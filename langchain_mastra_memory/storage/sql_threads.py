@@ -240,6 +240,36 @@ class ThreadTable(SQLRoom):
             self._forget_observed(conn, owner_key, said)
             return True
 
+    def delete_resource(self, resource_id: str) -> bool:
+        check_id(resource_id, "resource_id")
+        with self._transaction(write=True) as conn:
+            threads = [
+                str(r[0])
+                for r in self._run(
+                    conn, "SELECT id FROM memory_threads WHERE resource_id = ?", (resource_id,)
+                ).fetchall()
+            ]
+            known = self._run(
+                conn, "SELECT 1 FROM memory_resources WHERE id = ?", (resource_id,)
+            ).fetchone()
+            for thread_id in threads:  # messages cascade; each thread's log goes too
+                self._run(conn, "DELETE FROM memory_threads WHERE id = ?", (thread_id,))
+                self._delete_observations(
+                    conn, scope_key("thread", resource_id="", thread_id=thread_id)
+                )
+            self._run(conn, "DELETE FROM memory_messages WHERE resource_id = ?", (resource_id,))
+            self._delete_observations(
+                conn, scope_key("resource", resource_id=resource_id, thread_id=None)
+            )
+            self._run(
+                conn, "DELETE FROM memory_observation_groups WHERE resource_id = ?", (resource_id,)
+            )
+            self._run(
+                conn, "DELETE FROM memory_withheld_messages WHERE resource_id = ?", (resource_id,)
+            )
+            self._run(conn, "DELETE FROM memory_resources WHERE id = ?", (resource_id,))
+            return bool(threads) or known is not None
+
     def _thread_message_ids(self, conn: Any, thread_id: str) -> list[str]:
         rows = self._run(
             conn, "SELECT id FROM memory_messages WHERE thread_id = ?", (thread_id,)

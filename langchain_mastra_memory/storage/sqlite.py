@@ -302,6 +302,24 @@ class SQLiteStorage(SQLStorage):
             msg = f"{self.path!r} is not a usable SQLite database: {exc}"
             raise StorageError(msg) from exc
 
+    def delete_resource(self, resource_id: str) -> bool:
+        """`SQLStorage.delete_resource`, then the keyword index rewritten without the deleted
+        rows (FTS5 keeps a deleted row's terms in its segments until they merge) and, with
+        ``secure_delete``, the freed pages zeroed: erased means gone from the file too."""
+        with self._transaction(write=True) as conn:  # (the writer's connection, each time)
+            conn.execute("PRAGMA secure_delete = ON")
+        try:
+            erased = super().delete_resource(resource_id)
+            if erased:
+                with self._transaction(write=True) as conn:
+                    conn.execute(
+                        "INSERT INTO memory_messages_fts(memory_messages_fts) VALUES ('optimize')"
+                    )
+        finally:
+            with self._transaction(write=True) as conn:
+                conn.execute("PRAGMA secure_delete = OFF")
+        return erased
+
     def schema_version(self) -> int:
         """The schema version recorded in the file."""
         with self._transaction(write=False) as conn:
