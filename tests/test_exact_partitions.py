@@ -79,7 +79,7 @@ def test_exact_hits_match_chroma_through_any_writes(before, after, seed) -> None
     apply(before)
     loaded = store.warm("idx", "alice")
     col = store._existing(partition_name("idx", "alice"))
-    assert loaded == (col is not None and col.count() >= 1)  # exact_min=1: an empty one is not
+    assert loaded == (col is not None)  # made by this store: held from its first write
     apply(after)
     query = np.random.default_rng(seed).normal(size=DIM)
     for thread in (None, "t1"):
@@ -95,7 +95,8 @@ def test_a_partition_is_searched_exactly_after_it_is_hot() -> None:
     rng = np.random.default_rng(0)
     store.upsert("idx", [record(f"m{i}", rng.normal(size=DIM)) for i in range(50)])
     key = str(store._existing(partition_name("idx", "alice")).id)
-    assert store._exact is not None and key not in store._exact._loaded
+    assert store._exact is not None and key in store._exact._loaded  # made here: held at once
+    store._exact._loaded.clear()  # as after a restart: loaded once it is hot
     query = rng.normal(size=DIM)
     first = hits(store, "alice", query, 5)  # HNSW; the partition is not hot yet
     hits(store, "alice", query, 5)  # the second search starts a background load
@@ -358,6 +359,7 @@ def test_a_partition_that_could_never_be_held_is_not_even_read() -> None:
     store.upsert("idx", [record(f"m{i}", np.eye(DIM)[i]) for i in range(4)])
     assert store._exact is not None
     store._exact.max_bytes = 4 * DIM * 4 - 1
+    store._exact._loaded.clear()  # as after a restart (made here, it was held at once)
     reads: list[str] = []
     call = store._call
     store._call = lambda what, *a, **k: (reads.append(what), call(what, *a, **k))[1]  # type: ignore[method-assign]
@@ -366,3 +368,37 @@ def test_a_partition_that_could_never_be_held_is_not_even_read() -> None:
     store._exact.max_bytes = 4 * DIM * 4
     store.upsert("idx", [record("m0", np.eye(DIM)[0])])  # a write: asked again, now it fits
     assert store.warm("idx", "alice") is True and "load" in reads
+
+
+def test_stores_over_one_folder_share_their_partitions(tmp_path) -> None:
+    """Every `Memory` over one file builds its own store: they share one set of partitions,
+    so a partition loads once, and what one writes the others' exact searches see."""
+    first, second = ChromaVectorStore(tmp_path / "v"), ChromaVectorStore(tmp_path / "v")
+    assert first._exact is second._exact is not None
+    first.upsert("idx", [record("m1", np.eye(DIM)[0])])
+    second.upsert("idx", [record("m2", np.eye(DIM)[1])])  # through the other store
+    key = str(first._existing(partition_name("idx", "alice")).id)
+    assert key in first._exact._loaded  # made here, held from its first write
+    found = first.query("idx", np.eye(DIM)[1], top_k=1, resource_id="alice")
+    assert [h.message_id for h in found] == ["m2"]
+
+
+def test_exit_stops_a_load_between_pages() -> None:
+    """At exit a load in progress stops at its next page and is not used (a partition with
+    pieces missing is never searched); the loader thread is joined."""
+    started, release = threading.Event(), threading.Event()
+
+    def slow(key: str) -> Loaded | None:
+        started.set()
+        release.wait(5)
+        return None if exact.stopping.is_set() else loaded(["a"], np.eye(1, 2), ["t"])
+
+    exact = ExactPartitions(slow, hot_after=1)
+    assert exact.search("p", [1.0, 0.0], top_k=1) is None  # starts the load
+    assert started.wait(5)
+    closer = threading.Thread(target=exact.close)
+    closer.start()
+    release.set()
+    closer.join(10)
+    assert not exact._loaders and "p" not in exact._loaded
+    assert exact.search("p", [1.0, 0.0], top_k=1) is None and not exact._loading  # no new load

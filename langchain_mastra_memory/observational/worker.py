@@ -8,6 +8,8 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
+from ..shutdown import on_exit
+
 
 class DaemonWorker:
     """One daemon thread running submitted calls in order, each with its `Future`.
@@ -20,7 +22,17 @@ class DaemonWorker:
     def __init__(self, name: str) -> None:
         self._calls: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]]
         self._calls = queue.SimpleQueue()
-        threading.Thread(target=self._run, name=name, daemon=True).start()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+        on_exit(self.stop)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """At exit: no new call starts; the one running gets `timeout` to finish (a hung one
+        is abandoned, as before: its lease lapses)."""
+        self._stopping = True
+        self._calls.put((_STOP, _nothing, ()))
+        self._thread.join(timeout)
 
     def submit(self, func: Callable[..., Any], *args: Any) -> Future[Any]:
         future: Future[Any] = Future()
@@ -30,9 +42,19 @@ class DaemonWorker:
     def _run(self) -> None:
         while True:
             future, func, args = self._calls.get()
+            if future is _STOP or self._stopping:  # what waits is abandoned, as a crash would
+                future.cancel()
+                return
             if not future.set_running_or_notify_cancel():
                 continue
             try:
                 future.set_result(func(*args))
             except BaseException as exc:
                 future.set_exception(exc)
+
+
+_STOP: Future[Any] = Future()  # the call that ends the worker
+
+
+def _nothing() -> None:
+    return None

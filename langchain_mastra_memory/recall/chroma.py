@@ -30,7 +30,9 @@ import os
 import re
 import threading
 import uuid
+import weakref
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +61,14 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 # M 32, efConstruction 256) ef 400 / 800 / 1,200 / 1,600 / 2,000 found 0.920 / 0.935 / 0.965 /
 # 0.977 / 0.982 of the exact top-10 at 1.9 / 2.3 / 2.7 / 3.3 / 4.2 ms p50 (2026-11-25)
 SEARCH_EF = 1600
-LOAD_PAGE = 10_000  # pieces read at a time when a partition is loaded for exact search
+# exact partitions per Chroma folder, shared by every store over it in this process
+_SHARED_PARTITIONS: weakref.WeakValueDictionary[tuple[str, int, int], ExactPartitions] = (
+    weakref.WeakValueDictionary()
+)
+_SHARED_LOCK = threading.Lock()
+# pieces read at a time when a partition is loaded for exact search: Chroma holds the GIL while
+# it converts a page (10,000 pieces: ~250 ms in which no search could run; 1,000: ~15 ms)
+LOAD_PAGE = 1_000
 HNSW = {
     "hnsw:space": "cosine",
     "hnsw:search_ef": SEARCH_EF,
@@ -157,11 +166,23 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
         self._migrated: set[str] = set()
         self._lock = threading.RLock()
         limit = (EXACT_LIMIT if client is None else 0) if exact_limit is None else exact_limit
-        self._exact = (
-            ExactPartitions(self._load_partition, limit=limit, minimum=min(exact_min, limit))
-            if limit > 0
-            else None
+        self._exact = None if limit <= 0 else self._partitions_for(path, limit, exact_min)
+
+    def _partitions_for(self, path: str | Path | None, limit: int, minimum: int) -> ExactPartitions:
+        """The exact partitions of this store: for a folder, the process's one set for that
+        folder, whichever store over it was made first (every `Memory` over one file then
+        loads a partition once, and every store's writes reach the matrices all search)."""
+        make = partial(
+            ExactPartitions, self._load_partition, limit=limit, minimum=min(minimum, limit)
         )
+        if path is None:
+            return make()
+        key = (str(Path(path).resolve()), limit, minimum)
+        with _SHARED_LOCK:
+            shared = _SHARED_PARTITIONS.get(key)
+            if shared is None:
+                shared = _SHARED_PARTITIONS[key] = make()
+            return shared
 
     @classmethod
     def from_url(cls, url: str, *, timeout: float = DEFAULT_TIMEOUT) -> ChromaVectorStore:
@@ -214,6 +235,8 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
             _check_dimension(col, name, dimension)
             _widen_beam(col)
             self._collections[full] = col
+            if self._exact is not None and resource_id is not None and col.count() == 0:
+                self._exact.start_empty(str(col.id), dimension)  # filled by its writes
             return col
 
     def _existing(self, full_name: str) -> Any | None:
@@ -234,6 +257,9 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
         """A partition's vectors for exact search (None if gone, or too small or too big to be
         worth holding)."""
         col = next((c for c in self._collections.values() if str(c.id) == collection_id), None)
+        if col is None:  # opened by another store over the same folder (shared partitions)
+            listed = self._call("list", self.client.list_collections)
+            col = next((c for c in listed if str(getattr(c, "id", "")) == collection_id), None)
         assert self._exact is not None
         count = 0 if col is None else int(self._call("count", col.count))
         dimension = 0 if col is None else int((col.metadata or {}).get("dimension") or 0)
@@ -245,7 +271,7 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
         message_ids: list[str] = []
         thread_ids: list[str] = []
         vectors: np.ndarray | None = None
-        while True:
+        while not self._exact.stopping.is_set():  # (exit stops a load between pages)
             page = self._call(
                 "load", col.get, limit=LOAD_PAGE, offset=len(ids),
                 include=["embeddings", "metadatas"],
@@ -264,6 +290,8 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
             thread_ids += [str(m["thread_id"]) for m in page["metadatas"]]
             if len(found) < LOAD_PAGE:
                 break
+        if self._exact.stopping.is_set():
+            return None  # stopped part way: never a partition with pieces missing
         return Loaded(
             ids, vectors[: len(ids)] if vectors is not None else [], message_ids, thread_ids,
             paged=len(ids) > LOAD_PAGE,

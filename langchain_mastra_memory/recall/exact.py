@@ -31,11 +31,15 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
+
+from ..shutdown import on_exit
 
 logger = logging.getLogger(__name__)
 
@@ -176,6 +180,18 @@ class ExactPartitions:
         self._declined: set[str] = set()  # too small or too big: asked again after a write
         self._raced_by_delete: set[str] = set()  # loading while a deletion was applied
         self._lock = threading.Lock()
+        self.stopping = threading.Event()  # set at exit: a load stops at its next page
+        self._loaders: set[threading.Thread] = set()
+        on_exit(partial(_close, weakref.ref(self)))
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop loading (a load in progress ends at its next page) and wait for the loaders,
+        bounded: no thread of ours is inside the engine when the interpreter finalises."""
+        self.stopping.set()
+        with self._lock:
+            loaders = list(self._loaders)
+        for loader in loaders:
+            loader.join(timeout)
 
     def search(
         self,
@@ -280,6 +296,15 @@ class ExactPartitions:
         if matrix is not None:
             matrix.remove(gone, thread_id)
 
+    def start_empty(self, key: str, dimension: int) -> None:
+        """Hold `key` from its first write: a partition made in this process is searched
+        exactly at once, from what its writes put there (no load after an import)."""
+        if self.minimum > 1:  # smaller ones were asked to stay in the graph
+            return
+        with self._lock:
+            if key not in self._loaded and key not in self._loading:
+                self._loaded[key] = _Matrix(np.zeros((0, dimension), dtype=np.float32))
+
     def load(self, key: str) -> bool:
         """Load `key` now, in this thread (an app warming its users' partitions at start);
         True if it is in memory afterwards (False when missing, over `limit`, or loading)."""
@@ -297,12 +322,25 @@ class ExactPartitions:
         searched = self._searches[key] = self._searches.get(key, 0) + 1
         if searched < self.hot_after or key in self._declined or self._loading:
             return  # one load at a time: it competes with the searches for the CPU
+        if self.stopping.is_set():
+            return
         self._loading[key] = []
-        threading.Thread(target=self._load_in_background, args=(key,), daemon=True).start()
+        loader = threading.Thread(
+            target=self._load_in_background, args=(key,), name="lmm-exact-load", daemon=True
+        )
+        self._loaders.add(loader)
+        loader.start()
 
     def _load_in_background(self, key: str) -> None:
         try:
-            loaded = self._load(key)
+            self._load_now(key)
+        finally:
+            with self._lock:
+                self._loaders.discard(threading.current_thread())
+
+    def _load_now(self, key: str) -> None:
+        try:
+            loaded = None if self.stopping.is_set() else self._load(key)
         except Exception as exc:  # the store answers searches meanwhile; try again later
             logger.debug("loading partition %s for exact search failed: %s", key, exc)
             loaded = None
@@ -334,3 +372,9 @@ class ExactPartitions:
     def _evict(self) -> None:
         while self._loaded and sum(m.nbytes for m in self._loaded.values()) > self.max_bytes:
             self._loaded.popitem(last=False)
+
+
+def _close(ref: weakref.ref[ExactPartitions]) -> None:
+    partitions = ref()
+    if partitions is not None:
+        partitions.close()

@@ -12,16 +12,17 @@ leaves the backlog for the next wake-up.
 
 from __future__ import annotations
 
-import atexit
 import logging
 import threading
 import weakref
 from collections.abc import Collection, Iterable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 from langchain_core.runnables.config import run_in_executor
 
 from ..errors import VectorStoreError
+from ..shutdown import on_exit
 
 if TYPE_CHECKING:
     from ..storage.base import MemoryStorage
@@ -62,7 +63,6 @@ class BacklogWriter:
         self._draining: set[str] = set()  # ... and those of the drain under way
         self._closed = False
         self._thread: threading.Thread | None = None
-        atexit.register(_drain_at_exit, weakref.ref(self))
 
     def notify(self, message_ids: Iterable[str] = ()) -> None:
         """New messages (`message_ids`; unnamed: anything) are in the backlog: embed them
@@ -75,6 +75,7 @@ class BacklogWriter:
                     target=self._run, name="lmm-backlog-writer", daemon=True
                 )
                 self._thread.start()
+                on_exit(partial(_drain_at_exit, weakref.ref(self)))
             self._state.notify_all()
 
     def flush(self, timeout: float | None = None) -> bool:
@@ -111,11 +112,15 @@ class BacklogWriter:
         return await run_in_executor(None, lambda: self.settle(timeout, ignoring=ignoring))
 
     def close(self, timeout: float | None = 30.0) -> None:
-        """Drain what is queued, then stop the thread."""
+        """Drain what is queued, then stop the thread and wait for it (bounded: a hung
+        engine is left behind, its messages stay in the backlog)."""
         self.flush(timeout)
         with self._state:
             self._closed = True
             self._state.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
 
     def _run(self) -> None:
         while True:
