@@ -27,7 +27,7 @@ def every_row(memory: Memory, db: Path | None) -> str:
     storage = memory.storage
     dumped = []
     if isinstance(storage, PostgresStorage):
-        with storage._transaction(write=False) as conn:  # noqa: SLF001 - the test reads all
+        with storage._transaction(write=False) as conn:  # the test reads every table
             tables = conn.execute(
                 "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
                 (storage.schema,),
