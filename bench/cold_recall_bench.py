@@ -1,0 +1,154 @@
+"""Benchmark: recall as a user meets it, cold: right after an import, and after a restart.
+
+100,000 messages of chat-shaped text in ONE resource (100 threads), SQLite + the default
+embedded Chroma, three `Memory` objects over the same file (one per recall mode, each with its
+default vector store, as an application builds them), a near-free embedder (a text's digest
+seeds its vector: the embedding model's cost is `embed_bench.py`'s). Timed: the whole
+`memory.recall(...)` (history, semantic recall, processors) of the first 60 turns after the
+writes were flushed, the three modes interleaved turn by turn; then the same in a new process
+over the same files (a restart: nothing warmed); then the warm figures beside them (after
+`warm()`: the peer). p50 / p95 per mode, and cold/warm ratios. Two runs: ``--runs 2``.
+
+    python bench/cold_recall_bench.py [--messages 100000] [--queries 60] [--runs 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+from langchain_core.messages import AIMessage, HumanMessage
+
+MODES = ("vector", "keyword", "hybrid")
+WORDS = [f"w{i}" for i in range(3000)]
+ZIPF = [1 / (rank + 1) for rank in range(len(WORDS))]
+
+
+class DigestEmbeddings(Embeddings):
+    """A unit vector seeded by the text's digest (384 dimensions): near-free, deterministic."""
+
+    model = "digest-384"
+
+    def _one(self, text: str) -> list[float]:
+        seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+        vector = np.random.default_rng(seed).standard_normal(384).astype(np.float32)
+        return (vector / np.linalg.norm(vector)).tolist()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._one(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._one(text)
+
+
+def memories(db: Path) -> dict[str, object]:
+    from langchain_mastra_memory import Memory, SQLiteStorage
+
+    storage = SQLiteStorage(db)
+    return {
+        mode: Memory(storage=storage, embedder=DigestEmbeddings(), options={
+            "last_messages": 10, "semantic_recall": {"mode": mode, "scope": "resource"}})
+        for mode in MODES
+    }  # fmt: skip
+
+
+def turns(memory_by_mode: dict[str, object], queries: int, seed: int) -> dict[str, list[float]]:
+    """`queries` recall turns per mode, interleaved; milliseconds each."""
+    rng = random.Random(seed)
+    took: dict[str, list[float]] = {mode: [] for mode in MODES}
+    for _ in range(queries):
+        question = HumanMessage(" ".join(rng.choices(WORDS, weights=ZIPF, k=6)))
+        thread = f"t{rng.randrange(100)}"
+        for mode in MODES:
+            start = time.perf_counter()
+            memory_by_mode[mode].recall(  # type: ignore[attr-defined]
+                thread_id=thread, resource_id="alice", new_messages=[question]
+            )
+            took[mode].append((time.perf_counter() - start) * 1000)
+    return took
+
+
+def ingest(memory: object, messages: int) -> float:
+    rng = random.Random(7)
+    start = time.perf_counter()
+    per = messages // 100
+    for t in range(100):
+        memory.create_thread(thread_id=f"t{t}", resource_id="alice")  # type: ignore[attr-defined]
+        batch = [
+            (HumanMessage if i % 2 == 0 else AIMessage)(
+                " ".join(rng.choices(WORDS, weights=ZIPF, k=rng.randint(8, 30)))
+            )
+            for i in range(per)
+        ]
+        for at in range(0, per, 50):
+            memory.save_messages(  # type: ignore[attr-defined]
+                batch[at : at + 50], thread_id=f"t{t}", resource_id="alice"
+            )
+    assert memory.flush(3600)  # type: ignore[attr-defined]
+    return messages / (time.perf_counter() - start)
+
+
+def after_import(db: Path, messages: int, queries: int) -> dict[str, object]:
+    """In this process: the application's three Memory objects, an import through one of
+    them, then the first turns (cold), then warm ones."""
+    by_mode = memories(db)
+    rate = ingest(by_mode["hybrid"], messages)
+    cold = turns(by_mode, queries, seed=1)
+    for memory in by_mode.values():
+        index = memory.recall_index  # type: ignore[attr-defined]
+        if index.vector is not None:
+            index.vector.warm(index.index_name(), "alice")
+    warm = turns(by_mode, queries, seed=2)
+    return {"ingest_per_s": rate, "cold": cold, "warm": warm}
+
+
+def restarted(db: Path, queries: int) -> dict[str, list[float]]:
+    """In a new process over the same files: the first turns."""
+    code = (
+        "import json, sys; sys.path.insert(0, 'bench'); import cold_recall_bench as b; "
+        f"print(json.dumps(b.turns(b.memories(b.Path({str(db)!r})), {queries}, seed=3)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=Path(__file__).resolve().parents[1])  # fmt: skip
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def percentiles(ms: list[float]) -> tuple[float, float]:
+    return float(np.percentile(ms, 50)), float(np.percentile(ms, 95))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=60)
+    parser.add_argument("--runs", type=int, default=2)
+    args = parser.parse_args()
+    for run in range(1, args.runs + 1):
+        with tempfile.TemporaryDirectory() as folder:
+            db = Path(folder) / "memory.db"
+            imported = after_import(db, args.messages, args.queries)
+            restart = restarted(db, args.queries)
+        print(f"run {run}: {args.messages:,} messages, one resource; ingest "
+              f"{imported['ingest_per_s']:.0f} messages/s (near-free embedder)")  # fmt: skip
+        print(f"  {'mode':8} {'after import p50/p95':>22} {'after restart p50/p95':>23} "
+              f"{'warm p50/p95':>15} {'cold p95 / warm p95':>20}")  # fmt: skip
+        for mode in MODES:
+            cold = percentiles(imported["cold"][mode])  # type: ignore[index]
+            again = percentiles(restart[mode])
+            warm = percentiles(imported["warm"][mode])  # type: ignore[index]
+            print(f"  {mode:8} {cold[0]:9.1f} / {cold[1]:6.1f} ms {again[0]:10.1f} / "
+                  f"{again[1]:6.1f} ms {warm[0]:6.1f} / {warm[1]:5.1f} ms "
+                  f"{max(cold[1], again[1]) / warm[1]:12.2f}x")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
