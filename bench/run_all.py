@@ -12,6 +12,7 @@ BENCHES = [
     "embed_bench.py",
     "recall_eval.py",
     "recall_bench.py",
+    "cold_recall_bench.py",
     "turn_bench.py",
 ]
 
