@@ -22,7 +22,7 @@ from datetime import datetime
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from ..fences import fenced
+from ..injected import fenced
 
 PRIORITIES = ("high", "medium", "low")
 

@@ -10,8 +10,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from ..errors import ConfigurationError
-from ..fences import DATA_NOT_INSTRUCTIONS, fenced
-from ..injected import tag
+from ..injected import DATA_NOT_INSTRUCTIONS, fenced, tag
 from ..messages import ids_of, mastra_role, message_text
 from ..recall.index import DEFAULT_MODE, Mode, RecallHit, RecallIndex, RecallOptions
 from ..recall.vector import VectorStore

@@ -30,9 +30,7 @@ import os
 import re
 import threading
 import uuid
-import weakref
 from collections.abc import Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +39,7 @@ import numpy as np
 from ..errors import ConfigurationError, VectorStoreError
 from ..messages import MAX_PIECES
 from ..storage.records import TimeWindow
-from .exact import EXACT_LIMIT, EXACT_MIN, ExactPartitions, Loaded
+from .exact import EXACT_LIMIT, EXACT_MIN, Loaded, shared_partitions
 from .vector import (
     DEFAULT_TIMEOUT,
     AsyncTwinsWithVectors,
@@ -61,11 +59,6 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 # M 32, efConstruction 256) ef 400 / 800 / 1,200 / 1,600 / 2,000 found 0.920 / 0.935 / 0.965 /
 # 0.977 / 0.982 of the exact top-10 at 1.9 / 2.3 / 2.7 / 3.3 / 4.2 ms p50 (2026-11-25)
 SEARCH_EF = 1600
-# exact partitions per Chroma folder, shared by every store over it in this process
-_SHARED_PARTITIONS: weakref.WeakValueDictionary[tuple[str, int, int], ExactPartitions] = (
-    weakref.WeakValueDictionary()
-)
-_SHARED_LOCK = threading.Lock()
 # pieces read at a time when a partition is loaded for exact search: Chroma holds the GIL while
 # it converts a page (10,000 pieces: ~250 ms in which no search could run; 1,000: ~15 ms)
 LOAD_PAGE = 1_000
@@ -166,23 +159,9 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
         self._migrated: set[str] = set()
         self._lock = threading.RLock()
         limit = (EXACT_LIMIT if client is None else 0) if exact_limit is None else exact_limit
-        self._exact = None if limit <= 0 else self._partitions_for(path, limit, exact_min)
-
-    def _partitions_for(self, path: str | Path | None, limit: int, minimum: int) -> ExactPartitions:
-        """The exact partitions of this store: for a folder, the process's one set for that
-        folder, whichever store over it was made first (every `Memory` over one file then
-        loads a partition once, and every store's writes reach the matrices all search)."""
-        make = partial(
-            ExactPartitions, self._load_partition, limit=limit, minimum=min(minimum, limit)
+        self._exact = (
+            None if limit <= 0 else shared_partitions(path, self._load_partition, limit, exact_min)
         )
-        if path is None:
-            return make()
-        key = (str(Path(path).resolve()), limit, minimum)
-        with _SHARED_LOCK:
-            shared = _SHARED_PARTITIONS.get(key)
-            if shared is None:
-                shared = _SHARED_PARTITIONS[key] = make()
-            return shared
 
     @classmethod
     def from_url(cls, url: str, *, timeout: float = DEFAULT_TIMEOUT) -> ChromaVectorStore:
@@ -234,9 +213,9 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
                 raise VectorStoreError(f"Chroma is unavailable: {exc}") from exc
             _check_dimension(col, name, dimension)
             _widen_beam(col)
-            self._collections[full] = col
             if self._exact is not None and resource_id is not None and col.count() == 0:
-                self._exact.start_empty(str(col.id), dimension)  # filled by its writes
+                self._exact.start_empty(str(col.id), dimension)  # (before a search sees it)
+            self._collections[full] = col
             return col
 
     def _existing(self, full_name: str) -> Any | None:
@@ -427,14 +406,13 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
         where = None if not conditions else (
             conditions[0] if len(conditions) == 1 else {"$and": conditions}
         )  # fmt: skip
-        result = self._call(
-            "query",
-            col.query,
-            query_embeddings=[list(map(float, vector))],
-            n_results=top_k,
-            where=where,
-            include=["distances"],
-        )
+        try:
+            result = col.query(query_embeddings=[list(map(float, vector))], n_results=top_k,
+                               where=where, include=["distances"])  # fmt: skip
+        except Exception as exc:  # a partition made a moment ago whose first write is not
+            if "Nothing found on disk" in str(exc):  # persisted yet: nothing to find yet
+                return []
+            raise VectorStoreError(f"Chroma is unavailable (query): {exc}") from exc
         return [
             VectorHit(vector_id.split("#", 1)[0], resource_id, 1.0 - distance)
             for vector_id, distance in zip(result["ids"][0], result["distances"][0], strict=True)

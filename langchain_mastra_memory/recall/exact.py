@@ -36,6 +36,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 
@@ -378,3 +379,28 @@ def _close(ref: weakref.ref[ExactPartitions]) -> None:
     partitions = ref()
     if partitions is not None:
         partitions.close()
+
+
+# exact partitions per Chroma folder, shared by every store over it in this process
+_SHARED: weakref.WeakValueDictionary[tuple[str, int, int], ExactPartitions] = (
+    weakref.WeakValueDictionary()
+)
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_partitions(
+    folder: str | Path | None, load: Callable[[str], Loaded | None], limit: int, minimum: int
+) -> ExactPartitions:
+    """The exact partitions of a store over `folder`: the process's one set for that folder,
+    whichever store over it came first (every `Memory` over one file then loads a partition
+    once, and every store's writes reach the matrices all of them search); a store with no
+    folder (in memory) has its own."""
+    make = partial(ExactPartitions, load, limit=limit, minimum=min(minimum, limit))
+    if folder is None:
+        return make()
+    key = (str(Path(folder).resolve()), limit, minimum)
+    with _SHARED_LOCK:
+        shared = _SHARED.get(key)
+        if shared is None:
+            shared = _SHARED[key] = make()
+        return shared

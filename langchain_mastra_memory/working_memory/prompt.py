@@ -6,8 +6,7 @@ import json
 
 from langchain_core.messages import SystemMessage
 
-from ..fences import DATA_NOT_INSTRUCTIONS, fenced
-from ..injected import SOURCE_KEY
+from ..injected import DATA_NOT_INSTRUCTIONS, SOURCE_KEY, fenced
 from .config import TOOL_NAME, WorkingMemoryConfig
 
 
