@@ -37,6 +37,7 @@ class DigestEmbeddings(Embeddings):
     """A unit vector seeded by the text's digest (384 dimensions): near-free, deterministic."""
 
     model = "digest-384"
+    symmetric = True  # a query is embedded as a document is
 
     def _one(self, text: str) -> list[float]:
         seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")

@@ -21,6 +21,7 @@ class GatedEmbeddings(Embeddings):
     """A real (tiny, deterministic) embedder that waits at a gate before each batch."""
 
     model_name = "gated-8"
+    symmetric = True  # a query's vector is the document's: one cache entry, one embedding
 
     def __init__(self) -> None:
         self.gate = threading.Event()

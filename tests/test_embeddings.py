@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -77,6 +78,7 @@ class Counting(Embeddings):
     """Wraps the real model and counts the texts it is asked to embed."""
 
     model_name = "counting-minilm"
+    symmetric = True  # MiniLM's: a query's vector is the document's (one cache entry)
 
     def __init__(self) -> None:
         self.inner, self.texts = MiniLMEmbeddings(), 0
@@ -115,3 +117,41 @@ def test_the_cache_is_bounded_in_bytes_and_keeps_float32() -> None:
     newest = cache.get(("m", bytes([24])))
     assert newest is not None and abs(newest[0] - 0.24) < 1e-6
     assert all(v.dtype.name == "float32" for v in cache.data.values())
+
+
+class Prefixed(Embeddings):
+    """An asymmetric model, as e5 is: ``query: `` and ``passage: `` before the text."""
+
+    model_name = "prefixed-minilm"
+
+    def __init__(self) -> None:
+        self.inner = MiniLMEmbeddings()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.inner.embed_documents([f"passage: {t}" for t in texts])
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(f"query: {text}")
+
+
+def test_an_asymmetric_embedder_gets_query_vectors_for_queries() -> None:
+    """A question saved as a message (embedded as a document) and then searched for (as a
+    query): the query gets the model's query vector, not the cached document one."""
+    model = Prefixed()
+    cached = CachedEmbeddings(model)
+    text = f"where did I leave the keys {id(model)}"
+    as_document = cached.embed_documents([text])[0]
+    as_query = cached.embed_query(text)
+    assert np.allclose(as_query, model.embed_query(text))
+    assert not np.allclose(as_query, as_document)
+    assert np.allclose(asyncio.run(cached.aembed_query(text)), as_query)
+    assert np.allclose(cached.embed_documents([text])[0], model.embed_documents([text])[0])
+
+
+def test_symmetry_is_known_for_ours_and_declared_for_others() -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_mastra_memory.recall.embeddings import is_symmetric
+
+    assert is_symmetric(MiniLMEmbeddings()) and is_symmetric(DeterministicFakeEmbedding(size=8))
+    assert not is_symmetric(Prefixed()) and is_symmetric(Counting())

@@ -297,24 +297,30 @@ class CachedEmbeddings(Embeddings):
         self.embedder = embedder.embedder if isinstance(embedder, CachedEmbeddings) else embedder
         self.cache = cache
         self.model_name = model_id(self.embedder)
+        # a query's vector is a document's only for a model that embeds both alike (e5, BGE,
+        # nomic, Cohere and Voyage do not): keyed apart unless the model is known symmetric
+        self.query_key = "" if is_symmetric(self.embedder) else "\x00query\x00"
 
-    def _key(self, text: str) -> tuple[str, bytes]:
-        return self.model_name, hashlib.sha256(text.encode("utf-8")).digest()
+    def _key(self, text: str, query: bool = False) -> tuple[str, bytes]:
+        tagged = self.query_key + text if query else text
+        return self.model_name, hashlib.sha256(tagged.encode("utf-8")).digest()
 
     def _split(self, texts: Sequence[str]) -> tuple[list[list[float] | None], list[str]]:
         found = [self.cache.get(self._key(t)) for t in texts]
         missing = list(dict.fromkeys(t for t, f in zip(texts, found, strict=True) if f is None))
         return found, missing
 
-    def _claim(self, texts: Sequence[str]) -> tuple[list[str], list[threading.Event]]:
+    def _claim(
+        self, texts: Sequence[str], query: bool = False
+    ) -> tuple[list[str], list[threading.Event]]:
         """Of `texts` not cached: those to embed here (claimed), and the events of those
         another caller is embedding."""
-        keys = {self._key(t): t for t in texts}
+        keys = {self._key(t, query): t for t in texts}
         mine, theirs = self.cache.claim(list(keys))
         return [keys[k] for k in mine], theirs
 
-    def _release(self, texts: Sequence[str]) -> None:
-        self.cache.release([self._key(t) for t in texts])
+    def _release(self, texts: Sequence[str], query: bool = False) -> None:
+        self.cache.release([self._key(t, query) for t in texts])
 
     def _keep(self, texts: Sequence[str], vectors: list[list[float]]) -> dict[str, list[float]]:
         """Fresh vectors by text, cached."""
@@ -345,18 +351,18 @@ class CachedEmbeddings(Embeddings):
         return [f if f is not None else fresh[t] for t, f in zip(texts, found, strict=True)]
 
     def embed_query(self, text: str) -> list[float]:
-        key = self._key(text)
+        key = self._key(text, query=True)
         cached = self.cache.get(key)
         if cached is not None:
             return cached
-        mine, theirs = self._claim([text])
+        mine, theirs = self._claim([text], query=True)
         if theirs and theirs[0].wait(IN_FLIGHT_WAIT) and (cached := self.cache.get(key)):
             return cached
         try:
             vector = self.embedder.embed_query(text)
             self.cache.put(key, vector)
         finally:
-            self._release(mine)
+            self._release(mine, query=True)
         return vector
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -376,18 +382,18 @@ class CachedEmbeddings(Embeddings):
         return [f if f is not None else fresh[t] for t, f in zip(texts, found, strict=True)]
 
     async def aembed_query(self, text: str) -> list[float]:
-        key = self._key(text)
+        key = self._key(text, query=True)
         cached = self.cache.get(key)
         if cached is not None:
             return cached
-        mine, theirs = self._claim([text])
+        mine, theirs = self._claim([text], query=True)
         if theirs and await _wait(theirs[0]) and (cached := self.cache.get(key)):
             return cached
         try:
             vector = await self.embedder.aembed_query(text)
             self.cache.put(key, vector)
         finally:
-            self._release(mine)
+            self._release(mine, query=True)
         return vector
 
 
@@ -396,6 +402,18 @@ async def _wait(event: threading.Event) -> bool:
     if event.is_set():
         return True
     return bool(await run_in_executor(None, event.wait, IN_FLIGHT_WAIT))
+
+
+def is_symmetric(embedder: Embeddings) -> bool:
+    """Whether `embedder` embeds a query as it embeds the same text as a document: ours, a
+    LangChain fake, or one that says so (``symmetric = True``); any other is taken not to."""
+    declared = getattr(embedder, "symmetric", None)
+    if isinstance(declared, bool):
+        return declared
+    return isinstance(embedder, MiniLMEmbeddings) or type(embedder).__name__ in SYMMETRIC_FAKES
+
+
+SYMMETRIC_FAKES = {"FakeEmbeddings", "DeterministicFakeEmbedding"}  # langchain_core's
 
 
 @lru_cache(maxsize=1)
