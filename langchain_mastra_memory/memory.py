@@ -21,6 +21,7 @@ from .messages import MessageList
 from .observational.service import ObservationalMemory
 from .recall.index import RecallIndex, RecallOptions
 from .recall.synced import SyncedStorage
+from .recall.writer import VectorBacklog
 from .storage.base import MemoryStorage
 from .storage.sqlite import SQLiteStorage, storage_or_default  # noqa: F401 (the doctest uses it)
 from .threads.ids import resolve_ids, visible_to, with_new_id
@@ -308,6 +309,15 @@ class Memory:
     async def aflush(self, timeout: float | None = None) -> bool:
         """Async `flush`."""
         return await self.synced.aflush(timeout)
+
+    def vector_backlog(self) -> VectorBacklog:
+        """How many saved messages wait for their vectors, and why the last write failed (a
+        vector store refusing writes: `flush` then returns False)."""
+        return self.synced.backlog()
+
+    async def avector_backlog(self) -> VectorBacklog:
+        """Async `vector_backlog`."""
+        return await self.synced.abacklog()
 
     def backfill_embeddings(self, progress: Callable[[int], None] | None = None) -> int:
         """Embed every message whose vector is missing (`progress(n)` per batch); how many."""

@@ -110,14 +110,17 @@ def test_saving_while_the_server_is_down_then_backfilling(tmp_path: Path) -> Non
         [HumanMessage("I moved to Lisbon in March.")], thread_id="t1", resource_id="alice"
     )
     assert [m.content for m in memory.get_messages(thread_id="t1")][-1] == saved[0].content
-    assert memory.flush(timeout=60)  # the writer tried, failed and left the backlog
+    assert memory.flush(timeout=60) is False  # the writer tried, failed, left the backlog
     assert [s.message.id for s in memory.storage.unembedded()] == [saved[0].id]
+    backlog = memory.vector_backlog()
+    assert backlog.pending == 1 and "Chroma is unavailable" in (backlog.last_error or "")
     with pytest.raises(VectorStoreError):
         memory.recall_index.search("Where do I live?", resource_id="alice")
     proc = start_server(data, port)
     try:
         assert memory.backfill_embeddings() == 1
         assert memory.storage.unembedded() == []
+        assert memory.vector_backlog().last_error is None and memory.flush(60)
         hits = memory.recall_index.search("Where do I live?", resource_id="alice")
         assert hits[0].message_id == saved[0].id
     finally:

@@ -506,6 +506,8 @@ NOT_READS = {
     "Memory.delete_resource": "erases the named resource, returns a flag (tests/test_delete_resource.py "
     "scans every table and engine: nothing of it left, nothing of another touched)",
     "cli forget": "the operator's erasure of one resource (tests/test_delete_resource.py)",
+    "Memory.vector_backlog": "a count of messages waiting for vectors and the writer's last error",
+    "cli backlog": "prints that count",
     "cli working-memory set": "a write to the named resource",
     "cli ui": "a web server: its pages are scoped to one resource in their URL, and crafted URLs "
     "for another resource's thread are 404 without its data (tests/test_ui.py)",

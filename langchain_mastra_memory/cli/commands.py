@@ -140,6 +140,17 @@ def reindex(db: Db = DEFAULT_DB) -> None:
     console.print(f"embedded {embed_with_progress(memory, 'embedding')} messages")
 
 
+@app.command()
+def backlog(db: Db = DEFAULT_DB) -> None:
+    """How many saved messages still wait for their vectors (a vector store that refused
+    writes leaves them there: `reindex` writes them)."""
+    with memory_at(db) as memory:
+        pending = memory.storage.count_unembedded()
+    console.print(f"{pending} messages wait for their vectors")
+    if pending:
+        console.print(f"write them: langchain-mastra-memory reindex --db {db}")
+
+
 @app.command("import")
 def import_(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A JSON-lines file.")],

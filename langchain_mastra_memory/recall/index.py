@@ -141,6 +141,7 @@ class RecallIndex(VectorUpkeep):
             return []
         # what this process saved is searchable, unless the writer is stuck (a hung embedder
         # or vector store): then the search goes on with what is indexed, never waits forever
+        self.writer.warn_if_failing()
         if not (yield call(self.writer, "settle", self.flush_timeout, ignoring=never_hits)):
             logger.warning(
                 "semantic recall: the vector writer is still busy after %.0f s; this search "

@@ -26,6 +26,7 @@ from ..storage.records import ImportedThread, StoredMessage, stored_ids
 from ..threads.ids import verify_owner
 from ..twins import run_async, run_sync
 from .index import RecallIndex
+from .writer import VectorBacklog
 
 if TYPE_CHECKING:
     from ..observational.service import ObservationalMemory
@@ -296,7 +297,22 @@ class SyncedStorage:
         there, not only by the backlog flag); returns how many were written."""
         if self.index is None:
             raise ConfigurationError("semantic recall is not enabled")
-        return self.index.reindex(progress=progress)
+        written = self.index.reindex(progress=progress)
+        self.index.writer.recovered()  # the store takes writes again
+        return written
+
+    def backlog(self) -> VectorBacklog:
+        """The messages waiting for vectors, and why the last write failed."""
+        if self.index is None:
+            return VectorBacklog(0)
+        return VectorBacklog(self.storage.count_unembedded(), self.index.writer.last_error)
+
+    async def abacklog(self) -> VectorBacklog:
+        """Async `backlog`."""
+        if self.index is None:
+            return VectorBacklog(0)
+        pending = await self.storage.acount_unembedded()
+        return VectorBacklog(pending, self.index.writer.last_error)
 
     def _indexed(self, stored: list[StoredMessage], *, replace: bool = False) -> Saved:
         if self.index and replace:  # an update rewrites its pieces now (updates are rare)

@@ -16,6 +16,7 @@ import logging
 import threading
 import weakref
 from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
@@ -43,6 +44,15 @@ BATCH = 200
 UNNAMED = ""  # what a notify without message ids queues: only a whole drain settles it
 
 
+@dataclass(frozen=True)
+class VectorBacklog:
+    """The embedding backlog as it stands: messages stored but not yet in the vector store
+    (`pending`), and why the last write failed (`last_error`; None: it did not)."""
+
+    pending: int
+    last_error: str | None = None
+
+
 class BacklogWriter:
     """Drains `index`'s backlog in a daemon thread; `flush` waits for it.
 
@@ -63,6 +73,8 @@ class BacklogWriter:
         self._draining: set[str] = set()  # ... and those of the drain under way
         self._closed = False
         self._thread: threading.Thread | None = None
+        self.last_error: str | None = None  # why the last drain failed (None: it did not)
+        self._told = False  # a search was warned about the failing writes
 
     def notify(self, message_ids: Iterable[str] = ()) -> None:
         """New messages (`message_ids`; unnamed: anything) are in the backlog: embed them
@@ -79,9 +91,27 @@ class BacklogWriter:
             self._state.notify_all()
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until what was queued is written; False if `timeout` ran out first."""
+        """Wait until what was queued is written; False if `timeout` ran out first, or if the
+        vector store refused the writes (`last_error` says why; the backlog keeps them)."""
         with self._state:
-            return self._state.wait_for(lambda: not (self._dirty or self._busy), timeout)
+            done = self._state.wait_for(lambda: not (self._dirty or self._busy), timeout)
+            return done and self.last_error is None
+
+    def recovered(self) -> None:
+        """The vector store took writes again (a backfill wrote the backlog)."""
+        self.last_error, self._told = None, False
+
+    def warn_if_failing(self) -> None:
+        """Before a search: while writes are failing, warn once (until they succeed again)
+        that the newest messages cannot be found by meaning."""
+        if self.last_error is not None and not self._told:
+            self._told = True
+            logger.warning(
+                "semantic recall: vector writes are failing (%s); searches do not find the "
+                "messages in the backlog until they succeed (memory.vector_backlog() tells "
+                "how many)",
+                self.last_error,
+            )
 
     async def aflush(self, timeout: float | None = None) -> bool:
         """Async `flush` (waits in a worker thread)."""
@@ -135,14 +165,17 @@ class BacklogWriter:
                     self.index.index(batch)
                     if len(batch) < self.batch:
                         break
+                self.recovered()
             except VectorStoreError as exc:
+                self.last_error = str(exc)
                 logger.warning(
                     "semantic recall: embeddings not written (%s); they stay in the backlog for "
                     "the next save, memory.backfill_embeddings() or `langchain-mastra-memory "
                     "reindex`",
                     exc,
                 )
-            except Exception:  # never let the writer die silently
+            except Exception as exc:  # never let the writer die silently
+                self.last_error = f"{type(exc).__name__}: {exc}"
                 logger.exception("semantic recall: the background writer failed")
             finally:
                 with self._state:

@@ -286,6 +286,10 @@ class MemoryStorage(DerivedRecords, ConversationStorage):
             self.message_windows, message_ids, before=before, after=after, resource_id=resource_id
         )
 
+    async def acount_unembedded(self) -> int:
+        """Async `count_unembedded`."""
+        return await off_loop(self.count_unembedded)
+
     async def aunembedded(self, *, limit: int = 500) -> list[StoredMessage]:
         """Async `unembedded`."""
         return await off_loop(self.unembedded, limit=limit)

@@ -225,6 +225,10 @@ class ConversationStorage(ABC):
     def unembedded(self, *, limit: int = 500) -> list[StoredMessage]:
         """User and assistant messages whose embedding is not written yet (oldest first)."""
 
+    def count_unembedded(self) -> int:
+        """How many messages wait in the embedding backlog (`unembedded`, all of them)."""
+        return len(self.unembedded(limit=1_000_000_000))
+
     @abstractmethod
     def mark_embedded(self, message_ids: Sequence[str], *, embedded: bool = True) -> None:
         """Record that these messages' embeddings are in the vector store (or, with

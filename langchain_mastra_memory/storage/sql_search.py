@@ -105,6 +105,16 @@ class SearchTable(SQLRoom):
             ).fetchall()
         return [self._stored(r) for r in rows]
 
+    def count_unembedded(self) -> int:
+        with self._transaction(write=False) as conn:
+            (count,) = self._run(
+                conn,
+                "SELECT count(*) FROM memory_messages WHERE embedded = ? "
+                "AND role IN ('user', 'assistant')",
+                (False,),
+            ).fetchone()
+        return int(count)
+
     def mark_embedded(self, message_ids: Sequence[str], *, embedded: bool = True) -> None:
         ids = check_ids(message_ids, "message_ids")
         with self._transaction(write=True) as conn:

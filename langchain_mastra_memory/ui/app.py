@@ -75,7 +75,10 @@ def create_app(
 
     def page(request: Request, name: str, status: int = 200, **data: Any) -> HTMLResponse:
         csrf = request.scope.get("state", {}).get("csrf_token", "")
-        html = env.get_template(name).render(request=request, write=write, csrf=csrf, **data)
+        backlog = memory.vector_backlog()
+        html = env.get_template(name).render(
+            request=request, write=write, csrf=csrf, backlog=backlog, **data
+        )
         response = HTMLResponse(html, status_code=status)
         given = request.query_params.get("token")
         if token is not None and given is not None:  # remembered for the next pages
