@@ -243,3 +243,10 @@ def test_no_room_over_500_lines() -> None:
     assert sizes["storage/base.py"] > 100  # the sizes are read (a wrong root reads nothing)
     assert sizes["storage/sql.py"] <= 450  # split by subject: threads, messages, search, ...
     assert sizes["storage/base.py"] <= 450  # the contract, the derived records, the twins
+
+
+def test_the_checkpointer_io_does_not_name_the_checkpointer() -> None:
+    """`checkpoint_io` is typed against a Protocol of what it needs, not the class using it
+    (the two named each other, for annotations only, since the class was split)."""
+    io, checkpointer = f"{NAME}.integrations.checkpoint_io", f"{NAME}.integrations.checkpointer"
+    assert checkpointer not in FULL_GRAPH[io] and io in FULL_GRAPH[checkpointer]

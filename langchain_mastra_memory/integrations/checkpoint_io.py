@@ -2,21 +2,34 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
-if TYPE_CHECKING:
-    from .checkpointer import MemoryCheckpointer
+
+class Checkpointing(Protocol):
+    """What the I/O needs of a checkpointer (`MemoryCheckpointer`): its wrapped saver, a way
+    to reach the saver's async methods, and its owner and latest-checkpoint reads. Typed here
+    so this module does not name the class that uses it."""
+
+    saver: BaseCheckpointSaver
+
+    async def _inner(self, method: str, *args: Any, **kwargs: Any) -> Any: ...
+    def _owner(self, thread_id: str) -> str | None: ...
+    async def _aowner(self, thread_id: str) -> str | None: ...
+    def _purge_orphans(self, thread_id: str) -> None: ...
+    async def _apurge_orphans(self, thread_id: str) -> None: ...
+    def _latest(self, thread_id: str) -> str | None: ...
+    async def _alatest(self, thread_id: str) -> str | None: ...
 
 
 class CheckpointerIO:
     """A checkpointer's I/O as sync/async twins, for the algorithms written once (`twins`):
     the wrapped saver's reads and writes (its async methods, or its sync ones in a worker
-    thread) and the owner cache."""
+    thread) and the owner reads."""
 
-    def __init__(self, checkpointer: MemoryCheckpointer) -> None:
+    def __init__(self, checkpointer: Checkpointing) -> None:
         self.cp = checkpointer
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
