@@ -76,3 +76,24 @@ def call(request: pytest.FixtureRequest) -> Call:
 
     run.mode = request.param  # type: ignore[attr-defined]
     return run
+
+
+@pytest.fixture(scope="session")
+def milvus_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Milvus server for the session (the `milvus` wheel: Milvus 2.3 standalone with
+    embedded etcd, no Docker), in a temporary folder on a free port, stopped at the end. A
+    failure to start is an error, never a skip."""
+    import socket
+
+    from milvus import MilvusServer
+
+    server = MilvusServer()
+    server.set_base_dir(str(tmp_path_factory.mktemp("milvus")))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        server.listen_port = probe.getsockname()[1]
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{server.listen_port}"
+    finally:
+        server.stop()

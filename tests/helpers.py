@@ -14,6 +14,7 @@ scripted = strict_model
 
 __all__ = [
     "ScriptedChatModel",
+    "drop_milvus_collections",
     "garden",
     "scripted",
     "strict_model",
@@ -54,3 +55,13 @@ def echo_graph(checkpointer: Any) -> Any:
     )
     graph.add_edge(START, "reply")
     return graph.compile(checkpointer=checkpointer)
+
+
+def drop_milvus_collections(uri: str) -> None:
+    """Leave the session's Milvus server empty for the next test."""
+    from pymilvus import MilvusClient
+
+    client = MilvusClient(uri=uri)
+    for name in client.list_collections():
+        client.drop_collection(name)
+    client.close()

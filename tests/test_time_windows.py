@@ -15,7 +15,14 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from langchain_mastra_memory import ConfigurationError, Memory, PostgresStorage, SQLiteStorage
+from langchain_mastra_memory import (
+    ConfigurationError,
+    Memory,
+    MilvusVectorStore,
+    PostgresStorage,
+    SQLiteStorage,
+)
+from tests.helpers import drop_milvus_collections
 from tests.test_isolation_matrix import vector_store
 
 OLD = datetime(2025, 3, 1, tzinfo=timezone.utc)
@@ -27,6 +34,7 @@ ENGINES = [
     pytest.param(("postgres", None), id="postgres+pgvector", marks=pytest.mark.postgres),
     pytest.param(("sqlite", "sqlite+qdrant"), id="sqlite+qdrant"),
     pytest.param(("sqlite", "sqlite+milvus"), id="sqlite+milvus"),
+    pytest.param(("sqlite", "milvus-server"), id="sqlite+milvus-server"),
     pytest.param(("sqlite", "sqlite+langchain"), id="sqlite+langchain"),
 ]
 
@@ -40,9 +48,15 @@ def memory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         if backend == "postgres"
         else SQLiteStorage(folder / "memory.db")
     )
+    if engine == "milvus-server":  # the session's real Milvus (2.3)
+        uri = request.getfixturevalue("milvus_uri")
+        request.addfinalizer(lambda: drop_milvus_collections(uri))
+        vector: Any = MilvusVectorStore(uri=uri)
+    else:
+        vector = vector_store(engine or "", folder)
     memory = Memory(
         storage=storage,
-        vector=vector_store(engine or "", folder),
+        vector=vector,
         options={"semantic_recall": {"scope": "resource"}},
     )
     memory.create_thread(thread_id="old", resource_id="alice")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import garden
+from helpers import drop_milvus_collections, garden
 from langchain_core.messages import HumanMessage
 
 from langchain_mastra_memory import Memory, MilvusVectorStore, QdrantVectorStore, SQLiteStorage
@@ -19,20 +19,25 @@ def record(message_id: str, vector: list[float], thread: str, owner: str, piece:
     return VectorRecord(message_id, vector, thread, owner, "user", 0.0, piece=piece)
 
 
-ENGINES = ["qdrant-memory", "qdrant-path", "milvus-lite"]
+ENGINES = ["qdrant-memory", "qdrant-path", "milvus-lite", "milvus-server"]
 
 
-def engine(kind: str, folder: Path):
+def engine(kind: str, folder: Path, request: pytest.FixtureRequest | None = None):
     if kind == "qdrant-memory":
         return QdrantVectorStore(":memory:")
     if kind == "qdrant-path":
         return QdrantVectorStore(folder / "qdrant")
+    if kind == "milvus-server":  # the session's real server (2.3), emptied after each test
+        assert request is not None
+        uri = request.getfixturevalue("milvus_uri")
+        request.addfinalizer(lambda: drop_milvus_collections(uri))
+        return MilvusVectorStore(uri=uri)
     return MilvusVectorStore(folder / "milvus.db")
 
 
 @pytest.fixture(params=ENGINES)
 def store(request: pytest.FixtureRequest, tmp_path: Path):
-    made = engine(request.param, tmp_path)
+    made = engine(request.param, tmp_path, request)
     yield made
     made.close()
 
@@ -96,9 +101,11 @@ def test_milvus_lite_searches_exactly_and_a_server_gets_its_tuned_index(tmp_path
     assert MilvusVectorStore(uri="http://127.0.0.1:9").index_type == "AUTOINDEX"  # (no connect)
 
 
-@pytest.mark.parametrize("kind", ["qdrant-path", "milvus-lite"])
-def test_memory_recalls_isolates_and_keeps_vectors_in_step(tmp_path: Path, call, kind: str) -> None:
-    vectors = engine(kind, tmp_path)
+@pytest.mark.parametrize("kind", ["qdrant-path", "milvus-lite", "milvus-server"])
+def test_memory_recalls_isolates_and_keeps_vectors_in_step(
+    tmp_path: Path, call, kind: str, request: pytest.FixtureRequest
+) -> None:
+    vectors = engine(kind, tmp_path, request)
     memory = Memory(storage=SQLiteStorage(tmp_path / "memory.db"), vector=vectors,
                     options={"semantic_recall": {"mode": "vector"}})  # fmt: skip
     garden(memory)

@@ -31,10 +31,12 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..errors import ConfigurationError
 from ..storage.records import TimeWindow
 from .engine import BATCH, EngineStore, extra_missing, one_place
 from .vector import VectorHit, VectorRecord, only_threads
@@ -49,6 +51,11 @@ def literal(value: str) -> str:
 
 def one_of(field: str, values: Sequence[str]) -> str:
     return f"{field} in [{', '.join(map(literal, values))}]"
+
+
+# a turn reads its own writes: a server's default ("Bounded") may not show a write to the
+# next search; "Strong" waits for every write before it (Milvus Lite is strong anyway)
+CONSISTENCY = "Strong"
 
 
 class MilvusVectorStore(EngineStore):
@@ -83,6 +90,7 @@ class MilvusVectorStore(EngineStore):
         elif client is None:
             client = MilvusClient(str(location))
         self.index_type = index_type or ("FLAT" if location is not None else "AUTOINDEX")
+        self._version: tuple[int, int] | None = None
         self._start(client, uri or str(location or "client"), connect)
 
     # -- the engine's collections --------------------------------------------------------------
@@ -112,10 +120,31 @@ class MilvusVectorStore(EngineStore):
         schema.add_field("created_at", DataType.DOUBLE)
         index = self.client.prepare_index_params()
         index.add_index(field_name="vector", index_type=self.index_type, metric_type="COSINE")
+        scalar = self._scalar_index()
         for field in ("message_id", "thread_id"):
-            index.add_index(field_name=field, index_type="INVERTED")
+            index.add_index(field_name=field, index_type=scalar)
         self._call("create", self.client.create_collection, name, schema=schema,
-                   index_params=index)  # fmt: skip
+                   index_params=index, consistency_level=CONSISTENCY)  # fmt: skip
+
+    def _scalar_index(self) -> str:
+        """The string index the server has: INVERTED from Milvus 2.4, Trie on 2.3 (which
+        refuses INVERTED)."""
+        return "Trie" if self._release() < (2, 4) else "INVERTED"
+
+    def _release(self) -> tuple[int, int]:
+        """The server's (major, minor), asked once; Milvus Lite, which may not say, reads as
+        current. A server before 2.3 is refused by name (the adapter works on 2.3 to 2.6)."""
+        if self._version is None:
+            try:
+                version = str(self._call("version", self.client.get_server_version))
+            except Exception:
+                version = ""
+            found = re.match(r"v?(\d+)\.(\d+)", version)
+            self._version = (int(found[1]), int(found[2])) if found else (9, 9)
+            if self._version < (2, 3):
+                msg = f"Milvus {version} is too old for MilvusVectorStore: it works on 2.3 to 2.6"
+                raise ConfigurationError(msg)
+        return self._version
 
     def _filter(
         self,
@@ -145,6 +174,7 @@ class MilvusVectorStore(EngineStore):
 
     def _rows(self, name: str, where: Any) -> list[tuple[str, Sequence[float]]]:
         found = self._call("query", self.client.query, name, filter=where,
+                           consistency_level=CONSISTENCY,
                            output_fields=["pk", "vector"])  # fmt: skip
         return [(row["pk"], row["vector"]) for row in found]
 
@@ -167,7 +197,13 @@ class MilvusVectorStore(EngineStore):
             for r in records
         ]
         for start in range(0, len(rows), BATCH):
-            self._call("upsert", self.client.upsert, name, data=rows[start : start + BATCH])
+            batch = rows[start : start + BATCH]
+            if self._release() < (2, 4):  # 2.3's upsert misroutes partition-key rows (a
+                # filter on the key then misses them): delete by key, then insert
+                self._call("delete", self.client.delete, name, ids=[r["pk"] for r in batch])
+                self._call("insert", self.client.insert, name, data=batch)
+            else:
+                self._call("upsert", self.client.upsert, name, data=batch)
 
     def query(
         self,
@@ -188,6 +224,7 @@ class MilvusVectorStore(EngineStore):
             return []
         found = self._call(
             "search", self.client.search, name, data=[[float(x) for x in vector]],
+            consistency_level=CONSISTENCY,
             limit=top_k, filter=self._filter(resource_id, threads, window=window),
             output_fields=["message_id"],
         )  # fmt: skip
@@ -211,5 +248,6 @@ class MilvusVectorStore(EngineStore):
         if name is None:
             return 0
         found = self._call("count", self.client.query, name, filter=self._filter(resource_id),
+                           consistency_level=CONSISTENCY,
                            output_fields=["count(*)"])  # fmt: skip
         return int(found[0]["count(*)"])
