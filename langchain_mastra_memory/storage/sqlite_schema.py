@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .statements import WITHHELD_TABLE
+
 MIGRATIONS: list[str] = [
     # 1: resources, threads, messages
     """
@@ -155,15 +157,7 @@ MIGRATIONS: list[str] = [
     END;
     """,
     # 9: ids of messages read-only turns left in a graph's state, never to be stored (`withheld`)
-    """
-    CREATE TABLE memory_withheld_messages (
-        thread_id TEXT NOT NULL,
-        message_id TEXT NOT NULL,
-        resource_id TEXT NOT NULL,
-        PRIMARY KEY (thread_id, message_id)
-    );
-    CREATE INDEX memory_withheld_by_resource ON memory_withheld_messages(resource_id);
-    """,
+    WITHHELD_TABLE,
 ]
 
 

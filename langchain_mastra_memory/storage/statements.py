@@ -55,6 +55,18 @@ def window_sql(hits: int) -> str:
     return " UNION ALL ".join(blocks)
 
 
+# ids of messages read-only turns left in a graph's state (`withheld`): both dialects' migration
+WITHHELD_TABLE = """
+    CREATE TABLE memory_withheld_messages (
+        thread_id TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        resource_id TEXT NOT NULL,
+        PRIMARY KEY (thread_id, message_id)
+    );
+    CREATE INDEX memory_withheld_by_resource ON memory_withheld_messages(resource_id);
+"""
+
+
 class TextMatch(NamedTuple):
     """A dialect's full-text search: ``statement`` is ``SELECT m.id, m.thread_id, <score> AS
     score FROM ... WHERE <match>`` over messages aliased ``m`` (higher scores better) taking
