@@ -9,6 +9,12 @@ PostgreSQL, with observational memory off and in both scopes: each is refused
 returns nothing of alice's. `test_every_public_read_path_is_in_the_matrix` fails when a public
 method or CLI command appears that is neither in the matrix nor listed as not reading memory:
 a new read path must join.
+
+With a second party in the room, the matrix goes on in: `test_live_owners.py` (a live
+checkpointer after a transfer, and after another process deleted a thread and another resource
+took the id: SQLite and PostgreSQL, two real processes), `test_read_only_turns.py` (a read-only
+caller beside a writable one, every shape), `test_delete_resource.py` (erasing one tenant
+touches nothing of another) and `test_fences.py` (text written by an attacker).
 """
 
 from __future__ import annotations
