@@ -300,8 +300,9 @@ def test_logs_and_keeps_going_when_the_vector_store_fails(caplog) -> None:
         memory.save_messages(
             [HumanMessage("I moved to Lisbon in March.")], thread_id="t1", resource_id="alice"
         )
-        assert memory.flush(timeout=30)  # the writer ran, failed, and said so
+        assert memory.flush(timeout=30) is False  # the writer ran, failed, and says so
     assert "stay in the backlog" in caplog.text
+    assert memory.vector_backlog().pending == 1
     assert [m.content for m in memory.get_messages(thread_id="t1")] == [
         "I moved to Lisbon in March."
     ]
@@ -310,8 +311,8 @@ def test_logs_and_keeps_going_when_the_vector_store_fails(caplog) -> None:
     memory.save_messages(
         [AIMessage("Lovely city.")], thread_id="t1", resource_id="alice"
     )  # wakes the writer, which drains the backlog
-    memory.flush()
-    assert storage.unembedded() == []
+    assert memory.flush() is True  # written: the failure is over
+    assert storage.unembedded() == [] and memory.vector_backlog().last_error is None
     assert memory.recall_index.search("Where do I live?", resource_id="alice")
 
 
