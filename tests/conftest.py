@@ -93,7 +93,8 @@ def milvus_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         probe.bind(("127.0.0.1", 0))
         server.listen_port = probe.getsockname()[1]
     server.start()
+    uri = os.environ["LMM_TEST_MILVUS_URI"] = f"http://127.0.0.1:{server.listen_port}"
     try:
-        yield f"http://127.0.0.1:{server.listen_port}"
+        yield uri
     finally:
         server.stop()

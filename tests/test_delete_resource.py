@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from langchain_mastra_memory import LangChainVectorStore, Memory, PostgresStorage, SQLiteStorage
 from langchain_mastra_memory.cli import app
-from tests.test_isolation_matrix import ALICE, SECRET, WORLDS, build_world, cfg
+from tests.test_isolation_matrix import ALICE, SECRET, WORLDS, build_world, cfg, server_for
 
 LEAK = SECRET.split("-")[1]
 
@@ -63,9 +63,10 @@ def vectors_of(memory: Memory, resource: str) -> int:
 @pytest.mark.parametrize("world_param", WORLDS)
 @pytest.mark.parametrize("how", ["sync", "async"])
 def test_delete_resource_erases_alice_everywhere_and_nothing_of_bob(
-    world_param: Any, how: str, tmp_path: Path
+    world_param: Any, how: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     kind, om = world_param
+    server_for(kind, request)
     world = build_world(kind, om, tmp_path)
     memory = world.memory
     try:

@@ -60,6 +60,7 @@ from langchain_mastra_memory.observational.prompts import REFLECTOR_INSTRUCTIONS
 from langchain_mastra_memory.storage.observations import scope_key
 from langchain_mastra_memory.testing import strict_model
 from langchain_mastra_memory.threads.transfer import export_lines
+from tests.helpers import drop_milvus_collections
 
 SECRET = "Zanzibar-kq7731"  # in each of alice's stores; bob asks about "Zanzibar"
 LEAK = "kq7731"  # what bob must never see (not hex: a random uuid cannot contain it)
@@ -132,6 +133,8 @@ def vector_store(kind: str, folder: Path) -> Any:
         return QdrantVectorStore(folder / "qdrant")
     if kind == "sqlite+milvus":
         return MilvusVectorStore(folder / "milvus.db")
+    if kind == "sqlite+milvus-server":  # the session's real server (`milvus_uri` sets it)
+        return MilvusVectorStore(uri=os.environ["LMM_TEST_MILVUS_URI"])
     if kind == "sqlite+langchain":
         from langchain_core.vectorstores import InMemoryVectorStore
 
@@ -184,7 +187,7 @@ WORLDS = [
     for om in (None, "thread", "resource")
 ] + [  # recall's other vector engines, beside SQLite
     pytest.param((kind, None), id=f"{kind}-om:off")
-    for kind in ("sqlite+qdrant", "sqlite+milvus", "sqlite+langchain")
+    for kind in ("sqlite+qdrant", "sqlite+milvus", "sqlite+milvus-server", "sqlite+langchain")
 ]
 ENGINE_STORES = ("QdrantVectorStore", "MilvusVectorStore")
 ALL_STORES = ("PgVectorStore", "ChromaVectorStore", *ENGINE_STORES, "LangChainVectorStore")
@@ -192,11 +195,23 @@ ALL_STORES = ("PgVectorStore", "ChromaVectorStore", *ENGINE_STORES, "LangChainVe
 
 def built_world(request: pytest.FixtureRequest, folder: Path) -> Iterator[World]:
     kind, om = request.param
+    server_for(kind, request)
     built = build_world(kind, om, folder)
     yield built
-    if isinstance(built.memory.storage, PostgresStorage):
-        built.memory.storage.drop_schema()
-    built.memory.storage.close()
+    end_world(built)
+
+
+def server_for(kind: str, request: pytest.FixtureRequest) -> None:
+    """A world on the real Milvus server starts it (once a session) and empties it after."""
+    if kind == "sqlite+milvus-server":
+        uri = request.getfixturevalue("milvus_uri")
+        request.addfinalizer(lambda: drop_milvus_collections(uri))
+
+
+def end_world(world: World) -> None:
+    if isinstance(world.memory.storage, PostgresStorage):
+        world.memory.storage.drop_schema()
+    world.memory.storage.close()
 
 
 @pytest.fixture(scope="module", params=WORLDS)
