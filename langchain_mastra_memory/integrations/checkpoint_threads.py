@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from ..memory import Memory
 
 
+ERASE_WAIT = 120.0  # seconds an erasure waits for the resource's queued vectors to be written
+
+
 def default_saver(memory: Memory) -> BaseCheckpointSaver:
     """A SQLite saver on memory's own database file, or an in-memory saver."""
     storage = memory.storage
@@ -87,9 +90,6 @@ async def adelete_resource_everywhere(memory: Memory, resource_id: str) -> bool:
         found = await adelete_everywhere(memory, thread.id, resource_id) or found
     found = await memory.storage.adelete_resource(resource_id) or found
     return await run_in_executor(None, _delete_items, memory.storage, resource_id) or found
-
-
-ERASE_WAIT = 120.0  # seconds an erasure waits for the resource's queued vectors to be written
 
 
 def _delete_items(storage: Any, resource_id: str) -> bool:
