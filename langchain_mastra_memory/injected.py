@@ -41,6 +41,12 @@ def is_injected(message: BaseMessage) -> bool:
     return SOURCE_KEY in message.response_metadata
 
 
+def source_of(message: BaseMessage) -> str | None:
+    """Which part of memory added `message` (None: not memory's)."""
+    source = message.response_metadata.get(SOURCE_KEY)
+    return source if isinstance(source, str) else None
+
+
 def tag(message: BaseMessage, source: str) -> BaseMessage:
     """A copy of `message` marked as coming from memory's `source`."""
     return message.model_copy(
@@ -51,6 +57,7 @@ def tag(message: BaseMessage, source: str) -> BaseMessage:
 FENCES = frozenset(
     {
         "remembered_from_other_conversation",  # recalled messages (semantic recall)
+        "remembered_from_this_conversation",
         "working_memory_data",  # the stored working memory
         "working_memory_template",  # its template (the developer's; fenced all the same)
         "working_memory_schema",

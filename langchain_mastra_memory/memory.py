@@ -98,8 +98,8 @@ class Memory:
         self.processors = list(processors)
         warn_if_limiter_not_last(self.processors)
         self.checkpointers: weakref.WeakSet[MemoryCheckpointer] = weakref.WeakSet()
-        self.turns = TurnContext(self.storage, self.options.last_messages, self.recall_index,
-                                 self.working, processors, om)  # fmt: skip
+        self.turns = TurnContext(self.storage, self.options, self.recall_index, self.working,
+                                 processors, om)  # fmt: skip
 
     def __repr__(self) -> str:
         return f"Memory(storage={self.storage!r}, options={self.options!r})"

@@ -16,6 +16,7 @@ The rules (SPEC §3):
 (orphan results and unanswered calls dropped, empty messages skipped), all system content is
 merged into one leading system message, and the current turn passes untouched.
 `provider_violations` only checks; the test suite's scripted models call it on every input.
+`cache_marked` adds Anthropic's prompt-cache breakpoints to an input already made safe.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
-from .injected import SOURCE_KEY, is_injected
+from .injected import SOURCE_KEY, is_injected, source_of
 from .messages import has_content, tool_call_ids, without_tool_calls
 
 
@@ -166,3 +167,58 @@ def provider_safe(
     history = repair_history([m for m in remembered if not isinstance(m, SystemMessage)])
     turn = [m for m in current if not isinstance(m, SystemMessage)]
     return [*merge_system_messages(systems), *history, *turn]
+
+
+EPHEMERAL = {"type": "ephemeral"}
+MARKABLE = frozenset({"text", "image", "image_url", "document", "tool_result", "tool_use"})
+
+
+def cache_marked(
+    messages: Sequence[BaseMessage], current: Sequence[BaseMessage]
+) -> list[BaseMessage]:
+    """`messages` (a `provider_safe` input) with Anthropic's ``cache_control`` breakpoints at
+    the end of each part that stays the same from turn to turn: the leading system message, and
+    the last message of the history (before this turn's recalled block and the `current` turn).
+    Anthropic then caches the input up to each mark, and the next turn, whose input starts the
+    same way, reads it from the cache. ``ChatAnthropic`` (and Bedrock's Anthropic models)
+    accept the marks as content blocks; other providers may refuse them. Never mutates.
+
+    Examples:
+        >>> from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+        >>> sent = cache_marked(
+        ...     [SystemMessage("Be brief."), HumanMessage("hi"), AIMessage("hello"),
+        ...      HumanMessage("and now?")], [HumanMessage("and now?")])
+        >>> sent[2].content
+        [{'type': 'text', 'text': 'hello', 'cache_control': {'type': 'ephemeral'}}]
+        >>> sent[3].content
+        'and now?'
+    """
+    out = list(messages)
+    end = len(out) - sum(1 for m in current if not isinstance(m, SystemMessage))
+    if end > 0 and source_of(out[end - 1]) == "semantic_recall":
+        end -= 1  # this turn's recalled block changes every turn: not part of the stable start
+    start = 1 if out and isinstance(out[0], SystemMessage) else 0
+    if start:
+        out[0] = with_cache_control(out[0]) or out[0]
+    for i in range(end - 1, start - 1, -1):  # the last history message that can carry a mark
+        marked = with_cache_control(out[i])
+        if marked is not None:
+            out[i] = marked
+            break
+    return out
+
+
+def with_cache_control(message: BaseMessage) -> BaseMessage | None:
+    """A copy of `message` whose last content block carries ``cache_control`` (None when it
+    has no block that can: an assistant message that only calls tools)."""
+    content = message.content
+    blocks: list[Any] = (
+        [{"type": "text", "text": content}] if isinstance(content, str) and content
+        else [dict(b) if isinstance(b, dict) else {"type": "text", "text": b} for b in content]
+        if isinstance(content, list) else []
+    )  # fmt: skip
+    for block in reversed(blocks):
+        if block.get("type") in MARKABLE and (block.get("type") != "text" or block.get("text")):
+            block["cache_control"] = EPHEMERAL
+            return message.model_copy(update={"content": blocks})
+    return None

@@ -1,12 +1,17 @@
 """One turn, assembled once: `TurnContext` and the pure pieces every integration shape shares.
 
-The context sent to the model is, in this order (SPEC §3): the working-memory system message,
-recalled messages, the recent history, all of which the user's processors shape, then the
-current turn, which no processor touches; `provider_rules.provider_safe` then makes it a
-sequence OpenAI and Anthropic accept (one leading system message, tool calls and results in
-pairs). After the model answers, the turn (the new input and what
-the model produced, tool traffic included) is saved; messages that memory itself injected are
-never saved back.
+The context sent to the model is ordered by how often each part changes (SPEC §3), so that a
+provider's exact-prefix prompt cache serves most of it: the leading system message (the
+caller's instructions, working memory, observations), then the recent history (append-only; its
+window drops old messages in blocks, `conversation.windows`), then this turn's recalled
+messages (one fenced message), then the current turn, which no processor touches. The user's
+processors shape the history and the recalled block; `provider_rules.provider_safe` then makes
+it a sequence OpenAI and Anthropic accept (one leading system message, tool calls and results in
+pairs), and `provider_rules.cache_marked` can mark the stable part's end for Anthropic.
+``recall_placement="system"`` keeps Mastra's order instead (recalled messages first, other
+threads' in the system message). After the model answers, the turn (the new input and what the
+model produced, tool traffic included) is saved; messages that memory itself injected are never
+saved back.
 """
 
 from __future__ import annotations
@@ -26,11 +31,13 @@ from langchain_core.runnables import Runnable
 
 from .config import call_options
 from .config.call_options import CallOptions
+from .config.options import MemoryOptions
+from .conversation.windows import newest, stored_history
 from .errors import ConfigurationError, InvalidMessageError, ThreadNotFoundError
 from .messages import ensure_messages, ids_of
 from .processors import MemoryProcessor, TokenLimiter, ToolCallFilter
 from .processors.semantic_recall import assembled_block, last_human_text, recalled_block
-from .provider_rules import provider_safe
+from .provider_rules import cache_marked, provider_safe
 from .recall.index import RecallIndex, RecallOptions
 from .storage.base import MemoryStorage
 from .storage.records import StoredMessage
@@ -90,13 +97,6 @@ def split_turn(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], list
     return [], list(messages)
 
 
-def newest(messages: Sequence[BaseMessage], last: int | bool) -> list[BaseMessage]:
-    """The newest `last` messages (none for ``False`` or 0)."""
-    if last is False or not last:
-        return []
-    return list(messages[-last:])
-
-
 class TurnContext:
     """The read side of a turn, for `Memory`: working memory, recall, history, processors,
     then the current turn, made provider-valid (`provider_rules.provider_safe`).
@@ -107,7 +107,7 @@ class TurnContext:
     def __init__(
         self,
         storage: MemoryStorage,
-        last_messages: int | bool,
+        options: MemoryOptions,
         recall_index: RecallIndex | None,
         working_memory: WorkingMemoryStore,
         processors: Sequence[Runnable[Any, Any]],
@@ -115,7 +115,10 @@ class TurnContext:
     ) -> None:
         self.storage = storage
         self.observations = observations  # with observational memory: the log replaces history
-        self.last_messages = last_messages
+        self.last_messages = options.last_messages
+        self.window = options.history_window
+        self.placement = options.recall_placement
+        self.cache_breakpoints = options.cache_breakpoints
         self.recall_index = recall_index
         self.working_memory = working_memory
         self.steps = self._steps(processors)
@@ -141,7 +144,7 @@ class TurnContext:
             resource_id = owner_of((yield call(self.storage, "get_thread", thread_id)), thread_id)
         found: list[StoredMessage] | None = None  # recalled while the history loaded
         if history is not None and self.observations is None:
-            messages = newest(history, last)
+            messages = newest(history, last, self.window)
         elif last is False and self.observations is None:
             messages = []
         elif index is not None and (query := recall_query((), new)[0]):
@@ -157,14 +160,14 @@ class TurnContext:
             )  # fmt: skip
         else:
             messages = yield from self._history(thread_id, resource_id, new, last)
+        recalled: list[BaseMessage] = []
         if found is not None:
             shown = ids_of([*messages, *new])
             found = [s for s in found if s.message.id not in shown]
-            messages = (yield from assembled_block(self.storage, found, thread_id)) + messages
+            recalled = yield from assembled_block(self.storage, found, thread_id, self.placement)
         elif index is not None:
-            messages = (
-                yield from self._recalled(thread_id, resource_id, messages, new, options)
-            ) + messages
+            recalled = yield from self._recalled(thread_id, resource_id, messages, new, options)
+        messages = [*messages, *recalled] if self.placement == "end" else [*recalled, *messages]
         for step in self.steps:
             messages = yield call(step, "invoke", messages, **processor_options(step, new))
         return messages
@@ -177,14 +180,13 @@ class TurnContext:
         if self.observations is not None:
             return (yield from self.observations.history(thread_id, resource_id, new))
         try:
-            stored = yield call(
-                self.storage, "list_messages", thread_id, last=int(last) + len(new),
-                resource_id=resource_id,
-            )  # fmt: skip
+            return (
+                yield from stored_history(
+                    self.storage, thread_id, resource_id, int(last), self.window, new
+                )
+            )
         except ThreadNotFoundError:
-            stored = []
-        current = ids_of(new)  # a graph may have saved them already
-        return newest([s.message for s in stored if s.message.id not in current], last)
+            return []
 
     def _recall_for(self, wanted: CallOptions) -> tuple[RecallIndex | None, RecallOptions | None]:
         """The index a call recalls through (None: no recall) and its own options (None: the
@@ -222,6 +224,7 @@ class TurnContext:
                 exclude=exclude,
                 never_hits=ids_of(new),
                 options=options,
+                placement=self.placement,
             )
         )
 
@@ -236,7 +239,8 @@ class TurnContext:
             self.working_memory, "message", resource_id=resource_id, thread_id=thread_id
         )
         remembered = yield from self._remembered(thread_id, resource_id, new, history)
-        return provider_safe([*([injected] if injected else []), *remembered], new)
+        sent = provider_safe([*([injected] if injected else []), *remembered], new)
+        return cache_marked(sent, new) if self.cache_breakpoints else sent
 
     # -- run sync or async ---------------------------------------------------------------------
     def remembered(

@@ -128,10 +128,11 @@ def test_react_agent_turns_are_provider_valid_and_remember(tmp_path: Path, key: 
     # another thread of the same person: working memory and recall of thread 1
     fifth = model.seen[4]
     assert "Location: Lisbon" in fifth[1].content
-    recalled = fifth[1].content.split("<remembered_from_other_conversation", 1)[1]
-    assert "Lisbon" in recalled  # the recalled-conversation block
-    assert "Working memory updated" not in fifth[1].content
-    assert only_types(fifth) == ["system", "system", "human"]
+    assert "remembered_from" not in fifth[1].content  # the system message is the same each turn
+    recalled = fifth[2].content.split("<remembered_from_other_conversation", 1)[1]
+    assert "Lisbon" in recalled  # the recalled-conversation block, after the (empty) history
+    assert "Working memory updated" not in fifth[2].content
+    assert only_types(fifth) == ["system", "system", "human", "human"]
     stored = memory.get_messages(thread_id="t1")
     assert only_types(stored) == ["human", "ai", "tool", "ai", "tool", "ai", "human", "ai"]
     assert memory.get_thread("t1").resource_id == "alice"

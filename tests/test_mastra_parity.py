@@ -82,6 +82,6 @@ def test_per_message_counts_equal_mastras(encoding: str, index: int, conversatio
 def test_kept_messages_equal_mastras(encoding: str, index: int, conversation: dict) -> None:
     plain = [to_langchain(conversation["messages"][i], i) for i in conversation["plain_indexes"]]
     for case in conversation["limits"]:
-        kept = TokenLimiter(case["limit"], encoding=encoding).invoke(plain)
+        kept = TokenLimiter(case["limit"], encoding=encoding, window="sliding").invoke(plain)
         positions = {id(m): j for j, m in enumerate(plain)}  # by identity: texts may repeat
         assert [positions[id(m)] for m in kept] == case["kept"], case["limit"]

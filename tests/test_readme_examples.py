@@ -175,7 +175,7 @@ def test_the_readme_example_runs_as_written(
 
 
 PAGES = ["storage.md", "working-memory.md", "semantic-recall.md", "observational-memory.md",
-         "processors.md"]  # fmt: skip
+         "processors.md", "context-layout.md"]  # fmt: skip
 ANY_MODEL = re.compile(r'ChatOpenAI\(model="[^"]+"\)')
 
 

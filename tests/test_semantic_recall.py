@@ -39,9 +39,12 @@ def as_processor(memory: Memory) -> SemanticRecall:
     )
 
 
-def recall_memory(storage=None, **options) -> Memory:
+def recall_memory(storage=None, last_messages: int = 40, **options) -> Memory:
     opts = {"top_k": 3, "message_range": 1, **options}
-    return Memory(storage=storage or SQLiteStorage(":memory:"), options={"semantic_recall": opts})
+    return Memory(
+        storage=storage or SQLiteStorage(":memory:"),
+        options={"semantic_recall": opts, "last_messages": last_messages},
+    )
 
 
 def fill(
@@ -72,6 +75,21 @@ def test_a_fact_from_another_thread_200_messages_back_is_recalled(planted: Memor
     out = planted.recall(
         thread_id="new", new_messages=[HumanMessage("Which city is my home these days?")]
     )
+    block = out[-1]  # after the (empty) history, before the new message
+    assert isinstance(block, HumanMessage)
+    assert "I moved to Lisbon in March" in block.content
+    assert '<remembered_from_other_conversation thread="old" title="old title">' in block.content
+    assert block.response_metadata["langchain_mastra_memory"] == "semantic_recall"
+    assert "Berlin" not in block.content  # bob's
+
+
+def test_in_mastras_order_other_threads_hits_are_a_system_message(planted: Memory) -> None:
+    mastra = Memory(storage=planted.storage, vector=planted.vector, embedder=planted.embedder,
+                    options={"semantic_recall": {"top_k": 3, "message_range": 1},
+                             "recall_placement": "system"})  # fmt: skip
+    out = mastra.recall(
+        thread_id="new", new_messages=[HumanMessage("Which city is my home these days?")]
+    )
     assert isinstance(out[0], SystemMessage)
     assert "I moved to Lisbon in March" in out[0].content
     assert '<remembered_from_other_conversation thread="old" title="old title">' in out[0].content
@@ -98,16 +116,31 @@ def test_neighbours_come_back_in_order() -> None:
     assert [line.split(": ", 1)[1] for line in lines] == expected
 
 
-def test_same_thread_hits_are_messages_before_the_history() -> None:
-    memory = recall_memory(top_k=1, message_range=0)
+def test_same_thread_hits_are_messages_before_the_history_in_mastras_order() -> None:
+    memory = Memory(storage=SQLiteStorage(":memory:"), options={
+        "semantic_recall": {"top_k": 1, "message_range": 0}, "last_messages": 4,
+        "recall_placement": "system", "history_window": "sliding"})  # fmt: skip
     fill(memory, "t1", "alice", 60, fact="My sister Marta is getting married on June 14.", at=2)
-    memory.turns.last_messages = 4
     out = memory.recall(thread_id="t1", new_messages=[HumanMessage("When is the family wedding?")])
     assert out[0].content == "My sister Marta is getting married on June 14."
     assert out[0].response_metadata["langchain_mastra_memory"] == "semantic_recall"
     assert len(out) == 1 + 4
     # a hit already in the recent history is not repeated
     memory.turns.last_messages = 100
+    out = memory.recall(thread_id="t1", new_messages=[HumanMessage("When is the family wedding?")])
+    assert sum("Marta" in str(m.content) for m in out) == 1
+
+
+def test_same_thread_hits_are_fenced_after_the_history() -> None:
+    memory = recall_memory(top_k=1, message_range=0, last_messages=4)
+    fill(memory, "t1", "alice", 60, fact="My sister Marta is getting married on June 14.", at=2)
+    out = memory.recall(thread_id="t1", new_messages=[HumanMessage("When is the family wedding?")])
+    block = out[-1]
+    assert block.response_metadata["langchain_mastra_memory"] == "semantic_recall"
+    assert "<remembered_from_this_conversation>" in block.content
+    assert "My sister Marta is getting married on June 14." in block.content
+    assert 4 <= len(out) - 1 <= 5  # the block window of 4 (drops 2 at a time)
+    memory.turns.last_messages = 100  # a hit already in the recent history is not repeated
     out = memory.recall(thread_id="t1", new_messages=[HumanMessage("When is the family wedding?")])
     assert sum("Marta" in str(m.content) for m in out) == 1
 

@@ -121,7 +121,8 @@ def recall(
     console.print(table)
     console.print(f"[dim]storage: {memory.storage!r} · vectors: {memory.vector!r}[/dim]")
     context = guard(lambda: memory.turns.recalled(thread, resource, [], [HumanMessage(query)]))
-    console.rule("[bold]context injected before the history")
+    where = "after the history" if memory.turns.placement == "end" else "before the history"
+    console.rule(f"[bold]what recall adds to the context ({where})")
     for message in context:
         console.print(
             f"[{mastra_role(message)}] {message_text(message)}", markup=False, highlight=False

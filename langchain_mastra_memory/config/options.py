@@ -26,6 +26,16 @@ class MemoryOptions(BaseModel):
     - ``generate_title``: ``False``/``True`` or ``{"model": chat_model}``.
     - ``observational_memory``: ``False`` or ``{"model": chat_model, ...}``
       (`ObservationalConfig`).
+    - ``recall_placement``: where this turn's recalled messages go. ``"end"`` (default): in one
+      fenced message after the history, just before the new input, so the context starts the
+      same way every turn and a provider's prompt cache serves it; ``"system"``: Mastra's
+      order (other threads' hits in the leading system message, the thread's own before the
+      history).
+    - ``history_window``: ``"blocks"`` (default) drops the oldest history half a window at a
+      time (at least ``last_messages`` shown, at most 1.5 times as many), so the history's
+      first message stays put for many turns; ``"sliding"``: Mastra's newest-N rule.
+    - ``cache_breakpoints``: mark the end of the system message and of the history with
+      Anthropic's ``cache_control`` (for ``ChatAnthropic`` and Bedrock's Anthropic models).
     - ``read_only``: assemble the context but save nothing of a turn (routing agents,
       sub-agents); the working-memory tool then refuses updates. One call can ask for it too
       (`call_options`).
@@ -42,6 +52,9 @@ class MemoryOptions(BaseModel):
     working_memory: dict[str, Any] | None = None
     generate_title: bool | dict[str, Any] = False
     observational_memory: bool | dict[str, Any] = False
+    recall_placement: Literal["end", "system"] = "end"
+    history_window: Literal["blocks", "sliding"] = "blocks"
+    cache_breakpoints: bool = False
     read_only: bool = False
 
     @field_validator("last_messages", mode="before")

@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
+from ..conversation.windows import stored_history
 from ..errors import ReadOnlyHistoryWarning, ThreadNotFoundError
 from ..provider_rules import provider_safe
+from ..twins import Steps, run_async, run_sync
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -24,9 +26,11 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
 
     The thread is created for `resource_id` on the first `add_messages`; a thread that belongs to
     another resource raises `ResourceMismatchError` on every call. `last_messages` limits what
-    `messages` returns to the newest N (default: all). `messages` is what a model can take
-    (`provider_rules.provider_safe`): system messages first, tool calls and results in whole
-    pairs even where the newest-N window cuts one; storage keeps everything as saved.
+    `messages` returns to the newest N (default: all), in blocks as the memory's
+    ``history_window`` says (`conversation.windows`: at least N, the start still for many
+    turns, so a prompt built on it suits a provider's prompt cache). `messages` is what a
+    model can take (`provider_rules.provider_safe`): system messages first, tool calls and
+    results in whole pairs even where the window cuts one; storage keeps everything as saved.
 
     Examples:
         >>> from langchain_core.messages import HumanMessage
@@ -62,19 +66,27 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
 
     def _stored(self, last: int | None) -> list[BaseMessage]:
         try:
-            return self.memory.get_messages(
-                thread_id=self.thread_id, last_messages=last, resource_id=self.resource_id
-            )
+            if last is not None:
+                return run_sync(self._window(last))
+            return self.memory.get_messages(thread_id=self.thread_id, resource_id=self.resource_id)
         except ThreadNotFoundError:
             return []
 
     async def _astored(self, last: int | None) -> list[BaseMessage]:
         try:
+            if last is not None:
+                return await run_async(self._window(last))
             return await self.memory.aget_messages(
-                thread_id=self.thread_id, last_messages=last, resource_id=self.resource_id
+                thread_id=self.thread_id, resource_id=self.resource_id
             )
         except ThreadNotFoundError:
             return []
+
+    def _window(self, last: int) -> Steps[list[BaseMessage]]:
+        return stored_history(
+            self.memory.storage, self.thread_id, self.resource_id, last,
+            self.memory.options.history_window,
+        )  # fmt: skip
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Append messages to the thread (creating it on first use); nothing in a read-only

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Literal
 
 import tiktoken
 from langchain_core.messages import BaseMessage
@@ -23,6 +23,16 @@ def check_limit(limit: object) -> int:
     return limit
 
 
+Window = Literal["blocks", "sliding"]
+
+
+def check_window(window: object) -> Window:
+    """A limiter's window is ``"blocks"`` or ``"sliding"``."""
+    if window not in ("blocks", "sliding"):
+        raise ConfigurationError(f"window must be 'blocks' or 'sliding', got {window!r}")
+    return window
+
+
 class TokenLimiter(MemoryProcessor):
     """Drop the oldest messages until the rest fit in `limit` tokens (Mastra's ``TokenLimiter``).
 
@@ -34,27 +44,47 @@ class TokenLimiter(MemoryProcessor):
     out. Raises `TripWire` (metadata ``system_tokens``, ``limit``) when the system messages
     alone exceed the limit. Put it last in a processor chain, so it measures the final list.
 
+    ``window="blocks"`` (default) starts what is kept at a stable point in its oldest third (a
+    message chosen by its id's hash), so the limited history starts the same way for many turns
+    and a provider's prompt cache serves it: never more than `limit`, never a third fewer
+    messages than fit (`limiting`). ``window="sliding"`` is Mastra's rule exactly: the newest
+    messages that fit.
+
     Examples:
         >>> from langchain_core.messages import AIMessage, HumanMessage
         >>> history = [HumanMessage("a long question " * 20), AIMessage("ok"), HumanMessage("hi")]
-        >>> [m.content for m in TokenLimiter(40).invoke(history)]
+        >>> [m.content for m in TokenLimiter(40, window="sliding").invoke(history)]
         ['ok', 'hi']
     """
 
     name = "TokenLimiter"
     checks_each_message = True  # the walk checks the messages it reaches: cost follows the budget
 
-    def __init__(self, limit: int, *, encoding: str | tiktoken.Encoding | None = None) -> None:
+    def __init__(
+        self,
+        limit: int,
+        *,
+        encoding: str | tiktoken.Encoding | None = None,
+        window: Window = "blocks",
+    ) -> None:
         self.limit = check_limit(limit)
         self.counter = TokenCounter(encoding)
+        self.window = check_window(window)
 
     def __repr__(self) -> str:
-        return f"TokenLimiter(limit={self.limit}, encoding={self.counter.encoding.name!r})"
+        return (
+            f"TokenLimiter(limit={self.limit}, encoding={self.counter.encoding.name!r}, "
+            f"window={self.window!r})"
+        )
 
     def process(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
         """Limit `messages`; ``new_messages=[...]`` are counted first but not returned."""
         result = limit_messages(
-            messages, self.counter, self.limit, new_messages=opts.get("new_messages") or ()
+            messages,
+            self.counter,
+            self.limit,
+            new_messages=opts.get("new_messages") or (),
+            window=self.window,
         )
         if result.dropped:
             logger.info(

@@ -13,7 +13,7 @@ from ..errors import ConfigurationError, InvalidMessageError, TripWire
 from ..tokens.counting import TokenCounter
 from .base import MemoryProcessor
 from .limiting import limit_messages
-from .token_limiter import check_limit
+from .token_limiter import Window, check_limit, check_window
 
 Strategy = Literal["truncate", "abort"]
 CountMode = Literal["cumulative", "part"]
@@ -25,7 +25,9 @@ class TokenLimiterProcessor(MemoryProcessor):
     **Input side** (a list of messages, e.g. ``TokenLimiterProcessor(8000) | model``): the whole
     prompt, new input included, is limited like `TokenLimiter` (newest first, system messages
     kept, tool calls with their results). Raises `TripWire` when the input is empty, when the
-    system messages alone exceed the limit, or when no other message fits.
+    system messages alone exceed the limit, or when no other message fits. ``window`` as for
+    `TokenLimiter`: ``"blocks"`` (default) keeps the start still for many turns, ``"sliding"``
+    is Mastra's rule.
 
     **Output side** (``model | TokenLimiterProcessor(200, strategy=...)``): on a stream of
     ``AIMessageChunk``s, counts each chunk's text and tool-call text and, once over the limit,
@@ -49,8 +51,10 @@ class TokenLimiterProcessor(MemoryProcessor):
         encoding: str | tiktoken.Encoding | None = None,
         strategy: Strategy = "truncate",
         count_mode: CountMode = "cumulative",
+        window: Window = "blocks",
     ) -> None:
         self.limit = check_limit(limit)
+        self.window = check_window(window)
         if strategy not in ("truncate", "abort"):
             raise ConfigurationError(f"strategy must be 'truncate' or 'abort', got {strategy!r}")
         if count_mode not in ("cumulative", "part"):
@@ -72,7 +76,7 @@ class TokenLimiterProcessor(MemoryProcessor):
         """Limit a whole prompt; `TripWire` when it is empty or nothing but system messages fit."""
         if not messages:
             raise TripWire("no messages to send: the input is empty", {"limit": self.limit})
-        result = limit_messages(messages, self.counter, self.limit)
+        result = limit_messages(messages, self.counter, self.limit, window=self.window)
         if not any(m.type != "system" for m in result.messages):
             raise TripWire(
                 f"no message fits in the limit of {self.limit} tokens beside the system messages",
