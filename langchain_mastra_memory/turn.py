@@ -42,6 +42,7 @@ from .recall.index import RecallIndex, RecallOptions
 from .storage.base import MemoryStorage
 from .storage.records import StoredMessage
 from .threads.thread import Thread
+from .tracing import traced
 from .twins import Steps, both, call, run_async, run_sync
 from .working_memory.config import TOOL_NAME as WORKING_MEMORY_TOOL
 from .working_memory.service import WorkingMemoryStore
@@ -235,9 +236,28 @@ class TurnContext:
         resource_id: str,
         history: Sequence[BaseMessage] | None,
     ) -> Steps[list[BaseMessage]]:
-        injected = yield call(
-            self.working_memory, "message", resource_id=resource_id, thread_id=thread_id
-        )
+        ids = {"thread_id": thread_id, "resource_id": resource_id}
+        return (
+            yield traced(
+                self._assembled(new, thread_id, resource_id, history), "memory",
+                inputs={**ids, "new_messages": list(new)}, metadata=ids,
+                outputs=lambda sent: {"messages": sent},
+                attributes={"gen_ai.conversation.id": thread_id},
+            )
+        )  # fmt: skip
+
+    def _assembled(
+        self,
+        new: Sequence[BaseMessage],
+        thread_id: str,
+        resource_id: str,
+        history: Sequence[BaseMessage] | None,
+    ) -> Steps[list[BaseMessage]]:
+        ids = {"thread_id": thread_id, "resource_id": resource_id}
+        injected = yield traced(
+            call(self.working_memory, "message", **ids), "working_memory", inputs=ids,
+            metadata=ids, outputs=lambda message: {"message": message},
+        )  # fmt: skip
         remembered = yield from self._remembered(thread_id, resource_id, new, history)
         sent = provider_safe([*([injected] if injected else []), *remembered], new)
         return cache_marked(sent, new) if self.cache_breakpoints else sent

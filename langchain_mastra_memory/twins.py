@@ -7,7 +7,9 @@ use everywhere. An exception raised by a step is thrown into the generator where
 so the algorithm handles errors once too. A sync method and its async twin are then one-line
 shells over the same logic, and the async one cannot block the event loop by accident.
 `both(a, b)` yields two independent steps (calls or whole sub-algorithms) that run at the
-same time: on a worker thread beside the caller's when sync, gathered when async.
+same time: on a worker thread beside the caller's when sync, gathered when async. A step with
+``perform``/``aperform`` methods (`tracing.traced`) wraps another step: it is given the runner
+to perform its inner step with, sync or async.
 
 Examples:
     >>> import asyncio
@@ -24,11 +26,11 @@ Examples:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Generator
+from collections.abc import Awaitable, Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, TypeVar, Union
+from typing import Any, Protocol, TypeVar, Union
 
 T = TypeVar("T")
 
@@ -62,7 +64,15 @@ def both(first: Call | Steps[Any], second: Call | Steps[Any]) -> Both:
     return Both(first, second)
 
 
-Step = Union[Call, Both]  # noqa: UP007 - the alias is evaluated at import time
+class Around(Protocol):
+    """A step around another step (`tracing.traced`): given the runner, it performs its own."""
+
+    def perform(self, perform: Callable[[Any], Any]) -> Any: ...
+
+    async def aperform(self, aperform: Callable[[Any], Awaitable[Any]]) -> Any: ...
+
+
+Step = Union[Call, Both, Around]  # noqa: UP007 - the alias is evaluated at import time
 Steps = Generator[Step, Any, T]
 
 
@@ -82,6 +92,8 @@ def _perform(step: Any) -> Any:
             second.exception()  # wait, so nothing runs on after the failure is reported
             raise
         return first, second.result()
+    if hasattr(step, "perform"):  # a step around a step (tracing.traced)
+        return step.perform(_perform)
     return run_sync(step)
 
 
@@ -96,6 +108,8 @@ async def _aperform(step: Any) -> Any:
             if isinstance(result, BaseException):
                 raise result
         return tuple(results)
+    if hasattr(step, "aperform"):
+        return await step.aperform(_aperform)
     return await run_async(step)
 
 

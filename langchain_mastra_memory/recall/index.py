@@ -22,6 +22,7 @@ from ..storage.base import MemoryStorage
 from ..storage.filters import matches
 from ..storage.records import StoredMessage, TimeWindow
 from ..storage.validation import check_id, check_optional_id, check_query
+from ..tracing.runs import recall_run
 from ..twins import Steps, both, call, run_async, run_sync
 from .context import (
     by_thread,
@@ -382,13 +383,22 @@ class RecallIndex(VectorUpkeep):
         options: RecallOptions | None = None,
     ) -> Steps[list[StoredMessage]]:
         opts = options or self.options
+        found, _ = yield recall_run(
+            self._windows(query, resource_id, thread_id, exclude, never_hits, opts), query,
+            mode=opts.mode, top_k=opts.top_k, resource_id=resource_id, thread_id=thread_id,
+        )  # fmt: skip
+        return found
+
+    def _windows(
+        self, query: str, resource_id: str, thread_id: str | None, exclude: set[str],
+        never_hits: frozenset[str], opts: RecallOptions,
+    ) -> Steps[tuple[list[StoredMessage], list[RecallHit]]]:  # fmt: skip
         hits = yield from self._ranked(query, resource_id, thread_id, never_hits, opts, False)
-        window = opts.window
         found = yield call(
             self.storage, "message_windows", [h.message_id for h in hits],
-            before=window.before, after=window.after, resource_id=resource_id,
+            before=opts.window.before, after=opts.window.after, resource_id=resource_id,
         )  # fmt: skip
-        return hide_working_memory([s for s in found if s.message.id not in exclude])
+        return hide_working_memory([s for s in found if s.message.id not in exclude]), hits
 
     def ranked(
         self,

@@ -1,0 +1,257 @@
+"""`traced`: a `twins` step run as a child run (LangChain callbacks) and an OpenTelemetry span.
+
+A step wrapped by `traced` is performed inside a child run of the current run (the run whose
+config `ensure_config` finds: a hook's, a middleware's model call, a chain's). Runnables the
+step invokes without a config (the user's processors) become children of that run in turn,
+as LangChain nests a sequence's steps. A tracer that raises is logged and ignored: tracing
+never breaks a turn.
+
+Examples:
+    >>> from langchain_mastra_memory.twins import call, run_sync
+    >>> def answer():
+    ...     return (yield traced(call(str, "upper", "hi"), "shout", inputs={"text": "hi"}))
+    >>> run_sync(answer())  # no tracer: the step alone
+    'HI'
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Literal
+
+from langchain_core.runnables.config import (
+    ensure_config,
+    get_async_callback_manager_for_config,
+    get_callback_manager_for_config,
+    patch_config,
+    set_config_context,
+)
+from langchain_core.runnables.utils import coro_with_context
+
+logger = logging.getLogger(__name__)
+
+RunType = Literal["chain", "retriever"]
+
+
+@dataclass(frozen=True)
+class Traced:
+    """A step (a `twins` call, `both`, or sub-algorithm) run as a named child run."""
+
+    inner: Any
+    name: str
+    run_type: RunType = "chain"
+    inputs: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    outputs: Callable[[Any], Any] = lambda result: {"output": result}
+    attributes: dict[str, Any] = field(default_factory=dict)  # OpenTelemetry's
+
+    def perform(self, perform: Callable[[Any], Any]) -> Any:
+        """Run the inner step with `perform` (`twins`' sync runner) inside the run."""
+        config = ensure_config()
+        with _span(self) as span:
+            if not config.get("callbacks"):
+                return _recorded(span, self, perform(self.inner))
+            run = _quietly(lambda: self._start(get_callback_manager_for_config(config)))
+            if run is None:
+                return _recorded(span, self, perform(self.inner))
+            child = patch_config(config, callbacks=run.get_child())
+            try:
+                with set_config_context(child) as context:
+                    result = context.run(perform, self.inner)
+            except BaseException as error:
+                _quietly(partial(self._error, run, error))
+                raise
+            _quietly(lambda: self._end(run, result))
+            return _recorded(span, self, result)
+
+    async def aperform(self, aperform: Callable[[Any], Any]) -> Any:
+        """Async `perform` (with `twins`' async runner)."""
+        config = ensure_config()
+        with _span(self) as span:
+            if not config.get("callbacks"):
+                return _recorded(span, self, await aperform(self.inner))
+            manager = get_async_callback_manager_for_config(config)
+            run = await _aquietly(self._astart(manager))
+            if run is None:
+                return _recorded(span, self, await aperform(self.inner))
+            child = patch_config(config, callbacks=run.get_child())
+            try:
+                with set_config_context(child) as context:
+                    result = await coro_with_context(aperform(self.inner), context)
+            except BaseException as error:
+                await _aquietly(self._aerror(run, error))
+                raise
+            await _aquietly(self._aend(run, result))
+            return _recorded(span, self, result)
+
+    # -- the callbacks, sync and async -----------------------------------------------------------
+    def _start_kwargs(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+    def _labelled(self, manager: Any) -> Any:
+        manager.add_tags(["langchain-mastra-memory"], inherit=False)
+        manager.add_metadata(self.metadata, inherit=False)
+        return manager
+
+    def _start(self, manager: Any) -> Any:
+        manager = self._labelled(manager)
+        if self.run_type == "retriever":
+            return manager.on_retriever_start(
+                None, str(self.inputs.get("query", "")), **self._start_kwargs()
+            )
+        return manager.on_chain_start(None, self.inputs, **self._start_kwargs())
+
+    async def _astart(self, manager: Any) -> Any:
+        manager = self._labelled(manager)
+        if self.run_type == "retriever":
+            return await manager.on_retriever_start(
+                None, str(self.inputs.get("query", "")), **self._start_kwargs()
+            )
+        return await manager.on_chain_start(None, self.inputs, **self._start_kwargs())
+
+    def _end(self, run: Any, result: Any) -> None:
+        if self.run_type == "retriever":
+            run.on_retriever_end(self.outputs(result))
+        else:
+            run.on_chain_end(self.outputs(result))
+
+    async def _aend(self, run: Any, result: Any) -> None:
+        if self.run_type == "retriever":
+            await run.on_retriever_end(self.outputs(result))
+        else:
+            await run.on_chain_end(self.outputs(result))
+
+    def _error(self, run: Any, error: BaseException) -> None:
+        if self.run_type == "retriever":
+            run.on_retriever_error(error)
+        else:
+            run.on_chain_error(error)
+
+    async def _aerror(self, run: Any, error: BaseException) -> None:
+        if self.run_type == "retriever":
+            await run.on_retriever_error(error)
+        else:
+            await run.on_chain_error(error)
+
+
+def traced(
+    step: Any,
+    name: str,
+    *,
+    run_type: RunType = "chain",
+    inputs: dict[str, Any] | None = None,
+    metadata: dict[str, Any] | None = None,
+    outputs: Callable[[Any], Any] | None = None,
+    attributes: dict[str, Any] | None = None,
+) -> Traced:
+    """The step `step` run as a child run called `name` (``yield traced(...)`` in a `twins`
+    algorithm): `inputs` and `metadata` as the run shows them, `outputs` turns the step's result
+    into the run's output (Documents for a ``retriever`` run), `attributes` are added to the
+    OpenTelemetry span."""
+    return Traced(
+        step, name, run_type, inputs or {}, metadata or {},
+        outputs or (lambda result: {"output": result}), attributes or {},
+    )  # fmt: skip
+
+
+def _quietly(start: Callable[[], Any]) -> Any:
+    try:
+        return start()
+    except Exception:  # a tracer that raises (raise_error=True) never breaks the turn
+        logger.warning("a tracer failed; the memory step runs on untraced", exc_info=True)
+        return None
+
+
+async def _aquietly(awaitable: Any) -> Any:
+    try:
+        return await awaitable
+    except Exception:
+        logger.warning("a tracer failed; the memory step runs on untraced", exc_info=True)
+        return None
+
+
+# -- OpenTelemetry ---------------------------------------------------------------------------------
+def _tracer() -> Any:
+    """The OpenTelemetry tracer, when the API is installed and a provider is configured."""
+    try:
+        from opentelemetry import trace
+    except ImportError:  # the optional extra is not installed
+        return None
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+        return None
+    return provider.get_tracer("langchain_mastra_memory")
+
+
+@contextmanager
+def _span(step: Traced) -> Iterator[Any]:
+    tracer = _tracer()
+    if tracer is None:
+        yield None
+        return
+    attributes = {
+        **{k: v for k, v in step.attributes.items() if v is not None},
+        **{f"langchain_mastra_memory.{k}": v for k, v in step.metadata.items() if _scalar(v)},
+    }
+    with tracer.start_as_current_span(f"memory.{step.name}", attributes=attributes) as span:
+        span.set_attribute("langchain_mastra_memory.started", time.time())
+        yield span
+
+
+def _recorded(span: Any, step: Traced, result: Any) -> Any:
+    if span is not None:
+        with suppress(Exception):
+            output = step.outputs(result)
+            if isinstance(output, list):
+                span.set_attribute("langchain_mastra_memory.documents", len(output))
+    return result
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool))
+
+
+def recall_run(
+    windows: Any, query: str, *, mode: str, top_k: int, resource_id: str, thread_id: str | None
+) -> Traced:
+    """Recall's step as a ``retriever`` run: `windows` yields ``(found, hits)``; the run's output
+    is the found messages as Documents (a hit's score, or a neighbour's ``hit: False``)."""
+    return traced(
+        windows,
+        "recall",
+        run_type="retriever",
+        inputs={"query": query},
+        metadata={"mode": mode, "top_k": top_k, "thread_id": thread_id,
+                  "resource_id": resource_id},
+        outputs=lambda result: recalled_documents(*result),
+        attributes={"gen_ai.operation.name": "retrieval", "gen_ai.retrieval.top_k": top_k,
+                    "gen_ai.conversation.id": thread_id},
+    )  # fmt: skip
+
+
+def recalled_documents(found: Any, hits: Any) -> list[Any]:
+    """The recalled messages as LangChain Documents, as a retriever run shows them."""
+    from langchain_core.documents import Document
+
+    from ..messages import mastra_role, message_text
+
+    scores = {hit.message_id: hit.score for hit in hits}
+    return [
+        Document(
+            page_content=message_text(s.message),
+            id=s.message.id,
+            metadata={
+                "thread_id": s.thread_id,
+                "created_at": s.created_at.isoformat(),
+                "role": mastra_role(s.message),
+                "hit": s.message.id in scores,
+                **({"score": scores[s.message.id]} if s.message.id in scores else {}),
+            },
+        )
+        for s in found
+    ]
