@@ -177,7 +177,7 @@ def test_recall_and_reindex_commands(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "Lisbon" in result.output and "Oslo" not in result.output
     assert (
-        "context injected" in result.output
+        "what recall adds to the context" in result.output
         and "remembered_from_other_conversation" in result.output
     )
     keyword = runner.invoke(
