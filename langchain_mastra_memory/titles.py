@@ -17,6 +17,7 @@ Examples:
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import re
 import threading
@@ -41,6 +42,9 @@ INSTRUCTIONS = """\
 - do not use quotes or colons
 - the entire text you return will be used as the title"""
 MAX_CHARS = 80
+
+
+TITLE_RUN = {"run_name": "generate_title", "tags": ["langchain-mastra-memory"]}
 
 
 def clean_title(text: Any) -> str | None:
@@ -118,7 +122,9 @@ class TitleWriter:
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-titles")
-        future = self._pool.submit(run_sync, self._title(first))
+        # in a copy of the turn's context: a tracer on the turn sees the title run under it
+        context = contextvars.copy_context()
+        future = self._pool.submit(context.run, run_sync, self._title(first))
         self._futures.add(future)
         future.add_done_callback(self._futures.discard)
 
@@ -133,7 +139,8 @@ class TitleWriter:
             thread = yield call(self.storage, "get_thread", thread_id)
             if thread is None or thread.title is not None:
                 return  # gone, or titled already (by the user, or an earlier run)
-            reply = yield call(self.model, "invoke", title_prompt(first.message, self.instructions))
+            prompt = title_prompt(first.message, self.instructions)
+            reply = yield call(self.model, "invoke", prompt, config=TITLE_RUN)
             title = clean_title(getattr(reply, "content", reply))
             if title is None:
                 raise ValueError(f"the model's reply holds no title: {reply!r}")

@@ -116,9 +116,7 @@ def test_every_way_in_shows_the_same_block_window() -> None:
         assert [m.id for m in asynchronous] == [m.id for m in from_storage]
         history = memory.chat_history(thread_id="t", resource_id="alice", last_messages=8)
         assert [m.id for m in history.messages] == [m.id for m in from_storage]
-        assert [m.id for m in asyncio.run(history.aget_messages())] == [
-            m.id for m in from_storage
-        ]
+        assert [m.id for m in asyncio.run(history.aget_messages())] == [m.id for m in from_storage]
 
 
 def test_a_turn_already_saved_is_not_counted_in_its_window() -> None:

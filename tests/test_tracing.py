@@ -217,3 +217,28 @@ def test_opentelemetry_spans_when_a_provider_is_configured(tmp_path: Path) -> No
     assert recall["attributes"]["gen_ai.conversation.id"] == "alice-new"
     assert recall["attributes"]["langchain_mastra_memory.documents"] >= 1
     assert recall["parent"] == spans["memory.memory"]["id"]
+
+
+def test_title_generation_and_the_observer_are_runs_of_the_turns_trace(tmp_path: Path) -> None:
+    from test_observational_memory import Scripted
+
+    observer = Scripted(calls=[])
+    memory = Memory(
+        storage=SQLiteStorage(tmp_path / "m.db"),
+        options={"generate_title": {"model": scripted(AIMessage("Moving to Lisbon"))},
+                 "observational_memory": {"model": observer, "message_tokens": 30}},
+    )  # fmt: skip
+    tracer = Recorder()
+    chat = memory.wrap(scripted(*[AIMessage(f"Reply {i} about Lisbon.") for i in range(3)]))
+    config = cfg("t1", "alice", tracer)
+    for i in range(3):
+        chat.invoke(f"I moved to Lisbon in March, tell me about its hills ({i}).", config)
+    assert memory.flush(60)
+    assert memory.get_thread("t1").title == "Moving to Lisbon"
+    (title,) = tracer.named("generate_title")
+    assert title.run_type == "llm" and "langchain-mastra-memory" in title.tags
+    observed = tracer.named("observer")
+    assert observed and observer.calls  # the Observer ran, and its run reached the tracer
+    assert observed[0].metadata["resource_id"] == "alice" and observed[0].child_runs  # its model
+    turn_traces = {r.trace_id for r in tracer.roots if r.name != "generate_title"}
+    assert title.trace_id in turn_traces | {title.id}

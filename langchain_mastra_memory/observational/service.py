@@ -38,6 +38,7 @@ from ..storage.base import MemoryStorage
 from ..storage.observations import scope_key
 from ..storage.records import ObservationGroup, StoredMessage
 from ..tokens.counting import TokenCounter
+from ..tracing import traced
 from ..twins import Steps, call, run_sync
 from .checks import (
     UnusableReply,
@@ -209,18 +210,16 @@ class ObservationalMemory:
     ) -> None:
         """Run `steps` (an Observer or Reflector run) in the worker thread, unless a run for
         `key` is under way already (it activates and reflects when it ends); in `context`
-        when given (a turn waiting for it: its callbacks receive the run's events)."""
+        when given (a turn waiting for it: its callbacks receive the run's events), else in a
+        copy of the caller's (a tracer on the turn sees the Observer's run, after the turn)."""
+        context = context or contextvars.copy_context()
         with self._lock:
             if key in self._running:
                 steps.close()
                 return
             if self._pool is None:
                 self._pool = DaemonWorker("memory-observer")
-            future = (
-                self._pool.submit(run_sync, steps)
-                if context is None
-                else self._pool.submit(context.run, run_sync, steps)
-            )
+            future = self._pool.submit(context.run, run_sync, steps)
             self._running[key] = future
         future.add_done_callback(lambda done: self._finished(key, done))
 
@@ -305,12 +304,14 @@ class ObservationalMemory:
                 return
             self._emit("observing", key, resource_id, thread_id, messages=len(pending))
             document = yield from self._working_memory(resource_id, thread_id)
-            parsed = yield call(self.observer, "invoke", {
+            parsed = yield traced(call(self.observer, "invoke", {
                 "messages": [s.message for s in pending],
                 "times": [s.created_at for s in pending],
                 "log": "\n".join(g.text for g in log),
                 **document,
-            })  # fmt: skip
+            }), "observer", inputs={"thread_id": thread_id, "messages": len(pending)},
+                metadata={"resource_id": resource_id, "thread_id": thread_id},
+                outputs=lambda reply: {"entries": len(reply.entries)})  # fmt: skip
             problem = observation_problem(parsed.entries, [s.message for s in pending])
             if problem is not None:
                 raise UnusableReply(problem)
@@ -353,7 +354,12 @@ class ObservationalMemory:
             log = yield call(self.storage, "observation_log", key)
             whole = "\n".join(g.text for g in log)
             self._emit("reflecting", key, resource_id, None, groups=len(log), tokens=tokens)
-            parsed = yield call(self.reflector, "invoke", {"log": whole})
+            parsed = yield traced(
+                call(self.reflector, "invoke", {"log": whole}), "reflector",
+                inputs={"groups": len(log), "tokens": tokens},
+                metadata={"resource_id": resource_id},
+                outputs=lambda reply: {"entries": len(reply.entries)},
+            )  # fmt: skip
             problem = reflection_problem(parsed.entries, parse_log(whole).entries)
             if problem is not None:
                 raise UnusableReply(problem)
