@@ -242,3 +242,20 @@ def test_title_generation_and_the_observer_are_runs_of_the_turns_trace(tmp_path:
     assert observed[0].metadata["resource_id"] == "alice" and observed[0].child_runs  # its model
     turn_traces = {r.trace_id for r in tracer.roots if r.name != "generate_title"}
     assert title.trace_id in turn_traces | {title.id}
+
+
+def test_a_store_search_in_a_node_is_a_retriever_run(tmp_path: Path) -> None:
+    from langchain_core.runnables import RunnableLambda
+
+    memory = Memory(storage=SQLiteStorage(tmp_path / "m.db"), options={"semantic_recall": True})
+    store = memory.store()
+    store.put(("alice", "notes"), "diet", {"content": "allergic to peanuts"})
+    store.put(("bob", "notes"), "diet", {"content": "vegetarian"})
+    tracer = Recorder()
+    node = RunnableLambda(lambda q: store.search(("alice", "notes"), query=q))
+    found = node.invoke("what can't I eat?", {"callbacks": [tracer]})
+    assert "peanuts" in str(found[0].value)
+    (run,) = tracer.named("store_search")
+    assert run.run_type == "retriever" and run.metadata["namespace"] == "alice/notes"
+    assert "peanuts" in run.outputs["documents"][0].page_content
+    assert "vegetarian" not in json.dumps([r.model_dump() for r in tracer.runs()], default=str)

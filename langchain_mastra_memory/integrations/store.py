@@ -30,6 +30,7 @@ Examples:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -57,6 +58,7 @@ from ..errors import ConfigurationError, ReadOnlyError
 from ..storage.filters import matches
 from ..storage.records import ItemWrite, Namespace, StoredItem
 from ..storage.validation import check_item_key, check_item_value, check_namespace, check_query
+from ..tracing import traced
 from ..twins import Steps, call, run_async, run_sync
 from ..working_memory.rules import load_data
 
@@ -162,7 +164,7 @@ class MemoryStore(BaseStore):
             if isinstance(op, GetOp):
                 results.append((yield from self._get(op)))
             elif isinstance(op, SearchOp):
-                results.append((yield from self._search(op)))
+                results.append((yield traced_search(self._search(op), op)))
             elif isinstance(op, ListNamespacesOp):
                 results.append((yield from self._list_namespaces(op)))
             elif isinstance(op, PutOp):
@@ -411,3 +413,20 @@ def _item(stored: StoredItem, kind: type[Item] = Item, score: float | None = Non
 
 
 __all__ = ["InvalidStoreInputError", "MemoryStore", "check_op", "matches"]
+
+
+def traced_search(steps: Steps[list[SearchItem]], op: SearchOp) -> Any:
+    """A search as a ``retriever`` run of the run it happens in (a graph node's, a tool's):
+    its query and namespace in, the items as Documents out (`tracing`)."""
+    from langchain_core.documents import Document
+
+    return traced(
+        steps, "store_search", run_type="retriever", inputs={"query": op.query or ""},
+        metadata={"namespace": "/".join(op.namespace_prefix), "limit": op.limit},
+        outputs=lambda items: [
+            Document(page_content=json.dumps(item.value, default=str), id="/".join(
+                (*item.namespace, item.key)), metadata={"score": item.score,
+                "updated_at": item.updated_at.isoformat()})
+            for item in items
+        ],
+    )  # fmt: skip
