@@ -13,6 +13,7 @@ to perform its inner step with, sync or async.
 
 Examples:
     >>> import asyncio
+import contextvars
     >>> class Store:
     ...     def get(self, key): return key.upper()
     ...     async def aget(self, key): return key.upper()
@@ -26,6 +27,7 @@ Examples:
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Awaitable, Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -50,26 +52,26 @@ def call(target: Any, name: str, *args: Any, **kwargs: Any) -> Call:
     return Call(target, name, args, kwargs)
 
 
-@dataclass(frozen=True)
-class Both:
-    """Two independent steps run at the same time; the algorithm receives both results."""
-
-    first: Call | Generator[Any, Any, Any]
-    second: Call | Generator[Any, Any, Any]
-
-
-def both(first: Call | Steps[Any], second: Call | Steps[Any]) -> Both:
-    """The step running `first` and `second` concurrently: ``a, b = yield both(x, y)``. If
-    either fails, its exception is thrown into the algorithm (after both have finished)."""
-    return Both(first, second)
-
-
 class Around(Protocol):
     """A step around another step (`tracing.traced`): given the runner, it performs its own."""
 
     def perform(self, perform: Callable[[Any], Any]) -> Any: ...
 
     async def aperform(self, aperform: Callable[[Any], Awaitable[Any]]) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Both:
+    """Two independent steps run at the same time; the algorithm receives both results."""
+
+    first: Call | Around | Generator[Any, Any, Any]
+    second: Call | Around | Generator[Any, Any, Any]
+
+
+def both(first: Call | Around | Steps[Any], second: Call | Around | Steps[Any]) -> Both:
+    """The step running `first` and `second` concurrently: ``a, b = yield both(x, y)``. If
+    either fails, its exception is thrown into the algorithm (after both have finished)."""
+    return Both(first, second)
 
 
 Step = Union[Call, Both, Around]  # noqa: UP007 - the alias is evaluated at import time
@@ -85,7 +87,8 @@ def _perform(step: Any) -> Any:
     if isinstance(step, Call):
         return getattr(step.target, step.name)(*step.args, **step.kwargs)
     if isinstance(step, Both):
-        second = _pool().submit(_perform, step.second)
+        # in a copy of this thread's context: a traced step there reaches the same run
+        second = _pool().submit(contextvars.copy_context().run, _perform, step.second)
         try:
             first = _perform(step.first)
         except Exception:

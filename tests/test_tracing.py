@@ -137,6 +137,9 @@ def test_every_shape_shows_recall_and_working_memory_under_the_memory_run(
     found = next(doc for doc in documents if doc.page_content == SECRET)
     assert found.metadata["thread_id"] == "alice-old" and found.metadata["hit"] is True
     assert isinstance(found.metadata["score"], float) and found.metadata["created_at"]
+    stages = {c.name: c for c in recall.child_runs}  # each stage's own run and duration
+    assert {"keyword_stage", "vector_stage", "context_stage"} <= set(stages)
+    assert stages["vector_stage"].outputs["hits"] >= 1
     parent = next(r for r in tracer.runs() if any(c.id == recall.id for c in r.child_runs))
     assert parent.id == run.id or parent.parent_run_id == run.id  # under the memory run
 

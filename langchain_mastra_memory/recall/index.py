@@ -22,7 +22,7 @@ from ..storage.base import MemoryStorage
 from ..storage.filters import matches
 from ..storage.records import StoredMessage, TimeWindow
 from ..storage.validation import check_id, check_optional_id, check_query
-from ..tracing.runs import recall_run
+from ..tracing.runs import recall_run, stage
 from ..twins import Steps, both, call, run_async, run_sync
 from .context import (
     by_thread,
@@ -162,14 +162,14 @@ class RecallIndex(VectorUpkeep):
         keyword_hits: list[RecallHit] = []
         part = (resource_id, scoped, thread_ids, window)
         if mode == "vector":
-            vector_hits = yield from self._vector_side(query, part, pool, opts)
+            vector_hits = yield stage(self._vector_side(query, part, pool, opts), "vector")
         elif mode == "keyword":
-            keyword_hits = yield from self._keyword_side(query, part, pool)
+            keyword_hits = yield stage(self._keyword_side(query, part, pool), "keyword")
         else:  # the two sides are independent: run at the same time (keyword in this
             # thread: SQLite releases the GIL at once, so the vector side starts beside it)
             keyword_hits, vector_hits = yield both(
-                self._keyword_side(query, part, pool),
-                self._vector_side(query, part, pool, opts),
+                stage(self._keyword_side(query, part, pool), "keyword"),
+                stage(self._vector_side(query, part, pool, opts), "vector"),
             )
         if sides is not None and mode == "hybrid":
             sides["vector"] = {h.message_id: h.score for h in vector_hits}
@@ -180,7 +180,9 @@ class RecallIndex(VectorUpkeep):
             ranked = (keyword_hits if mode == "keyword" else vector_hits)[:wanted]
         read: Read = {}  # the pool's messages, as the stages read them (each read once)
         if with_context:
-            ranked = yield from self._in_context(query, ranked, resource_id, opts, read)
+            ranked = yield stage(
+                self._in_context(query, ranked, resource_id, opts, read), "context"
+            )
         if opts.reranker is not None:
             ranked = yield from self._reranked(query, ranked, resource_id, opts, read)
         if when is not None:

@@ -255,3 +255,16 @@ def recalled_documents(found: Any, hits: Any) -> list[Any]:
         )
         for s in found
     ]
+
+
+def stage(steps: Any, name: str) -> Traced:
+    """One stage of a search (``vector``, ``keyword``, ``context``) as a child run: its
+    duration is the stage's, its output how many hits it ranked and the best score."""
+    return traced(
+        steps,
+        f"{name}_stage",
+        outputs=lambda hits: {
+            "hits": len(hits),
+            "best_score": max((h.score for h in hits), default=None),
+        },
+    )
