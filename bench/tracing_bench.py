@@ -21,24 +21,12 @@ from pathlib import Path
 
 import numpy as np
 from langchain_core.messages import AIMessage, HumanMessage
-from langchain_core.tracers.base import BaseTracer
-from langchain_core.tracers.schemas import Run
 
 from langchain_mastra_memory import Memory, SQLiteStorage, ToolCallFilter
+from langchain_mastra_memory.testing import RecordingTracer  # keeps its runs in memory
 
 TOPICS = ["lunch", "the garden", "a trip to Porto", "my sister", "the car", "running",
           "a new job", "the dog", "piano lessons", "the flat"]  # fmt: skip
-
-
-class KeepingTracer(BaseTracer):
-    """Keeps finished runs in memory (what a tracer does before it sends them)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.kept: list[Run] = []
-
-    def _persist_run(self, run: Run) -> None:
-        self.kept.append(run)
 
 
 def build(folder: Path, messages: int) -> Memory:
@@ -76,7 +64,7 @@ def turns(memory: Memory, count: int, seed: int) -> dict[str, list[float]]:
         hook.invoke(state, base)  # warms the question's embedding: both sides time the same
         sides = ["no tracer", "tracer"] if turn % 2 == 0 else ["tracer", "no tracer"]
         for side in sides:
-            config = {**base, "callbacks": [KeepingTracer()]} if side == "tracer" else base
+            config = {**base, "callbacks": [RecordingTracer()]} if side == "tracer" else base
             start = time.perf_counter()
             hook.invoke(state, config)
             took[side].append((time.perf_counter() - start) * 1000)

@@ -18,9 +18,46 @@ from langchain_core.language_models.fake_chat_models import FakeMessagesListChat
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGenerationChunk
+from langchain_core.tracers.base import BaseTracer
+from langchain_core.tracers.schemas import Run
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from .provider_rules import provider_violations
+
+
+class RecordingTracer(BaseTracer):
+    """A LangChain tracer that keeps every finished run tree in memory (LangSmith's run
+    format, nothing sent anywhere): what tests, benchmarks and the docs' trace drawing read.
+
+    Examples:
+        >>> from langchain_core.runnables import RunnableLambda
+        >>> tracer = RecordingTracer()
+        >>> RunnableLambda(lambda x: x + 1).invoke(1, {"callbacks": [tracer]})
+        2
+        >>> [run.name for run in tracer.runs()]
+        ['RunnableLambda']
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.roots: list[Run] = []
+
+    def _persist_run(self, run: Run) -> None:
+        self.roots.append(run)
+
+    def runs(self) -> list[Run]:
+        """Every recorded run, each tree depth first."""
+        out: list[Run] = []
+        pending = list(reversed(self.roots))
+        while pending:
+            run = pending.pop()
+            out.append(run)
+            pending += reversed(run.child_runs)
+        return out
+
+    def named(self, name: str) -> list[Run]:
+        """The recorded runs called `name`."""
+        return [run for run in self.runs() if run.name == name]
 
 
 class ProviderRejectedInput(ValueError):

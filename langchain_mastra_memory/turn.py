@@ -239,7 +239,7 @@ class TurnContext:
         ids = {"thread_id": thread_id, "resource_id": resource_id}
         return (
             yield traced(
-                self._assembled(new, thread_id, resource_id, history), "memory",
+                self._assembled(new, ids, history), "memory",
                 inputs={**ids, "new_messages": list(new)}, metadata=ids,
                 outputs=lambda sent: {"messages": sent},
                 attributes={"gen_ai.conversation.id": thread_id},
@@ -247,18 +247,14 @@ class TurnContext:
         )  # fmt: skip
 
     def _assembled(
-        self,
-        new: Sequence[BaseMessage],
-        thread_id: str,
-        resource_id: str,
-        history: Sequence[BaseMessage] | None,
+        self, new: Sequence[BaseMessage], ids: dict[str, str], history: Sequence[BaseMessage] | None
     ) -> Steps[list[BaseMessage]]:
-        ids = {"thread_id": thread_id, "resource_id": resource_id}
+        """The context (`_context`'s, inside its run): `ids` are its thread and resource."""
         injected = yield traced(
             call(self.working_memory, "message", **ids), "working_memory", inputs=ids,
             metadata=ids, outputs=lambda message: {"message": message},
         )  # fmt: skip
-        remembered = yield from self._remembered(thread_id, resource_id, new, history)
+        remembered = yield from self._remembered(ids["thread_id"], ids["resource_id"], new, history)
         sent = provider_safe([*([injected] if injected else []), *remembered], new)
         return cache_marked(sent, new) if self.cache_breakpoints else sent
 

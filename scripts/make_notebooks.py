@@ -121,7 +121,8 @@ notes = memory.get_working_memory(resource_id="ada")
 print(notes)
 if OFFLINE:
     assert "Lisbon" in notes"""),
-    ],    "04_observational_memory.ipynb": [
+    ],
+    "04_observational_memory.ipynb": [
         new_markdown_cell(
             "# Observational memory\n\nAn Observer model compresses the messages not yet observed into a dated log, a Reflector condenses the log, and the turn sees the log (one leading system block) plus the messages it does not cover yet. Buffering runs the Observer ahead of the threshold in a worker thread; at the threshold the buffered observations are activated without a model call.\n\nThresholds here are tiny (200 / 2,000 tokens) so a short conversation shows every stage; Mastra's defaults are 30,000 / 40,000."
         ),
@@ -148,7 +149,7 @@ def observer_model():
     from langchain_openai import ChatOpenAI
 
     return ChatOpenAI(model="gpt-4o-mini", temperature=0)'''),
-        new_code_cell(r'''from langchain_mastra_memory import Memory, SQLiteStorage
+        new_code_cell(r"""from langchain_mastra_memory import Memory, SQLiteStorage
 
 memory = Memory(
     storage=SQLiteStorage(":memory:"),
@@ -175,22 +176,22 @@ chat = memory.wrap(model)
 config = {"configurable": {"thread_id": "t1", "resource_id": "ada"}}
 for fact in facts:
     chat.invoke(f"{fact} Could you keep that in mind while we plan the next few weeks together?", config)
-    memory.flush()  # wait for the Observer here so the notebook is repeatable'''),
-        new_code_cell(r'''from langchain_mastra_memory.storage.observations import scope_key
+    memory.flush()  # wait for the Observer here so the notebook is repeatable"""),
+        new_code_cell(r"""from langchain_mastra_memory.storage.observations import scope_key
 
 key = scope_key("thread", resource_id="ada", thread_id="t1")
 for group in memory.storage.observation_log(key, buffered=True):
     state = "in the log" if group.active else "buffered"
     print(f"{state}: covers {len(group.message_ids)} messages ({group.message_tokens:.0f} tokens)")
-    print(group.text, "\n")'''),
-        new_code_cell(r'''answer = chat.invoke("Where do I live again?", config)
+    print(group.text, "\n")"""),
+        new_code_cell(r"""answer = chat.invoke("Where do I live again?", config)
 sent = model.seen[-1] if OFFLINE else memory.context("Where do I live again?", thread_id="t1", resource_id="ada")
 print(type(sent[0]).__name__, "|", sent[0].content[:400], "...")
 print(len(sent) - 2, "raw messages not observed yet, then the question")
 print(answer.content)
 if OFFLINE:
     assert type(sent[0]).__name__ == "SystemMessage" and "Lisbon" in sent[0].content  # the log
-    assert all(not m.content.startswith("I moved to Lisbon") for m in sent[1:])  # observed: not raw'''),
+    assert all(not m.content.startswith("I moved to Lisbon") for m in sent[1:])  # observed: not raw"""),
     ],
 }
 

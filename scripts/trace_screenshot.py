@@ -15,19 +15,10 @@ from pathlib import Path
 
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, HumanMessage
-from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.schemas import Run
 
 from langchain_mastra_memory import Memory, SQLiteStorage, ToolCallFilter
-
-
-class Recorder(BaseTracer):
-    def __init__(self) -> None:
-        super().__init__()
-        self.roots: list[Run] = []
-
-    def _persist_run(self, run: Run) -> None:
-        self.roots.append(run)
+from langchain_mastra_memory.testing import RecordingTracer
 
 
 def record(folder: Path) -> Run:
@@ -54,7 +45,7 @@ def record(folder: Path) -> Run:
             FakeMessagesListChatModel(responses=[AIMessage("You fly to Lisbon on May 3.")]), [],
             pre_model_hook=memory.pre_model_hook(), checkpointer=memory.checkpointer(),
         )  # fmt: skip
-    tracer = Recorder()
+    tracer = RecordingTracer()
     agent.invoke(
         {"messages": [("user", "When is my flight?")]},
         {"configurable": {"thread_id": "today", "resource_id": "alice"}, "callbacks": [tracer]},
@@ -72,8 +63,11 @@ def summary(run: Run) -> str:
             else f"neighbour · {d.metadata['thread_id']} · {d.page_content}"
             for d in docs
         ]
-        return "query: " + run.inputs.get("query", "") + "<br>" + "<br>".join(
-            html.escape(x) for x in lines
+        return (
+            "query: "
+            + run.inputs.get("query", "")
+            + "<br>"
+            + "<br>".join(html.escape(x) for x in lines)
         )
     if run.name == "working_memory" and run.outputs:
         message = run.outputs.get("message")

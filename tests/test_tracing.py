@@ -11,7 +11,6 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
-from typing import Any
 
 import pytest
 from helpers import scripted
@@ -21,34 +20,9 @@ from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.schemas import Run
 
 from langchain_mastra_memory import Memory, SQLiteStorage, ToolCallFilter
+from langchain_mastra_memory.testing import RecordingTracer
 
 SECRET = "My locker code at the gym is 4417."
-
-
-class Recorder(BaseTracer):
-    """Every run LangChain reports, flattened (a local tracer in LangSmith's run format)."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.roots: list[Run] = []
-
-    def _persist_run(self, run: Run) -> None:
-        self.roots.append(run)
-
-    def runs(self) -> list[Run]:
-        out: list[Run] = []
-
-        def walk(run: Run) -> None:
-            out.append(run)
-            for child in run.child_runs:
-                walk(child)
-
-        for root in self.roots:
-            walk(root)
-        return out
-
-    def named(self, name: str) -> list[Run]:
-        return [r for r in self.runs() if r.name == name]
 
 
 class Raising(BaseTracer):
@@ -122,7 +96,7 @@ def test_every_shape_shows_recall_and_working_memory_under_the_memory_run(
     shape: str, tmp_path: Path
 ) -> None:
     memory = memory_with_history(tmp_path / "m.db")
-    tracer = Recorder()
+    tracer = RecordingTracer()
     SHAPES[shape](memory, "What is my locker code?", cfg("alice-new", "alice", tracer))
     (run,) = tracer.named("memory")
     assert run.metadata["thread_id"] == "alice-new" and run.metadata["resource_id"] == "alice"
@@ -147,7 +121,7 @@ def test_every_shape_shows_recall_and_working_memory_under_the_memory_run(
 @pytest.mark.parametrize("shape", SHAPES)
 def test_bobs_trace_holds_nothing_of_alices(shape: str, tmp_path: Path) -> None:
     memory = memory_with_history(tmp_path / "m.db")
-    tracer = Recorder()
+    tracer = RecordingTracer()
     SHAPES[shape](memory, "What is my locker code?", cfg("bob-new", "bob", tracer))
     assert tracer.named("recall")  # recall ran, for bob
     dumped = json.dumps([r.model_dump() for r in tracer.runs()], default=str)
@@ -157,7 +131,7 @@ def test_bobs_trace_holds_nothing_of_alices(shape: str, tmp_path: Path) -> None:
 
 def test_async_turns_are_traced_the_same(tmp_path: Path) -> None:
     memory = memory_with_history(tmp_path / "m.db")
-    tracer = Recorder()
+    tracer = RecordingTracer()
     asyncio.run(
         memory.as_runnable().ainvoke(
             {"input": "What is my locker code?"}, cfg("alice-new", "alice", tracer)
@@ -231,7 +205,7 @@ def test_title_generation_and_the_observer_are_runs_of_the_turns_trace(tmp_path:
         options={"generate_title": {"model": scripted(AIMessage("Moving to Lisbon"))},
                  "observational_memory": {"model": observer, "message_tokens": 30}},
     )  # fmt: skip
-    tracer = Recorder()
+    tracer = RecordingTracer()
     chat = memory.wrap(scripted(*[AIMessage(f"Reply {i} about Lisbon.") for i in range(3)]))
     config = cfg("t1", "alice", tracer)
     for i in range(3):
@@ -254,7 +228,7 @@ def test_a_store_search_in_a_node_is_a_retriever_run(tmp_path: Path) -> None:
     store = memory.store()
     store.put(("alice", "notes"), "diet", {"content": "allergic to peanuts"})
     store.put(("bob", "notes"), "diet", {"content": "vegetarian"})
-    tracer = Recorder()
+    tracer = RecordingTracer()
     node = RunnableLambda(lambda q: store.search(("alice", "notes"), query=q))
     found = node.invoke("what can't I eat?", {"callbacks": [tracer]})
     assert "peanuts" in str(found[0].value)
