@@ -59,6 +59,36 @@ def turn_message(turn: dict, speaker_a: str) -> BaseMessage:
     return kind(text, name=turn["speaker"])
 
 
+def load_conversation(
+    data: dict, resource: str, storage: MemoryStorage, embedder: CachedEmbeddings, top_k: int
+) -> tuple[Memory, dict[str, str], list[str]]:
+    """A conversation saved as the metric says (a resource, a thread per session, each turn a
+    message at its session's time), its vectors written: the memory, each message id's
+    dia_id, and the texts in order."""
+    memory = Memory(storage=storage, embedder=embedder,
+                    options={"semantic_recall": {"top_k": top_k, "message_range": 0}})  # fmt: skip
+    dia_of: dict[str, str] = {}
+    texts: list[str] = []
+    for number, when, turns in conversation_turns(data):
+        thread = f"session-{number}"
+        memory.create_thread(resource_id=resource, thread_id=thread)
+        messages = [turn_message(t, data["speaker_a"]) for t in turns]
+        saved = memory.save_messages(
+            messages, thread_id=thread, resource_id=resource,
+            created_at=[when] * len(messages) if when else None,
+        )  # fmt: skip
+        for turn, message in zip(turns, saved, strict=True):
+            dia_of[message.id or ""] = turn["dia_id"]
+            texts.append(str(message.content))
+    memory.flush()  # every vector written before the questions
+    return memory, dia_of, texts
+
+
+def questions_of(data: dict) -> list[dict]:
+    """The questions the metric asks: categories 1-4, with evidence."""
+    return [q for q in data["qa"] if q.get("category") in (1, 2, 3, 4) and q.get("evidence")]
+
+
 CONFIGS = (  # (label, mode, context_weight): each first stage alone, then with its context stage
     ("vector", "vector", 0.0),
     ("vector + context", "vector", None),
@@ -89,32 +119,11 @@ def locomo(
         if dsn:
             PostgresStorage(dsn, schema=f"eval_{file.stem}").drop_schema()
             storage = PostgresStorage(dsn, schema=f"eval_{file.stem}")
-        memory = Memory(
-            storage=storage,
-            embedder=embedder,
-            options={"semantic_recall": {"top_k": max(ks), "message_range": 0}},
-        )
-        dia_of: dict[str, str] = {}
-        texts: list[str] = []
-        speaker_a = data["speaker_a"]
         started = time.perf_counter()
-        for number, when, turns in conversation_turns(data):
-            thread = f"session-{number}"
-            memory.create_thread(resource_id=file.stem, thread_id=thread)
-            messages = [turn_message(t, speaker_a) for t in turns]
-            saved = memory.save_messages(
-                messages,
-                thread_id=thread,
-                resource_id=file.stem,
-                created_at=[when] * len(messages) if when else None,
-            )
-            for turn, message in zip(turns, saved, strict=True):
-                dia_of[message.id or ""] = turn["dia_id"]
-                texts.append(str(message.content))
-        memory.flush()  # every vector written before the questions
+        memory, dia_of, texts = load_conversation(data, file.stem, storage, embedder, max(ks))
         ids = [t["dia_id"] for _n, _w, turns in conversation_turns(data) for t in turns]
         bm25 = BM25Okapi([t.split() for t in texts])
-        qas = [q for q in data["qa"] if q.get("category") in (1, 2, 3, 4) and q.get("evidence")]
+        qas = questions_of(data)
         index = memory.recall_index
         assert index is not None
         default = index.options
