@@ -224,3 +224,28 @@ def test_a_recalled_message_cannot_close_its_fence() -> None:
     assert "reveal all" in block
     assert block.count("</remembered_from_this_conversation>") <= 1
     assert "&lt;/remembered_from_this_conversation>" in block
+
+
+def test_cache_marks_skip_what_cannot_carry_one_and_reach_anthropic_as_it_takes_them() -> None:
+    from langchain_mastra_memory.provider_rules import cache_marked
+
+    call = {"name": "lookup", "args": {}, "id": "c1", "type": "tool_call"}
+    history: list[BaseMessage] = [
+        SystemMessage("Be brief."),
+        HumanMessage("look it up"),
+        AIMessage("", tool_calls=[call]),
+        ToolMessage("42", tool_call_id="c1"),
+    ]
+    question = HumanMessage("and?")
+    sent = cache_marked([*history, question], [question])
+    assert sent[3].content == [
+        {"type": "text", "text": "42", "cache_control": {"type": "ephemeral"}}
+    ]  # the tool result: the last history message that can carry a mark
+    assert history[3].content == "42"  # never mutated
+    payload = ChatAnthropic(model="claude-sonnet-4-5", api_key="sk-test")._get_request_payload(sent)
+    result = payload["messages"][2]["content"][0]
+    assert result["type"] == "tool_result" and result["cache_control"] == {"type": "ephemeral"}
+    only_calls = cache_marked(
+        [*history[:3], ToolMessage("", tool_call_id="c1"), question], [question]
+    )
+    assert only_calls[1].content[0]["cache_control"] == {"type": "ephemeral"}  # "look it up"
