@@ -13,7 +13,6 @@ to perform its inner step with, sync or async.
 
 Examples:
     >>> import asyncio
-import contextvars
     >>> class Store:
     ...     def get(self, key): return key.upper()
     ...     async def aget(self, key): return key.upper()
