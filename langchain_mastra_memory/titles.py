@@ -17,7 +17,6 @@ Examples:
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 import re
 import threading
@@ -31,6 +30,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from .errors import ConfigurationError
 from .storage.base import MemoryStorage
 from .storage.records import StoredMessage
+from .tracing.runs import detached_context
 from .twins import Steps, call, run_sync
 
 logger = logging.getLogger(__name__)
@@ -122,9 +122,8 @@ class TitleWriter:
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-titles")
-        # in a copy of the turn's context: a tracer on the turn sees the title run under it
-        context = contextvars.copy_context()
-        future = self._pool.submit(context.run, run_sync, self._title(first))
+        # with the turn's tracers: the title is traced as a run of its own
+        future = self._pool.submit(detached_context().run, run_sync, self._title(first))
         self._futures.add(future)
         future.add_done_callback(self._futures.discard)
 

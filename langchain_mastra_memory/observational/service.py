@@ -39,6 +39,7 @@ from ..storage.observations import scope_key
 from ..storage.records import ObservationGroup, StoredMessage
 from ..tokens.counting import TokenCounter
 from ..tracing import traced
+from ..tracing.runs import detached_context
 from ..twins import Steps, call, run_sync
 from .checks import (
     UnusableReply,
@@ -210,9 +211,9 @@ class ObservationalMemory:
     ) -> None:
         """Run `steps` (an Observer or Reflector run) in the worker thread, unless a run for
         `key` is under way already (it activates and reflects when it ends); in `context`
-        when given (a turn waiting for it: its callbacks receive the run's events), else in a
-        copy of the caller's (a tracer on the turn sees the Observer's run, after the turn)."""
-        context = context or contextvars.copy_context()
+        when given (a turn waiting for it: its callbacks receive the run's events), else with
+        the caller's tracers, as a run of its own (`tracing.runs.detached_context`)."""
+        context = context or detached_context()
         with self._lock:
             if key in self._running:
                 steps.close()

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.runnables.config import (
     ensure_config,
@@ -268,3 +268,21 @@ def stage(steps: Any, name: str) -> Traced:
             "best_score": max((h.score for h in hits), default=None),
         },
     )
+
+
+def detached_context() -> Any:
+    """A copy of the caller's context for work a worker thread does later (a title, an
+    Observer run): the caller's tracers and config, but no parent run, so that work is traced
+    as a root run of its own (by the time it runs the turn's run has ended, and a tracer that
+    keeps runs under their parents would drop a child of an ended run)."""
+    import contextvars
+
+    from langchain_core.runnables.config import RunnableConfig, var_child_runnable_config
+
+    config = ensure_config()
+    callbacks: Any = config.get("callbacks")
+    handlers = list(getattr(callbacks, "inheritable_handlers", callbacks) or [])
+    context = contextvars.copy_context()
+    detached = cast("RunnableConfig", {**config, "callbacks": handlers})
+    context.run(var_child_runnable_config.set, detached)
+    return context
