@@ -17,7 +17,6 @@ Examples:
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -54,89 +53,60 @@ class Traced:
         """Run the inner step with `perform` (`twins`' sync runner) inside the run."""
         config = ensure_config()
         with _span(self) as span:
-            if not config.get("callbacks"):
-                return _recorded(span, self, perform(self.inner))
-            run = _quietly(lambda: self._start(get_callback_manager_for_config(config)))
+            run = None
+            if config.get("callbacks"):
+                manager = self._labelled(get_callback_manager_for_config(config))
+                run = _quietly(partial(self._event, manager, "start", *self._start_args()))
             if run is None:
-                return _recorded(span, self, perform(self.inner))
+                return _recorded(span, self.outputs, perform(self.inner))
             child = patch_config(config, callbacks=run.get_child())
             try:
                 with set_config_context(child) as context:
                     result = context.run(perform, self.inner)
             except BaseException as error:
-                _quietly(partial(self._error, run, error))
+                _quietly(partial(self._event, run, "error", error))
                 raise
-            _quietly(lambda: self._end(run, result))
-            return _recorded(span, self, result)
+            output = _quietly(partial(self.outputs, result))
+            _quietly(partial(self._event, run, "end", output))
+            return _recorded(span, lambda _: output, result)
 
     async def aperform(self, aperform: Callable[[Any], Any]) -> Any:
         """Async `perform` (with `twins`' async runner)."""
         config = ensure_config()
         with _span(self) as span:
-            if not config.get("callbacks"):
-                return _recorded(span, self, await aperform(self.inner))
-            manager = get_async_callback_manager_for_config(config)
-            run = await _aquietly(self._astart(manager))
+            run = None
+            if config.get("callbacks"):
+                manager = self._labelled(get_async_callback_manager_for_config(config))
+                run = await _aquietly(self._event(manager, "start", *self._start_args()))
             if run is None:
-                return _recorded(span, self, await aperform(self.inner))
+                return _recorded(span, self.outputs, await aperform(self.inner))
             child = patch_config(config, callbacks=run.get_child())
             try:
                 with set_config_context(child) as context:
                     result = await coro_with_context(aperform(self.inner), context)
             except BaseException as error:
-                await _aquietly(self._aerror(run, error))
+                await _aquietly(self._event(run, "error", error))
                 raise
-            await _aquietly(self._aend(run, result))
-            return _recorded(span, self, result)
+            output = _quietly(partial(self.outputs, result))
+            await _aquietly(self._event(run, "end", output))
+            return _recorded(span, lambda _: output, result)
 
-    # -- the callbacks, sync and async -----------------------------------------------------------
-    def _start_kwargs(self) -> dict[str, Any]:
-        return {"name": self.name}
-
+    # -- the callbacks (a coroutine from an async manager, awaited by `aperform`) ---------------
     def _labelled(self, manager: Any) -> Any:
         manager.add_tags(["langchain-mastra-memory"], inherit=False)
         manager.add_metadata(self.metadata, inherit=False)
         return manager
 
-    def _start(self, manager: Any) -> Any:
-        manager = self._labelled(manager)
+    def _start_args(self) -> tuple[Any, ...]:
+        """``on_<type>_start``'s arguments: a retriever run takes its query, a chain its inputs."""
         if self.run_type == "retriever":
-            return manager.on_retriever_start(
-                None, str(self.inputs.get("query", "")), **self._start_kwargs()
-            )
-        return manager.on_chain_start(None, self.inputs, **self._start_kwargs())
+            return None, str(self.inputs.get("query", ""))
+        return None, self.inputs
 
-    async def _astart(self, manager: Any) -> Any:
-        manager = self._labelled(manager)
-        if self.run_type == "retriever":
-            return await manager.on_retriever_start(
-                None, str(self.inputs.get("query", "")), **self._start_kwargs()
-            )
-        return await manager.on_chain_start(None, self.inputs, **self._start_kwargs())
-
-    def _end(self, run: Any, result: Any) -> None:
-        if self.run_type == "retriever":
-            run.on_retriever_end(self.outputs(result))
-        else:
-            run.on_chain_end(self.outputs(result))
-
-    async def _aend(self, run: Any, result: Any) -> None:
-        if self.run_type == "retriever":
-            await run.on_retriever_end(self.outputs(result))
-        else:
-            await run.on_chain_end(self.outputs(result))
-
-    def _error(self, run: Any, error: BaseException) -> None:
-        if self.run_type == "retriever":
-            run.on_retriever_error(error)
-        else:
-            run.on_chain_error(error)
-
-    async def _aerror(self, run: Any, error: BaseException) -> None:
-        if self.run_type == "retriever":
-            await run.on_retriever_error(error)
-        else:
-            await run.on_chain_error(error)
+    def _event(self, target: Any, event: str, *args: Any) -> Any:
+        """``target.on_<run type>_<event>(*args)``: ``on_chain_start``, ``on_retriever_end``..."""
+        extra = {"name": self.name} if event == "start" else {}
+        return getattr(target, f"on_{self.run_type}_{event}")(*args, **extra)
 
 
 def traced(
@@ -199,14 +169,13 @@ def _span(step: Traced) -> Iterator[Any]:
         **{f"langchain_mastra_memory.{k}": v for k, v in step.metadata.items() if _scalar(v)},
     }
     with tracer.start_as_current_span(f"memory.{step.name}", attributes=attributes) as span:
-        span.set_attribute("langchain_mastra_memory.started", time.time())
         yield span
 
 
-def _recorded(span: Any, step: Traced, result: Any) -> Any:
+def _recorded(span: Any, output_of: Callable[[Any], Any], result: Any) -> Any:
     if span is not None:
         with suppress(Exception):
-            output = step.outputs(result)
+            output = output_of(result)
             if isinstance(output, list):
                 span.set_attribute("langchain_mastra_memory.documents", len(output))
     return result
