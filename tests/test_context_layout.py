@@ -249,3 +249,23 @@ def test_cache_marks_skip_what_cannot_carry_one_and_reach_anthropic_as_it_takes_
         [*history[:3], ToolMessage("", tool_call_id="c1"), question], [question]
     )
     assert only_calls[1].content[0]["cache_control"] == {"type": "ephemeral"}  # "look it up"
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"recall_placement": "top"}, {"history_window": "rolling"}, {"cache_breakpoints": "maybe"}],
+)
+def test_a_layout_option_out_of_its_values_is_refused_by_name(options: dict) -> None:
+    from langchain_mastra_memory import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match=next(iter(options))):
+        Memory(storage=SQLiteStorage(":memory:"), options=options)
+
+
+@pytest.mark.parametrize("limiter", ["TokenLimiter", "TokenLimiterProcessor"])
+def test_a_limiter_window_out_of_its_values_is_refused(limiter: str) -> None:
+    from langchain_mastra_memory import ConfigurationError, TokenLimiterProcessor
+
+    make = TokenLimiter if limiter == "TokenLimiter" else TokenLimiterProcessor
+    with pytest.raises(ConfigurationError, match="window must be 'blocks' or 'sliding'"):
+        make(1000, window="rolling")  # type: ignore[arg-type]
