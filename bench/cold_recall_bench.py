@@ -5,9 +5,10 @@ embedded Chroma, three `Memory` objects over the same file (one per recall mode,
 default vector store, as an application builds them), a near-free embedder (a text's digest
 seeds its vector: the embedding model's cost is `embed_bench.py`'s). Timed: the whole
 `memory.recall(...)` (history, semantic recall, processors) of the first 60 turns after the
-writes were flushed, the three modes interleaved turn by turn; then the same in a new process
-over the same files (a restart: nothing warmed); then the warm figures beside them (after
-`warm()`: the peer). p50 / p95 per mode, and cold/warm ratios. Two runs: ``--runs 2``.
+writes were flushed, the three modes interleaved turn by turn, then the warm figures beside
+them (after `warm()`: the peer), in a process that then exits as an application does; then
+the first turns in a new process over the same files (a restart: nothing warmed).
+p50 / p95 per mode, and cold/warm ratios. Two runs: ``--runs 2``.
 
     python bench/cold_recall_bench.py [--messages 100000] [--queries 60] [--runs 2]
 """
@@ -23,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -112,15 +114,22 @@ def after_import(db: Path, messages: int, queries: int) -> dict[str, object]:
     return {"ingest_per_s": rate, "cold": cold, "warm": warm}
 
 
-def restarted(db: Path, queries: int) -> dict[str, list[float]]:
-    """In a new process over the same files: the first turns."""
-    code = (
-        "import json, sys; sys.path.insert(0, 'bench'); import cold_recall_bench as b; "
-        f"print(json.dumps(b.turns(b.memories(b.Path({str(db)!r})), {queries}, seed=3)))"
-    )
+def in_a_process(call: str) -> Any:
+    """``call`` (an expression over this module, ``b``) in a new process, which then exits as
+    an application does (its exit handlers run); its JSON result."""
+    code = f"import json, sys; sys.path.insert(0, 'bench'); import cold_recall_bench as b; " \
+           f"print(json.dumps({call}))"  # fmt: skip
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, cwd=Path(__file__).resolve().parents[1])  # fmt: skip
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def restarted(db: Path, queries: int) -> dict[str, list[float]]:
+    """In a new process over the same files: the first turns."""
+    took: dict[str, list[float]] = in_a_process(
+        f"b.turns(b.memories(b.Path({str(db)!r})), {queries}, seed=3)"
+    )
+    return took
 
 
 def percentiles(ms: list[float]) -> tuple[float, float]:
@@ -136,7 +145,8 @@ def main() -> None:
     for run in range(1, args.runs + 1):
         with tempfile.TemporaryDirectory() as folder:
             db = Path(folder) / "memory.db"
-            imported = after_import(db, args.messages, args.queries)
+            imported = in_a_process(f"b.after_import(b.Path({str(db)!r}), {args.messages}, "
+                                    f"{args.queries})")  # fmt: skip
             restart = restarted(db, args.queries)
         print(f"run {run}: {args.messages:,} messages, one resource; ingest "
               f"{imported['ingest_per_s']:.0f} messages/s (near-free embedder)")  # fmt: skip

@@ -11,9 +11,9 @@ The map, layers pointing one way (storage <- recall <- processors <- Memory <- i
 - `recall/`: `RecallIndex` (vector / keyword / hybrid search and neighbour windows, built on
   `upkeep.VectorUpkeep`: vectors kept in step with storage; `options`; `ranking`: fusing),
   `SyncedStorage` (writes followed by the index), `ChromaVectorStore`, `PgVectorStore`
-  (pgvector beside `PostgresStorage`), `QdrantVectorStore`, `MilvusVectorStore`,
-  `LangChainVectorStore` (any LangChain `VectorStore`), `MiniLMEmbeddings` and the shared
-  embedding cache.
+  (pgvector beside `PostgresStorage`), `QdrantVectorStore`, `QdrantEdgeVectorStore`,
+  `MilvusVectorStore`, `LangChainVectorStore` (any LangChain `VectorStore`),
+  `MiniLMEmbeddings` and the shared embedding cache.
 - `working_memory/`: `WorkingMemoryConfig`, the update `rules`, the `prompt`, the
   `WorkingMemoryStore` and the ``update_working_memory`` `tool`.
 - `processors/`: the `Runnable` processors (`TokenLimiter`, `ToolCallFilter`,
@@ -132,6 +132,7 @@ _WHERE = {  # public name -> the module defining it
     "Page": ".browsing.paging",
     "PgVectorStore": ".recall",
     "PostgresStorage": ".storage",
+    "QdrantEdgeVectorStore": ".recall.qdrant_edge",
     "QdrantVectorStore": ".recall.qdrant",
     "processor": ".processors",
     "ReadOnlyError": ".errors",
@@ -248,6 +249,7 @@ __all__ = [
     "Page",
     "PgVectorStore",
     "PostgresStorage",
+    "QdrantEdgeVectorStore",
     "QdrantVectorStore",
     "ReadOnlyError",
     "ReadOnlyHistoryWarning",

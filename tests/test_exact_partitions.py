@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from langchain_mastra_memory.recall.chroma import ChromaVectorStore, partition_name
-from langchain_mastra_memory.recall.exact import ExactPartitions, Loaded
+from langchain_mastra_memory.recall.exact import INT8, ExactPartitions, Loaded
 from langchain_mastra_memory.recall.vector import VectorRecord
 
 DIM = 8
@@ -183,7 +183,8 @@ def test_memory_is_bounded_in_bytes_least_recently_searched_first() -> None:
     partitions = {
         k: loaded([f"{k}{i}" for i in range(10)], np.eye(10, 4), ["t"] * 10) for k in "xyz"
     }
-    exact = ExactPartitions(partitions.get, max_bytes=2 * 10 * 4 * 4)  # two partitions fit
+    per_row = 4 * (4 + INT8)  # float32 rows, and their int8 copies when SimSIMD scans them
+    exact = ExactPartitions(partitions.get, max_bytes=2 * 10 * per_row)  # two partitions fit
     assert exact.load("x") and exact.load("y")
     exact.search("x", [1, 0, 0, 0], top_k=1)  # x is now the most recently searched
     assert exact.load("z")
@@ -358,14 +359,15 @@ def test_a_partition_that_could_never_be_held_is_not_even_read() -> None:
     store = ChromaVectorStore(exact_min=1)
     store.upsert("idx", [record(f"m{i}", np.eye(DIM)[i]) for i in range(4)])
     assert store._exact is not None
-    store._exact.max_bytes = 4 * DIM * 4 - 1
+    per_row = DIM * (4 + INT8)  # float32 rows, and their int8 copies when SimSIMD scans them
+    store._exact.max_bytes = 4 * per_row - 1
     store._exact._loaded.clear()  # as after a restart (made here, it was held at once)
     reads: list[str] = []
     call = store._call
     store._call = lambda what, *a, **k: (reads.append(what), call(what, *a, **k))[1]  # type: ignore[method-assign]
     assert store.warm("idx", "alice") is False
     assert "load" not in reads
-    store._exact.max_bytes = 4 * DIM * 4
+    store._exact.max_bytes = 4 * per_row
     store.upsert("idx", [record("m0", np.eye(DIM)[0])])  # a write: asked again, now it fits
     assert store.warm("idx", "alice") is True and "load" in reads
 

@@ -47,6 +47,7 @@ from langchain_mastra_memory import (
     MilvusVectorStore,
     PgVectorStore,
     PostgresStorage,
+    QdrantEdgeVectorStore,
     QdrantVectorStore,
     ResourceMismatchError,
     SemanticRecall,
@@ -131,6 +132,8 @@ def vector_store(kind: str, folder: Path) -> Any:
     """The recall store of a world: the backend's default, or another engine beside SQLite."""
     if kind == "sqlite+qdrant":
         return QdrantVectorStore(folder / "qdrant")
+    if kind == "sqlite+qdrant-edge":  # Qdrant's own engine, in this process
+        return QdrantEdgeVectorStore(folder / "edge")
     if kind == "sqlite+milvus":
         return MilvusVectorStore(folder / "milvus.db")
     if kind == "sqlite+milvus-server":  # the session's real server (`milvus_uri` sets it)
@@ -187,9 +190,15 @@ WORLDS = [
     for om in (None, "thread", "resource")
 ] + [  # recall's other vector engines, beside SQLite
     pytest.param((kind, None), id=f"{kind}-om:off")
-    for kind in ("sqlite+qdrant", "sqlite+milvus", "sqlite+milvus-server", "sqlite+langchain")
+    for kind in (
+        "sqlite+qdrant",
+        "sqlite+qdrant-edge",
+        "sqlite+milvus",
+        "sqlite+milvus-server",
+        "sqlite+langchain",
+    )
 ]
-ENGINE_STORES = ("QdrantVectorStore", "MilvusVectorStore")
+ENGINE_STORES = ("QdrantVectorStore", "QdrantEdgeVectorStore", "MilvusVectorStore")
 ALL_STORES = ("PgVectorStore", "ChromaVectorStore", *ENGINE_STORES, "LangChainVectorStore")
 
 
@@ -516,6 +525,8 @@ NOT_READS = {
         }.items()
     },
     "ChromaVectorStore.collection": "Chroma's own collection handle: the operator's, not a user's",
+    "QdrantEdgeVectorStore.optimize": "builds an index's graph in the engine; returns a flag",
+    "QdrantEdgeVectorStore.flush": "writes the engine's pending changes to disk",
     "ChromaVectorStore.partitions": "Chroma's collections of an index: the operator's",
     "ChromaVectorStore.from_url": "a constructor",
     **{f"{store}.close": "releases the engine's client" for store in ENGINE_STORES},
@@ -535,7 +546,8 @@ NOT_READS = {
 }
 SURFACES = [
     Memory, MemoryStore, MemoryCheckpointer, MemoryChatMessageHistory, PgVectorStore,
-    ChromaVectorStore, QdrantVectorStore, MilvusVectorStore, LangChainVectorStore,
+    ChromaVectorStore, QdrantVectorStore, QdrantEdgeVectorStore, MilvusVectorStore,
+    LangChainVectorStore,
 ]  # fmt: skip
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy
 import pgserver
 import pytest
 from native_isa import avx512_functions, avx512_outside_dispatch, on_avx2_cpu
@@ -74,6 +76,22 @@ def test_the_checks_catch_an_avx512_build(avx512_program: Path) -> None:
 )
 def test_postgres_and_pgvector_use_avx512_only_where_chosen_at_run_time(binary: str) -> None:
     assert avx512_outside_dispatch(PGINSTALL / binary) == []
+
+
+SITE = Path(numpy.__file__).parents[1]  # the venv's site-packages
+# SimSIMD names its kernels by the CPU generation that CPUID must report before one is chosen
+SIMSIMD_DISPATCHED = re.compile(r"_(skylake|ice|genoa|sapphire|turin)$")
+
+
+def test_qdrant_edge_uses_avx512_only_where_chosen_at_run_time() -> None:
+    assert avx512_outside_dispatch(SITE / "qdrant_edge" / "qdrant_edge.abi3.so") == []
+
+
+def test_simsimd_uses_avx512_only_in_kernels_chosen_at_run_time() -> None:
+    (library,) = SITE.glob("simsimd*.so")
+    outside = avx512_outside_dispatch(library)
+    assert outside, "SimSIMD ships AVX-512 kernels: the check would find them"
+    assert [f for f in outside if not SIMSIMD_DISPATCHED.search(f)] == []
 
 
 def preloaded() -> list[Path]:
@@ -158,19 +176,22 @@ def test_chroma_and_the_embedding_model_run_on_an_avx2_cpu(tmp_path: Path) -> No
 
 def test_milvus_lite_and_qdrant_local_run_on_an_avx2_cpu(tmp_path: Path) -> None:
     """Milvus Lite searches with FAISS (whose wheels carry AVX2 and AVX-512 builds chosen at
-    load time) and Qdrant's local mode with numpy: both run on an emulated AVX2-only CPU (no
-    illegal instruction). Milvus's answer is checked; Qdrant local mode's ranking comes out
-    wrong under QEMU 7.2 (not natively, and not numpy's own cosine under QEMU: an open
-    question, see the issue 34 note), so only that it answers is checked for it."""
+    load time), Qdrant Edge with its own kernels and Qdrant's local mode with numpy: all run
+    on an emulated AVX2-only CPU (no illegal instruction). Milvus's and Qdrant Edge's answers
+    are checked; Qdrant local mode's ranking comes out wrong under QEMU 7.2 (not natively:
+    numpy's AVX2 sort misorders or crashes under QEMU, see test_exact_restart.py), so only
+    that it answers is checked for it."""
     script = textwrap.dedent(
         f"""
         import warnings
         warnings.simplefilter("ignore")
-        from langchain_mastra_memory import MilvusVectorStore, QdrantVectorStore
+        from langchain_mastra_memory import (MilvusVectorStore, QdrantEdgeVectorStore,
+                                             QdrantVectorStore)
         from langchain_mastra_memory.recall.vector import VectorRecord
 
         found = []
         for store in (MilvusVectorStore({str(tmp_path / "m.db")!r}),
+                      QdrantEdgeVectorStore({str(tmp_path / "e")!r}),
                       QdrantVectorStore({str(tmp_path / "q")!r})):
             store.upsert("isa", [VectorRecord(f"m{{i}}", [1.0, float(i), 0.5], "t", "alice",
                                               "user", 0.0) for i in range(50)])
@@ -181,5 +202,5 @@ def test_milvus_lite_and_qdrant_local_run_on_an_avx2_cpu(tmp_path: Path) -> None
     done = subprocess.run(on_avx2_cpu([sys.executable, "-c", script]), capture_output=True,
                           text=True, timeout=900)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    milvus, qdrant = ast.literal_eval(done.stdout.strip().splitlines()[-1])
-    assert milvus == "m0" and qdrant.startswith("m")
+    milvus, edge, qdrant = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    assert milvus == "m0" and edge == "m0" and qdrant.startswith("m")

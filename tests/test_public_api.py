@@ -39,6 +39,7 @@ EXPECTED = [
     "Page",
     "PgVectorStore",
     "PostgresStorage",
+    "QdrantEdgeVectorStore",
     "QdrantVectorStore",
     "ReadOnlyError",
     "ReadOnlyHistoryWarning",

@@ -460,7 +460,8 @@ async def test_side_scores_are_each_sides_own_for_the_owner_only(planted: Memory
 @pytest.fixture(
     scope="module",
     params=[pytest.param("postgres", marks=pytest.mark.postgres), "sqlite-file", "sqlite-memory",
-            "sqlite-file+qdrant", "sqlite-file+milvus"],
+            "sqlite-file+qdrant", "sqlite-file+qdrant-edge", "sqlite-file+milvus",
+            "sqlite-file+milvus-server"],
 )  # fmt: skip
 def one_percent(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     """20,000 messages of alice in 200 threads; 2 threads (1%) are project "kiln"."""
@@ -479,10 +480,22 @@ def one_percent(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
         from langchain_mastra_memory import QdrantVectorStore
 
         vector = QdrantVectorStore(folder / "qdrant")
+    if request.param.endswith("+qdrant-edge"):  # Qdrant's engine: payload indexes, filtered
+        from langchain_mastra_memory import QdrantEdgeVectorStore  # HNSW once optimized
+
+        vector = QdrantEdgeVectorStore(folder / "edge", optimize_after=5_000)
     if request.param.endswith("+milvus"):  # Milvus Lite: the resource is the partition key
         from langchain_mastra_memory import MilvusVectorStore
 
         vector = MilvusVectorStore(folder / "milvus.db")
+    if request.param.endswith("+milvus-server"):  # the session's real server (2.3)
+        from helpers import drop_milvus_collections
+
+        from langchain_mastra_memory import MilvusVectorStore
+
+        uri = request.getfixturevalue("milvus_uri")
+        request.addfinalizer(lambda: drop_milvus_collections(uri))
+        vector = MilvusVectorStore(uri=uri)
     memory = Memory(storage=storage, embedder=DeterministicFakeEmbedding(size=16),
                     vector=vector, options={"semantic_recall": {"mode": "hybrid"}})  # fmt: skip
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)

@@ -1,6 +1,7 @@
-"""`QdrantVectorStore` and `MilvusVectorStore`: recall's vectors in Qdrant (qdrant-client's local
-mode) and Milvus (Milvus Lite), no server, with the same store contract, recall, isolation and
-lifecycle as Chroma and pgvector."""
+"""`QdrantVectorStore`, `QdrantEdgeVectorStore` and `MilvusVectorStore`: recall's vectors in
+Qdrant (qdrant-client's local mode, and Qdrant's own engine in-process) and Milvus (Milvus Lite
+and a real 2.3 server), with the same store contract, recall, isolation and lifecycle as
+Chroma and pgvector."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ import pytest
 from helpers import drop_milvus_collections, garden
 from langchain_core.messages import HumanMessage
 
-from langchain_mastra_memory import Memory, MilvusVectorStore, QdrantVectorStore, SQLiteStorage
+from langchain_mastra_memory import (
+    Memory,
+    MilvusVectorStore,
+    QdrantEdgeVectorStore,
+    QdrantVectorStore,
+    SQLiteStorage,
+)
 from langchain_mastra_memory.errors import ConfigurationError, VectorStoreError
 from langchain_mastra_memory.recall.vector import VectorRecord
 
@@ -19,7 +26,7 @@ def record(message_id: str, vector: list[float], thread: str, owner: str, piece:
     return VectorRecord(message_id, vector, thread, owner, "user", 0.0, piece=piece)
 
 
-ENGINES = ["qdrant-memory", "qdrant-path", "milvus-lite", "milvus-server"]
+ENGINES = ["qdrant-memory", "qdrant-path", "qdrant-edge", "milvus-lite", "milvus-server"]
 
 
 def engine(kind: str, folder: Path, request: pytest.FixtureRequest | None = None):
@@ -27,6 +34,8 @@ def engine(kind: str, folder: Path, request: pytest.FixtureRequest | None = None
         return QdrantVectorStore(":memory:")
     if kind == "qdrant-path":
         return QdrantVectorStore(folder / "qdrant")
+    if kind == "qdrant-edge":  # Qdrant's own engine, in this process
+        return QdrantEdgeVectorStore(folder / "edge")
     if kind == "milvus-server":  # the session's real server (2.3), emptied after each test
         assert request is not None
         uri = request.getfixturevalue("milvus_uri")
@@ -101,7 +110,7 @@ def test_milvus_lite_searches_exactly_and_a_server_gets_its_tuned_index(tmp_path
     assert MilvusVectorStore(uri="http://127.0.0.1:9").index_type == "AUTOINDEX"  # (no connect)
 
 
-@pytest.mark.parametrize("kind", ["qdrant-path", "milvus-lite", "milvus-server"])
+@pytest.mark.parametrize("kind", ["qdrant-path", "qdrant-edge", "milvus-lite", "milvus-server"])
 def test_memory_recalls_isolates_and_keeps_vectors_in_step(
     tmp_path: Path, call, kind: str, request: pytest.FixtureRequest
 ) -> None:
@@ -162,9 +171,11 @@ def test_a_server_that_is_down_fails_no_save_and_the_backlog_catches_up(
 KILLED_WRITER = """
 import sys
 from langchain_core.messages import HumanMessage
-from langchain_mastra_memory import Memory, MilvusVectorStore, QdrantVectorStore, SQLiteStorage
+from langchain_mastra_memory import (Memory, MilvusVectorStore, QdrantEdgeVectorStore,
+                                     QdrantVectorStore, SQLiteStorage)
 folder, kind = sys.argv[1], sys.argv[2]
 vector = (QdrantVectorStore(folder + "/qdrant") if kind == "qdrant-path"
+          else QdrantEdgeVectorStore(folder + "/edge") if kind == "qdrant-edge"
           else MilvusVectorStore(folder + "/milvus.db"))
 memory = Memory(storage=SQLiteStorage(folder + "/memory.db"), vector=vector,
                 options={"semantic_recall": {"mode": "vector"}})
@@ -178,7 +189,7 @@ for i in range(10_000):  # until killed
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["qdrant-path", "milvus-lite"])
+@pytest.mark.parametrize("kind", ["qdrant-path", "qdrant-edge", "milvus-lite"])
 def test_a_writer_killed_mid_upsert_loses_no_vector_after_backfill(
     tmp_path: Path, kind: str
 ) -> None:

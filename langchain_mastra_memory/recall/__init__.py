@@ -4,7 +4,8 @@
   in step with storage) and `RecallOptions`.
 - `vector`: the `VectorStore` protocol and `ChromaVectorStore` (embedded, in memory, or a
   Chroma server); `pgvector`: `PgVectorStore` (in PostgreSQL, beside `PostgresStorage`);
-  `qdrant`: `QdrantVectorStore` (Qdrant's local mode, a server or a cluster) and `milvus`:
+  `qdrant`: `QdrantVectorStore` (Qdrant's local mode, a server or a cluster), `qdrant_edge`:
+  `QdrantEdgeVectorStore` (Qdrant's own engine in this process) and `milvus`:
   `MilvusVectorStore` (Milvus Lite, standalone or distributed), imported when asked for (the
   ``qdrant`` and ``milvus`` extras).
 - `embeddings`: `MiniLMEmbeddings` (all-MiniLM-L6-v2 offline, numpy) and the shared
@@ -23,6 +24,10 @@ def __getattr__(name: str) -> object:
         from .qdrant import QdrantVectorStore
 
         return QdrantVectorStore
+    if name == "QdrantEdgeVectorStore":  # the qdrant extra too
+        from .qdrant_edge import QdrantEdgeVectorStore
+
+        return QdrantEdgeVectorStore
     if name == "MilvusVectorStore":  # the milvus extra, likewise
         from .milvus import MilvusVectorStore
 
@@ -36,6 +41,7 @@ __all__ = [
     "MilvusVectorStore",
     "MiniLMEmbeddings",
     "PgVectorStore",
+    "QdrantEdgeVectorStore",
     "QdrantVectorStore",
     "RecallHit",
     "RecallIndex",

@@ -31,6 +31,7 @@ import re
 import threading
 import uuid
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -312,13 +313,14 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
                             metadata={**HNSW, "dimension": dimension},
                             embedding_function=None,
                         )
-                        self._call(
-                            "migrate",
-                            target.upsert,
-                            ids=[page["ids"][i] for i in rows],
-                            embeddings=[page["embeddings"][i] for i in rows],
-                            metadatas=[page["metadatas"][i] for i in rows],
-                        )
+                        with self._writing(target):
+                            self._call(
+                                "migrate",
+                                target.upsert,
+                                ids=[page["ids"][i] for i in rows],
+                                embeddings=[page["embeddings"][i] for i in rows],
+                                metadatas=[page["metadatas"][i] for i in rows],
+                            )
                     self._call("migrate", legacy.delete, ids=list(page["ids"]))
                     moved += len(page["ids"])
                 self._call("migrate", self.client.delete_collection, self._namespace + name)
@@ -343,27 +345,28 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
             col = self.collection(index_name, len(group[0].vector), resource_id)
             ids = [r.vector_id for r in group]
             embeddings = [list(map(float, r.vector)) for r in group]
-            self._call(
-                "upsert",
-                col.upsert,
-                ids=ids,
-                embeddings=embeddings,
-                metadatas=[
-                    {
-                        "message_id": r.message_id,
-                        "thread_id": r.thread_id,
-                        "resource_id": r.resource_id,
-                        "role": r.role,
-                        "created_at": r.created_at,
-                    }
-                    for r in group
-                ],
-            )
-            if self._exact is not None:
-                self._exact.upsert(
-                    str(col.id), ids, embeddings,
-                    [r.message_id for r in group], [r.thread_id for r in group],
-                )  # fmt: skip
+            with self._writing(col):
+                self._call(
+                    "upsert",
+                    col.upsert,
+                    ids=ids,
+                    embeddings=embeddings,
+                    metadatas=[
+                        {
+                            "message_id": r.message_id,
+                            "thread_id": r.thread_id,
+                            "resource_id": r.resource_id,
+                            "role": r.role,
+                            "created_at": r.created_at,
+                        }
+                        for r in group
+                    ],
+                )
+                if self._exact is not None:
+                    self._exact.upsert(
+                        str(col.id), ids, embeddings,
+                        [r.message_id for r in group], [r.thread_id for r in group],
+                    )  # fmt: skip
 
     def query(
         self,
@@ -443,13 +446,18 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
             targets = self.partitions(index_name)
         ids = list(ids)
         for col in targets:
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                self._call("delete", col.delete, where={"message_id": {"$in": chunk}})
-            if thread_id is not None:
-                self._call("delete", col.delete, where={"thread_id": thread_id})
-            if self._exact is not None:
-                self._exact.delete(str(col.id), message_ids=ids, thread_id=thread_id)
+            with self._writing(col):
+                for start in range(0, len(ids), 500):
+                    chunk = ids[start : start + 500]
+                    self._call("delete", col.delete, where={"message_id": {"$in": chunk}})
+                if thread_id is not None:
+                    self._call("delete", col.delete, where={"thread_id": thread_id})
+                if self._exact is not None:
+                    self._exact.delete(str(col.id), message_ids=ids, thread_id=thread_id)
+
+    def _writing(self, col: Any) -> AbstractContextManager[None]:
+        """Around a write to a partition: its exact snapshot is dropped first (`snapshots`)."""
+        return nullcontext() if self._exact is None else self._exact.writing(str(col.id))
 
     def present(self, index_name: str, resource_id: str, message_ids: Sequence[str]) -> set[str]:
         """Which of these messages have their (first) vector in `resource_id`'s partition."""

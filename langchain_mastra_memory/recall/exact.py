@@ -30,17 +30,27 @@ Examples:
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+try:  # SIMD kernels chosen at run time for this CPU (the `chroma` extra installs it)
+    import simsimd
+except ImportError:  # pragma: no cover - float32 scans only
+    simsimd = None  # type: ignore[assignment]
+
 from ..shutdown import on_exit
+from .exact_matrix import Loaded, Matrix, small, unit
+from .snapshots import FOLDER, Snapshots
 
 logger = logging.getLogger(__name__)
 
@@ -48,108 +58,7 @@ EXACT_LIMIT = 400_000  # pieces: a bigger partition is searched through HNSW (a 
 EXACT_MIN = 1  # pieces: any hot partition (a small one loads in a few ms, in the background)
 EXACT_BYTES = 640 << 20  # float32 vectors held for every partition together (400k x 384 fit)
 HOT_AFTER = 2  # searches of a partition in this process before it is loaded
-
-
-@dataclass(frozen=True)
-class Loaded:
-    """A partition's vectors as read from the store: ids, vectors, message and thread ids;
-    `paged` when read in several calls (a deletion racing it may have shifted a page)."""
-
-    ids: list[str]
-    vectors: Sequence[Sequence[float]] | np.ndarray
-    message_ids: list[str]
-    thread_ids: list[str]
-    paged: bool = False
-
-
-@dataclass
-class _Matrix:
-    """One partition's unit-length vectors (rows ``0..n``), growing by half again, and each
-    row's thread as a small integer (a thread filter is one vector comparison)."""
-
-    vectors: np.ndarray
-    ids: list[str] = field(default_factory=list)
-    message_ids: list[str] = field(default_factory=list)
-    thread_ids: list[str] = field(default_factory=list)
-    row: dict[str, int] = field(default_factory=dict)
-    threads: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
-    thread_code: dict[str, int] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, vectors: np.ndarray, loaded: Loaded) -> _Matrix:
-        matrix = cls(vectors, list(loaded.ids), list(loaded.message_ids), list(loaded.thread_ids))
-        matrix.row = {vector_id: i for i, vector_id in enumerate(matrix.ids)}
-        matrix.threads = matrix._codes(matrix.thread_ids)
-        return matrix
-
-    @property
-    def n(self) -> int:
-        return len(self.ids)
-
-    @property
-    def nbytes(self) -> int:
-        return int(self.vectors.nbytes)
-
-    def _codes(self, thread_ids: Sequence[str]) -> np.ndarray:
-        code = self.thread_code
-        return np.fromiter(
-            (code.setdefault(t, len(code)) for t in thread_ids), np.int32, len(thread_ids)
-        )
-
-    def put(self, vector_id: str, vector: np.ndarray, message_id: str, thread_id: str) -> None:
-        thread = self.thread_code.setdefault(thread_id, len(self.thread_code))
-        if (at := self.row.get(vector_id)) is not None:
-            self.vectors[at], self.threads[at] = vector, thread
-            self.message_ids[at], self.thread_ids[at] = message_id, thread_id
-            return
-        if self.n == len(self.vectors):  # (the thread codes have the same capacity)
-            size = max(16, self.n + self.n // 2)
-            grown = np.zeros((size, self.vectors.shape[1]), dtype=np.float32)
-            grown[: self.n] = self.vectors[: self.n]
-            codes = np.zeros(size, dtype=np.int32)
-            codes[: self.n] = self.threads[: self.n]
-            self.vectors, self.threads = grown, codes
-        self.vectors[self.n], self.threads[self.n] = vector, thread
-        self.row[vector_id] = self.n
-        self.ids.append(vector_id)
-        self.message_ids.append(message_id)
-        self.thread_ids.append(thread_id)
-
-    def remove(self, gone: set[str], thread_id: str | None) -> None:
-        """Drop the rows of these messages and of that thread (new arrays and lists: a search
-        reading the old ones meanwhile stays consistent)."""
-        drop = np.zeros(self.n, dtype=bool)
-        if thread_id is not None and thread_id in self.thread_code:
-            drop |= self.threads[: self.n] == self.thread_code[thread_id]
-        if gone:
-            drop |= np.fromiter((m in gone for m in self.message_ids), bool, self.n)
-        if not drop.any():
-            return
-        rows = np.flatnonzero(~drop)
-        self.vectors = np.ascontiguousarray(self.vectors[rows])
-        self.threads = np.ascontiguousarray(self.threads[rows])
-        kept = rows.tolist()
-        self.ids = [self.ids[i] for i in kept]
-        self.message_ids = [self.message_ids[i] for i in kept]
-        self.thread_ids = [self.thread_ids[i] for i in kept]
-        self.row = {vector_id: i for i, vector_id in enumerate(self.ids)}
-
-
-def _unit(
-    vectors: Sequence[Sequence[float]] | Sequence[float] | np.ndarray, *, own: bool = False
-) -> np.ndarray:
-    """The rows at unit length, as a float32 matrix (a zero row stays zero). `own`: `vectors`
-    was made for this module (a loaded partition's), so a float32 matrix is normalised in
-    place instead of copied (300k pieces: 460 MB)."""
-    if own:
-        matrix = np.asarray(vectors, dtype=np.float32)
-    else:
-        matrix = np.array(vectors, dtype=np.float32, ndmin=2)
-    for start in range(0, len(matrix), 8192):  # in blocks: the norms stay small
-        block = matrix[start : start + 8192]
-        norms = np.linalg.norm(block, axis=1, keepdims=True)
-        np.divide(block, np.where(norms == 0, 1.0, norms), out=block)
-    return matrix
+SNAPSHOT_WAIT = 5.0  # seconds a search waits for its partition's snapshot (100k pieces: 0.7)
 
 
 class ExactPartitions:
@@ -167,15 +76,17 @@ class ExactPartitions:
         minimum: int = EXACT_MIN,
         max_bytes: int = EXACT_BYTES,
         hot_after: int = HOT_AFTER,
+        snapshots: Snapshots | None = None,
     ) -> None:
         self._load = load
+        self.snapshots = snapshots
         self.limit, self.minimum, self.max_bytes, self.hot_after = (
             limit,
             minimum,
             max_bytes,
             hot_after,
         )
-        self._loaded: OrderedDict[str, _Matrix] = OrderedDict()  # least recently searched first
+        self._loaded: OrderedDict[str, Matrix] = OrderedDict()  # least recently searched first
         self._searches: dict[str, int] = {}
         self._loading: dict[str, list[Callable[[], None]]] = {}  # writes to replay after
         self._declined: set[str] = set()  # too small or too big: asked again after a write
@@ -183,6 +94,10 @@ class ExactPartitions:
         self._lock = threading.Lock()
         self.stopping = threading.Event()  # set at exit: a load stops at its next page
         self._loaders: set[threading.Thread] = set()
+        self._writing: dict[str, int] = {}  # writes under way per partition (`writing`)
+        self._changes: dict[str, int] = {}  # writes begun or ended, per partition
+        self._saved: set[str] = set()  # held partitions whose snapshot is their matrix
+        self._reading_snapshot: dict[str, threading.Event] = {}  # set once loaded
         on_exit(partial(_close, weakref.ref(self)))
 
     def close(self, timeout: float = 10.0) -> None:
@@ -193,6 +108,46 @@ class ExactPartitions:
             loaders = list(self._loaders)
         for loader in loaders:
             loader.join(timeout)
+        for key in list(self._loaded):  # what changed since its snapshot, for the next run
+            self._save(key)
+
+    @contextmanager
+    def writing(self, key: str) -> Iterator[None]:
+        """Around every write of `key` to the store (and its `upsert`/`delete` here): its
+        snapshot is removed before the store is touched, and none is saved while it runs."""
+        with self._lock:
+            self._writing[key] = self._writing.get(key, 0) + 1
+            self._changes[key] = self._changes.get(key, 0) + 1
+            self._saved.discard(key)
+            if self.snapshots is not None:
+                self.snapshots.drop(key)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._writing[key] -= 1
+                self._changes[key] += 1
+
+    def _save(self, key: str) -> None:
+        """Save `key`'s matrix as its snapshot, unless it is saved already, or a write is
+        under way or happens meanwhile (then the next load reads the store)."""
+        if self.snapshots is None:
+            return
+        with self._lock:
+            matrix = self._loaded.get(key)
+            if matrix is None or key in self._saved or self._writing.get(key) or not matrix.n:
+                return
+            changes = self._changes.get(key, 0)
+            n = matrix.n
+            rows = (matrix.vectors[:n], matrix.ids[:n], matrix.message_ids[:n],
+                    matrix.thread_ids[:n])  # fmt: skip
+        written = self.snapshots.write(key, *rows)
+        if written is None:
+            return
+        with self._lock:
+            unchanged = self._changes.get(key, 0) == changes and not self._writing.get(key)
+            if self.snapshots.commit(key, written, valid=unchanged):
+                self._saved.add(key)
 
     def search(
         self,
@@ -205,23 +160,37 @@ class ExactPartitions:
         """The `top_k` nearest pieces as (vector id, cosine similarity), best first; None
         when the partition is not in memory (search the store; a hot one starts loading)."""
         with self._lock:
+            ready = None if key in self._loaded else self._maybe_load(key)
+        if ready is not None:  # its snapshot is loading: a fraction of a cold graph's wait
+            ready.wait(SNAPSHOT_WAIT)
+        with self._lock:
             matrix = self._loaded.get(key)
             if matrix is None:
-                self._maybe_load(key)
                 return None
             self._loaded.move_to_end(key)
             # what the scan reads, taken under the lock: writes append past `n` or replace
             # these arrays and lists, so the scan runs outside it (a big one takes ~15 ms)
             n, ids, rows, codes = matrix.n, matrix.ids, matrix.vectors, matrix.threads
+            rough = matrix.int8 if n >= INT8_AT else None
             wanted = None if threads is None else [matrix.thread_code.get(t, -1) for t in threads]
         if n == 0:
             return []
-        scores = self._scores(rows[:n], codes[:n], vector, wanted)
-        k = min(top_k, len(scores))
-        best = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-        best = best[np.argsort(-scores[best], kind="stable")]
-        best = best[scores[best] > -np.inf]  # other threads' rows, when threads are asked
-        return list(zip(map(ids.__getitem__, best.tolist()), scores[best].tolist(), strict=True))
+        query = unit(vector)[0]
+        kept = None if wanted is None else np.isin(codes[:n], wanted)  # (threads asked)
+        if rough is None:
+            scores = _dot(rows[:n], query)
+            pool = None
+        else:  # candidates from the int8 rows, ranked on their float32 rows
+            estimates = np.asarray(_int8_dot(rough[:n], query), dtype=np.float32).ravel()
+            if kept is not None:
+                estimates[~kept] = -np.inf
+            pool = _best(estimates, max(INT8_POOL, INT8_POOL_PER_HIT * top_k))
+            scores, kept = np.einsum("ij,j->i", rows[pool], query), None
+        if kept is not None:
+            scores[~kept] = -np.inf
+        best = _best(scores, top_k)
+        found = best if pool is None else pool[best]
+        return list(zip(map(ids.__getitem__, found.tolist()), scores[best].tolist(), strict=True))
 
     def rows(self, key: str, vector_ids: Sequence[str]) -> list[tuple[str, list[float]]] | None:
         """``(vector id, vector)`` of those of `vector_ids` the partition holds; None when it
@@ -232,17 +201,6 @@ class ExactPartitions:
                 return None
             found = [(i, matrix.row[i]) for i in vector_ids if i in matrix.row]
             return [(i, matrix.vectors[row].tolist()) for i, row in found]
-
-    @staticmethod
-    def _scores(
-        rows: np.ndarray, codes: np.ndarray, vector: Sequence[float], threads: list[int] | None
-    ) -> np.ndarray:
-        # numpy's own loop, not BLAS: one core, no BLAS threads spinning against the
-        # keyword search running beside it (0.7 ms for 10k x 384 either way)
-        scores = np.einsum("ij,j->i", rows, _unit(vector)[0])
-        if threads is not None:
-            scores[~np.isin(codes, threads)] = -np.inf
-        return scores
 
     def upsert(
         self,
@@ -275,7 +233,8 @@ class ExactPartitions:
         if matrix is not None:
             if matrix.n == 0:  # an empty partition learns its dimension from its first write
                 matrix.vectors = np.zeros((0, len(vectors[0])), dtype=np.float32)
-            for row in zip(ids, _unit(vectors), message_ids, thread_ids, strict=True):
+                matrix.int8 = None if matrix.int8 is None else small(matrix.vectors)
+            for row in zip(ids, unit(vectors), message_ids, thread_ids, strict=True):
                 matrix.put(*row)
             if matrix.n > self.limit:
                 del self._loaded[key]
@@ -304,7 +263,8 @@ class ExactPartitions:
             return
         with self._lock:
             if key not in self._loaded and key not in self._loading:
-                self._loaded[key] = _Matrix(np.zeros((0, dimension), dtype=np.float32))
+                self._loaded[key] = Matrix.of(np.zeros((0, dimension), dtype=np.float32),
+                                              Loaded([], [], [], []), int8=INT8)  # fmt: skip
 
     def load(self, key: str) -> bool:
         """Load `key` now, in this thread (an app warming its users' partitions at start);
@@ -319,12 +279,23 @@ class ExactPartitions:
         with self._lock:
             return key in self._loaded
 
-    def _maybe_load(self, key: str) -> None:
+    def _maybe_load(self, key: str) -> threading.Event | None:
+        """Start loading `key` if it is hot (at once if it has a snapshot: then the event
+        set when it is loaded, for the search to wait on)."""
+        if key in self._reading_snapshot:
+            return self._reading_snapshot[key]
+        if self.stopping.is_set() or key in self._declined or key in self._loading:
+            return None
+        if self.snapshots is not None and self.snapshots.has(key):
+            ready = self._reading_snapshot[key] = threading.Event()
+            self._start_loading(key)
+            return ready
         searched = self._searches[key] = self._searches.get(key, 0) + 1
-        if searched < self.hot_after or key in self._declined or self._loading:
-            return  # one load at a time: it competes with the searches for the CPU
-        if self.stopping.is_set():
-            return
+        if searched >= self.hot_after and not self._loading:  # (one load from the store at
+            self._start_loading(key)  # a time: it competes with the searches for the CPU)
+        return None
+
+    def _start_loading(self, key: str) -> None:
         self._loading[key] = []
         loader = threading.Thread(
             target=self._load_in_background, args=(key,), name="lmm-exact-load", daemon=True
@@ -338,10 +309,14 @@ class ExactPartitions:
         finally:
             with self._lock:
                 self._loaders.discard(threading.current_thread())
+                if (ready := self._reading_snapshot.pop(key, None)) is not None:
+                    ready.set()
 
     def _load_now(self, key: str) -> None:
+        changes = self._changes.get(key, 0)
+        snapshot = None if self.snapshots is None else self.snapshots.read(key)
         try:
-            loaded = None if self.stopping.is_set() else self._load(key)
+            loaded = snapshot or (None if self.stopping.is_set() else self._load(key))
         except Exception as exc:  # the store answers searches meanwhile; try again later
             logger.debug("loading partition %s for exact search failed: %s", key, exc)
             loaded = None
@@ -350,8 +325,8 @@ class ExactPartitions:
         if loaded is not None and not self.too_big(len(loaded.ids), dimension):
             # normalised and indexed before taking the lock, which every search of every
             # partition takes (300k pieces: ~0.12 s of work)
-            empty = _Matrix(np.zeros((0, 1), dtype=np.float32))
-            matrix = _Matrix.of(_unit(loaded.vectors, own=True), loaded) if loaded.ids else empty
+            vectors = unit(loaded.vectors, own=True) if loaded.ids else np.zeros((0, 1), np.float32)
+            matrix = Matrix.of(vectors, loaded, int8=INT8)
         torn = loaded is not None and loaded.paged
         with self._lock:
             replay = self._loading.pop(key)
@@ -363,16 +338,64 @@ class ExactPartitions:
             self._loaded[key] = matrix
             for write in replay:  # what was written while loading (idempotent, in order)
                 write()
+            if snapshot is not None and self._changes.get(key, 0) == changes:
+                self._saved.add(key)
             self._evict()
+        if snapshot is None and not self.stopping.is_set():
+            self._save(key)  # so the next run reads it at once
 
     def too_big(self, pieces: int, dimension: int) -> bool:
         """More pieces than `limit`, or more bytes than every partition may hold together
         (a loader asks before reading; a load is checked again)."""
-        return pieces > self.limit or pieces * dimension * 4 > self.max_bytes
+        return pieces > self.limit or pieces * dimension * (4 + INT8) > self.max_bytes
 
     def _evict(self) -> None:
         while self._loaded and sum(m.nbytes for m in self._loaded.values()) > self.max_bytes:
             self._loaded.popitem(last=False)
+
+
+INT8 = simsimd is not None  # matrices keep an int8 copy to scan
+INT8_AT = 16_384  # rows: a bigger partition is scanned in int8 for candidates (SimSIMD)
+INT8_POOL, INT8_POOL_PER_HIT = 512, 2  # candidates ranked again in float32
+SPLIT_AT = 32_768  # rows: a bigger scan is shared with a second core (100k x 384: 11.5 -> 6.7 ms)
+_helper: ThreadPoolExecutor | None = None
+_helper_lock = threading.Lock()
+
+
+def _dot(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Every row's dot product with `query`: numpy's own loop, not BLAS (no BLAS threads left
+    spinning against the keyword search running beside it); a big partition in two halves,
+    one on a helper thread (the loop releases the GIL: the scan is bound by one core's reads,
+    not the memory bus)."""
+    scores = np.empty(len(rows), dtype=np.float32)
+    if len(rows) < SPLIT_AT or (os.cpu_count() or 1) < 2:
+        return np.einsum("ij,j->i", rows, query, out=scores)
+    half = len(rows) // 2
+    other = _scan_helper().submit(np.einsum, "ij,j->i", rows[half:], query, out=scores[half:])
+    np.einsum("ij,j->i", rows[:half], query, out=scores[:half])
+    other.result()
+    return scores
+
+
+def _best(scores: np.ndarray, k: int) -> np.ndarray:
+    """The rows of the `k` highest scores, best first (ties in row order), none at -inf."""
+    k = min(k, len(scores))
+    best = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+    best = best[np.argsort(-scores[best], kind="stable")]
+    return best[scores[best] > -np.inf]
+
+
+def _int8_dot(rows: np.ndarray, query: np.ndarray) -> Any:
+    """Every int8 row's dot product with `query` (as int8 rows are made), through SimSIMD."""
+    return simsimd.cdist(rows, small(query)[None], metric="dot", out_dtype="float32")
+
+
+def _scan_helper() -> ThreadPoolExecutor:
+    global _helper
+    with _helper_lock:
+        if _helper is None:
+            _helper = ThreadPoolExecutor(1, thread_name_prefix="lmm-exact-scan")
+        return _helper
 
 
 def _close(ref: weakref.ref[ExactPartitions]) -> None:
@@ -395,9 +418,10 @@ def shared_partitions(
     whichever store over it came first (every `Memory` over one file then loads a partition
     once, and every store's writes reach the matrices all of them search); a store with no
     folder (in memory) has its own."""
-    make = partial(ExactPartitions, load, limit=limit, minimum=min(minimum, limit))
     if folder is None:
-        return make()
+        return ExactPartitions(load, limit=limit, minimum=min(minimum, limit))
+    make = partial(ExactPartitions, load, limit=limit, minimum=min(minimum, limit),
+                   snapshots=Snapshots(Path(folder) / FOLDER))  # fmt: skip
     key = (str(Path(folder).resolve()), limit, minimum)
     with _SHARED_LOCK:
         shared = _SHARED.get(key)
