@@ -303,6 +303,9 @@ class EngineClock:
         """Time `store`'s engine calls from now on."""
         if engine == "qdrant":
             store.client.query_points = self.wrap(store.client.query_points)
+        elif engine == "qdrant-edge":  # the engine's query, inside the store's call
+            call, timed = store._call, self.wrap(store._call)
+            store._call = lambda what, *a, **k: (timed if what == "query" else call)(what, *a, **k)
         elif engine == "chroma":  # Chroma's query, or the in-memory exact scan it uses instead
             store._call = self.wrap(store._call)
             if store._exact is not None:
@@ -346,8 +349,9 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--sqlite", action="store_true", help="the same data in SQLite + Chroma")
     parser.add_argument(
-        "--engines", nargs="*", default=[], choices=("qdrant", "milvus"),
-        help="the same data in SQLite + Qdrant local mode / Milvus Lite (embedded, no server)",
+        "--engines", nargs="*", default=[], choices=("qdrant", "qdrant-edge", "milvus"),
+        help="the same data in SQLite + Qdrant local mode / Qdrant Edge (Qdrant's engine "
+        "in-process) / Milvus Lite (embedded, no server)",
     )  # fmt: skip
     parser.add_argument(
         "--peer", nargs="?", const="hnsw", choices=("hnsw", "plain"),
@@ -431,12 +435,18 @@ def main() -> None:
     as_pg: dict[str, dict[str, str]] = {}  # each engine's message ids -> PostgreSQL's
     if args.sqlite:
         as_pg["chroma"] = {lite_ids[i]: ids[i] for i in ids}
-    for engine in args.engines:  # embedded modes: numpy (Qdrant) or FAISS (Milvus) on this machine
-        from langchain_mastra_memory import MilvusVectorStore, QdrantVectorStore
+    for engine in args.engines:  # embedded: numpy (Qdrant local), Qdrant's engine, FAISS (Milvus)
+        from langchain_mastra_memory import (
+            MilvusVectorStore,
+            QdrantEdgeVectorStore,
+            QdrantVectorStore,
+        )
 
         store = (
             QdrantVectorStore(tmp / "qdrant")
             if engine == "qdrant"
+            else QdrantEdgeVectorStore(tmp / "qdrant-edge")
+            if engine == "qdrant-edge"
             else MilvusVectorStore(tmp / "milvus-vectors.db")
         )
         engine_storage = SQLiteStorage(tmp / f"{engine}.db")
