@@ -22,10 +22,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).parent))
 from recall_eval import DEFAULT_DATA, load_conversation, questions_of
 
 from langchain_mastra_memory import SQLiteStorage
+from langchain_mastra_memory.recall.context import asks, remembered
 from langchain_mastra_memory.recall.embeddings import CachedEmbeddings, MiniLMEmbeddings
 from langchain_mastra_memory.recall.ranking import RecallHit
 
@@ -35,6 +38,9 @@ RULES: dict[str, list[Any]] = {  # each rule's settings: the default first, then
     "thread_weight": [0.5, 0.0, 0.25, 1.0],
     "date_rule": [True, False],
     "thread_cap": [None, None, 1, 2, 3],  # not an option: a re-ordering measured here
+    "mmr": [None, None, 0.9, 0.8, 0.7, 0.5],  # likewise: maximal marginal relevance, lambda
+    "second_pass": [None, None, 1, 2, 3],  # likewise: slots of the top 10 a second search fills
+    "neighbour_share": [None, None, 0.1, 0.2, 0.3],  # likewise: scores passed to neighbours
 }
 POOL = 30
 
@@ -52,7 +58,92 @@ def capped(hits: Sequence[RecallHit], k: int, cap: int | None) -> list[RecallHit
     return (first + later)[:k]
 
 
-Pick = Callable[[list[RecallHit]], list[RecallHit]]
+def mmr(hits: Sequence[RecallHit], k: int, lam: float | None, vectors: dict) -> list[RecallHit]:
+    """The top `k` chosen greedily by ``lam * score - (1 - lam) * the highest cosine to a hit
+    chosen before`` (scores min-max normalised over the pool; a hit without a vector is
+    never penalised). None: as ranked."""
+    if lam is None or not hits:
+        return list(hits[:k])
+    top, bottom = hits[0].score, min(h.score for h in hits)
+    spread = (top - bottom) or 1.0
+    left, chosen = list(hits), []
+    while left and len(chosen) < k:
+
+        def value(hit: RecallHit) -> float:
+            own = vectors.get(hit.message_id)
+            near = max(
+                (
+                    float(own @ vectors[c.message_id])
+                    for c in chosen
+                    if own is not None and c.message_id in vectors
+                ),
+                default=0.0,
+            )
+            return lam * (hit.score - bottom) / spread - (1 - lam) * near
+
+        best = max(left, key=value)
+        chosen.append(best)
+        left.remove(best)
+    return chosen
+
+
+def second_pass(
+    index: Any, question: str, resource: str, hits: Sequence[RecallHit], k: int, m: int | None
+) -> list[RecallHit]:
+    """The first `k - m` hits, then the `m` best new messages of a second vector search with
+    what the question asks beyond the first three hits (its vector with their directions
+    taken out), then the rest. None: as ranked."""
+    if m is None or not hits:
+        return list(hits[:k])
+    name = index.index_name()
+    query = np.asarray(index.embedder.embed_query(question), dtype=np.float32)
+    residual = query.copy()
+    basis: list[np.ndarray] = []
+    for vector in remembered(name, [h.message_id for h in hits[:3]]).values():
+        for b in basis:
+            vector = vector - float(vector @ b) * b
+        if np.linalg.norm(vector) > 1e-6:
+            basis.append(vector / np.linalg.norm(vector))
+    for b in basis:
+        residual -= float(residual @ b) * b
+    kept = list(hits[: k - m])
+    known = {h.message_id for h in kept}
+    pieces = index.vector.query(name, residual.tolist(), top_k=60, resource_id=resource)
+    extra: list[RecallHit] = []
+    for piece in pieces:
+        if piece.message_id not in known and len(extra) < m:
+            known.add(piece.message_id)
+            extra.append(RecallHit(piece.message_id, "", piece.score))
+    return kept + extra + [h for h in hits if h.message_id not in known]
+
+
+def neighbour_share(
+    index: Any, resource: str, hits: Sequence[RecallHit], k: int, share: float | None
+) -> list[RecallHit]:
+    """The pool re-scored with a share of its neighbours' scores: each hit gains `share` x
+    the score of the message before it in its thread (twice that when that one asks a
+    question: it is answered here) and half of `share` x the score of the one after it,
+    when those are in the pool; the top `k` of that. None: as ranked."""
+    if share is None or not hits:
+        return list(hits[:k])
+    score = {h.message_id: h.score for h in hits}
+    around = index.storage.message_windows(list(score), before=1, after=1, resource_id=resource)
+    gained = dict(score)
+    for i, stored in enumerate(around):
+        here = str(stored.message.id)
+        if here not in score:
+            continue
+        if i > 0 and around[i - 1].thread_id == stored.thread_id:
+            before = around[i - 1]
+            weight = 2 * share if asks(before.message) else share
+            gained[here] += weight * score.get(str(before.message.id), 0.0)
+        if i + 1 < len(around) and around[i + 1].thread_id == stored.thread_id:
+            gained[here] += share / 2 * score.get(str(around[i + 1].message.id), 0.0)
+    ranked = sorted(hits, key=lambda h: -gained[h.message_id])
+    return ranked[:k] + [h for h in hits if h not in ranked[:k]]
+
+
+Pick = Callable[[list[RecallHit], str], list[RecallHit]]
 
 
 def recall_at(
@@ -62,7 +153,7 @@ def recall_at(
     at5 = at10 = 0.0
     for qa in qas:
         hits = index.search(qa["question"], resource_id=resource, limit=limit)
-        found = [dia_of.get(h.message_id) for h in pick(hits)]
+        found = [dia_of.get(h.message_id) for h in pick(hits, qa["question"])]
         evidence = set(qa["evidence"])
         at5 += len(evidence & set(found[:5])) / len(evidence)
         at10 += len(evidence & set(found[:10])) / len(evidence)
@@ -88,11 +179,38 @@ def measure(path: Path) -> dict[str, dict[tuple[str, Any], tuple[float, float]]]
             for value in dict.fromkeys(settings):
                 if rule == "thread_cap":
                     row[(rule, value)] = recall_at(
-                        *asked, lambda h, c=value: capped(h, 10, c), POOL
+                        *asked, lambda h, q, c=value: capped(h, 10, c), POOL
                     )
                     continue
+                if rule == "neighbour_share":
+
+                    def shared(h: list[RecallHit], q: str, v: Any = value, at: Any = index,
+                               who: str = file.stem) -> Any:  # fmt: skip
+                        return neighbour_share(at, who, h, 10, v)
+
+                    row[(rule, value)] = recall_at(*asked, shared, POOL)
+                    continue
+                if rule == "second_pass":
+
+                    def again(h: list[RecallHit], q: str, m: Any = value, at: Any = index,
+                              who: str = file.stem) -> Any:  # fmt: skip
+                        return second_pass(at, q, who, h, 10, m)
+
+                    row[(rule, value)] = recall_at(*asked, again, POOL)
+                    continue
+                if rule == "mmr":
+
+                    def diverse(
+                        hits: list[RecallHit], q: str, lam: Any = value, at: Any = index
+                    ) -> Any:
+                        ids = [h.message_id for h in hits]
+                        known = remembered(at.index_name(), ids)
+                        return mmr(hits, 10, lam, known)
+
+                    row[(rule, value)] = recall_at(*asked, diverse, POOL)
+                    continue
                 index.options = default.model_copy(update={rule: value})
-                row[(rule, value)] = recall_at(*asked, lambda h: h, 10)
+                row[(rule, value)] = recall_at(*asked, lambda h, q: h, 10)
             index.options = default
         table[file.stem] = row
         print(f"  {file.stem}: {len(qas)} questions", file=sys.stderr)
@@ -102,7 +220,10 @@ def measure(path: Path) -> dict[str, dict[tuple[str, Any], tuple[float, float]]]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--rules", nargs="*", choices=list(RULES), help="only these rules")
     args = parser.parse_args()
+    for rule in set(RULES) - set(args.rules or RULES):
+        del RULES[rule]
     if not any(args.data.glob("*.json")):
         sys.exit(f"no conversations in {args.data} (see ../shared/eval/README.md)")
     table = measure(args.data)

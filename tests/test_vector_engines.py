@@ -218,3 +218,44 @@ def test_a_writer_killed_mid_upsert_loses_no_vector_after_backfill(
     hits = memory.recall_index.search("which shelf needs water?", resource_id="alice")
     assert hits and {h.message_id for h in hits} <= set(ids)
     vectors.close()
+
+
+def test_qdrant_edge_builds_its_graph_behind_the_writes_and_searches_meanwhile(
+    tmp_path: Path,
+) -> None:
+    """Qdrant Edge builds HNSW only when asked (for segments over Qdrant's indexing threshold,
+    10 MB: smaller ones are scanned): after `optimize_after` points the writer's upsert builds
+    it; searches from other threads go on while it builds (the store's lock is not held) and
+    find each stored vector as its own nearest, only in its resource."""
+    import threading
+
+    import numpy as np
+
+    rng = np.random.default_rng(4)
+    vectors = rng.normal(size=(8_000, 384))  # 12 MB of float32: over the threshold
+    store = QdrantEdgeVectorStore(tmp_path / "edge", optimize_after=10**9)  # build by hand
+    store.upsert("demo", [record(f"m{i}", vectors[i], f"t{i % 9}", "alice" if i % 3 else "bob")
+                          for i in range(len(vectors))])  # fmt: skip
+    shard = store._shard(store._existing("demo"))
+    assert shard.info().indexed_vectors_count == 0  # nothing built yet: plain segments
+    errors: list[BaseException] = []
+    found: list[bool] = []
+    building = threading.Thread(target=lambda: store.optimize("demo"))
+    building.start()
+    while building.is_alive() or not found:
+        i = int(rng.integers(len(vectors)))
+        owner = "alice" if i % 3 else "bob"
+        try:
+            hits = store.query("demo", vectors[i].tolist(), top_k=3, resource_id=owner)
+            found.append(hits[0].message_id == f"m{i}" and {h.resource_id for h in hits} == {owner})
+        except BaseException as exc:
+            errors.append(exc)
+            break
+    building.join(120)
+    assert errors == [] and all(found)
+    assert shard.info().indexed_vectors_count > 0  # the graph is there now
+    automatic = QdrantEdgeVectorStore(tmp_path / "auto", optimize_after=7_500)
+    automatic.upsert("demo", [record(f"m{i}", vectors[i], "t", "alice") for i in range(8_000)])
+    assert automatic._shard(automatic._existing("demo")).info().indexed_vectors_count > 0
+    for made in (store, automatic):
+        made.close()
