@@ -14,8 +14,9 @@ float32 matrices, bounded in bytes (least recently searched dropped first). A pa
 ranked again on their float32 rows (100k x 384: ~2-4 ms instead of 11.5; the same hits). A
 partition is loaded in a background thread, so a search never waits for it: until it is ready,
 the caller searches HNSW as before; one with a snapshot on disk (`snapshots`, saved after a
-load and at exit) is read from it at its first search, which waits for it. Partitions are keyed by their collection's id, so a collection
-dropped and made again never meets the vectors of the old one. Writes made through the owning
+load and at exit) is read from it at its first search, which waits for it. Partitions are
+keyed by their collection's id, so a collection dropped and made again never meets the
+vectors of the old one. Writes made through the owning
 store are applied to loaded partitions, and replayed onto a partition whose load they raced (a
 load read in pages that a deletion raced is dropped: the deletion may have shifted a page; it
 is loaded again after a later write).

@@ -183,17 +183,6 @@ def dialect_of(store: Any, scope: Scope | None) -> Dialect:
     return Dialect(scope, windowed=False)
 
 
-def _metadata(record: VectorRecord) -> dict[str, Any]:
-    return {
-        "vid": record.vector_id,
-        "message_id": record.message_id,
-        "thread_id": record.thread_id,
-        "resource_id": record.resource_id,
-        "role": record.role,
-        "created_at": float(record.created_at),
-    }
-
-
 class LangChainVectorStore(AsyncTwins):
     """Recall's vectors in a LangChain `VectorStore` (see the module doc).
 
@@ -255,7 +244,7 @@ class LangChainVectorStore(AsyncTwins):
             return
         ids = [piece_uuid(r.vector_id) for r in records]
         docs = [
-            Document(page_content=r.text, id=i, metadata=_metadata(r))
+            Document(page_content=r.text, id=i, metadata=r.metadata())
             for i, r in zip(ids, records, strict=True)
         ]
         self._call("delete", self.store.delete, ids=ids)  # an update replaces, in every engine

@@ -188,12 +188,8 @@ class MilvusVectorStore(EngineStore):
             {
                 "pk": r.vector_id,
                 "vector": [float(x) for x in r.vector],
-                "message_id": r.message_id,
-                "thread_id": r.thread_id,
-                "resource_id": r.resource_id,
-                "role": r.role,
-                "created_at": float(r.created_at),
-            }
+                **{k: v for k, v in r.metadata().items() if k != "vid"},
+            }  # (the pk is the vid)
             for r in records
         ]
         for start in range(0, len(rows), BATCH):

@@ -34,6 +34,15 @@ from .vector import DEFAULT_TIMEOUT, VectorHit, VectorRecord, only_threads, piec
 INDEXED = ("message_id", "thread_id")  # keyword payload indexes besides the tenant's
 
 
+def first_pieces_of(points: Sequence[Any], resource_id: str) -> set[str]:
+    """The messages of `resource_id` whose first piece is among `points` (retrieved by id)."""
+    return {
+        p.payload["message_id"]
+        for p in points
+        if p.payload.get("resource_id") == resource_id and "#" not in p.payload["vid"]
+    }
+
+
 class QdrantVectorStore(EngineStore):
     """Message vectors in Qdrant (see the module doc). `location`: ``":memory:"`` or a folder
     (local mode); or `url` (and `api_key`) for a server or cluster; or a ready `client`.
@@ -152,14 +161,7 @@ class QdrantVectorStore(EngineStore):
             models.PointStruct(
                 id=piece_uuid(r.vector_id),
                 vector=[float(x) for x in r.vector],
-                payload={
-                    "vid": r.vector_id,
-                    "message_id": r.message_id,
-                    "thread_id": r.thread_id,
-                    "resource_id": r.resource_id,
-                    "role": r.role,
-                    "created_at": float(r.created_at),
-                },
+                payload=r.metadata(),
             )
             for r in records
         ]
@@ -199,11 +201,7 @@ class QdrantVectorStore(EngineStore):
             return set()
         ids = [piece_uuid(m) for m in message_ids]
         points = self._call("retrieve", self.client.retrieve, name, ids=ids, with_payload=True)
-        return {
-            p.payload["message_id"]
-            for p in points
-            if p.payload.get("resource_id") == resource_id and "#" not in p.payload["vid"]
-        }
+        return first_pieces_of(points, resource_id)
 
     def count(self, index_name: str, dimension: int, resource_id: str | None = None) -> int:
         """How many vectors (pieces) the index holds, for one resource or in all."""

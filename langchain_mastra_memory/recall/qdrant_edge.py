@@ -38,10 +38,10 @@ from ..errors import VectorStoreError
 from ..shutdown import on_exit
 from ..storage.records import TimeWindow
 from .engine import EngineStore, extra_missing
+from .qdrant import INDEXED, first_pieces_of
 from .vector import VectorHit, VectorRecord, only_threads, piece_uuid
 
 OPTIMIZE_AFTER = 20_000  # points written since the last graph build before the next one
-INDEXED = ("message_id", "thread_id")  # keyword payload indexes besides the tenant's
 
 
 class _Shards:
@@ -159,18 +159,7 @@ class QdrantEdgeVectorStore(EngineStore):
         assert name is not None
         shard, edge = self._shard(name), self._edge
         points = [
-            edge.Point(
-                piece_uuid(r.vector_id),
-                [float(x) for x in r.vector],
-                {
-                    "vid": r.vector_id,
-                    "message_id": r.message_id,
-                    "thread_id": r.thread_id,
-                    "resource_id": r.resource_id,
-                    "role": r.role,
-                    "created_at": float(r.created_at),
-                },
-            )
+            edge.Point(piece_uuid(r.vector_id), [float(x) for x in r.vector], r.metadata())
             for r in records
         ]
         for start in range(0, len(points), 500):
@@ -226,11 +215,7 @@ class QdrantEdgeVectorStore(EngineStore):
         ids = [piece_uuid(m) for m in message_ids]
         points = self._call("retrieve", self._shard(name).retrieve, ids, with_payload=True,
                             with_vector=False)  # fmt: skip
-        return {
-            p.payload["message_id"]
-            for p in points
-            if p.payload.get("resource_id") == resource_id and "#" not in p.payload["vid"]
-        }
+        return first_pieces_of(points, resource_id)
 
     def count(self, index_name: str, dimension: int, resource_id: str | None = None) -> int:
         """How many vectors (pieces) the index holds, for one resource or in all."""

@@ -48,6 +48,18 @@ class VectorRecord:
     def vector_id(self) -> str:
         return self.message_id if self.piece == 0 else f"{self.message_id}#{self.piece}"
 
+    def metadata(self) -> dict[str, Any]:
+        """What an engine stores beside the vector: the piece id (``vid``) and the message's
+        thread, owner, role and time (filtered on inside searches)."""
+        return {
+            "vid": self.vector_id,
+            "message_id": self.message_id,
+            "thread_id": self.thread_id,
+            "resource_id": self.resource_id,
+            "role": self.role,
+            "created_at": float(self.created_at),
+        }
+
 
 @dataclass(frozen=True)
 class VectorHit:
