@@ -3,7 +3,8 @@
 100,000 messages of chat-shaped text in ONE resource (100 threads), SQLite + the default
 embedded Chroma, three `Memory` objects over the same file (one per recall mode, each with its
 default vector store, as an application builds them), a near-free embedder (a text's digest
-seeds its vector: the embedding model's cost is `embed_bench.py`'s). Timed: the whole
+seeds its vector: the embedding model's cost is `embed_bench.py`'s; ``--embedder minilm``
+puts the default model in, its query embedding inside each timed turn). Timed: the whole
 `memory.recall(...)` (history, semantic recall, processors) of the first 60 turns after the
 writes were flushed, the three modes interleaved turn by turn, then the warm figures beside
 them (after `warm()`: the peer), in a process that then exits as an application does; then
@@ -11,6 +12,7 @@ the first turns in a new process over the same files (a restart: nothing warmed)
 p50 / p95 per mode, and cold/warm ratios. Two runs: ``--runs 2``.
 
     python bench/cold_recall_bench.py [--messages 100000] [--queries 60] [--runs 2]
+    python bench/cold_recall_bench.py --messages 10000 --embedder minilm
 """
 
 from __future__ import annotations
@@ -53,12 +55,22 @@ class DigestEmbeddings(Embeddings):
         return self._one(text)
 
 
-def memories(db: Path) -> dict[str, object]:
+def embedder(kind: str) -> Embeddings:
+    """The near-free digest embedder, or the default model (MiniLM: its query embedding is
+    then part of each timed turn, as an application's is)."""
+    if kind == "minilm":
+        from langchain_mastra_memory.recall.embeddings import default_embedder
+
+        return default_embedder()
+    return DigestEmbeddings()
+
+
+def memories(db: Path, kind: str = "digest") -> dict[str, object]:
     from langchain_mastra_memory import Memory, SQLiteStorage
 
     storage = SQLiteStorage(db)
     return {
-        mode: Memory(storage=storage, embedder=DigestEmbeddings(), options={
+        mode: Memory(storage=storage, embedder=embedder(kind), options={
             "last_messages": 10, "semantic_recall": {"mode": mode, "scope": "resource"}})
         for mode in MODES
     }  # fmt: skip
@@ -100,10 +112,10 @@ def ingest(memory: object, messages: int) -> float:
     return messages / (time.perf_counter() - start)
 
 
-def after_import(db: Path, messages: int, queries: int) -> dict[str, object]:
+def after_import(db: Path, messages: int, queries: int, kind: str = "digest") -> dict[str, object]:
     """In this process: the application's three Memory objects, an import through one of
     them, then the first turns (cold), then warm ones."""
-    by_mode = memories(db)
+    by_mode = memories(db, kind)
     rate = ingest(by_mode["hybrid"], messages)
     cold = turns(by_mode, queries, seed=1)
     for memory in by_mode.values():
@@ -124,10 +136,10 @@ def in_a_process(call: str) -> Any:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def restarted(db: Path, queries: int) -> dict[str, list[float]]:
+def restarted(db: Path, queries: int, kind: str = "digest") -> dict[str, list[float]]:
     """In a new process over the same files: the first turns."""
     took: dict[str, list[float]] = in_a_process(
-        f"b.turns(b.memories(b.Path({str(db)!r})), {queries}, seed=3)"
+        f"b.turns(b.memories(b.Path({str(db)!r}), {kind!r}), {queries}, seed=3)"
     )
     return took
 
@@ -141,15 +153,20 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument(
+        "--embedder", choices=("digest", "minilm"), default="digest",
+        help="digest: near-free (recall alone); minilm: the default model, query embedding "
+        "included in each turn",
+    )  # fmt: skip
     args = parser.parse_args()
     for run in range(1, args.runs + 1):
         with tempfile.TemporaryDirectory() as folder:
             db = Path(folder) / "memory.db"
             imported = in_a_process(f"b.after_import(b.Path({str(db)!r}), {args.messages}, "
-                                    f"{args.queries})")  # fmt: skip
-            restart = restarted(db, args.queries)
+                                    f"{args.queries}, {args.embedder!r})")  # fmt: skip
+            restart = restarted(db, args.queries, args.embedder)
         print(f"run {run}: {args.messages:,} messages, one resource; ingest "
-              f"{imported['ingest_per_s']:.0f} messages/s (near-free embedder)")  # fmt: skip
+              f"{imported['ingest_per_s']:.0f} messages/s ({args.embedder} embedder)")  # fmt: skip
         print(f"  {'mode':8} {'after import p50/p95':>22} {'after restart p50/p95':>23} "
               f"{'warm p50/p95':>15} {'cold p95 / warm p95':>20}")  # fmt: skip
         for mode in MODES:

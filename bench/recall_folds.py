@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from recall_eval import DEFAULT_DATA, load_conversation, questions_of
 
 from langchain_mastra_memory import SQLiteStorage
+from langchain_mastra_memory.messages import message_text
 from langchain_mastra_memory.recall.context import asks, remembered
 from langchain_mastra_memory.recall.embeddings import CachedEmbeddings, MiniLMEmbeddings
 from langchain_mastra_memory.recall.ranking import RecallHit
@@ -135,7 +136,7 @@ def neighbour_share(
             continue
         if i > 0 and around[i - 1].thread_id == stored.thread_id:
             before = around[i - 1]
-            weight = 2 * share if asks(before.message) else share
+            weight = 2 * share if asks(message_text(before.message)) else share
             gained[here] += weight * score.get(str(before.message.id), 0.0)
         if i + 1 < len(around) and around[i + 1].thread_id == stored.thread_id:
             gained[here] += share / 2 * score.get(str(around[i + 1].message.id), 0.0)

@@ -17,7 +17,7 @@ from langchain_mastra_memory.recall.context import (
     with_follow_ups,
 )
 from langchain_mastra_memory.recall.ranking import RecallHit
-from langchain_mastra_memory.storage.records import StoredMessage
+from langchain_mastra_memory.storage.records import Neighbour
 
 QUESTION = "Is Deborah married?"
 ANSWER = "We did. My husband and I are trying to be as good a family as my parents were."
@@ -114,15 +114,8 @@ def test_a_store_that_cannot_read_vectors_back_keeps_the_first_stage_order() -> 
     assert ranked_texts(on_langchain()) == ranked_texts(on_langchain(context_weight=0.0))
 
 
-def stored(message_id: str, thread_id: str, text: str = "x") -> StoredMessage:
-    from datetime import datetime, timezone
-
-    return StoredMessage(
-        message=HumanMessage(text, id=message_id),
-        thread_id=thread_id,
-        resource_id="r",
-        created_at=datetime.now(timezone.utc),
-    )
+def stored(message_id: str, thread_id: str, text: str = "x", kind: str = "human") -> Neighbour:
+    return Neighbour(message_id, thread_id, kind, text)
 
 
 def test_a_candidates_neighbour_is_the_message_before_it_in_its_thread() -> None:
@@ -203,12 +196,8 @@ async def test_follow_ups_and_threads_rank_the_same_in_the_async_search() -> Non
 
 
 def test_a_follow_up_is_the_next_user_or_assistant_message_of_the_same_thread() -> None:
-    from langchain_core.messages import ToolMessage
-
     around = [stored("a1", "a"), stored("a2", "a"), stored("b1", "b"), stored("b2", "b")]
-    around.append(stored("b3", "b"))
-    around[-1] = StoredMessage(ToolMessage("42", tool_call_id="c", id="b3"), "b", "r",
-                               around[-1].created_at)  # fmt: skip
+    around.append(stored("b3", "b", "42", kind="tool"))
     hits = [RecallHit("a1", "", 0.9), RecallHit("a2", "", 0.7), RecallHit("b2", "", 0.5)]
     found = with_follow_ups(hits, around, top=3)
     # a2 follows a1 but is a candidate already; nothing follows a2 in its thread (b1 is
@@ -237,3 +226,36 @@ def test_follow_ups_and_thread_weight_refuse_bad_values(bad: dict[str, object]) 
 
     with pytest.raises(ValidationError):
         RecallOptions(**bad)
+
+
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+async def test_neighbours_are_the_windows_without_their_message_objects(
+    backend: str, tmp_path
+) -> None:
+    """`message_neighbours` reads what the context stage needs (id, thread, type, searchable
+    text) in `message_windows`' order, as the contract's default derives it from the windows;
+    another resource's ids give nothing (sync and async)."""
+    from conftest import make_storage
+
+    from langchain_mastra_memory.storage.contract import ConversationStorage
+
+    memory = Memory(
+        storage=make_storage("sqlite-file" if backend == "sqlite" else backend, tmp_path),
+        options={"semantic_recall": False},
+    )
+    for thread, messages in [*SESSIONS, ("bob-t", [HumanMessage("Bob's own note")])]:
+        owner = "bob" if thread == "bob-t" else "deb"
+        memory.create_thread(thread_id=thread, resource_id=owner)
+        memory.save_messages(messages, thread_id=thread, resource_id=owner)
+    storage = memory.storage
+    ids = [m.id or "" for t, _ in SESSIONS[:2] for m in memory.get_messages(thread_id=t)][1:4]
+    light = storage.message_neighbours(ids, resource_id="deb")
+    derived = ConversationStorage.message_neighbours(storage, ids, resource_id="deb")
+    assert light == derived and len(light) >= len(ids)
+    assert [n.type for n in light if n.id == ids[0]] == ["ai"]
+    assert any(n.text == f"Deborah: {ANSWER}" for n in light)  # the name, as search has it
+    assert await storage.amessage_neighbours(ids, resource_id="deb") == light
+    assert storage.message_neighbours(ids, resource_id="bob") == []
+    assert await storage.amessage_neighbours(ids, resource_id="bob") == []

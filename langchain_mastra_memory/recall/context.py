@@ -39,10 +39,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
-from langchain_core.messages import BaseMessage
 
-from ..messages import message_text
-from ..storage.records import StoredMessage
+from ..storage.records import Neighbour
 from .embeddings import VectorCache
 from .ranking import RecallHit
 
@@ -78,14 +76,14 @@ THREAD_TOP = 10  # the candidates whose scores make their thread's score
 
 
 def with_follow_ups(
-    hits: Sequence[RecallHit], around: Sequence[StoredMessage], top: int
+    hits: Sequence[RecallHit], around: Sequence[Neighbour], top: int
 ) -> list[RecallHit]:
     """`hits`, then the user or assistant message right after each of the first `top` in its
     thread that is not a candidate yet, scored as the pool's lowest hit (`around`:
-    `message_windows` of the hits, one message after each)."""
+    `message_neighbours` of the hits)."""
     if not hits or top <= 0:
         return list(hits)
-    position = {s.message.id: i for i, s in enumerate(around)}
+    position = {n.id: i for i, n in enumerate(around)}
     known = {h.message_id for h in hits}
     floor = min(h.score for h in hits)
     added = []
@@ -94,10 +92,10 @@ def with_follow_ups(
         if i is None or i + 1 >= len(around):
             continue
         after = around[i + 1]
-        follow_up = str(after.message.id)
+        follow_up = after.id
         if (
             after.thread_id == around[i].thread_id
-            and after.message.type in ("human", "ai")
+            and after.type in ("human", "ai")
             and follow_up not in known
         ):
             known.add(follow_up)
@@ -123,28 +121,28 @@ def by_thread(hits: Sequence[RecallHit], *, weight: float) -> list[RecallHit]:
     return sorted(scored, key=lambda h: -h.score)
 
 
-def asks(message: BaseMessage) -> bool:
-    """Whether a message ends by asking something (then it is about its answer)."""
-    return message_text(message).rstrip().endswith(("?", "\uff1f"))  # (and the full-width "？")
+def asks(text: str) -> bool:
+    """Whether a message's text ends by asking something (then it is about its answer)."""
+    return text.rstrip().endswith(("?", "\uff1f"))  # (and the full-width "？")
 
 
-def neighbours(candidates: Sequence[str], around: Sequence[StoredMessage]) -> dict[str, list[str]]:
+def neighbours(candidates: Sequence[str], around: Sequence[Neighbour]) -> dict[str, list[str]]:
     """Each candidate with the id of the message it is about in its thread, if any (`around`:
-    `message_windows` of the candidates, one message before and one after each): the message
+    `message_neighbours` of the candidates, one message before and one after each): the message
     just before it, what it answers — or, for a candidate that asks a question, the one just
     after it, its answer. Otherwise the reply is left out: a turn is about what it answers more
     than about the reply to it (LoCoMo dev, recall@5 / @10: 0.640 / 0.737 with the one before,
     0.628 / 0.723 with both; later, with the rules below, a question's answer instead of what
     came before it: 0.694 / 0.779 → 0.700 / 0.782)."""
-    position = {s.message.id: i for i, s in enumerate(around)}
+    position = {n.id: i for i, n in enumerate(around)}
     found: dict[str, list[str]] = {}
     for candidate in candidates:
         if (i := position.get(candidate)) is None:
             continue
-        j = i + 1 if asks(around[i].message) else i - 1
+        j = i + 1 if asks(around[i].text) else i - 1
         other = around[j] if 0 <= j < len(around) else None
         same_thread = other is not None and other.thread_id == around[i].thread_id
-        found[candidate] = [str(other.message.id)] if other is not None and same_thread else []
+        found[candidate] = [other.id] if other is not None and same_thread else []
     return found
 
 

@@ -180,9 +180,7 @@ class RecallIndex(VectorUpkeep):
             ranked = (keyword_hits if mode == "keyword" else vector_hits)[:wanted]
         read: Read = {}  # the pool's messages, as the stages read them (each read once)
         if with_context:
-            ranked = yield stage(
-                self._in_context(query, ranked, resource_id, opts, read), "context"
-            )
+            ranked = yield stage(self._in_context(query, ranked, resource_id, opts), "context")
         if opts.reranker is not None:
             ranked = yield from self._reranked(query, ranked, resource_id, opts, read)
         if when is not None:
@@ -214,18 +212,15 @@ class RecallIndex(VectorUpkeep):
         hits: list[RecallHit],
         resource_id: str,
         opts: RecallOptions,
-        read: Read,
     ) -> Steps[list[RecallHit]]:
-        """`hits` reordered with the conversation around each (`context`); the messages
-        read go into `read`."""
+        """`hits` reordered with the conversation around each (`context`)."""
         if len(hits) < 2:
             return hits
         assert self.embedder is not None
-        around = yield call(
-            self.storage, "message_windows", [h.message_id for h in hits], before=1, after=1,
+        around = yield call(  # ids, threads, types, texts: no message objects built
+            self.storage, "message_neighbours", [h.message_id for h in hits],
             resource_id=resource_id,
         )  # fmt: skip
-        _keep(read, around)
         hits = with_follow_ups(hits, around, opts.follow_ups)
         ids = [h.message_id for h in hits]
         window_ids = neighbours(ids, around)
@@ -237,7 +232,7 @@ class RecallIndex(VectorUpkeep):
                 name, (yield call(self.vector, "vectors", name, resource_id, missing))
             )
         query_vector = yield call(self.embedder, "embed_query", query)  # (cached: the search's)
-        threads = {s.message.id: s.thread_id for s in around}  # (read anyway: no second read)
+        threads = {n.id: n.thread_id for n in around}  # (read anyway: no second read)
         hits = [
             h if h.thread_id else replace(h, thread_id=threads.get(h.message_id, "")) for h in hits
         ]

@@ -20,7 +20,7 @@ from ..threads.thread import Thread
 from .blocking import forbid_blocking_calls, guard_subclass, off_loop
 from .contract import UNSET, ConversationStorage, owned_thread
 from .derived import DerivedRecords
-from .records import ImportedThread, ResourceSummary, StoredMessage, TimeWindow
+from .records import ImportedThread, Neighbour, ResourceSummary, StoredMessage, TimeWindow
 from .validation import check_id
 
 __all__ = ["UNSET", "MemoryStorage", "forbid_blocking_calls", "owned_thread", "report_orphans"]
@@ -285,6 +285,12 @@ class MemoryStorage(DerivedRecords, ConversationStorage):
         return await off_loop(
             self.message_windows, message_ids, before=before, after=after, resource_id=resource_id
         )
+
+    async def amessage_neighbours(
+        self, message_ids: Sequence[str], *, resource_id: str
+    ) -> list[Neighbour]:
+        """Async `message_neighbours`."""
+        return await off_loop(self.message_neighbours, message_ids, resource_id=resource_id)
 
     async def acount_unembedded(self) -> int:
         """Async `count_unembedded`."""

@@ -61,6 +61,7 @@ _SYNC_IO = (
     "count_threads", "set_archived", "page_messages", "transfer_thread", "thread_stats",
     "delete_thread", "clone_thread", "save_messages", "list_messages", "get_messages_by_id",
     "update_messages", "delete_messages", "move_messages", "search_text", "message_windows",
+    "message_neighbours",
     "unembedded", "mark_embedded", "embedded_ids", "get_working_memory", "modify_working_memory",
     "ensure_thread", "put_items", "get_items", "search_items", "item_namespaces",
     "nearest_items",

@@ -8,8 +8,9 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import ResourceMismatchError, ThreadExistsError, ThreadNotFoundError
+from ..messages import index_text
 from ..threads.thread import Thread
-from .records import ImportedThread, ResourceSummary, StoredMessage, TimeWindow
+from .records import ImportedThread, Neighbour, ResourceSummary, StoredMessage, TimeWindow
 from .validation import check_id, check_ids
 
 
@@ -220,6 +221,19 @@ class ConversationStorage(ABC):
     ) -> list[StoredMessage]:
         """Each message with up to `before`/`after` neighbours of its thread, de-duplicated,
         grouped by thread in chronological order. Messages of other resources are left out."""
+
+    def message_neighbours(
+        self, message_ids: Sequence[str], *, resource_id: str
+    ) -> list[Neighbour]:
+        """`message_windows` with one message before and after each, light: id, thread,
+        type and searchable text of each, in the same order (what recall's context stage
+        reads for ~50 candidates a turn; a backend may read them without building message
+        objects). Messages of other resources are left out."""
+        around = self.message_windows(message_ids, before=1, after=1, resource_id=resource_id)
+        return [
+            Neighbour(str(s.message.id), s.thread_id, s.message.type, index_text(s.message))
+            for s in around
+        ]
 
     @abstractmethod
     def unembedded(self, *, limit: int = 500) -> list[StoredMessage]:

@@ -77,6 +77,17 @@ class StoredMessage:
 
 
 @dataclass(frozen=True)
+class Neighbour:
+    """A message as recall's context stage reads it around a candidate: its id, thread, type
+    (LangChain's: "human", "ai", "tool", "system") and searchable text; no message object."""
+
+    id: str
+    thread_id: str
+    type: str
+    text: str
+
+
+@dataclass(frozen=True)
 class MessageRow:
     """The column values of one message, ready to bind."""
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from .records import (
     MESSAGE_COLUMNS,
+    Neighbour,
     StoredMessage,
     TimeWindow,
 )
@@ -21,6 +22,8 @@ from .validation import (
     check_optional_id,
     check_query,
 )
+
+NEIGHBOUR_COLUMNS = "id, thread_id, type, text, created_at"
 
 
 class SearchTable(SQLRoom):
@@ -94,6 +97,19 @@ class SearchTable(SQLRoom):
             rows = self._run(conn, window_sql(len(ids)), params).fetchall()
         ordered = sorted({row[0]: row for row in rows}.values(), key=lambda r: (r[1], r[4], r[6]))
         return [self._stored(row[:6]) for row in ordered]  # by thread, then time and seq
+
+    def message_neighbours(
+        self, message_ids: Sequence[str], *, resource_id: str
+    ) -> list[Neighbour]:
+        check_id(resource_id, "resource_id")
+        ids = list(dict.fromkeys(check_ids(message_ids, "message_ids")))
+        if not ids:
+            return []
+        params = [p for i in ids for p in (i, resource_id, 1, i, resource_id, 2)]
+        with self._transaction(write=False) as conn:  # (no content read, no message built)
+            rows = self._run(conn, window_sql(len(ids), NEIGHBOUR_COLUMNS), params).fetchall()
+        ordered = sorted({row[0]: row for row in rows}.values(), key=lambda r: (r[1], r[4], r[5]))
+        return [Neighbour(*row[:4]) for row in ordered]  # by thread, then time and seq
 
     def unembedded(self, *, limit: int = 500) -> list[StoredMessage]:
         with self._transaction(write=False) as conn:

@@ -32,17 +32,17 @@ INSERT_RESOURCE = (
 TOUCH_THREAD = "UPDATE memory_threads SET updated_at = ? WHERE id = ?"
 
 
-def window_sql(hits: int) -> str:
+def window_sql(hits: int, columns: str = MESSAGE_COLUMNS) -> str:
     """One statement for the neighbour windows of `hits` messages: per hit, its anchor (id and
     owner checked) and up to ``before`` earlier / ``after`` later messages of its thread.
-    Rows: the message columns, then ``seq``. Parameters per hit: id, resource id, before,
-    id, resource id, after + 1."""
+    Rows: `columns` (the message columns by default), then ``seq``. Parameters per hit: id,
+    resource id, before, id, resource id, after + 1."""
     anchor = (
         "(SELECT thread_id, created_at, seq FROM memory_messages WHERE id = ? AND resource_id = ?)"
     )
-    columns = ", ".join("m." + c for c in MESSAGE_COLUMNS.split(", "))
+    qualified = ", ".join("m." + c for c in columns.split(", "))
     side = (
-        f"SELECT {MESSAGE_COLUMNS}, seq FROM (SELECT {columns}, m.seq FROM memory_messages m "
+        f"SELECT {columns}, seq FROM (SELECT {qualified}, m.seq FROM memory_messages m "
         f"JOIN {anchor} AS a ON m.thread_id = a.thread_id "
         "WHERE (m.created_at, m.seq) {op} (a.created_at, a.seq) "
         "ORDER BY m.created_at {order}, m.seq {order} LIMIT ?) AS w{n}"
