@@ -224,3 +224,23 @@ def test_the_int8_scan_runs_on_an_avx2_cpu() -> None:
                           text=True, timeout=600, env=env)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "True"
+
+
+def test_a_store_with_exact_search_off_still_removes_the_snapshot(tmp_path: Path) -> None:
+    """One folder, two stores: one that holds partitions (and saves them) and one with exact
+    search off; the second's writes remove the first's snapshot, which would miss them."""
+    from langchain_mastra_memory.recall.vector import VectorRecord
+
+    def records(ids: list[str]) -> list[VectorRecord]:
+        rng = np.random.default_rng(len(ids))
+        return [VectorRecord(i, rng.normal(size=8).tolist(), "t", "alice", "user", 0.0)
+                for i in ids]  # fmt: skip
+
+    holding = ChromaVectorStore(tmp_path)
+    holding.upsert("idx", records(["a", "b"]))
+    assert holding._exact is not None
+    holding._exact.close()  # as at exit: saved
+    key = str(holding._existing(partition_name("idx", "alice")).id)
+    assert (tmp_path / FOLDER / f"{key}.npz").exists()
+    ChromaVectorStore(tmp_path, exact_limit=0).upsert("idx", records(["c"]))
+    assert not (tmp_path / FOLDER / f"{key}.npz").exists()

@@ -32,6 +32,7 @@ import threading
 import uuid
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,10 @@ import numpy as np
 from ..errors import ConfigurationError, VectorStoreError
 from ..messages import MAX_PIECES
 from ..storage.records import TimeWindow
+from .chroma_legacy import split_legacy
 from .exact import EXACT_LIMIT, EXACT_MIN, Loaded, shared_partitions
+from .snapshots import FOLDER as SNAPSHOTS
+from .snapshots import Snapshots
 from .vector import (
     DEFAULT_TIMEOUT,
     AsyncTwinsWithVectors,
@@ -163,6 +167,8 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
         self._exact = (
             None if limit <= 0 else shared_partitions(path, self._load_partition, limit, exact_min)
         )
+        # a store with exact search off still removes the snapshots another store saved here
+        self._snapshots = None if path is None else Snapshots(Path(path) / SNAPSHOTS)
 
     @classmethod
     def from_url(cls, url: str, *, timeout: float = DEFAULT_TIMEOUT) -> ChromaVectorStore:
@@ -297,35 +303,19 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
                 return
             legacy = self._existing(name)
             if legacy is not None and (legacy.metadata or {}).get("dimension") == dimension:
-                moved = 0
-                while True:
-                    page = self._call(
-                        "migrate", legacy.get, limit=2000, include=["embeddings", "metadatas"]
-                    )
-                    if not page["ids"]:
-                        break
-                    groups: dict[str, list[int]] = {}
-                    for i, meta in enumerate(page["metadatas"]):
-                        groups.setdefault(str(meta["resource_id"]), []).append(i)
-                    for resource_id, rows in groups.items():
-                        target = self.client.get_or_create_collection(
-                            self._namespace + partition_name(name, resource_id),
-                            metadata={**HNSW, "dimension": dimension},
-                            embedding_function=None,
-                        )
-                        with self._writing(target):
-                            self._call(
-                                "migrate",
-                                target.upsert,
-                                ids=[page["ids"][i] for i in rows],
-                                embeddings=[page["embeddings"][i] for i in rows],
-                                metadatas=[page["metadatas"][i] for i in rows],
-                            )
-                    self._call("migrate", legacy.delete, ids=list(page["ids"]))
-                    moved += len(page["ids"])
+                moved = split_legacy(legacy, self._call, partial(self._partition, name, dimension),
+                                     self._writing)  # fmt: skip
                 self._call("migrate", self.client.delete_collection, self._namespace + name)
                 logger.info("moved %d vectors of %r into per-resource partitions", moved, name)
             self._migrated.add(name)
+
+    def _partition(self, name: str, dimension: int, resource_id: str) -> Any:
+        """`resource_id`'s partition of `name`, made if missing (the legacy split's target)."""
+        return self.client.get_or_create_collection(
+            self._namespace + partition_name(name, resource_id),
+            metadata={**HNSW, "dimension": dimension},
+            embedding_function=None,
+        )
 
     def _call(self, what: str, func: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -457,7 +447,11 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
 
     def _writing(self, col: Any) -> AbstractContextManager[None]:
         """Around a write to a partition: its exact snapshot is dropped first (`snapshots`)."""
-        return nullcontext() if self._exact is None else self._exact.writing(str(col.id))
+        if self._exact is not None:
+            return self._exact.writing(str(col.id))
+        if self._snapshots is not None:
+            self._snapshots.drop(str(col.id))
+        return nullcontext()
 
     def present(self, index_name: str, resource_id: str, message_ids: Sequence[str]) -> set[str]:
         """Which of these messages have their (first) vector in `resource_id`'s partition."""
