@@ -227,6 +227,7 @@ def test_qdrant_edge_builds_its_graph_behind_the_writes_and_searches_meanwhile(
     10 MB: smaller ones are scanned): after `optimize_after` points the writer's upsert builds
     it; searches from other threads go on while it builds (the store's lock is not held) and
     find each stored vector as its own nearest, only in its resource."""
+    import asyncio
     import threading
 
     import numpy as np
@@ -254,6 +255,9 @@ def test_qdrant_edge_builds_its_graph_behind_the_writes_and_searches_meanwhile(
     building.join(120)
     assert errors == [] and all(found)
     assert shard.info().indexed_vectors_count > 0  # the graph is there now
+    assert store.optimize("demo") is False  # built already: nothing left to optimize
+    assert asyncio.run(store.aoptimize("demo")) is False and asyncio.run(store.aflush()) is None
+    assert store.optimize("never-written") is False
     automatic = QdrantEdgeVectorStore(tmp_path / "auto", optimize_after=7_500)
     automatic.upsert("demo", [record(f"m{i}", vectors[i], "t", "alice") for i in range(8_000)])
     assert automatic._shard(automatic._existing("demo")).info().indexed_vectors_count > 0

@@ -34,6 +34,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from langchain_core.runnables.config import run_in_executor
+
 from ..errors import VectorStoreError
 from ..shutdown import on_exit
 from ..storage.records import TimeWindow
@@ -225,10 +227,18 @@ class QdrantEdgeVectorStore(EngineStore):
         request = self._edge.CountRequest(filter=self._filter(resource_id), exact=True)
         return int(self._call("count", self._shard(name).count, request))
 
+    async def aoptimize(self, index_name: str) -> bool:
+        """Async `optimize` (in a worker thread)."""
+        return await run_in_executor(None, self.optimize, index_name)
+
     def flush(self) -> None:
         """Write every open shard's pending changes to disk."""
         for shard in list(self.client.open.values()):
             self._call("flush", shard.flush)
+
+    async def aflush(self) -> None:
+        """Async `flush` (in a worker thread)."""
+        await run_in_executor(None, self.flush)
 
 
 def _close(ref: weakref.ref[QdrantEdgeVectorStore]) -> None:
