@@ -44,6 +44,10 @@ from .qdrant import INDEXED, first_pieces_of
 from .vector import VectorHit, VectorRecord, only_threads, piece_uuid
 
 OPTIMIZE_AFTER = 20_000  # points written since the last graph build before the next one
+# the graph and beam pgvector is given here (storage/pgvector_sql.py): Qdrant's defaults (m 16,
+# ef 100) found 0.687 of the true top 10 over 300k near-equal chat pieces in one resource
+HNSW_M, HNSW_EF_CONSTRUCT, HNSW_EF = 32, 200, 460
+FULL_SCAN_KB = 10_000  # a segment (or filtered part) under this is scanned: Qdrant's default
 
 
 class _Shards:
@@ -67,7 +71,9 @@ class QdrantEdgeVectorStore(EngineStore):
 
     engine = "Qdrant Edge"
 
-    def __init__(self, path: str | Path, *, optimize_after: int = OPTIMIZE_AFTER) -> None:
+    def __init__(
+        self, path: str | Path, *, optimize_after: int = OPTIMIZE_AFTER, hnsw_ef: int = HNSW_EF
+    ) -> None:
         try:
             import qdrant_edge
         except ImportError as exc:  # pragma: no cover - depends on the install
@@ -75,7 +81,7 @@ class QdrantEdgeVectorStore(EngineStore):
         self._edge = qdrant_edge
         folder = Path(path)
         folder.mkdir(parents=True, exist_ok=True)
-        self.folder, self.optimize_after = folder, optimize_after
+        self.folder, self.optimize_after, self.hnsw_ef = folder, optimize_after, hnsw_ef
         self._unindexed: dict[str, int] = {}  # points written since the last graph build
         self._start(_Shards(folder), str(folder))
         on_exit(partial(_close, weakref.ref(self)))  # no engine thread left at finalisation
@@ -99,8 +105,10 @@ class QdrantEdgeVectorStore(EngineStore):
     def _create(self, name: str, dimension: int) -> None:
         edge = self._edge
         vectors = edge.EdgeVectorParams(size=dimension, distance=edge.Distance.Cosine)
+        graph = edge.HnswIndexConfig(m=HNSW_M, ef_construct=HNSW_EF_CONSTRUCT,
+                                     full_scan_threshold=FULL_SCAN_KB)  # fmt: skip
         shard = self._call("create", edge.EdgeShard.create, str(self._at(name)),
-                           edge.EdgeConfig(vectors=vectors))  # fmt: skip
+                           edge.EdgeConfig(vectors=vectors, hnsw_config=graph))  # fmt: skip
         index = edge.UpdateOperation.create_field_index
         tenant = edge.KeywordIndexParams(is_tenant=True)
         self._call("index", shard.update, index("resource_id", tenant))
@@ -205,6 +213,7 @@ class QdrantEdgeVectorStore(EngineStore):
         request = edge.QueryRequest(
             limit=top_k, query=edge.Query.Nearest([float(x) for x in vector]),
             filter=self._filter(resource_id, threads, window=window), with_payload=True,
+            params=edge.SearchParams(hnsw_ef=max(self.hnsw_ef, top_k)),
         )  # fmt: skip
         found = self._call("query", self._shard(name).query, request)
         return [VectorHit(p.payload["message_id"], resource_id, float(p.score)) for p in found]
