@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..errors import ConfigurationError, VectorStoreError
-from .vector import AsyncTwinsWithVectors, check_name, pieces_by_message
+from .vector import AsyncTwinsWithVectors, check_name, only_threads, pieces_by_message
 
 BATCH = 500  # message ids per filtered call
 
@@ -112,6 +112,23 @@ class EngineStore(AsyncTwinsWithVectors):
         if known != dimension:
             raise dimension_mismatch(index_name, known, dimension)
         return name
+
+    def _searched(
+        self,
+        index_name: str,
+        dimension: int,
+        top_k: int,
+        thread_id: str | None,
+        thread_ids: Sequence[str] | None,
+    ) -> tuple[str, frozenset[str] | None] | None:
+        """What a query searches: the collection and the threads it may return (None: all
+        of the resource's), or None when nothing can be found (no collection yet, `top_k`
+        under 1, or no thread left once `thread_id` and `thread_ids` are both applied)."""
+        threads = only_threads(thread_id, thread_ids)
+        name = self._collection(index_name, dimension, create=False)
+        if name is None or top_k <= 0 or (threads is not None and not threads):
+            return None
+        return name, threads
 
     def _existing(self, index_name: str) -> str | None:
         """The collection of `index_name` whatever its dimension, or None."""

@@ -39,7 +39,7 @@ from typing import Any
 from ..errors import ConfigurationError
 from ..storage.records import TimeWindow
 from .engine import BATCH, EngineStore, extra_missing, one_place
-from .vector import VectorHit, VectorRecord, only_threads
+from .vector import VectorHit, VectorRecord
 
 MAX_ID = 512  # VARCHAR length of the id fields
 
@@ -214,10 +214,10 @@ class MilvusVectorStore(EngineStore):
     ) -> list[VectorHit]:
         """The `top_k` nearest pieces of `resource_id`'s messages (and `thread_id`'s, or those
         of `thread_ids`), filtered inside the search, one hit per piece."""
-        threads = only_threads(thread_id, thread_ids)
-        name = self._collection(index_name, len(vector), create=False)
-        if name is None or top_k <= 0 or (threads is not None and not threads):
+        target = self._searched(index_name, len(vector), top_k, thread_id, thread_ids)
+        if target is None:
             return []
+        name, threads = target
         found = self._call(
             "search", self.client.search, name, data=[[float(x) for x in vector]],
             consistency_level=CONSISTENCY,

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..storage.records import TimeWindow
 from .engine import EngineStore, extra_missing, one_place
-from .vector import DEFAULT_TIMEOUT, VectorHit, VectorRecord, only_threads, piece_uuid
+from .vector import DEFAULT_TIMEOUT, VectorHit, VectorRecord, piece_uuid
 
 INDEXED = ("message_id", "thread_id")  # keyword payload indexes besides the tenant's
 
@@ -181,10 +181,10 @@ class QdrantVectorStore(EngineStore):
     ) -> list[VectorHit]:
         """The `top_k` nearest pieces of `resource_id`'s messages (and `thread_id`'s, or those
         of `thread_ids`), filtered inside the search, one hit per piece."""
-        threads = only_threads(thread_id, thread_ids)
-        name = self._collection(index_name, len(vector), create=False)
-        if name is None or top_k <= 0 or (threads is not None and not threads):
+        target = self._searched(index_name, len(vector), top_k, thread_id, thread_ids)
+        if target is None:
             return []
+        name, threads = target
         found = self._call(
             "query", self.client.query_points, name, query=[float(x) for x in vector],
             query_filter=self._filter(resource_id, threads, window=window), limit=top_k,

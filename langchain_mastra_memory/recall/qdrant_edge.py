@@ -41,7 +41,7 @@ from ..shutdown import on_exit
 from ..storage.records import TimeWindow
 from .engine import EngineStore, extra_missing
 from .qdrant import INDEXED, first_pieces_of
-from .vector import VectorHit, VectorRecord, only_threads, piece_uuid
+from .vector import VectorHit, VectorRecord, piece_uuid
 
 OPTIMIZE_AFTER = 20_000  # points written since the last graph build before the next one
 # the graph and beam pgvector is given here (storage/pgvector_sql.py): Qdrant's defaults (m 16,
@@ -205,10 +205,10 @@ class QdrantEdgeVectorStore(EngineStore):
     ) -> list[VectorHit]:
         """The `top_k` nearest pieces of `resource_id`'s messages (and `thread_id`'s, or those
         of `thread_ids`), filtered inside the search, one hit per piece."""
-        threads = only_threads(thread_id, thread_ids)
-        name = self._collection(index_name, len(vector), create=False)
-        if name is None or top_k <= 0 or (threads is not None and not threads):
+        target = self._searched(index_name, len(vector), top_k, thread_id, thread_ids)
+        if target is None:
             return []
+        name, threads = target
         edge = self._edge
         request = edge.QueryRequest(
             limit=top_k, query=edge.Query.Nearest([float(x) for x in vector]),
