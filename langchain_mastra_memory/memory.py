@@ -23,6 +23,7 @@ from .recall.index import RecallIndex, RecallOptions
 from .recall.synced import SyncedStorage
 from .recall.writer import VectorBacklog
 from .storage.base import MemoryStorage
+from .storage.records import warm_default_counter
 from .storage.sqlite import SQLiteStorage, storage_or_default  # noqa: F401 (the doctest uses it)
 from .threads.ids import resolve_ids, visible_to, with_new_id
 from .threads.thread import Thread
@@ -74,6 +75,7 @@ class Memory:
     ) -> None:
         self.options = MemoryOptions.parse(options)
         self.default_resource_id = default_resource_id
+        warm_default_counter()  # (the tokenizer stored messages are read with: ~0.7 s, once)
         self.storage: MemoryStorage = storage_or_default(storage, Path(DEFAULT_DATABASE))
         self.recall_index: RecallIndex | None = None
         if self.options.semantic_recall:

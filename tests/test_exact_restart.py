@@ -121,6 +121,90 @@ def test_a_snapshot_is_searched_at_once_without_reading_the_store(tmp_path: Path
     assert exact.search("p", [0.0, 1.0], top_k=1) == [("b", pytest.approx(1.0))]
 
 
+@pytest.mark.skipif(not INT8, reason="the int8 copy needs SimSIMD (the chroma extra)")
+def test_a_snapshot_brings_its_int8_rows_back(tmp_path: Path) -> None:
+    """Read back, a partition is the rows it was saved with, int8 copy included (not made
+    again), and searches as it did; a file whose int8 rows do not match is not trusted."""
+    rows = near_duplicates(INT8_AT + 10, 24, seed=5)
+    ids = [f"v{i}" for i in range(len(rows))]
+    first = ExactPartitions(lambda key: Loaded(ids, rows, ids, ["t"] * len(ids)),
+                            snapshots=Snapshots(tmp_path))  # fmt: skip
+    assert first.load("p")
+    query = rows[7] + 0.01
+    expected = first.search("p", query.tolist(), top_k=5)
+    back = Snapshots(tmp_path).read("p")
+    assert back is not None and back.is_unit and back.int8 is not None
+    assert np.array_equal(back.int8, first._loaded["p"].int8[: len(ids)])  # type: ignore[index]
+    again = ExactPartitions(never_read, snapshots=Snapshots(tmp_path))
+    assert again.search("p", query.tolist(), top_k=5) == expected
+    with np.load(tmp_path / "p.npz") as saved:
+        parts = {name: saved[name] for name in saved.files}
+    np.savez(tmp_path / "p.npz", **{**parts, "int8": parts["int8"][:-1]})  # a row short
+    assert Snapshots(tmp_path).read("p") is None and not (tmp_path / "p.npz").exists()
+
+
+def saved(folder: Path, key: str, rows: int) -> None:
+    """A snapshot of `rows` unit rows for partition `key`, as a previous process left it."""
+    vectors = np.eye(rows, 4, dtype=np.float32)
+    vectors[:, 0] = 1.0
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    ids = [f"{key}{i}" for i in range(rows)]
+    snapshots = Snapshots(folder)
+    assert snapshots.commit(key, snapshots.write(key, vectors, ids, ids, ["t"] * rows), valid=True)
+
+
+def never_read(key: str) -> Loaded:
+    raise AssertionError(f"the store was read for {key}")
+
+
+def resumed(exact: ExactPartitions) -> set[str]:
+    """Start reading the saved partitions back, wait for it, and say which are held."""
+    exact.resume()
+    for loader in list(exact._loaders):
+        loader.join(30)
+    return set(exact._loaded)
+
+
+def test_the_last_processes_partitions_are_read_back_at_open(tmp_path: Path) -> None:
+    """A restart holds again what the last process saved, newest first, before any search,
+    within the memory bound, without reading the store."""
+    saved(tmp_path, "older", 200)
+    saved(tmp_path, "newer", 200)
+    os.utime(tmp_path / "older.npz", (1, 1))  # saved long before "newer"
+    assert resumed(ExactPartitions(never_read, snapshots=Snapshots(tmp_path))) == {
+        "older", "newer"}  # fmt: skip
+    one_fits = (tmp_path / "newer.npz").stat().st_size * 5 // 4 + 100
+    bounded = ExactPartitions(never_read, snapshots=Snapshots(tmp_path), max_bytes=one_fits)
+    assert resumed(bounded) == {"newer"}
+    assert bounded.search("newer", [0.0, 0.0, 0.0, 1.0], top_k=1)[0][0] == "newer3"  # type: ignore[index]
+
+
+def test_a_snapshot_removed_before_it_is_read_back_is_left_to_the_store(tmp_path: Path) -> None:
+    """Listed, then removed by a write before its turn: not held, not declined: the store
+    serves it and loads it when it is hot, as if there had never been a snapshot."""
+    saved(tmp_path, "p", 10)
+    reads: list[str] = []
+
+    def load(key: str) -> Loaded:
+        reads.append(key)
+        return Loaded(["x"], np.eye(1, 4), ["x"], ["t"])
+
+    class Late(Snapshots):
+        def saved(self) -> list[tuple[str, int]]:
+            listed = super().saved()
+            self.drop("p")  # a write's removal, between the listing and the read
+            return listed
+
+    exact = ExactPartitions(load, snapshots=Late(tmp_path))
+    assert resumed(exact) == set() and reads == []
+    assert exact.search("p", [1.0, 0.0, 0.0, 0.0], top_k=1) is None  # the store's turn
+    exact.search("p", [1.0, 0.0, 0.0, 0.0], top_k=1)  # hot: loaded from the store
+    for loader in list(exact._loaders):
+        loader.join(30)
+    assert reads == ["p"] and exact.search("p", [1.0, 0, 0, 0], top_k=1) == [
+        ("x", pytest.approx(1.0))]  # fmt: skip
+
+
 RESTART = textwrap.dedent(
     """
     import json, os, signal, sys
@@ -150,6 +234,11 @@ RESTART = textwrap.dedent(
         os.kill(os.getpid(), signal.SIGKILL)
     elif step == "warm":  # an application warming its users' partitions at start
         assert store.warm("idx", "alice")
+    elif step == "resume":  # opened, nothing searched yet: what is held?
+        for loader in list(store._exact._loaders):
+            loader.join(60)
+        print(json.dumps({"reads": reads, "held": len(store._exact._loaded)}))
+        sys.exit(0)
     elif step == "erase":
         store.delete("idx", thread_id="t1", resource_id="alice")
     print(json.dumps({"reads": reads, "found": found(), "bob": found("bob")}))
@@ -180,6 +269,7 @@ def test_restarts_read_snapshots_and_never_a_stale_or_erased_one(tmp_path: Path)
     first = run(folder, "write")
     assert len(first["found"]) == 300 and first["bob"] == ["b1"]
     assert len(snapshot_files(folder)) == 2  # alice's and bob's partitions
+    assert run(folder, "resume") == {"reads": [], "held": 2}  # read back before any search
     again = run(folder, "read")
     assert again["reads"] == [] and again["found"] == first["found"]  # the snapshot, exact
     run(folder, "crash")  # wrote "late" to alice's partition, then killed

@@ -16,6 +16,7 @@ from langchain_mastra_memory import (
     StorageError,
 )
 from langchain_mastra_memory.storage.sql import SCHEMA_TABLE
+from langchain_mastra_memory.storage.sqlite import READ_MMAP
 from langchain_mastra_memory.storage.sqlite_schema import MIGRATIONS
 
 
@@ -26,6 +27,31 @@ def test_file_uses_wal_and_foreign_keys(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] > 0
     assert storage.schema_version() == len(MIGRATIONS)
+
+
+def test_readers_map_the_file_and_see_what_another_process_writes(tmp_path: Path) -> None:
+    """Reads go through a memory map of the file (no copy per page); a write from another
+    process that grows the file past what was mapped is read back whole."""
+    storage = SQLiteStorage(tmp_path / "m.db")
+    storage.create_thread(thread_id="t", resource_id="alice")
+    storage.save_messages([HumanMessage("first")], thread_id="t", resource_id="alice")
+    with storage._reader() as reader:
+        assert reader.execute("PRAGMA mmap_size").fetchone()[0] == READ_MMAP
+    assert [m.message.content for m in storage.list_messages("t")] == ["first"]
+    other = mp.get_context("spawn").Process(target=_append_many, args=(tmp_path / "m.db",))
+    other.start()
+    other.join(120)
+    assert other.exitcode == 0
+    texts = [m.message.content for m in storage.list_messages("t")]
+    assert texts[0] == "first" and len(texts) == 2001 and texts[-1] == "x1999 " + "y" * 500
+    assert storage.search_text("x1999", resource_id="alice")
+
+
+def _append_many(path: Path) -> None:
+    other = SQLiteStorage(path)
+    for start in range(0, 2000, 500):
+        batch = [HumanMessage(f"x{i} " + "y" * 500) for i in range(start, start + 500)]
+        other.save_messages(batch, thread_id="t", resource_id="alice")
 
 
 def test_setup_twice_and_reopen_keep_data(tmp_path: Path) -> None:

@@ -14,7 +14,9 @@ float32 matrices, bounded in bytes (least recently searched dropped first). A pa
 ranked again on their float32 rows (100k x 384: ~2-4 ms instead of 11.5; the same hits). A
 partition is loaded in a background thread, so a search never waits for it: until it is ready,
 the caller searches HNSW as before; one with a snapshot on disk (`snapshots`, saved after a
-load and at exit) is read from it at its first search, which waits for it. Partitions are
+load and at exit) is read from it at its first search, which waits for it, and the partitions
+the last process saved are read back in the background as soon as the store opens (`resume`),
+so a restart's first searches find them held or nearly so. Partitions are
 keyed by their collection's id, so a collection dropped and made again never meets the
 vectors of the old one. Writes made through the owning
 store are applied to loaded partitions, and replayed onto a partition whose load they raced (a
@@ -143,8 +145,9 @@ class ExactPartitions:
                 return
             changes = self._changes.get(key, 0)
             n = matrix.n
+            rough = None if matrix.int8 is None else matrix.int8[:n]
             rows = (matrix.vectors[:n], matrix.ids[:n], matrix.message_ids[:n],
-                    matrix.thread_ids[:n])  # fmt: skip
+                    matrix.thread_ids[:n], rough)  # fmt: skip
         written = self.snapshots.write(key, *rows)
         if written is None:
             return
@@ -307,18 +310,63 @@ class ExactPartitions:
         self._loaders.add(loader)
         loader.start()
 
-    def _load_in_background(self, key: str) -> None:
+    def resume(self) -> None:
+        """Read back, in a background thread, the partitions saved by the last process (the
+        most recently saved first, as many as `max_bytes` holds): after a restart the
+        partitions in use before it are searched exactly from the first turn. A search of one
+        still being read waits for it, as for any snapshot; one of another partition starts
+        its own load."""
+        if self.snapshots is None:
+            return
+        resumer = threading.Thread(target=self._resume, name="lmm-exact-resume", daemon=True)
+        with self._lock:
+            if self.stopping.is_set():
+                return
+            self._loaders.add(resumer)
+        resumer.start()
+
+    def _resume(self) -> None:
+        assert self.snapshots is not None
+        room = self.max_bytes
         try:
-            self._load_now(key)
+            for key, size in self.snapshots.saved():
+                room -= size * (4 + INT8) // 4  # (the file: float32 rows, and ids)
+                if room < 0 or self.stopping.is_set():
+                    return
+                with self._lock:
+                    if key in self._loaded or key in self._loading or key in self._declined:
+                        continue
+                    self._reading_snapshot[key] = threading.Event()
+                    self._loading[key] = []
+                self._load_announced(key, store=False)
         finally:
             with self._lock:
                 self._loaders.discard(threading.current_thread())
+
+    def _load_in_background(self, key: str) -> None:
+        try:
+            self._load_announced(key)
+        finally:
+            with self._lock:
+                self._loaders.discard(threading.current_thread())
+
+    def _load_announced(self, key: str, *, store: bool = True) -> None:
+        """Load `key`, then wake the searches waiting for its snapshot."""
+        try:
+            self._load_now(key, store=store)
+        finally:
+            with self._lock:
                 if (ready := self._reading_snapshot.pop(key, None)) is not None:
                     ready.set()
 
-    def _load_now(self, key: str) -> None:
+    def _load_now(self, key: str, *, store: bool = True) -> None:
+        """Load `key` from its snapshot, else (if `store`) from the store."""
         changes = self._changes.get(key, 0)
         snapshot = None if self.snapshots is None else self.snapshots.read(key)
+        if snapshot is None and not store:  # (removed by a write since it was listed)
+            with self._lock:
+                self._loading.pop(key)
+            return
         try:
             loaded = snapshot or (None if self.stopping.is_set() else self._load(key))
         except Exception as exc:  # the store answers searches meanwhile; try again later
@@ -329,7 +377,11 @@ class ExactPartitions:
         if loaded is not None and not self.too_big(len(loaded.ids), dimension):
             # normalised and indexed before taking the lock, which every search of every
             # partition takes (300k pieces: ~0.12 s of work)
-            vectors = unit(loaded.vectors, own=True) if loaded.ids else np.zeros((0, 1), np.float32)
+            vectors = (
+                np.zeros((0, 1), np.float32) if not loaded.ids
+                else np.asarray(loaded.vectors) if loaded.is_unit
+                else unit(loaded.vectors, own=True)
+            )  # fmt: skip
             matrix = Matrix.of(vectors, loaded, int8=INT8)
         torn = loaded is not None and loaded.paged
         with self._lock:
@@ -430,4 +482,5 @@ def shared_partitions(
         shared = _SHARED.get(key)
         if shared is None:
             shared = _SHARED[key] = make()
+            shared.resume()  # what the last process held, read back meanwhile
         return shared

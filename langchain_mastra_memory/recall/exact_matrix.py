@@ -18,13 +18,16 @@ import numpy as np
 @dataclass(frozen=True)
 class Loaded:
     """A partition's vectors as read from the store: ids, vectors, message and thread ids;
-    `paged` when read in several calls (a deletion racing it may have shifted a page)."""
+    `paged` when read in several calls (a deletion racing it may have shifted a page). Read
+    from a snapshot: `vectors` already at unit length (`is_unit`), with their int8 copy."""
 
     ids: list[str]
     vectors: Sequence[Sequence[float]] | np.ndarray
     message_ids: list[str]
     thread_ids: list[str]
     paged: bool = False
+    is_unit: bool = False
+    int8: np.ndarray | None = None
 
 
 def small(vectors: np.ndarray) -> np.ndarray:
@@ -59,10 +62,13 @@ class Matrix:
 
     @classmethod
     def of(cls, vectors: np.ndarray, loaded: Loaded, *, int8: bool = False) -> Matrix:
+        """`vectors` (unit rows) with `loaded`'s ids; with `int8`, the int8 copy too (the one
+        `loaded` brings if it matches, else made)."""
         matrix = cls(vectors, list(loaded.ids), list(loaded.message_ids), list(loaded.thread_ids))
         matrix.row = {vector_id: i for i, vector_id in enumerate(matrix.ids)}
         matrix.threads = matrix._codes(matrix.thread_ids)
-        matrix.int8 = small(vectors) if int8 else None
+        kept = loaded.int8 is not None and loaded.int8.shape == vectors.shape
+        matrix.int8 = None if not int8 else loaded.int8 if kept else small(vectors)
         return matrix
 
     @property

@@ -30,6 +30,7 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -66,6 +67,20 @@ class Snapshots:
             known = self._on_disk[key] = self._path(key).exists()
         return known
 
+    def saved(self) -> list[tuple[str, int]]:
+        """``(key, file size)`` of every snapshot on disk, the most recently saved first
+        (the partitions the last process held at its end)."""
+        files = []
+        try:
+            for file in self.folder.iterdir():
+                if file.suffix == ".npz" and _KEY.fullmatch(file.stem):
+                    with contextlib.suppress(OSError):  # (removed meanwhile by a write)
+                        stat = file.stat()
+                        files.append((stat.st_mtime, file.stem, stat.st_size))
+        except OSError:  # no folder: nothing saved yet
+            return []
+        return [(key, size) for _, key, size in sorted(files, reverse=True)]
+
     def drop(self, key: str) -> None:
         """Remove `key`'s snapshot, if any (before every write to the partition)."""
         if self._on_disk.get(key, True):
@@ -85,14 +100,17 @@ class Snapshots:
                     raise ValueError(f"format {header['format']}")
                 ids, message_ids, thread_ids = header["ids"], header["messages"], header["threads"]
                 vectors = np.ascontiguousarray(saved["vectors"], dtype=np.float32)
+                int8 = saved["int8"] if "int8" in saved.files else None
             if not len(ids) == len(message_ids) == len(thread_ids) == len(vectors):
                 raise ValueError("rows and ids differ")
+            if int8 is not None and (int8.dtype != np.int8 or int8.shape != vectors.shape):
+                raise ValueError("int8 rows differ")
         except Exception as exc:  # a torn or old file: the store has the truth
             logger.debug("partition snapshot %s unreadable (%s): loading from the store", key, exc)
             self.drop(key)
             return None
         self._on_disk[key] = True
-        return Loaded(ids, vectors, message_ids, thread_ids)
+        return Loaded(ids, vectors, message_ids, thread_ids, is_unit=True, int8=int8)
 
     def write(
         self,
@@ -101,10 +119,11 @@ class Snapshots:
         ids: Sequence[str],
         message_ids: Sequence[str],
         thread_ids: Sequence[str],
+        int8: np.ndarray | None = None,
     ) -> Path | None:
-        """Write `key`'s matrix (rows already at unit length) under a temporary name; `commit`
-        puts it in place. None when it cannot be written (a full disk, a read-only folder:
-        the next run loads the store)."""
+        """Write `key`'s matrix (rows already at unit length, and their int8 copy if it has
+        one) under a temporary name; `commit` puts it in place. None when it cannot be written
+        (a full disk, a read-only folder: the next run loads the store)."""
         path = self._path(key)
         partial = path.with_name(f".{key}.{os.getpid()}.partial.npz")
         meta = json.dumps(
@@ -114,7 +133,8 @@ class Snapshots:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             with open(partial, "wb") as out:
-                np.savez(out, vectors=vectors, meta=np.frombuffer(meta, dtype=np.uint8))
+                arrays = {} if int8 is None else {"int8": int8}
+                np.savez(out, vectors=vectors, meta=np.frombuffer(meta, dtype=np.uint8), **arrays)
         except OSError as exc:
             logger.debug("saving partition snapshot %s failed: %s", key, exc)
             partial.unlink(missing_ok=True)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -29,6 +31,7 @@ from ..messages import (
     tool_call_ids,
     with_id,
 )
+from ..shutdown import on_exit
 from ..threads.thread import Thread
 from ..tokens.counting import TokenCounter
 from .validation import check_id, check_json_value, check_metadata, check_time, validated
@@ -192,6 +195,27 @@ def from_iso(text: str | datetime) -> datetime:
 
 _counter: TokenCounter | None = None
 _counter_unavailable = False
+_warming: threading.Thread | None = None
+_warming_lock = threading.Lock()
+
+
+def warm_default_counter() -> None:
+    """Load `default_counter`'s tokenizer in a background thread (parsing its BPE file takes
+    ~0.7 s), so that an application's first read after it starts does not pay for it; a read
+    that needs it sooner waits for the same load. Once per process; joined at exit.
+
+    Examples:
+        >>> warm_default_counter()
+        >>> default_counter() is not None
+        True
+    """
+    global _warming
+    with _warming_lock:
+        if _counter is not None or _counter_unavailable or _warming is not None:
+            return
+        _warming = threading.Thread(target=default_counter, name="lmm-warm-tokens", daemon=True)
+        _warming.start()
+    on_exit(partial(_warming.join, 10))  # not inside tiktoken's native code at finalisation
 
 
 def default_counter() -> TokenCounter | None:
