@@ -133,8 +133,10 @@ class Snapshots:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             with open(partial, "wb") as out:
-                arrays = {} if int8 is None else {"int8": int8}
-                np.savez(out, vectors=vectors, meta=np.frombuffer(meta, dtype=np.uint8), **arrays)
+                arrays = {"vectors": vectors, "meta": np.frombuffer(meta, dtype=np.uint8)}
+                if int8 is not None:
+                    arrays["int8"] = int8
+                np.savez(out, **arrays)  # type: ignore[arg-type]
         except OSError as exc:
             logger.debug("saving partition snapshot %s failed: %s", key, exc)
             partial.unlink(missing_ok=True)
