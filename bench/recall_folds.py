@@ -42,6 +42,7 @@ RULES: dict[str, list[Any]] = {  # each rule's settings: the default first, then
     "mmr": [None, None, 0.9, 0.8, 0.7, 0.5],  # likewise: maximal marginal relevance, lambda
     "second_pass": [None, None, 1, 2, 3],  # likewise: slots of the top 10 a second search fills
     "neighbour_share": [None, None, 0.1, 0.2, 0.3],  # likewise: scores passed to neighbours
+    "window": [None, None, "before", "around"],  # likewise: a vector per message's window
 }
 POOL = 30
 
@@ -147,6 +148,30 @@ def neighbour_share(
 Pick = Callable[[list[RecallHit], str], list[RecallHit]]
 
 
+def with_windows(memory: Any, resource: str, embedder: Any, reach: str) -> None:
+    """Give every message one more piece: its window (the message before it in its thread,
+    itself, and with ``around`` the one after), embedded as one text: what window vectors made
+    at save time (``before``) or updated when the next message comes (``around``) would add."""
+    from langchain_mastra_memory.recall.vector import VectorRecord
+
+    index = memory.recall_index
+    records = []
+    for thread in memory.list_threads(resource_id=resource):
+        stored = memory.storage.list_messages(thread.id)
+        texts = [message_text(s.message) for s in stored]
+        windows = [
+            "\n".join(texts[max(0, i - 1) : i + (2 if reach == "around" else 1)])
+            for i in range(len(texts))
+        ]
+        for s, vector in zip(stored, embedder.embed_documents(windows), strict=True):
+            records.append(VectorRecord(s.message.id or "", vector, thread.id, resource,
+                                        "user", 0.0, piece=WINDOW_PIECE))  # fmt: skip
+    index.vector.upsert(index.index_name(), records)
+
+
+WINDOW_PIECE = 999  # past any sentence piece
+
+
 def recall_at(
     index: Any, qas: list[dict], dia_of: dict[str, str], resource: str, pick: Pick, limit: int
 ) -> tuple[float, float]:
@@ -198,6 +223,18 @@ def measure(path: Path) -> dict[str, dict[tuple[str, Any], tuple[float, float]]]
                         return second_pass(at, q, who, h, 10, m)
 
                     row[(rule, value)] = recall_at(*asked, again, POOL)
+                    continue
+                if rule == "window" and value is not None:
+                    windowed, windowed_dia, _ = load_conversation(
+                        data, file.stem, SQLiteStorage(":memory:"), embedder, POOL
+                    )
+                    with_windows(windowed, file.stem, embedder, value)
+                    at = windowed.recall_index
+                    row[(rule, value)] = recall_at(at, qas, windowed_dia, file.stem,
+                                                   lambda h, q: h, 10)  # fmt: skip
+                    continue
+                if rule == "window":
+                    row[(rule, value)] = recall_at(*asked, lambda h, q: h, 10)
                     continue
                 if rule == "mmr":
 
