@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -17,7 +15,6 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import (
     ConfigurationError,
-    EncodingNotAvailableError,
     InvalidMessageError,
     MessageConflictError,
     MessageNotFoundError,
@@ -31,9 +28,8 @@ from ..messages import (
     tool_call_ids,
     with_id,
 )
-from ..shutdown import on_exit
 from ..threads.thread import Thread
-from ..tokens.counting import TokenCounter
+from ..tokens.counting import default_counter
 from .validation import check_id, check_json_value, check_metadata, check_time, validated
 
 _METADATA_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,128}$")
@@ -191,42 +187,6 @@ def from_iso(text: str | datetime) -> datetime:
     if isinstance(text, datetime):
         return text if text.tzinfo else text.replace(tzinfo=timezone.utc)
     return datetime.fromisoformat(text)
-
-
-_counter: TokenCounter | None = None
-_counter_unavailable = False
-_warming: threading.Thread | None = None
-_warming_lock = threading.Lock()
-
-
-def warm_default_counter() -> None:
-    """Load `default_counter`'s tokenizer in a background thread (parsing its BPE file takes
-    ~0.7 s), so that an application's first read after it starts does not pay for it; a read
-    that needs it sooner waits for the same load. Once per process; joined at exit.
-
-    Examples:
-        >>> warm_default_counter()
-        >>> default_counter() is not None
-        True
-    """
-    global _warming
-    with _warming_lock:
-        if _counter is not None or _counter_unavailable or _warming is not None:
-            return
-        _warming = threading.Thread(target=default_counter, name="lmm-warm-tokens", daemon=True)
-        _warming.start()
-    on_exit(partial(_warming.join, 10))  # not inside tiktoken's native code at finalisation
-
-
-def default_counter() -> TokenCounter | None:
-    """The o200k_base counter used for stored token counts, or None if its file is missing."""
-    global _counter, _counter_unavailable
-    if _counter is None and not _counter_unavailable:
-        try:
-            _counter = TokenCounter()
-        except EncodingNotAvailableError:
-            _counter_unavailable = True
-    return _counter
 
 
 class CheckedMessages(list):

@@ -17,13 +17,17 @@ Examples:
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 import tiktoken
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from ..errors import EncodingNotAvailableError
 from ..messages import TOOL_CALL_BLOCK_TYPES, js_json, mastra_role
+from ..shutdown import on_exit
 from .tokenizers import get_encoding
 
 TOKENS_PER_MESSAGE = 3.8
@@ -191,3 +195,39 @@ def _remember(key: tuple[str, str], value: tuple[int, float, int]) -> None:
 def clear_token_cache() -> None:
     """Forget every cached count (for tests and benchmarks)."""
     _cache.clear()
+
+
+_counter: TokenCounter | None = None
+_counter_unavailable = False
+_warming: threading.Thread | None = None
+_warming_lock = threading.Lock()
+
+
+def warm_default_counter() -> None:
+    """Load `default_counter`'s tokenizer in a background thread (parsing its BPE file takes
+    ~0.7 s), so that an application's first read after it starts does not pay for it; a read
+    that needs it sooner waits for the same load. Once per process; joined at exit.
+
+    Examples:
+        >>> warm_default_counter()
+        >>> default_counter() is not None
+        True
+    """
+    global _warming
+    with _warming_lock:
+        if _counter is not None or _counter_unavailable or _warming is not None:
+            return
+        _warming = threading.Thread(target=default_counter, name="lmm-warm-tokens", daemon=True)
+        _warming.start()
+    on_exit(partial(_warming.join, 10))  # not inside tiktoken's native code at finalisation
+
+
+def default_counter() -> TokenCounter | None:
+    """The o200k_base counter used for stored token counts, or None if its file is missing."""
+    global _counter, _counter_unavailable
+    if _counter is None and not _counter_unavailable:
+        try:
+            _counter = TokenCounter()
+        except EncodingNotAvailableError:
+            _counter_unavailable = True
+    return _counter
