@@ -22,12 +22,12 @@ from .observational.service import ObservationalMemory
 from .recall.index import RecallIndex, RecallOptions
 from .recall.synced import SyncedStorage
 from .recall.writer import VectorBacklog
+from .startup import settle
 from .storage.base import MemoryStorage
 from .storage.sqlite import SQLiteStorage, storage_or_default  # noqa: F401 (the doctest uses it)
 from .threads.ids import resolve_ids, visible_to, with_new_id
 from .threads.thread import Thread
 from .titles import TitleWriter
-from .tokens.counting import warm_default_counter
 from .turn import TurnContext, warn_if_limiter_not_last
 from .twins import run_async, run_sync
 from .working_memory import WorkingMemoryConfig, WorkingMemoryStore
@@ -75,7 +75,6 @@ class Memory:
     ) -> None:
         self.options = MemoryOptions.parse(options)
         self.default_resource_id = default_resource_id
-        warm_default_counter()  # (the tokenizer stored messages are read with: ~0.7 s, once)
         self.storage: MemoryStorage = storage_or_default(storage, Path(DEFAULT_DATABASE))
         self.recall_index: RecallIndex | None = None
         if self.options.semantic_recall:
@@ -102,6 +101,7 @@ class Memory:
         self.checkpointers: weakref.WeakSet[MemoryCheckpointer] = weakref.WeakSet()
         self.turns = TurnContext(self.storage, self.options, self.recall_index, self.working,
                                  processors, om)  # fmt: skip
+        settle()  # once per process: what the first turns would otherwise pay
 
     def __repr__(self) -> str:
         return f"Memory(storage={self.storage!r}, options={self.options!r})"
