@@ -22,12 +22,12 @@ from .observational.service import ObservationalMemory
 from .recall.index import RecallIndex, RecallOptions
 from .recall.synced import SyncedStorage
 from .recall.writer import VectorBacklog
-from .startup import settle
 from .storage.base import MemoryStorage
 from .storage.sqlite import SQLiteStorage, storage_or_default  # noqa: F401 (the doctest uses it)
 from .threads.ids import resolve_ids, visible_to, with_new_id
 from .threads.thread import Thread
 from .titles import TitleWriter
+from .tokens.startup import settle
 from .turn import TurnContext, warn_if_limiter_not_last
 from .twins import run_async, run_sync
 from .working_memory import WorkingMemoryConfig, WorkingMemoryStore

@@ -19,7 +19,7 @@ from __future__ import annotations
 import gc
 import threading
 
-from .tokens.counting import warm_default_counter
+from .counting import warm_default_counter
 
 _settled = False
 _lock = threading.Lock()
