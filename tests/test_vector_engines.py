@@ -5,6 +5,7 @@ Chroma and pgvector."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -233,9 +234,9 @@ def test_qdrant_edge_builds_its_graph_behind_the_writes_and_searches_meanwhile(
     import numpy as np
 
     rng = np.random.default_rng(4)
-    vectors = rng.normal(size=(8_000, 384))  # 12 MB of float32: over the threshold
+    vectors = rng.normal(size=(10_000, 384))  # alice's 8,000: 12 MB of float32, over the threshold
     store = QdrantEdgeVectorStore(tmp_path / "edge", optimize_after=10**9)  # build by hand
-    store.upsert("demo", [record(f"m{i}", vectors[i], f"t{i % 9}", "alice" if i % 3 else "bob")
+    store.upsert("demo", [record(f"m{i}", vectors[i], f"t{i % 9}", "alice" if i % 5 else "bob")
                           for i in range(len(vectors))])  # fmt: skip
     shard = store._shard(store._existing("demo"))
     assert shard.info().indexed_vectors_count == 0  # nothing built yet: plain segments
@@ -245,7 +246,7 @@ def test_qdrant_edge_builds_its_graph_behind_the_writes_and_searches_meanwhile(
     building.start()
     while building.is_alive() or not found:
         i = int(rng.integers(len(vectors)))
-        owner = "alice" if i % 3 else "bob"
+        owner = "alice" if i % 5 else "bob"
         try:
             hits = store.query("demo", vectors[i].tolist(), top_k=3, resource_id=owner)
             found.append(hits[0].message_id == f"m{i}" and {h.resource_id for h in hits} == {owner})
@@ -255,11 +256,18 @@ def test_qdrant_edge_builds_its_graph_behind_the_writes_and_searches_meanwhile(
     building.join(120)
     assert errors == [] and all(found)
     assert shard.info().indexed_vectors_count > 0  # the graph is there now
+    config = json.loads((store._at(store._existing("demo")) / "edge_config.json").read_text())
+    assert (config["hnsw_config"]["m"], config["hnsw_config"]["payload_m"]) == (0, 32)  # per
+    schema = shard.info().payload_schema  # resource; none over the shard, thread or time
+    assert [schema[f].params.enable_hnsw for f in ("thread_id", "message_id", "created_at")] == [
+        False, False, False]  # fmt: skip
     assert store.optimize("demo") is False  # built already: nothing left to optimize
     assert asyncio.run(store.aoptimize("demo")) is False and asyncio.run(store.aflush()) is None
     assert store.optimize("never-written") is False
     automatic = QdrantEdgeVectorStore(tmp_path / "auto", optimize_after=7_500)
     automatic.upsert("demo", [record(f"m{i}", vectors[i], "t", "alice") for i in range(8_000)])
+    with pytest.raises(ValueError, match="optimize_after"):
+        QdrantEdgeVectorStore(tmp_path / "never", optimize_after=0)
     assert automatic._shard(automatic._existing("demo")).info().indexed_vectors_count > 0
     for made in (store, automatic):
         made.close()

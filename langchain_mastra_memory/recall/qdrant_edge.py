@@ -9,10 +9,14 @@ message piece, its id a UUID derived from the piece id, its payload ``vid``, ``m
 ``thread_id``, ``resource_id`` (a keyword index marked as the tenant), ``role`` and
 ``created_at`` (indexed); every query is filtered by resource inside the search.
 
-An embedded engine builds its HNSW graph only when asked (`EdgeShard.optimize`, which blocks):
-after writes have added `optimize_after` points since the last build, the writer's next upsert
-runs it (the background writer, never a turn). Until then new points are searched by a plain
-scan of their segment, exact. Needs the ``qdrant`` extra.
+Graphs are built per resource, as Qdrant's multitenancy guide advises (``m`` 0, ``payload_m``
+32 on the tenant index): a resource over Qdrant's full-scan threshold (10 MB of vectors, ~6,500
+pieces at 384 dimensions) gets its own graph, a smaller one is scanned exactly, and no graph
+spans the shard. An embedded engine builds its graphs only when asked (`EdgeShard.optimize`,
+which blocks): after writes have added `optimize_after` points since the last build, the
+writer's next upsert runs it (the background writer, never a turn). Until then new points are
+searched by a plain scan of their segment, exact. To import millions of pieces, give a large
+`optimize_after` and call `optimize()` once at the end. Needs the ``qdrant`` extra.
 
 Examples:
     >>> import tempfile
@@ -79,6 +83,8 @@ class QdrantEdgeVectorStore(EngineStore):
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise extra_missing("QdrantEdgeVectorStore", "qdrant") from exc
         self._edge = qdrant_edge
+        if optimize_after < 1:
+            raise ValueError(f"optimize_after must be at least 1 point, got {optimize_after}")
         folder = Path(path)
         folder.mkdir(parents=True, exist_ok=True)
         self.folder, self.optimize_after, self.hnsw_ef = folder, optimize_after, hnsw_ef
@@ -105,7 +111,11 @@ class QdrantEdgeVectorStore(EngineStore):
     def _create(self, name: str, dimension: int) -> None:
         edge = self._edge
         vectors = edge.EdgeVectorParams(size=dimension, distance=edge.Distance.Cosine)
-        graph = edge.HnswIndexConfig(m=HNSW_M, ef_construct=HNSW_EF_CONSTRUCT,
+        # Qdrant's multitenant layout: no graph over the whole shard (m 0: every search is
+        # filtered by resource), one per resource big enough to need it (payload_m), none
+        # per thread or time range (enable_hnsw off: those filters are scanned or walked
+        # inside the resource's graph); a resource under the threshold is scanned, exactly
+        graph = edge.HnswIndexConfig(m=0, payload_m=HNSW_M, ef_construct=HNSW_EF_CONSTRUCT,
                                      full_scan_threshold=FULL_SCAN_KB)  # fmt: skip
         shard = self._call("create", edge.EdgeShard.create, str(self._at(name)),
                            edge.EdgeConfig(vectors=vectors, hnsw_config=graph))  # fmt: skip
@@ -113,8 +123,10 @@ class QdrantEdgeVectorStore(EngineStore):
         tenant = edge.KeywordIndexParams(is_tenant=True)
         self._call("index", shard.update, index("resource_id", tenant))
         for field in INDEXED:
-            self._call("index", shard.update, index(field, edge.PayloadSchemaType.Keyword))
-        self._call("index", shard.update, index("created_at", edge.PayloadSchemaType.Float))
+            keyword = edge.KeywordIndexParams(enable_hnsw=False)
+            self._call("index", shard.update, index(field, keyword))
+        when = edge.FloatIndexParams(enable_hnsw=False)
+        self._call("index", shard.update, index("created_at", when))
         self._call("flush", shard.flush)
         (self._at(name) / "lmm.json").write_text(json.dumps({"dimension": dimension}))
         self.client.open[name] = shard
