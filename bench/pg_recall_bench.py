@@ -395,6 +395,7 @@ def main() -> None:
         help="one untimed pass over the queries first (a resource in use, its pages cached)",
     )
     parser.add_argument("--ef-search", type=int, default=None, help="PgVectorStore's HNSW beam")
+    parser.add_argument("--hnsw-ef", type=int, default=None, help="Qdrant Edge's HNSW beam")
     args = parser.parse_args()
     if args.dsn is None:
         from langchain_mastra_memory.testing import throwaway_postgres
@@ -455,7 +456,9 @@ def main() -> None:
         store = (
             QdrantVectorStore(tmp / "qdrant")
             if engine == "qdrant"
-            else QdrantEdgeVectorStore(tmp / "qdrant-edge")
+            else QdrantEdgeVectorStore(
+                tmp / "qdrant-edge", **({"hnsw_ef": args.hnsw_ef} if args.hnsw_ef else {})
+            )
             if engine == "qdrant-edge"
             else MilvusVectorStore(tmp / "milvus-vectors.db")
         )

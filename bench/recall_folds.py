@@ -43,6 +43,9 @@ RULES: dict[str, list[Any]] = {  # each rule's settings: the default first, then
     "second_pass": [None, None, 1, 2, 3],  # likewise: slots of the top 10 a second search fills
     "neighbour_share": [None, None, 0.1, 0.2, 0.3],  # likewise: scores passed to neighbours
     "window": [None, None, "before", "around"],  # likewise: a vector per message's window
+    "speaker": [None, None, 0.0, 0.05, 0.1, 0.2, 0.4],  # likewise: the named speaker's turns first
+    "list_cap": [None, None, 1, 2, 3],  # likewise: thread_cap for questions asking for a list
+    "feedback": [None, None, 0.0, 0.1, 0.25, 0.5],  # likewise: pseudo-relevance feedback (Rocchio)
 }
 POOL = 30
 
@@ -145,6 +148,88 @@ def neighbour_share(
     return ranked[:k] + [h for h in hits if h not in ranked[:k]]
 
 
+def in_order(hits: Sequence[RecallHit]) -> dict[str, float]:
+    """Each hit's score min-max normalised over the pool, made non-increasing along the list
+    (the date rule puts a named date's messages first whatever their score): a re-scoring that
+    adds nothing keeps the default's order."""
+    best, bottom = max(h.score for h in hits), min(h.score for h in hits)
+    spread = (best - bottom) or 1.0
+    base, floor = {}, 1.0
+    for h in hits:
+        floor = min(floor, (h.score - bottom) / spread)
+        base[h.message_id] = floor
+    return base
+
+
+def speaker_first(
+    index: Any, question: str, resource: str, hits: Sequence[RecallHit], k: int, w: float | None
+) -> list[RecallHit]:
+    """The pool re-scored: a hit whose author (the message's ``name``) the question names, and
+    the only one of the pool's authors it names, gains `w` (scores min-max normalised over the
+    pool); the top `k` of that. None: as ranked."""
+    import re
+
+    if w is None or not hits:
+        return list(hits[:k])
+    stored = index.storage.message_windows(
+        [h.message_id for h in hits], before=0, after=0, resource_id=resource
+    )
+    author = {str(s.message.id): getattr(s.message, "name", None) or "" for s in stored}
+    words = set(re.findall(r"[a-z]+", question.lower()))
+    named = {a for a in set(author.values()) if a and a.lower() in words}
+    if len(named) != 1:
+        return list(hits[:k])
+    base = in_order(hits)
+
+    def gained(h: RecallHit) -> float:
+        return base[h.message_id] + (w if author.get(h.message_id) in named else 0.0)
+
+    ranked = sorted(hits, key=lambda h: -gained(h))
+    return ranked[:k] + [h for h in hits if h not in ranked[:k]]
+
+
+def asks_for_a_list(question: str) -> bool:
+    """Whether a question asks for several things (``What books has ...``, ``How many``,
+    ``Where has ... camped``): the answer is gathered over sessions."""
+    import re
+
+    q = question.lower()
+    plural = re.match(r"^(what|which)\s+(kinds? of |types? of |sorts? of )?[a-z+/-]+s\b", q)
+    return (
+        bool(plural and not re.match(r"^what\s+(is|was|does|has)\b", q))
+        or "how many" in q
+        or bool(re.match(r"^(what|where|who|which)\b.*\b(has|have)\b", q))
+        or " some " in q
+    )
+
+
+def feedback(
+    index: Any, question: str, hits: Sequence[RecallHit], k: int, w: float | None
+) -> list[RecallHit]:
+    """Pseudo-relevance feedback (Rocchio): the query moved towards the pool's first three
+    messages (``q + mean(top 3)``, unit), and each hit gains `w` x its message's cosine with
+    that (scores min-max normalised over the pool); the top `k` of that. None: as ranked."""
+    if w is None or not hits:
+        return list(hits[:k])
+    name = index.index_name()
+    known = remembered(name, [h.message_id for h in hits])
+    query = np.asarray(index.embedder.embed_query(question), dtype=np.float32)
+    top3 = [known[h.message_id] for h in hits[:3] if h.message_id in known]
+    if not top3:
+        return list(hits[:k])
+    moved = query + np.mean(top3, axis=0)
+    moved /= np.linalg.norm(moved)
+    base = in_order(hits)
+
+    def gained(h: RecallHit) -> float:
+        own = known.get(h.message_id)
+        near = float(own @ moved) / float(np.linalg.norm(own)) if own is not None else 0.0
+        return base[h.message_id] + w * near
+
+    ranked = sorted(hits, key=lambda h: -gained(h))
+    return ranked[:k] + [h for h in hits if h not in ranked[:k]]
+
+
 Pick = Callable[[list[RecallHit], str], list[RecallHit]]
 
 
@@ -215,6 +300,28 @@ def measure(path: Path) -> dict[str, dict[tuple[str, Any], tuple[float, float]]]
                         return neighbour_share(at, who, h, 10, v)
 
                     row[(rule, value)] = recall_at(*asked, shared, POOL)
+                    continue
+                if rule == "feedback":
+
+                    def fed(h: list[RecallHit], q: str, v: Any = value, at: Any = index) -> Any:
+                        return feedback(at, q, h, 10, v)
+
+                    row[(rule, value)] = recall_at(*asked, fed, POOL)
+                    continue
+                if rule == "list_cap":
+                    row[(rule, value)] = recall_at(
+                        *asked,
+                        lambda h, q, c=value: capped(h, 10, c if asks_for_a_list(q) else None),
+                        POOL,
+                    )
+                    continue
+                if rule == "speaker":
+
+                    def spoken(h: list[RecallHit], q: str, v: Any = value, at: Any = index,
+                               who: str = file.stem) -> Any:  # fmt: skip
+                        return speaker_first(at, q, who, h, 10, v)
+
+                    row[(rule, value)] = recall_at(*asked, spoken, POOL)
                     continue
                 if rule == "second_pass":
 
