@@ -19,6 +19,7 @@ import json
 import statistics
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from recall_eval import DEFAULT_DATA, load_conversation, questions_of
 
+import langchain_mastra_memory.recall.index as index_module
 from langchain_mastra_memory import SQLiteStorage
 from langchain_mastra_memory.messages import message_text
 from langchain_mastra_memory.recall.context import asks, remembered
@@ -46,6 +48,7 @@ RULES: dict[str, list[Any]] = {  # each rule's settings: the default first, then
     "speaker": [None, None, 0.0, 0.05, 0.1, 0.2, 0.4],  # likewise: the named speaker's turns first
     "list_cap": [None, None, 1, 2, 3],  # likewise: thread_cap for questions asking for a list
     "feedback": [None, None, 0.0, 0.1, 0.25, 0.5],  # likewise: pseudo-relevance feedback (Rocchio)
+    "keyword_share": [0.5, None, 0.3, 0.4, 0.6, 0.7],  # the keyword side's share of the fusion
 }
 POOL = 30
 
@@ -230,6 +233,29 @@ def feedback(
     return ranked[:k] + [h for h in hits if h not in ranked[:k]]
 
 
+def weighted_fuse(
+    weights: tuple[float, float],
+    vector_hits: Sequence[RecallHit],
+    keyword_hits: Sequence[RecallHit],
+    k: int,
+) -> list[RecallHit]:
+    """`ranking.fuse` with the two sides weighted `weights` (vector, keyword) instead of
+    half and half."""
+    fused: dict[str, float] = {}
+    threads: dict[str, str] = {}
+    for weight, hits in zip(weights, (vector_hits, keyword_hits), strict=True):
+        if not hits:
+            continue
+        top, bottom = max(h.score for h in hits), min(h.score for h in hits)
+        spread = top - bottom
+        for hit in hits:
+            part = (hit.score - bottom) / spread if spread > 0 else 1.0
+            fused[hit.message_id] = fused.get(hit.message_id, 0.0) + weight * part
+            threads[hit.message_id] = threads.get(hit.message_id) or hit.thread_id
+    best = sorted(fused, key=lambda m: -fused[m])[:k]
+    return [RecallHit(m, threads[m], fused[m]) for m in best]
+
+
 Pick = Callable[[list[RecallHit], str], list[RecallHit]]
 
 
@@ -300,6 +326,16 @@ def measure(path: Path) -> dict[str, dict[tuple[str, Any], tuple[float, float]]]
                         return neighbour_share(at, who, h, 10, v)
 
                     row[(rule, value)] = recall_at(*asked, shared, POOL)
+                    continue
+                if rule == "keyword_share":
+                    weights = (0.5, 0.5) if value is None else (1 - value, value)
+                    with_share = partial(weighted_fuse, weights)
+                    original = index_module.fuse
+                    index_module.fuse = with_share
+                    try:
+                        row[(rule, value)] = recall_at(*asked, lambda h, q: h, 10)
+                    finally:
+                        index_module.fuse = original
                     continue
                 if rule == "feedback":
 
