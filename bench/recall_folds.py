@@ -5,9 +5,10 @@ question over the whole resource, evidence recall@5 and @10), each rule of the d
 tried at a few settings, the others at their defaults, per conversation. Then five folds: the
 setting is chosen on four conversations (best mean of @5 and @10) and measured on the fifth,
 against the rule switched off. A rule earns its place when the held-out conversation gains in
-at least four folds of five. Also measured: a cap on hits per thread inside the top k (session
-diversity for questions whose evidence spans sessions), as a re-ordering of the default's
-ranked pool, `cap` hits per thread before any other.
+at least four folds of five. Also measured, as re-orderings of the default's ranked pool
+(`REORDERINGS`): a cap on hits per thread (for every question, or for list questions only),
+maximal marginal relevance, a second search, neighbours' score shares, the named speaker's
+turns first and pseudo-relevance feedback; and window vectors and the fusion's keyword share.
 
     python bench/recall_folds.py [--data ../shared/eval/locomo-dev]
 """
@@ -283,6 +284,24 @@ def with_windows(memory: Any, resource: str, embedder: Any, reach: str) -> None:
 WINDOW_PIECE = 999  # past any sentence piece
 
 
+REORDERINGS: dict[str, Callable[[Any, str, str, list[RecallHit], Any], list[RecallHit]]] = {
+    # rule -> (index, question, resource, the default's ranked pool, setting) -> the top 10
+    "thread_cap": lambda at, q, who, h, v: capped(h, 10, v),
+    "list_cap": lambda at, q, who, h, v: capped(h, 10, v if asks_for_a_list(q) else None),
+    "neighbour_share": lambda at, q, who, h, v: neighbour_share(at, who, h, 10, v),
+    "second_pass": lambda at, q, who, h, v: second_pass(at, q, who, h, 10, v),
+    "speaker": lambda at, q, who, h, v: speaker_first(at, q, who, h, 10, v),
+    "feedback": lambda at, q, who, h, v: feedback(at, q, h, 10, v),
+    "mmr": lambda at, q, who, h, v: mmr(
+        h, 10, v, remembered(at.index_name(), [x.message_id for x in h])
+    ),
+}
+
+
+def _reordered(how: Any, who: str, value: Any, hits: list[RecallHit], q: str) -> Any:
+    return how(q, who, hits, value)
+
+
 def recall_at(
     index: Any, qas: list[dict], dia_of: dict[str, str], resource: str, pick: Pick, limit: int
 ) -> tuple[float, float]:
@@ -314,58 +333,19 @@ def measure(path: Path) -> dict[str, dict[tuple[str, Any], tuple[float, float]]]
         asked = (index, qas, dia_of, file.stem)
         for rule, settings in RULES.items():
             for value in dict.fromkeys(settings):
-                if rule == "thread_cap":
-                    row[(rule, value)] = recall_at(
-                        *asked, lambda h, q, c=value: capped(h, 10, c), POOL
-                    )
-                    continue
-                if rule == "neighbour_share":
-
-                    def shared(h: list[RecallHit], q: str, v: Any = value, at: Any = index,
-                               who: str = file.stem) -> Any:  # fmt: skip
-                        return neighbour_share(at, who, h, 10, v)
-
-                    row[(rule, value)] = recall_at(*asked, shared, POOL)
+                if rule in REORDERINGS:
+                    how = partial(REORDERINGS[rule], index)
+                    pick = partial(_reordered, how, file.stem, value)
+                    row[(rule, value)] = recall_at(*asked, pick, POOL)
                     continue
                 if rule == "keyword_share":
                     weights = (0.5, 0.5) if value is None else (1 - value, value)
-                    with_share = partial(weighted_fuse, weights)
                     original = index_module.fuse
-                    index_module.fuse = with_share
+                    index_module.fuse = partial(weighted_fuse, weights)
                     try:
                         row[(rule, value)] = recall_at(*asked, lambda h, q: h, 10)
                     finally:
                         index_module.fuse = original
-                    continue
-                if rule == "feedback":
-
-                    def fed(h: list[RecallHit], q: str, v: Any = value, at: Any = index) -> Any:
-                        return feedback(at, q, h, 10, v)
-
-                    row[(rule, value)] = recall_at(*asked, fed, POOL)
-                    continue
-                if rule == "list_cap":
-                    row[(rule, value)] = recall_at(
-                        *asked,
-                        lambda h, q, c=value: capped(h, 10, c if asks_for_a_list(q) else None),
-                        POOL,
-                    )
-                    continue
-                if rule == "speaker":
-
-                    def spoken(h: list[RecallHit], q: str, v: Any = value, at: Any = index,
-                               who: str = file.stem) -> Any:  # fmt: skip
-                        return speaker_first(at, q, who, h, 10, v)
-
-                    row[(rule, value)] = recall_at(*asked, spoken, POOL)
-                    continue
-                if rule == "second_pass":
-
-                    def again(h: list[RecallHit], q: str, m: Any = value, at: Any = index,
-                              who: str = file.stem) -> Any:  # fmt: skip
-                        return second_pass(at, q, who, h, 10, m)
-
-                    row[(rule, value)] = recall_at(*asked, again, POOL)
                     continue
                 if rule == "window" and value is not None:
                     windowed, windowed_dia, _ = load_conversation(
@@ -378,17 +358,6 @@ def measure(path: Path) -> dict[str, dict[tuple[str, Any], tuple[float, float]]]
                     continue
                 if rule == "window":
                     row[(rule, value)] = recall_at(*asked, lambda h, q: h, 10)
-                    continue
-                if rule == "mmr":
-
-                    def diverse(
-                        hits: list[RecallHit], q: str, lam: Any = value, at: Any = index
-                    ) -> Any:
-                        ids = [h.message_id for h in hits]
-                        known = remembered(at.index_name(), ids)
-                        return mmr(hits, 10, lam, known)
-
-                    row[(rule, value)] = recall_at(*asked, diverse, POOL)
                     continue
                 index.options = default.model_copy(update={rule: value})
                 row[(rule, value)] = recall_at(*asked, lambda h, q: h, 10)
