@@ -49,6 +49,7 @@ RULES: dict[str, list[Any]] = {  # each rule's settings: the default first, then
     "speaker": [None, None, 0.0, 0.05, 0.1, 0.2, 0.4],  # likewise: the named speaker's turns first
     "list_cap": [None, None, 1, 2, 3],  # likewise: thread_cap for questions asking for a list
     "feedback": [None, None, 0.0, 0.1, 0.25, 0.5],  # likewise: pseudo-relevance feedback (Rocchio)
+    "asking_last": [None, None, 0.0, 0.05, 0.1, 0.2],  # likewise: question turns demoted
     "keyword_share": [0.5, None, 0.3, 0.4, 0.6, 0.7],  # the keyword side's share of the fusion
 }
 POOL = 30
@@ -163,6 +164,24 @@ def in_order(hits: Sequence[RecallHit]) -> dict[str, float]:
         floor = min(floor, (h.score - bottom) / spread)
         base[h.message_id] = floor
     return base
+
+
+def asking_last(
+    index: Any, resource: str, hits: Sequence[RecallHit], k: int, w: float | None
+) -> list[RecallHit]:
+    """The pool re-scored: a hit that asks a question (its text ends with "?") loses `w`
+    (scores as `in_order`); the top `k` of that. None: as ranked."""
+    if w is None or not hits:
+        return list(hits[:k])
+    stored = index.storage.message_windows(
+        [h.message_id for h in hits], before=0, after=0, resource_id=resource
+    )
+    asking = {str(s.message.id) for s in stored if asks(message_text(s.message))}
+    base = in_order(hits)
+    ranked = sorted(
+        hits, key=lambda h: -(base[h.message_id] - (w if h.message_id in asking else 0))
+    )
+    return ranked[:k] + [h for h in hits if h not in ranked[:k]]
 
 
 def speaker_first(
@@ -292,6 +311,7 @@ REORDERINGS: dict[str, Callable[[Any, str, str, list[RecallHit], Any], list[Reca
     "second_pass": lambda at, q, who, h, v: second_pass(at, q, who, h, 10, v),
     "speaker": lambda at, q, who, h, v: speaker_first(at, q, who, h, 10, v),
     "feedback": lambda at, q, who, h, v: feedback(at, q, h, 10, v),
+    "asking_last": lambda at, q, who, h, v: asking_last(at, who, h, 10, v),
     "mmr": lambda at, q, who, h, v: mmr(
         h, 10, v, remembered(at.index_name(), [x.message_id for x in h])
     ),
