@@ -50,6 +50,7 @@ RULES: dict[str, list[Any]] = {  # each rule's settings: the default first, then
     "list_cap": [None, None, 1, 2, 3],  # likewise: thread_cap for questions asking for a list
     "feedback": [None, None, 0.0, 0.1, 0.25, 0.5],  # likewise: pseudo-relevance feedback (Rocchio)
     "asking_last": [None, None, 0.0, 0.05, 0.1, 0.2],  # likewise: question turns demoted
+    "speaker_asking": [None, None, (0.1, 0.1), (0.2, 0.1), (0.2, 0.2), (0.4, 0.2)],  # both
     "keyword_share": [0.5, None, 0.3, 0.4, 0.6, 0.7],  # the keyword side's share of the fusion
 }
 POOL = 30
@@ -312,6 +313,11 @@ REORDERINGS: dict[str, Callable[[Any, str, str, list[RecallHit], Any], list[Reca
     "speaker": lambda at, q, who, h, v: speaker_first(at, q, who, h, 10, v),
     "feedback": lambda at, q, who, h, v: feedback(at, q, h, 10, v),
     "asking_last": lambda at, q, who, h, v: asking_last(at, who, h, 10, v),
+    "speaker_asking": lambda at, q, who, h, v: (
+        list(h[:10])
+        if v is None
+        else speaker_first(at, q, who, asking_last(at, who, h, len(h), v[1]), 10, v[0])
+    ),
     "mmr": lambda at, q, who, h, v: mmr(
         h, 10, v, remembered(at.index_name(), [x.message_id for x in h])
     ),
