@@ -39,7 +39,14 @@ from langchain_core.messages import AIMessage, HumanMessage
 from rich.progress import track
 from threadpoolctl import threadpool_limits
 
-from langchain_mastra_memory import ChromaVectorStore, PostgresStorage, SQLiteStorage
+from langchain_mastra_memory import (
+    ChromaVectorStore,
+    MilvusVectorStore,
+    PostgresStorage,
+    QdrantEdgeVectorStore,
+    QdrantVectorStore,
+    SQLiteStorage,
+)
 from langchain_mastra_memory.messages import embedding_pieces
 from langchain_mastra_memory.recall.embeddings import EMBEDDING_CACHE, MiniLMEmbeddings
 from langchain_mastra_memory.recall.index import RecallIndex, RecallOptions
@@ -171,7 +178,7 @@ def load(storage, vector, name: str, data: Data, bulk: bool, graph: bool = True)
         vector.upsert(name, records[:1])
         with vector.storage._transaction(write=True) as conn:
             conn.execute(f"DROP INDEX IF EXISTS {vector._tables[name][0]}_hnsw")
-    edge = bulk and type(vector).__name__ == "QdrantEdgeVectorStore"  # its graphs once, at the end
+    edge = bulk and isinstance(vector, QdrantEdgeVectorStore)  # its graphs once, at the end
     if edge:
         every, vector.optimize_after = vector.optimize_after, len(records) + 1
     for start in range(0, len(records), 5000):
@@ -447,12 +454,6 @@ def main() -> None:
     if args.sqlite:
         as_pg["chroma"] = {lite_ids[i]: ids[i] for i in ids}
     for engine in args.engines:  # embedded: numpy (Qdrant local), Qdrant's engine, FAISS (Milvus)
-        from langchain_mastra_memory import (
-            MilvusVectorStore,
-            QdrantEdgeVectorStore,
-            QdrantVectorStore,
-        )
-
         store = (
             QdrantVectorStore(tmp / "qdrant")
             if engine == "qdrant"

@@ -34,7 +34,7 @@ from langchain_mastra_memory import SQLiteStorage
 from langchain_mastra_memory.messages import message_text
 from langchain_mastra_memory.recall.context import asks, remembered
 from langchain_mastra_memory.recall.embeddings import CachedEmbeddings, MiniLMEmbeddings
-from langchain_mastra_memory.recall.ranking import RecallHit
+from langchain_mastra_memory.recall.ranking import RecallHit, fuse
 
 RULES: dict[str, list[Any]] = {  # each rule's settings: the default first, then "off"
     "context_weight": [2.0, 0.0, 1.0, 3.0],
@@ -154,6 +154,13 @@ def neighbour_share(
     return ranked[:k] + [h for h in hits if h not in ranked[:k]]
 
 
+def pool_messages(index: Any, resource: str, hits: Sequence[RecallHit]) -> dict[str, Any]:
+    """The pool's messages by id, read in one call."""
+    ids = [h.message_id for h in hits]
+    stored = index.storage.message_windows(ids, before=0, after=0, resource_id=resource)
+    return {str(s.message.id): s.message for s in stored}
+
+
 def in_order(hits: Sequence[RecallHit]) -> dict[str, float]:
     """Each hit's score min-max normalised over the pool, made non-increasing along the list
     (the date rule puts a named date's messages first whatever their score): a re-scoring that
@@ -174,10 +181,7 @@ def asking_last(
     (scores as `in_order`); the top `k` of that. None: as ranked."""
     if w is None or not hits:
         return list(hits[:k])
-    stored = index.storage.message_windows(
-        [h.message_id for h in hits], before=0, after=0, resource_id=resource
-    )
-    asking = {str(s.message.id) for s in stored if asks(message_text(s.message))}
+    asking = {m for m, s in pool_messages(index, resource, hits).items() if asks(message_text(s))}
     base = in_order(hits)
     ranked = sorted(
         hits, key=lambda h: -(base[h.message_id] - (w if h.message_id in asking else 0))
@@ -195,10 +199,8 @@ def speaker_first(
 
     if w is None or not hits:
         return list(hits[:k])
-    stored = index.storage.message_windows(
-        [h.message_id for h in hits], before=0, after=0, resource_id=resource
-    )
-    author = {str(s.message.id): getattr(s.message, "name", None) or "" for s in stored}
+    stored = pool_messages(index, resource, hits)
+    author = {m: getattr(s, "name", None) or "" for m, s in stored.items()}
     words = set(re.findall(r"[a-z]+", question.lower()))
     named = {a for a in set(author.values()) if a and a.lower() in words}
     if len(named) != 1:
@@ -252,29 +254,6 @@ def feedback(
 
     ranked = sorted(hits, key=lambda h: -gained(h))
     return ranked[:k] + [h for h in hits if h not in ranked[:k]]
-
-
-def weighted_fuse(
-    weights: tuple[float, float],
-    vector_hits: Sequence[RecallHit],
-    keyword_hits: Sequence[RecallHit],
-    k: int,
-) -> list[RecallHit]:
-    """`ranking.fuse` with the two sides weighted `weights` (vector, keyword) instead of
-    half and half."""
-    fused: dict[str, float] = {}
-    threads: dict[str, str] = {}
-    for weight, hits in zip(weights, (vector_hits, keyword_hits), strict=True):
-        if not hits:
-            continue
-        top, bottom = max(h.score for h in hits), min(h.score for h in hits)
-        spread = top - bottom
-        for hit in hits:
-            part = (hit.score - bottom) / spread if spread > 0 else 1.0
-            fused[hit.message_id] = fused.get(hit.message_id, 0.0) + weight * part
-            threads[hit.message_id] = threads.get(hit.message_id) or hit.thread_id
-    best = sorted(fused, key=lambda m: -fused[m])[:k]
-    return [RecallHit(m, threads[m], fused[m]) for m in best]
 
 
 Pick = Callable[[list[RecallHit], str], list[RecallHit]]
@@ -367,7 +346,7 @@ def measure(path: Path) -> dict[str, dict[tuple[str, Any], tuple[float, float]]]
                 if rule == "keyword_share":
                     weights = (0.5, 0.5) if value is None else (1 - value, value)
                     original = index_module.fuse
-                    index_module.fuse = partial(weighted_fuse, weights)
+                    index_module.fuse = partial(fuse, shares=weights)
                     try:
                         row[(rule, value)] = recall_at(*asked, lambda h, q: h, 10)
                     finally:

@@ -40,7 +40,7 @@ from typing import Any
 
 from langchain_core.runnables.config import run_in_executor
 
-from ..errors import VectorStoreError
+from ..errors import ConfigurationError, VectorStoreError
 from ..shutdown import on_exit
 from ..storage.records import TimeWindow
 from .engine import EngineStore, extra_missing
@@ -86,7 +86,8 @@ class QdrantEdgeVectorStore(EngineStore):
             raise extra_missing("QdrantEdgeVectorStore", "qdrant") from exc
         self._edge = qdrant_edge
         if optimize_after < 1:
-            raise ValueError(f"optimize_after must be at least 1 point, got {optimize_after}")
+            msg = f"optimize_after must be at least 1 point, got {optimize_after}"
+            raise ConfigurationError(msg)
         folder = Path(path)
         folder.mkdir(parents=True, exist_ok=True)
         self.folder, self.optimize_after, self.hnsw_ef = folder, optimize_after, hnsw_ef

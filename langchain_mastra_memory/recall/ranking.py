@@ -17,7 +17,7 @@ from .vector import VectorHit
 
 HYBRID_POOL = 150  # candidates from each side before fusing (normalising over a deep pool)
 PIECES_PER_HIT = 2  # vector pieces asked for per message wanted
-KEYWORD_WEIGHT_HALF = 0.5  # both sides weigh the same
+EQUAL_SHARES = (0.5, 0.5)  # (vector, keyword): chosen on the folds (bench/recall_folds.py)
 
 
 @dataclass(frozen=True)
@@ -40,22 +40,24 @@ def best_piece_per_message(hits: Sequence[VectorHit]) -> list[RecallHit]:
 
 
 def fuse(
-    vector_hits: Sequence[RecallHit], keyword_hits: Sequence[RecallHit], k: int
+    vector_hits: Sequence[RecallHit],
+    keyword_hits: Sequence[RecallHit],
+    k: int,
+    shares: tuple[float, float] = EQUAL_SHARES,
 ) -> list[RecallHit]:
     """Hybrid ranking: each side's scores min-max normalised over its candidate pool (a
-    message the side did not return counts 0 there), then averaged. Unlike reciprocal-rank
-    fusion, a clear winner on one side stays a winner, and near-ties stay near."""
+    message the side did not return counts 0 there), then summed by `shares` (vector,
+    keyword; averaged by default). Unlike reciprocal-rank fusion, a clear winner on one side
+    stays a winner, and near-ties stay near."""
     fused: dict[str, float] = defaultdict(float)
     threads: dict[str, str] = defaultdict(str)
-    for hits in (vector_hits, keyword_hits):
+    for share, hits in zip(shares, (vector_hits, keyword_hits), strict=True):
         if not hits:
             continue
         top, bottom = max(h.score for h in hits), min(h.score for h in hits)
         spread = top - bottom
         for hit in hits:
-            fused[hit.message_id] += KEYWORD_WEIGHT_HALF * (
-                (hit.score - bottom) / spread if spread > 0 else 1.0
-            )
+            fused[hit.message_id] += share * ((hit.score - bottom) / spread if spread > 0 else 1.0)
             threads[hit.message_id] = threads[hit.message_id] or hit.thread_id
     best = sorted(fused, key=lambda m: -fused[m])[:k]
     return [RecallHit(m, threads[m], fused[m]) for m in best]
