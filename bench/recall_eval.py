@@ -99,18 +99,27 @@ CONFIGS = (  # (label, mode, context_weight): each first stage alone, then with 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
 
+Scores = tuple[
+    dict[str, list[float]],  # per configuration: recall@k over questions (then their count)
+    dict[str, dict[int, float]],  # recall@10 by category
+    dict[str, dict[str, tuple[float, float]]],  # recall@5 and @10 by conversation
+    dict[str, list[float]],  # each search's ms
+]
+
+
 def locomo(
     path: Path, ks: tuple[int, ...], embedder: CachedEmbeddings, dsn: str | None = None
-) -> tuple[dict[str, list[float]], dict[str, dict[int, float]], dict[str, list[float]]]:
+) -> Scores:
     """Per configuration: evidence recall@k averaged over questions (and the question count),
-    recall@10 by LoCoMo category, and each search's milliseconds (query embedding included: the
-    embedding cache is emptied before each). In PostgreSQL (a schema per conversation, vectors
-    in pgvector) when `dsn` is given."""
+    recall@10 by LoCoMo category, recall@5 and @10 by conversation, and each search's
+    milliseconds (query embedding included: the embedding cache is emptied before each). In
+    PostgreSQL (a schema per conversation, vectors in pgvector) when `dsn` is given."""
     from rank_bm25 import BM25Okapi
 
     labels = [label for label, _, _ in CONFIGS]
     totals: dict[str, list[float]] = {m: [0.0] * len(ks) for m in (*labels, "BM25")}
     by_category: dict[str, dict[int, list[float]]] = {m: {} for m in labels}
+    by_conversation: dict[str, dict[str, tuple[float, float]]] = {m: {} for m in labels}
     latency: dict[str, list[float]] = {m: [] for m in labels}
     questions = 0
     for file in sorted(path.glob("*.json")):
@@ -139,6 +148,7 @@ def locomo(
                 "context_weight": default.context_weight if weight is None else weight,
             }
             index.options = default.model_copy(update=update)
+            own = [0.0, 0.0]  # this conversation's recall@5 and @10
             for qa in qas:
                 evidence = set(qa["evidence"])
                 embedder.cache.data.clear()
@@ -150,6 +160,9 @@ def locomo(
                     totals[label][j] += len(evidence & set(found[:k])) / len(evidence)
                 at10 = len(evidence & set(found[:10])) / len(evidence)
                 by_category[label].setdefault(qa["category"], []).append(at10)
+                own[0] += len(evidence & set(found[:5])) / len(evidence)
+                own[1] += at10
+            by_conversation[label][file.stem] = (own[0] / len(qas), own[1] / len(qas))
         questions += len(qas)
         print(
             f"  {file.name}: {len(texts)} turns, {len(qas)} questions, "
@@ -161,7 +174,7 @@ def locomo(
         m: {c: statistics.mean(v) for c, v in sorted(cats.items())}
         for m, cats in by_category.items()
     }
-    return rows, categories, latency
+    return rows, categories, by_conversation, latency
 
 
 def synthetic(seed: int, ks: tuple[int, ...]) -> dict[str, list[float]]:
@@ -215,12 +228,15 @@ def main() -> None:
         "--precision", choices=["float32", "int8"], default="float32", help="of the embedder"
     )
     parser.add_argument("--postgres", metavar="DSN", help="LoCoMo in PostgreSQL + pgvector")
+    parser.add_argument(
+        "--folds", action="store_true", help="also each rule left out, one conversation at a time"
+    )
     args = parser.parse_args()
     embedder = CachedEmbeddings(MiniLMEmbeddings(precision=args.precision))
     print(f"recall quality, {datetime.now():%Y-%m-%d}, all-MiniLM-L6-v2 {args.precision}")
     if args.data.is_dir() and any(args.data.glob("*.json")):
         ks = (5, 10, 20, 50)
-        rows, categories, latency = locomo(args.data, ks, embedder, args.postgres)
+        rows, categories, conversations, latency = locomo(args.data, ks, embedder, args.postgres)
         count = int(next(iter(rows.values()))[-1])
         where = " in PostgreSQL" if args.postgres else ""
         title = f"LoCoMo ({args.data.name}, {count} questions){where}: evidence recall@k"
@@ -232,6 +248,17 @@ def main() -> None:
             cells = [f"{cats.get(c, 0.0):.3f}" for c in CATEGORIES]
             p50, p95 = (statistics.quantiles(latency[label], n=100)[q] for q in (49, 94))
             print(f"| {label} | " + " | ".join(cells) + f" | {p50:.1f} | {p95:.1f} |")
+        names = list(next(iter(conversations.values())))
+        print("\nrecall@5 / @10 by conversation")
+        print("| mode | " + " | ".join(names) + " |")
+        print("|---|" + "---:|" * len(names))
+        for label, cells_of in conversations.items():
+            print(f"| {label} | " + " | ".join(f"{a:.3f} / {b:.3f}" for a, b in cells_of.values())
+                  + " |")  # fmt: skip
+        if args.folds:  # (recall_folds imports this module: imported here, when asked)
+            from recall_folds import measure, report
+
+            report(measure(args.data))
     else:
         print(f"\nLoCoMo: no conversations in {args.data} (see ../shared/eval/README.md); skipped")
     if not args.skip_synthetic:

@@ -8,7 +8,8 @@ against the rule switched off. A rule earns its place when the held-out conversa
 at least four folds of five. Also measured, as re-orderings of the default's ranked pool
 (`REORDERINGS`): a cap on hits per thread (for every question, or for list questions only),
 maximal marginal relevance, a second search, neighbours' score shares, the named speaker's
-turns first and pseudo-relevance feedback; and window vectors and the fusion's keyword share.
+turns first and pseudo-relevance feedback; and window vectors, whole-message vectors, the
+candidate's own share of its window and the fusion's keyword share.
 
     python bench/recall_folds.py [--data ../shared/eval/locomo-dev]
 """
@@ -19,7 +20,8 @@ import argparse
 import json
 import statistics
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -32,7 +34,7 @@ from recall_eval import DEFAULT_DATA, load_conversation, questions_of
 import langchain_mastra_memory.recall.index as index_module
 from langchain_mastra_memory import SQLiteStorage
 from langchain_mastra_memory.messages import message_text
-from langchain_mastra_memory.recall.context import asks, remembered
+from langchain_mastra_memory.recall.context import asks, remember, remembered
 from langchain_mastra_memory.recall.embeddings import CachedEmbeddings, MiniLMEmbeddings
 from langchain_mastra_memory.recall.ranking import RecallHit, fuse
 
@@ -52,6 +54,8 @@ RULES: dict[str, list[Any]] = {  # each rule's settings: the default first, then
     "asking_last": [None, None, 0.0, 0.05, 0.1, 0.2],  # likewise: question turns demoted
     "speaker_asking": [None, None, (0.1, 0.1), (0.2, 0.1), (0.2, 0.2), (0.4, 0.2)],  # both
     "keyword_share": [0.5, None, 0.3, 0.4, 0.6, 0.7],  # the keyword side's share of the fusion
+    "own_share": [1.0, None, 1.5, 2.0, 3.0],  # the candidate's own vector's share of its window
+    "whole": [None, None, "window", "window+piece", "mixed"],  # a vector of the whole message
 }
 POOL = 30
 
@@ -283,6 +287,63 @@ def with_windows(memory: Any, resource: str, embedder: Any, reach: str) -> None:
 WINDOW_PIECE = 999  # past any sentence piece
 
 
+def with_whole(memory: Any, resource: str, embedder: Any, use: str) -> None:
+    """Give every message a vector of its whole indexed text ("Caroline: ..." in one vector,
+    as a save could embed it beside its sentences), for the context stage's windows in place
+    of its sentences' mean (``window``), also searched as one more piece (``window+piece``),
+    or averaged with its sentences, weighing as much as all of them (``mixed``)."""
+    from langchain_mastra_memory.messages import embedding_pieces, index_text
+    from langchain_mastra_memory.recall.vector import VectorRecord
+
+    index = memory.recall_index
+    name, whole, records = index.index_name(), {}, []
+    for thread in memory.list_threads(resource_id=resource):
+        for stored in memory.storage.list_messages(thread.id):
+            pieces = embedding_pieces(stored.message)
+            if not pieces:
+                continue
+            vector = embedder.embed_documents([index_text(stored.message)])[0]
+            whole[stored.message.id] = [vector]
+            if use == "mixed":
+                whole[stored.message.id] = [
+                    *embedder.embed_documents(pieces),
+                    *[vector] * len(pieces),
+                ]
+            if use == "window+piece" and len(pieces) > 1:
+                records.append(VectorRecord(stored.message.id or "", vector, thread.id, resource,
+                                            "user", 0.0, piece=WINDOW_PIECE))  # fmt: skip
+    remember(name, whole)  # the context stage reads these instead of the sentences' mean
+    if records:
+        index.vector.upsert(name, records)
+
+
+def own_share_windows(
+    window_ids: Mapping[str, Sequence[str]], means: Mapping[str, np.ndarray], *, own: float
+) -> dict[str, np.ndarray]:
+    """`context.windows` with the candidate's own mean vector weighing `own` times its
+    neighbour's (1: the default)."""
+    found = {}
+    for candidate, around in window_ids.items():
+        parts = [means[m] for m in around if m in means]
+        if candidate in means:
+            parts.append(own * means[candidate])
+        if parts:
+            total = np.sum(parts, axis=0)
+            found[candidate] = total / (float(np.linalg.norm(total)) or 1.0)
+    return found
+
+
+@contextmanager
+def patched(name: str, value: Any) -> Iterator[None]:
+    """The recall index module's `name` replaced for the block (a stage measured otherwise)."""
+    original = getattr(index_module, name)
+    setattr(index_module, name, value)
+    try:
+        yield
+    finally:
+        setattr(index_module, name, original)
+
+
 REORDERINGS: dict[str, Callable[[Any, str, str, list[RecallHit], Any], list[RecallHit]]] = {
     # rule -> (index, question, resource, the default's ranked pool, setting) -> the top 10
     "thread_cap": lambda at, q, who, h, v: capped(h, 10, v),
@@ -345,23 +406,24 @@ def measure(path: Path) -> dict[str, dict[tuple[str, Any], tuple[float, float]]]
                     continue
                 if rule == "keyword_share":
                     weights = (0.5, 0.5) if value is None else (1 - value, value)
-                    original = index_module.fuse
-                    index_module.fuse = partial(fuse, shares=weights)
-                    try:
+                    with patched("fuse", partial(fuse, shares=weights)):
                         row[(rule, value)] = recall_at(*asked, lambda h, q: h, 10)
-                    finally:
-                        index_module.fuse = original
                     continue
-                if rule == "window" and value is not None:
-                    windowed, windowed_dia, _ = load_conversation(
+                if rule == "own_share":
+                    own = 1.0 if value is None else value
+                    with patched("windows", partial(own_share_windows, own=own)):
+                        row[(rule, value)] = recall_at(*asked, lambda h, q: h, 10)
+                    continue
+                if rule in ("window", "whole") and value is not None:
+                    again, again_dia, _ = load_conversation(
                         data, file.stem, SQLiteStorage(":memory:"), embedder, POOL
                     )
-                    with_windows(windowed, file.stem, embedder, value)
-                    at = windowed.recall_index
-                    row[(rule, value)] = recall_at(at, qas, windowed_dia, file.stem,
-                                                   lambda h, q: h, 10)  # fmt: skip
+                    extra = with_windows if rule == "window" else with_whole
+                    extra(again, file.stem, embedder, value)
+                    row[(rule, value)] = recall_at(again.recall_index, qas, again_dia,
+                                                   file.stem, lambda h, q: h, 10)  # fmt: skip
                     continue
-                if rule == "window":
+                if rule in ("window", "whole"):
                     row[(rule, value)] = recall_at(*asked, lambda h, q: h, 10)
                     continue
                 index.options = default.model_copy(update={rule: value})
@@ -372,16 +434,8 @@ def measure(path: Path) -> dict[str, dict[tuple[str, Any], tuple[float, float]]]
     return table
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--rules", nargs="*", choices=list(RULES), help="only these rules")
-    args = parser.parse_args()
-    for rule in set(RULES) - set(args.rules or RULES):
-        del RULES[rule]
-    if not any(args.data.glob("*.json")):
-        sys.exit(f"no conversations in {args.data} (see ../shared/eval/README.md)")
-    table = measure(args.data)
+def report(table: dict[str, dict[tuple[str, Any], tuple[float, float]]]) -> None:
+    """The per-conversation table of every rule's settings, then the five folds' verdicts."""
     conversations = list(table)
     print("evidence recall@5 / @10 per conversation and setting (the default first)")
     print("| rule = setting | " + " | ".join(conversations) + " | mean |")
@@ -408,6 +462,18 @@ def main() -> None:
         print(f"  {rule}: chosen {[g[0] for g in gains]}; held-out gain @5 "
               f"{[round(g[1], 3) for g in gains]} ({wins[0]}/5), @10 "
               f"{[round(g[2], 3) for g in gains]} ({wins[1]}/5): {verdict}")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--rules", nargs="*", choices=list(RULES), help="only these rules")
+    args = parser.parse_args()
+    for rule in set(RULES) - set(args.rules or RULES):
+        del RULES[rule]
+    if not any(args.data.glob("*.json")):
+        sys.exit(f"no conversations in {args.data} (see ../shared/eval/README.md)")
+    report(measure(args.data))
 
 
 if __name__ == "__main__":
