@@ -24,6 +24,7 @@ import statistics
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -42,7 +43,14 @@ FEATURES = (
     "rank", "score", "vector", "keyword", "own", "before", "after",
     "asks", "answers", "length", "words",
 )  # fmt: skip
-Question = tuple[np.ndarray, np.ndarray, int]  # features per candidate, evidence or not, total
+
+
+class Question(NamedTuple):
+    rows: np.ndarray  # `FEATURES` per candidate, in the default's order
+    labels: np.ndarray  # whether each candidate is an evidence turn
+    total: int  # the question's evidence turns
+    category: int  # LoCoMo's: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop
+    threads: list[str]  # each candidate's
 
 
 def _words(text: str) -> set[str]:
@@ -74,7 +82,8 @@ def candidates(data: dict, stem: str, embedder: CachedEmbeddings) -> list[Questi
         rows = features(hits, sides, around, means, query, asked)
         evidence = set(qa["evidence"])
         labels = np.array([dia_of.get(h.message_id) in evidence for h in hits])
-        found.append((rows, labels, len(evidence)))
+        threads = [h.thread_id for h in hits]
+        found.append(Question(rows, labels, len(evidence), qa["category"], threads))
     return found
 
 
@@ -126,7 +135,7 @@ def learn(questions: list[Question], columns: list[int], l2: float = 1e-3) -> np
     """Weights of a linear scorer from pairwise logistic loss (gradient descent; the features
     scaled by their mean absolute difference)."""
     pairs = []
-    for rows, labels, _ in questions:
+    for rows, labels, *_ in questions:
         x = rows[:, columns]
         for i in np.flatnonzero(labels):
             for j in np.flatnonzero(~labels):
@@ -149,7 +158,7 @@ def recall(
 ) -> tuple[float, float]:
     """Evidence recall@5 and @10: the default's order (`w` None) or the learned scorer's."""
     at5 = at10 = 0.0
-    for rows, labels, total in questions:
+    for rows, labels, total, *_ in questions:
         order = (
             np.arange(len(rows))
             if w is None
@@ -158,6 +167,37 @@ def recall(
         at5 += labels[order[:5]].sum() / total
         at10 += labels[order[:10]].sum() / total
     return at5 / len(questions), at10 / len(questions)
+
+
+def perfect(questions: list[Question]) -> tuple[float, float]:
+    """Evidence recall@5 and @10 of the pool with every evidence turn first."""
+    at5 = statistics.mean(min(5, q.labels.sum()) / q.total for q in questions)
+    at10 = statistics.mean(min(10, q.labels.sum()) / q.total for q in questions)
+    return at5, at10
+
+
+def missed(questions: list[Question]) -> str:
+    """Where the evidence ranked 11th to 30th is: by category, and for multi-hop questions
+    whether its session has a message in the top 10."""
+    by_category: Counter[int] = Counter()
+    elsewhere = multi_hop = 0
+    sessions = []
+    for q in questions:
+        top = set(q.threads[:10])
+        if q.category == 1:
+            sessions.append(len(top))
+        for i in np.flatnonzero(q.labels):
+            if i >= 10:
+                by_category[q.category] += 1
+                if q.category == 1:
+                    multi_hop += 1
+                    elsewhere += q.threads[i] not in top
+    return (
+        f"evidence ranked 11-30: {sum(by_category.values())} turns, by category "
+        f"{dict(sorted(by_category.items()))}; of the {multi_hop} multi-hop ones, {elsewhere} in "
+        f"a session with no message in the top 10 (which spans {statistics.mean(sessions):.1f} "
+        "sessions on average for a multi-hop question)"
+    )
 
 
 def folds(table: dict[str, list[Question]], signals: list[str]) -> None:
@@ -190,10 +230,15 @@ def main() -> None:
     for file in sorted(args.data.glob("*.json")):
         table[file.stem] = candidates(json.loads(file.read_text()), file.stem, embedder)
         print(f"  {file.stem}: {len(table[file.stem])} questions", file=sys.stderr)
-    everything = [q for qs in table.values() for q in qs]
-    pooled = statistics.mean(labels.sum() / total for _, labels, total in everything)
+    best = {c: perfect(qs) for c, qs in table.items()}
     base = {c: recall(qs, [0], None) for c, qs in table.items()}
-    print(f"evidence in the default's top {POOL}: {pooled:.3f} of it (what any re-order can reach)")
+    print(
+        f"a perfect order of the default's top {POOL} (what any re-order can reach): "
+        + " · ".join(f"{c} {a:.3f} / {b:.3f}" for c, (a, b) in best.items())
+        + f"; mean {statistics.mean(a for a, _ in best.values()):.3f} / "
+        f"{statistics.mean(b for _, b in best.values()):.3f}"
+    )
+    print(missed([q for qs in table.values() for q in qs]))
     print("the default: " + " · ".join(f"{c} {a:.3f} / {b:.3f}" for c, (a, b) in base.items()))
     print(
         "\n| signals | held-out recall@5 / @10 (gain over the default) | mean gain "
