@@ -13,6 +13,9 @@ default's own order. A rule made of it would earn its place as the others do: ga
 least four of five held-out folds, at @5 and at @10.
 
     python bench/recall_learned.py [--data ../shared/eval/locomo-dev] [--ablate]
+
+The last row learns from the pairs @10 counts instead: an evidence turn and a non-evidence
+turn on either side of the top 10's edge.
 """
 
 from __future__ import annotations
@@ -131,15 +134,19 @@ def features(
     return np.array(rows)
 
 
-def learn(questions: list[Question], columns: list[int], l2: float = 1e-3) -> np.ndarray:
+def learn(
+    questions: list[Question], columns: list[int], *, across_ten: bool = False, l2: float = 1e-3
+) -> np.ndarray:
     """Weights of a linear scorer from pairwise logistic loss (gradient descent; the features
-    scaled by their mean absolute difference)."""
+    scaled by their mean absolute difference). The pairs: one of the two within the top
+    `PAIR_DEPTH`, or with `across_ten` one in the top 10 and the other below it (what @10
+    counts)."""
     pairs = []
     for rows, labels, *_ in questions:
         x = rows[:, columns]
         for i in np.flatnonzero(labels):
             for j in np.flatnonzero(~labels):
-                if min(i, j) < PAIR_DEPTH:
+                if ((i < 10) != (j < 10)) if across_ten else min(i, j) < PAIR_DEPTH:
                     pairs.append(x[i] - x[j])
     if not pairs:
         return np.zeros(len(columns))
@@ -200,12 +207,12 @@ def missed(questions: list[Question]) -> str:
     )
 
 
-def folds(table: dict[str, list[Question]], signals: list[str]) -> None:
+def folds(table: dict[str, list[Question]], signals: list[str], across_ten: bool = False) -> None:
     """Learn on four conversations, measure on the fifth; print the folds and the verdict."""
     columns = [FEATURES.index(f) for f in signals]
     gains, cells = [], []
     for held in table:
-        w = learn([q for c in table if c != held for q in table[c]], columns)
+        w = learn([q for c in table if c != held for q in table[c]], columns, across_ten=across_ten)
         base, on = recall(table[held], columns, None), recall(table[held], columns, w)
         gains.append((on[0] - base[0], on[1] - base[1]))
         cells.append(
@@ -215,7 +222,8 @@ def folds(table: dict[str, list[Question]], signals: list[str]) -> None:
     wins = [sum(g[i] > 1e-9 for g in gains) for i in (0, 1)]
     verdict = "earns a place" if min(wins) >= 4 else "does not earn a place"
     gained = f"{mean[0]:+.3f} / {mean[1]:+.3f} | {wins[0]}/5, {wins[1]}/5: {verdict}"
-    print(f"| {' + '.join(signals)} | " + " · ".join(cells) + f" | {gained} |")
+    learned = " (pairs across the top 10's edge)" if across_ten else ""
+    print(f"| {' + '.join(signals)}{learned} | " + " · ".join(cells) + f" | {gained} |")
 
 
 def main() -> None:
@@ -250,6 +258,7 @@ def main() -> None:
         sets += [[f for f in FEATURES if f != left] for left in FEATURES[2:]]
     for signals in sets:
         folds(table, signals)
+    folds(table, list(FEATURES), across_ten=True)
 
 
 if __name__ == "__main__":
