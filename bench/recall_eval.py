@@ -12,7 +12,8 @@ over whitespace tokens, the eval README's baseline).
 (`recall_data.py`), recall@k of the fact's message, 3 seeds.
 
     python bench/recall_eval.py [--data ../shared/eval/locomo-dev] [--skip-synthetic]
-                                [--precision float32|int8] [--postgres DSN]
+                                [--precision float32|int8] [--postgres DSN] [--folds]
+                                [--vectors NPZ]  (another model's vectors: precomputed.py)
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -231,9 +233,22 @@ def main() -> None:
     parser.add_argument(
         "--folds", action="store_true", help="also each rule left out, one conversation at a time"
     )
+    parser.add_argument(
+        "--vectors", type=Path, help="another model's vectors of the texts (bench/precomputed.py)"
+    )
     args = parser.parse_args()
-    embedder = CachedEmbeddings(MiniLMEmbeddings(precision=args.precision))
-    print(f"recall quality, {datetime.now():%Y-%m-%d}, all-MiniLM-L6-v2 {args.precision}")
+    if args.vectors:  # (imported when asked: precomputed imports this module)
+        from precomputed import Precomputed
+
+        model: Embeddings = Precomputed(args.vectors)
+        name = f"{model.model_name}, precomputed"  # type: ignore[attr-defined]
+    else:
+        model, name = (
+            MiniLMEmbeddings(precision=args.precision),
+            f"all-MiniLM-L6-v2 {args.precision}",
+        )
+    embedder = CachedEmbeddings(model)
+    print(f"recall quality, {datetime.now():%Y-%m-%d}, {name}")
     if args.data.is_dir() and any(args.data.glob("*.json")):
         ks = (5, 10, 20, 50)
         rows, categories, conversations, latency = locomo(args.data, ks, embedder, args.postgres)
