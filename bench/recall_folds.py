@@ -11,7 +11,7 @@ maximal marginal relevance, a second search, neighbours' score shares, the named
 turns first and pseudo-relevance feedback; and window vectors, whole-message vectors, the
 candidate's own share of its window and the fusion's keyword share.
 
-    python bench/recall_folds.py [--data ../shared/eval/locomo-dev]
+    python bench/recall_folds.py [--data ../shared/eval/locomo-dev] [--rules ...] [--vectors NPZ]
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from langchain_core.embeddings import Embeddings
 
 sys.path.insert(0, str(Path(__file__).parent))
 from recall_eval import DEFAULT_DATA, load_conversation, questions_of
@@ -382,9 +383,12 @@ def recall_at(
     return at5 / len(qas), at10 / len(qas)
 
 
-def measure(path: Path) -> dict[str, dict[tuple[str, Any], tuple[float, float]]]:
-    """Per conversation, per (rule, setting): evidence recall@5 and @10."""
-    embedder = CachedEmbeddings(MiniLMEmbeddings())
+def measure(
+    path: Path, model: Embeddings | None = None
+) -> dict[str, dict[tuple[str, Any], tuple[float, float]]]:
+    """Per conversation, per (rule, setting): evidence recall@5 and @10 (with `model`'s
+    vectors, the default MiniLM's unless given)."""
+    embedder = CachedEmbeddings(model or MiniLMEmbeddings())
     table: dict[str, dict[tuple[str, Any], tuple[float, float]]] = {}
     for file in sorted(path.glob("*.json")):
         data = json.loads(file.read_text())
@@ -468,12 +472,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--rules", nargs="*", choices=list(RULES), help="only these rules")
+    parser.add_argument(
+        "--vectors", type=Path, help="another model's vectors of the texts (bench/precomputed.py)"
+    )
     args = parser.parse_args()
     for rule in set(RULES) - set(args.rules or RULES):
         del RULES[rule]
     if not any(args.data.glob("*.json")):
         sys.exit(f"no conversations in {args.data} (see ../shared/eval/README.md)")
-    report(measure(args.data))
+    model = None
+    if args.vectors:  # (imported when asked: precomputed imports recall_eval, as this does)
+        from precomputed import Precomputed
+
+        model = Precomputed(args.vectors)
+    report(measure(args.data, model))
 
 
 if __name__ == "__main__":
