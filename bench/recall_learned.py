@@ -12,7 +12,7 @@ RankNet's pairwise logistic loss) on four conversations and measured on the fift
 default's own order. A rule made of it would earn its place as the others do: gains on at
 least four of five held-out folds, at @5 and at @10.
 
-    python bench/recall_learned.py [--data ../shared/eval/locomo-dev] [--ablate]
+    python bench/recall_learned.py [--data ../shared/eval/locomo-dev] [--ablate] [--vectors NPZ]
 
 The last row learns from the pairs @10 counts instead: an evidence turn and a non-evidence
 turn on either side of the top 10's edge.
@@ -32,6 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
+from precomputed import Precomputed
 from recall_eval import DEFAULT_DATA, load_conversation, questions_of
 
 from langchain_mastra_memory import SQLiteStorage
@@ -210,18 +211,23 @@ def missed(questions: list[Question]) -> str:
 def folds(table: dict[str, list[Question]], signals: list[str], across_ten: bool = False) -> None:
     """Learn on four conversations, measure on the fifth; print the folds and the verdict."""
     columns = [FEATURES.index(f) for f in signals]
-    gains, cells = [], []
+    gains, cells, held_out = [], [], []
     for held in table:
         w = learn([q for c in table if c != held for q in table[c]], columns, across_ten=across_ten)
         base, on = recall(table[held], columns, None), recall(table[held], columns, w)
         gains.append((on[0] - base[0], on[1] - base[1]))
+        held_out.append(on)
         cells.append(
             f"{held} {on[0]:.3f} / {on[1]:.3f} ({on[0] - base[0]:+.3f} / {on[1] - base[1]:+.3f})"
         )
     mean = [statistics.mean(g[i] for g in gains) for i in (0, 1)]
     wins = [sum(g[i] > 1e-9 for g in gains) for i in (0, 1)]
     verdict = "earns a place" if min(wins) >= 4 else "does not earn a place"
-    gained = f"{mean[0]:+.3f} / {mean[1]:+.3f} | {wins[0]}/5, {wins[1]}/5: {verdict}"
+    reached = [statistics.mean(h[i] for h in held_out) for i in (0, 1)]
+    gained = (
+        f"{reached[0]:.3f} / {reached[1]:.3f} ({mean[0]:+.3f} / {mean[1]:+.3f}) "
+        f"| {wins[0]}/5, {wins[1]}/5: {verdict}"
+    )
     learned = " (pairs across the top 10's edge)" if across_ten else ""
     print(f"| {' + '.join(signals)}{learned} | " + " · ".join(cells) + f" | {gained} |")
 
@@ -230,10 +236,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--ablate", action="store_true", help="also each signal left out in turn")
+    parser.add_argument(
+        "--vectors", type=Path, help="another model's vectors of the texts (bench/precomputed.py)"
+    )
     args = parser.parse_args()
     if not any(args.data.glob("*.json")):
         sys.exit(f"no conversations in {args.data} (see ../shared/eval/README.md)")
-    embedder = CachedEmbeddings(MiniLMEmbeddings())
+    embedder = CachedEmbeddings(Precomputed(args.vectors) if args.vectors else MiniLMEmbeddings())
     table = {}
     for file in sorted(args.data.glob("*.json")):
         table[file.stem] = candidates(json.loads(file.read_text()), file.stem, embedder)
@@ -249,7 +258,7 @@ def main() -> None:
     print(missed([q for qs in table.values() for q in qs]))
     print("the default: " + " · ".join(f"{c} {a:.3f} / {b:.3f}" for c, (a, b) in base.items()))
     print(
-        "\n| signals | held-out recall@5 / @10 (gain over the default) | mean gain "
+        "\n| signals | held-out recall@5 / @10 (gain over the default) | mean (gain) "
         "| folds gaining |"
     )
     print("|---|---|---:|---|")
