@@ -273,7 +273,7 @@ def main() -> None:
         if args.folds:  # (recall_folds imports this module: imported here, when asked)
             from recall_folds import measure, report
 
-            report(measure(args.data))
+            report(measure(args.data, model if args.vectors else None))
     else:
         print(f"\nLoCoMo: no conversations in {args.data} (see ../shared/eval/README.md); skipped")
     if not args.skip_synthetic:

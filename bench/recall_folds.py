@@ -30,6 +30,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 sys.path.insert(0, str(Path(__file__).parent))
+from precomputed import Precomputed
 from recall_eval import DEFAULT_DATA, load_conversation, questions_of
 
 import langchain_mastra_memory.recall.index as index_module
@@ -480,12 +481,7 @@ def main() -> None:
         del RULES[rule]
     if not any(args.data.glob("*.json")):
         sys.exit(f"no conversations in {args.data} (see ../shared/eval/README.md)")
-    model = None
-    if args.vectors:  # (imported when asked: precomputed imports recall_eval, as this does)
-        from precomputed import Precomputed
-
-        model = Precomputed(args.vectors)
-    report(measure(args.data, model))
+    report(measure(args.data, Precomputed(args.vectors) if args.vectors else None))
 
 
 if __name__ == "__main__":
