@@ -50,6 +50,8 @@ FEATURES = (
 
 
 class Question(NamedTuple):
+    """One question's pool as the scorer sees it."""
+
     rows: np.ndarray  # `FEATURES` per candidate, in the default's order
     labels: np.ndarray  # whether each candidate is an evidence turn
     total: int  # the question's evidence turns
