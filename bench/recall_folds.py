@@ -20,7 +20,7 @@ import argparse
 import json
 import statistics
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -36,7 +36,7 @@ from recall_eval import DEFAULT_DATA, load_conversation, questions_of
 import langchain_mastra_memory.recall.index as index_module
 from langchain_mastra_memory import SQLiteStorage
 from langchain_mastra_memory.messages import message_text
-from langchain_mastra_memory.recall.context import asks, remember, remembered
+from langchain_mastra_memory.recall.context import asks, remember, remembered, windows
 from langchain_mastra_memory.recall.embeddings import CachedEmbeddings, MiniLMEmbeddings
 from langchain_mastra_memory.recall.ranking import RecallHit, fuse
 
@@ -319,22 +319,6 @@ def with_whole(memory: Any, resource: str, embedder: Any, use: str) -> None:
         index.vector.upsert(name, records)
 
 
-def own_share_windows(
-    window_ids: Mapping[str, Sequence[str]], means: Mapping[str, np.ndarray], *, own: float
-) -> dict[str, np.ndarray]:
-    """`context.windows` with the candidate's own mean vector weighing `own` times its
-    neighbour's (1: the default)."""
-    found = {}
-    for candidate, around in window_ids.items():
-        parts = [means[m] for m in around if m in means]
-        if candidate in means:
-            parts.append(own * means[candidate])
-        if parts:
-            total = np.sum(parts, axis=0)
-            found[candidate] = total / (float(np.linalg.norm(total)) or 1.0)
-    return found
-
-
 @contextmanager
 def patched(name: str, value: Any) -> Iterator[None]:
     """The recall index module's `name` replaced for the block (a stage measured otherwise)."""
@@ -416,7 +400,7 @@ def measure(
                     continue
                 if rule == "own_share":
                     own = 1.0 if value is None else value
-                    with patched("windows", partial(own_share_windows, own=own)):
+                    with patched("windows", partial(windows, own_share=own)):
                         row[(rule, value)] = recall_at(*asked, lambda h, q: h, 10)
                     continue
                 if rule in ("window", "whole") and value is not None:

@@ -72,6 +72,7 @@ def candidates(data: dict, stem: str, embedder: CachedEmbeddings) -> list[Questi
     name = index.index_name()
     counts = Counter(w for text in texts for w in _words(text))
     rarity = {w: math.log(1 + (len(texts) - n + 0.5) / (n + 0.5)) for w, n in counts.items()}
+    rarest = max(rarity.values())
     found: list[Question] = []
     for qa in questions_of(data):
         question = qa["question"]
@@ -84,7 +85,7 @@ def candidates(data: dict, stem: str, embedder: CachedEmbeddings) -> list[Questi
             means |= remember(name, index.vector.vectors(name, stem, missing))
         query = np.asarray(embedder.embed_query(question), dtype=np.float32)
         query /= np.linalg.norm(query)
-        asked = {w: rarity.get(w, max(rarity.values())) for w in _words(question)}
+        asked = {w: rarity.get(w, rarest) for w in _words(question)}
         rows = features(hits, sides, around, means, query, asked)
         evidence = set(qa["evidence"])
         labels = np.array([dia_of.get(h.message_id) in evidence for h in hits])

@@ -147,14 +147,19 @@ def neighbours(candidates: Sequence[str], around: Sequence[Neighbour]) -> dict[s
 
 
 def windows(
-    window_ids: Mapping[str, Sequence[str]], means: Mapping[str, np.ndarray]
+    window_ids: Mapping[str, Sequence[str]],
+    means: Mapping[str, np.ndarray],
+    *,
+    own_share: float = 1.0,
 ) -> dict[str, np.ndarray]:
     """Each candidate's conversation window as one unit vector: its own and its neighbour's
-    mean vectors summed (a message without vectors, such as a tool result, adds nothing; a
-    candidate with none at all gets no window)."""
+    mean vectors summed, its own weighing `own_share` times as much (1: equal; other shares
+    measured and dropped, bench/recall_folds.py). A message without vectors, such as a tool
+    result, adds nothing; a candidate with none at all gets no window."""
     found = {}
     for candidate, around in window_ids.items():
-        parts = [means[m] for m in (candidate, *around) if m in means]
+        own = [own_share * means[candidate]] if candidate in means else []
+        parts = own + [means[m] for m in around if m in means]
         if parts:
             found[candidate] = _unit(np.sum(parts, axis=0))
     return found
