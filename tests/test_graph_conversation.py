@@ -9,6 +9,10 @@ compaction), LangGraph's delete-messages how-to, time travel (fork and replay fr
 ``get_state_history`` configs), a human editing a tool call before it runs, ``interrupt()`` and
 ``Command(resume=...)``, carried messages, subgraphs, ``Send`` fan-out, parallel tool calls,
 and a storage failure in the middle of a run.
+
+Every test runs twice: with ``messages`` in a list channel (``MessagesState``, LangChain's
+``AgentState``) and in LangGraph's ``DeltaChannel`` (deep agents' state), whose checkpoints hold
+the list only at a snapshot every few updates (here every 3, so each test crosses several).
 """
 
 from __future__ import annotations
@@ -35,17 +39,67 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.tools import tool
+from langchain.agents.middleware import AgentState
+from langgraph.channels import DeltaChannel
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, _messages_delta_reducer, add_messages
 from langgraph.types import Command, Send, interrupt
 from langmem.short_term import RunningSummary, SummarizationNode
-from typing_extensions import TypedDict
+from typing_extensions import Required, TypedDict
 
 from langchain_mastra_memory import Memory, MemoryStorage, SQLiteStorage
 from langchain_mastra_memory.testing import strict_model
 
 ALICE = {"configurable": {"thread_id": "t1", "resource_id": "alice"}}
+
+# -- the two channels a graph keeps its messages in ------------------------------------------------
+# the reducer LangGraph ships for a DeltaChannel of messages (deepagents' is adapted from it)
+DeltaMessages = Annotated[list[AnyMessage], DeltaChannel(_messages_delta_reducer, snapshot_frequency=3)]
+
+
+class DeltaMessagesState(TypedDict):
+    messages: DeltaMessages
+
+
+class DeltaAgentState(AgentState):  # what deepagents' DeepAgentState does, with a short cadence
+    messages: Required[DeltaMessages]  # type: ignore[misc]
+
+
+class SummarizedState(MessagesState):
+    context: dict[str, RunningSummary]
+
+
+class DeltaSummarizedState(DeltaMessagesState):
+    context: dict[str, RunningSummary]
+
+
+class Fan(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+    topics: list[str]
+
+
+class DeltaFan(DeltaMessagesState):
+    topics: list[str]
+
+
+SCHEMAS = {
+    "list": {"messages": MessagesState, "agent": AgentState, "summarized": SummarizedState, "fan": Fan},
+    "delta": {"messages": DeltaMessagesState, "agent": DeltaAgentState,
+              "summarized": DeltaSummarizedState, "fan": DeltaFan},
+}  # fmt: skip
+CHANNEL = {"kind": "list"}
+
+
+def schema(name: str = "messages") -> Any:
+    """The state schema of this run's channel kind."""
+    return SCHEMAS[CHANNEL["kind"]][name]
+
+
+@pytest.fixture(autouse=True, params=["list", "delta"])
+def channel(request: pytest.FixtureRequest) -> str:
+    CHANNEL["kind"] = request.param
+    return request.param
 
 
 def contents(messages: list[BaseMessage]) -> list[str]:
@@ -74,14 +128,14 @@ class Echo:
     def __init__(self) -> None:
         self.n = 0
 
-    def __call__(self, state: MessagesState) -> dict:
+    def __call__(self, state: dict) -> dict:
         self.n += 1
         return {"messages": [AIMessage(f"answer {self.n}", id=f"ai-{uuid.uuid4()}")]}
 
 
 def chat_graph(memory: Memory, *nodes: tuple[str, Callable], saver: Any = None, **opts: Any) -> Any:
     """START -> each node in order -> END, checkpointed by memory."""
-    builder = StateGraph(MessagesState)
+    builder = StateGraph(schema())
     previous = START
     for name, node in nodes:
         builder.add_node(name, node)
@@ -92,7 +146,7 @@ def chat_graph(memory: Memory, *nodes: tuple[str, Callable], saver: Any = None, 
 
 
 # -- compaction ----------------------------------------------------------------------------------
-def compact(state: MessagesState) -> dict:
+def compact(state: dict) -> dict:
     """langmem-style compaction by hand: past 4 messages, a summary and the newest two."""
     messages = state["messages"]
     if len(messages) <= 4:
@@ -125,7 +179,7 @@ def test_langchains_summarization_middleware_keeps_the_conversation(
     agent = create_agent(
         model, [],
         middleware=[SummarizationMiddleware(summarizer, trigger=("messages", 6), keep=("messages", 2))],
-        checkpointer=memory.checkpointer(),
+        checkpointer=memory.checkpointer(), state_schema=schema("agent"),
     )  # fmt: skip
     for i in range(6):
         run(agent, {"messages": [HumanMessage(f"q{i}")]}, ALICE, mode)
@@ -150,15 +204,11 @@ def test_the_middleware_shape_keeps_the_conversation_under_summarization(
         model, [],
         middleware=[SummarizationMiddleware(summarizer, trigger=("messages", 6), keep=("messages", 1)),
                     memory.middleware()],
-        checkpointer=InMemorySaver(),
+        checkpointer=InMemorySaver(), state_schema=schema("agent"),
     )  # fmt: skip
     for i in range(6):
         run(agent, {"messages": [HumanMessage(f"q{i}")]}, ALICE, mode)
     assert stored(memory) == [m for i in range(6) for m in (f"q{i}", f"answer {i}")]
-
-
-class SummarizedState(MessagesState):
-    context: dict[str, RunningSummary]
 
 
 def test_langmems_summarization_node_keeps_the_conversation(storage: MemoryStorage) -> None:
@@ -168,7 +218,7 @@ def test_langmems_summarization_node_keeps_the_conversation(storage: MemoryStora
         model=summarizer, max_tokens=60, max_tokens_before_summary=60, max_summary_tokens=20,
         output_messages_key="messages",
     )  # fmt: skip
-    builder = StateGraph(SummarizedState)
+    builder = StateGraph(schema("summarized"))
     builder.add_node("summarize", summarize)
     builder.add_node("reply", Echo())
     builder.add_edge(START, "summarize")
@@ -188,7 +238,7 @@ def test_langmems_summarization_node_keeps_the_conversation(storage: MemoryStora
 def test_the_delete_messages_how_to(storage: MemoryStorage, mode: str) -> None:
     """LangGraph's how-to: a node returning ``RemoveMessage`` for all but the newest two."""
 
-    def trim(state: MessagesState) -> dict:
+    def trim(state: dict) -> dict:
         return {"messages": [RemoveMessage(id=m.id) for m in state["messages"][:-2]]}
 
     for mirror_deletes in (False, True):
@@ -310,14 +360,14 @@ def send_email(to: str) -> str:
 def tool_graph(memory: Memory, model: Any) -> Any:
     from langgraph.prebuilt import ToolNode
 
-    def agent(state: MessagesState) -> dict:
+    def agent(state: dict) -> dict:
         return {"messages": [model.invoke(state["messages"])]}
 
-    def route(state: MessagesState) -> str:
+    def route(state: dict) -> str:
         last = state["messages"][-1]
         return "tools" if getattr(last, "tool_calls", None) else END
 
-    builder = StateGraph(MessagesState)
+    builder = StateGraph(schema())
     builder.add_node("agent", agent)
     builder.add_node("tools", ToolNode([send_email]))
     builder.add_edge(START, "agent")
@@ -350,7 +400,7 @@ def test_editing_a_tool_call_before_it_runs_updates_the_stored_message(
 
 
 def test_interrupt_and_resume_store_the_turn_once(storage: MemoryStorage, mode: str) -> None:
-    def approve(state: MessagesState) -> dict:
+    def approve(state: dict) -> dict:
         answer = interrupt("send it?")
         return {"messages": [AIMessage(f"approved: {answer}", id=f"ai-{uuid.uuid4()}")]}
 
@@ -368,7 +418,7 @@ def test_carried_messages_and_reused_ids_are_stored_once_per_thread(
 ) -> None:
     memory = Memory(storage=storage)
 
-    def fixed_reply(state: MessagesState) -> dict:  # a model that reuses its message id
+    def fixed_reply(state: dict) -> dict:  # a model that reuses its message id
         return {"messages": [AIMessage("same reply", id="fixed-id")]}
 
     graph = chat_graph(memory, ("reply", fixed_reply))
@@ -392,13 +442,8 @@ def test_carried_messages_and_reused_ids_are_stored_once_per_thread(
     assert stored(memory, "t3") == contents(graph.get_state(fresh).values["messages"])
 
 
-class Fan(TypedDict):
-    messages: Annotated[list[AnyMessage], add_messages]
-    topics: list[str]
-
-
 def test_send_fan_out_and_subgraphs_store_each_message_once(storage: MemoryStorage) -> None:
-    sub = StateGraph(MessagesState)
+    sub = StateGraph(schema())
     sub.add_node("inner", lambda s: {"messages": [AIMessage(f"inner saw {len(s['messages'])}")]})
     sub.add_edge(START, "inner")
     subgraph = sub.compile()
@@ -406,7 +451,7 @@ def test_send_fan_out_and_subgraphs_store_each_message_once(storage: MemoryStora
     def worker(state: dict) -> dict:
         return {"messages": [AIMessage(f"about {state['topic']}", id=f"w-{state['topic']}")]}
 
-    builder = StateGraph(Fan)
+    builder = StateGraph(schema("fan"))
     builder.add_node("plan", lambda s: {"topics": ["a", "b", "c"]})
     builder.add_node("worker", worker)
     builder.add_node("sub", subgraph)
@@ -437,7 +482,7 @@ def test_parallel_tool_calls_are_stored_once(storage: MemoryStorage, mode: str) 
     ])  # fmt: skip
     memory = Memory(storage=storage)
     agent = create_agent(strict_model(calls, AIMessage("Both sunny.")), [weather],
-                         checkpointer=memory.checkpointer())  # fmt: skip
+                         checkpointer=memory.checkpointer(), state_schema=schema("agent"))  # fmt: skip
     run(agent, {"messages": [HumanMessage("weather?")]}, ALICE, mode)
     messages = memory.get_messages(thread_id="t1")
     assert [type(m).__name__ for m in messages] == ["HumanMessage", "AIMessage", "ToolMessage",
@@ -508,13 +553,14 @@ def branch_conversation(graph: Any, config: dict) -> list[tuple[str, str]]:
     return [(i, content[i]) for i in order]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(ops=OPS)
 def test_any_sequence_of_turns_compactions_removals_edits_forks_and_replays(ops) -> None:
     memory = Memory(storage=SQLiteStorage(":memory:"))
     produced: list[str] = []
 
-    def reply(state: MessagesState) -> dict:
+    def reply(state: dict) -> dict:
         message = AIMessage(f"answer {len(produced)}", id=f"ai-{len(produced)}")
         produced.append(message.id)
         return {"messages": [message]}

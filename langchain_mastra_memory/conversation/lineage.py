@@ -12,6 +12,7 @@ checkpoints since the split, not the thread's whole history.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,11 +41,17 @@ def _config(thread_id: str, checkpoint_id: str) -> RunnableConfig:
 
 
 def fork_diff(
-    reads: Any, thread_id: str, *, head: str, parent: str | None, key: str
+    reads: Any,
+    thread_id: str,
+    *,
+    head: str,
+    parent: str | None,
+    messages_of: Callable[[Any], Steps[Sequence[Any] | None]],
 ) -> Steps[ForkDiff]:
     """Walk the head's and the fork parent's chains back, one checkpoint each in turn, until
     one reaches a checkpoint the other has passed (their last common ancestor); `reads` has
-    ``get_tuple`` and ``aget_tuple`` (the checkpointer's `CheckpointerIO`)."""
+    ``get_tuple`` and ``aget_tuple`` (the checkpointer's `CheckpointerIO`), `messages_of` reads
+    a found checkpoint's messages (a list channel's, or a delta channel's rebuilt)."""
     order: dict[str, list[str]] = {"old": [], "new": []}
     ids: dict[str, dict[str, set[str]]] = {"old": {}, "new": {}}
     cursor: dict[str, str | None] = {"old": head, "new": parent or None}
@@ -61,8 +68,7 @@ def fork_diff(
             if found is None:
                 cursor[side] = None
                 continue
-            values = found.checkpoint.get("channel_values") or {}
-            messages = values.get(key) or []
+            messages = (yield from messages_of(found)) or []
             ids[side][checkpoint] = {m.id for m in messages if getattr(m, "id", None)}
             order[side].append(checkpoint)
             parent_config = found.parent_config or {}

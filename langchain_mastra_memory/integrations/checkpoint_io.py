@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import run_in_executor
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+
+from .checkpointer_extensions import overrides
 
 
 class Checkpointing(Protocol):
@@ -49,6 +53,21 @@ class CheckpointerIO:
 
     async def aput_writes(self, *args: Any) -> None:
         await self.cp._inner("put_writes", *args)
+
+    def delta_history(self, config: RunnableConfig, channels: Sequence[str]) -> Any:
+        """The saver's `get_delta_channel_history` (its own fast query where it has one)."""
+        return self.cp.saver.get_delta_channel_history(config=config, channels=channels)
+
+    async def adelta_history(self, config: RunnableConfig, channels: Sequence[str]) -> Any:
+        saver = self.cp.saver
+        if overrides(saver, "aget_delta_channel_history") or not overrides(
+            saver, "get_delta_channel_history"
+        ):  # its own async query, or the default walk over its own aget_tuple
+            try:
+                return await saver.aget_delta_channel_history(config=config, channels=channels)
+            except NotImplementedError:  # a sync-only saver's aget_tuple
+                pass
+        return await run_in_executor(None, self.delta_history, config, channels)
 
     def owner(self, thread_id: str) -> str | None:
         return self.cp._owner(thread_id)

@@ -28,10 +28,9 @@ not mirrored.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 from langgraph.checkpoint.base import (
@@ -40,18 +39,19 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
 )
 
 from ..config import call_options
 from ..conversation.lineage import fork_diff
 from ..conversation.mirroring import MirrorPlan, ThreadMirror
-from ..errors import ConfigurationError, InvalidMessageError
-from ..messages import ensure_messages
+from ..errors import ConfigurationError
 from ..threads.ids import verify_owner
 from ..twins import Steps, both, call, run_async, run_sync
 from . import checkpoint_configs as configs
 from .checkpoint_configs import Messages
 from .checkpoint_io import CheckpointerIO
+from .checkpoint_messages import CheckpointMessages
 from .checkpoint_one_file import OneFileWrites
 from .checkpoint_owners import ThreadOwners
 from .checkpoint_threads import default_saver
@@ -114,6 +114,7 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
             memory.default_resource_id = default_resource_id
         self.mirror = ThreadMirror(memory, messages_key=messages_key, mirror_deletes=mirror_deletes)
         self._io = CheckpointerIO(self)
+        self._channel = CheckpointMessages(self._io, messages_key)  # list or DeltaChannel
         self._one_file = OneFileWrites.of(self.saver, memory)  # one transaction for a turn
         memory.checkpointers.add(self)  # memory.delete_thread deletes the checkpoints too
 
@@ -128,28 +129,16 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
         return self.saver.get_next_version(current, channel)
 
     # -- mirroring (the algorithms live in `conversation`) ----------------------------------------
-    def _messages(self, checkpoint: Checkpoint) -> Messages | None:
-        values = checkpoint.get("channel_values") or {}
-        if self.messages_key not in values:
+    def _root_messages(
+        self, config: RunnableConfig, checkpoint: Checkpoint, new_versions: ChannelVersions
+    ) -> Steps[Messages | None]:
+        """The messages to mirror (None: a subgraph, or no channel), list or delta channel."""
+        if (config.get("configurable") or {}).get("checkpoint_ns"):
             return None
-        raw = values[self.messages_key]
-        if not isinstance(raw, (list, tuple)):
-            msg = (
-                f"the {self.messages_key!r} channel holds a {type(raw).__name__}, not a list of "
-                "messages; pass messages_key= to mirror another channel"
-            )
-            raise InvalidMessageError(msg)
-        if all(issubclass(kind, BaseMessage) for kind in set(map(type, raw))):
-            return list(raw)  # add_messages' channel: as it is (checked per type, not per item)
-        return ensure_messages(raw, where=f"the {self.messages_key!r} channel")
-
-    def _prepare_put(
-        self, config: RunnableConfig, checkpoint: Checkpoint
-    ) -> tuple[str, str, Messages | None]:
-        """Who the put is for and the messages to mirror (None: a subgraph, or no channel)."""
-        thread_id, resource_id = self._ids(config)
-        root = not (config.get("configurable") or {}).get("checkpoint_ns")
-        return thread_id, resource_id, self._messages(checkpoint) if root else None
+        messages: Messages | None = yield from self._channel.at_put(
+            config, checkpoint, new_versions
+        )
+        return messages
 
     def _fork_from(self, thread_id: str, config: RunnableConfig, latest: str | None) -> str | None:
         """The checkpoint a put continues from when it is not the thread's latest (a fork;
@@ -181,7 +170,7 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
         diff = None
         if fork_from is not None and latest is not None:
             diff = yield from fork_diff(
-                self._io, ids[0], head=latest, parent=fork_from, key=self.messages_key
+                self._io, ids[0], head=latest, parent=fork_from, messages_of=self._channel.stored
             )
         plan: MirrorPlan = yield from self.mirror.plan(
             *ids, messages, fork_from=fork_from, source=metadata.get("source"),
@@ -199,7 +188,10 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
         if not (config.get("configurable") or {}).get("checkpoint_id"):
             return None
         parent = yield call(self._io, "get_tuple", config)
-        return None if parent is None else configs.ids_of(self._messages(parent.checkpoint))
+        if parent is None:
+            return None
+        messages = yield from self._channel.stored(parent)
+        return configs.ids_of(messages)
 
     def _root_writes(self, config: RunnableConfig) -> tuple[str, str] | None:
         """Whose root-graph writes these are (None: a subgraph's)."""
@@ -214,6 +206,25 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
         found = None if owner is None else self.saver.get_tuple(config)
         self._saw(thread_id, config, found)
         return configs.stamped(found, owner)
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """The wrapped saver's history of delta channels (its own fast query where it has
+        one), for the thread's owner only."""
+        owner = self._check_owner(*self._ids(config))
+        if owner is None:  # orphaned checkpoints are nobody's: nothing to replay
+            return {channel: {"writes": []} for channel in channels}
+        return self._io.delta_history(config, channels)
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        owner = await self._acheck_owner(*self._ids(config))
+        if owner is None:
+            return {channel: {"writes": []} for channel in channels}
+        history: Mapping[str, DeltaChannelHistory] = await self._io.adelta_history(config, channels)
+        return history
 
     def _saw(self, thread_id: str, config: RunnableConfig, found: CheckpointTuple | None) -> None:
         """Remember the thread's latest root checkpoint when a read returned it."""
@@ -291,9 +302,10 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
         """`put`, once: checks, plan (reads only), the owner row, the saver's write, then the
         mirror (whose failure warns and never aborts the graph run)."""
         io = self._io
-        thread_id, resource_id, messages = self._prepare_put(config, checkpoint)
+        thread_id, resource_id = self._ids(config)
         owner = yield call(io, "owner", thread_id)  # read now: it may have changed hands
         verify_owner(thread_id, resource_id, owner)
+        messages = yield from self._root_messages(config, checkpoint, new_versions)
         new_thread = owner is None
         if new_thread:
             yield call(io, "purge_orphans", thread_id)
@@ -341,6 +353,7 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
             raise
         if messages is not None:
             self.mirror.after_put(thread_id, checkpoint["id"], messages)
+            self._channel.after_put(thread_id, checkpoint, messages)
         if plan is not None and beside is None:  # a fork, an edit or deletions: after the write
             yield from self.mirror.safely(self.mirror.apply(plan), thread_id)
         return configs.owned_config(result, resource_id)
@@ -378,11 +391,13 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
         `Memory.delete_thread` calls this for every checkpointer it made)."""
         self.saver.delete_thread(thread_id)
         self.mirror.forget(thread_id)
+        self._channel.forget(thread_id)
 
     async def aforget(self, thread_id: str) -> None:
         """Async `forget`."""
         await self._inner("delete_thread", thread_id)
         self.mirror.forget(thread_id)
+        self._channel.forget(thread_id)
 
     def delete_thread(self, thread_id: str) -> None:
         self.forget(thread_id)  # also when memory holds no such thread
