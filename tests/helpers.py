@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Annotated, Any
 
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langgraph.channels import DeltaChannel
+from langgraph.graph.message import _messages_delta_reducer
+from typing_extensions import TypedDict
 
 from langchain_mastra_memory.testing import ProviderStrictChatModel, strict_model
 
@@ -13,7 +16,9 @@ ScriptedChatModel = ProviderStrictChatModel
 scripted = strict_model
 
 __all__ = [
+    "DeltaMessagesState",
     "ScriptedChatModel",
+    "delta_state",
     "drop_milvus_collections",
     "garden",
     "scripted",
@@ -45,11 +50,26 @@ def thread_columns_before_archiving(patch: Any) -> None:
             patch.setattr(module, "THREAD_COLUMNS", NEW_THREAD_COLUMNS)
 
 
-def echo_graph(checkpointer: Any) -> Any:
-    """A one-node LangGraph graph answering ``echo: <last message>``, on `checkpointer`."""
+def delta_state(snapshot_frequency: int) -> Any:
+    """A state whose ``messages`` live in LangGraph's ``DeltaChannel`` (as deep agents keep
+    them), with the reducer LangGraph ships for it, snapshotted every `snapshot_frequency`
+    updates."""
+    channel = DeltaChannel(_messages_delta_reducer, snapshot_frequency=snapshot_frequency)
+    return TypedDict(  # type: ignore[operator]
+        f"DeltaMessagesState{snapshot_frequency}",
+        {"messages": Annotated[list[AnyMessage], channel]},
+    )
+
+
+DeltaMessagesState = delta_state(3)  # crosses a snapshot every 3 updates
+
+
+def echo_graph(checkpointer: Any, schema: Any = None) -> Any:
+    """A one-node LangGraph graph answering ``echo: <last message>``, on `checkpointer`
+    (`schema`: its state, ``MessagesState`` by default)."""
     from langgraph.graph import START, MessagesState, StateGraph
 
-    graph = StateGraph(MessagesState)
+    graph = StateGraph(schema or MessagesState)
     graph.add_node(
         "reply", lambda s: {"messages": [AIMessage(f"echo: {s['messages'][-1].content}")]}
     )

@@ -28,6 +28,7 @@ from typing import Annotated, Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from langchain.agents.middleware import AgentState
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -39,31 +40,23 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.tools import tool
-from langchain.agents.middleware import AgentState
-from langgraph.channels import DeltaChannel
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.graph.message import REMOVE_ALL_MESSAGES, _messages_delta_reducer, add_messages
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from langgraph.types import Command, Send, interrupt
 from langmem.short_term import RunningSummary, SummarizationNode
 from typing_extensions import Required, TypedDict
 
 from langchain_mastra_memory import Memory, MemoryStorage, SQLiteStorage
 from langchain_mastra_memory.testing import strict_model
+from tests.helpers import DeltaMessagesState
 
 ALICE = {"configurable": {"thread_id": "t1", "resource_id": "alice"}}
 
+
 # -- the two channels a graph keeps its messages in ------------------------------------------------
-# the reducer LangGraph ships for a DeltaChannel of messages (deepagents' is adapted from it)
-DeltaMessages = Annotated[list[AnyMessage], DeltaChannel(_messages_delta_reducer, snapshot_frequency=3)]
-
-
-class DeltaMessagesState(TypedDict):
-    messages: DeltaMessages
-
-
 class DeltaAgentState(AgentState):  # what deepagents' DeepAgentState does, with a short cadence
-    messages: Required[DeltaMessages]  # type: ignore[misc]
+    messages: Required[DeltaMessagesState.__annotations__[messages]]  # type: ignore[misc,name-defined]
 
 
 class SummarizedState(MessagesState):
@@ -553,8 +546,11 @@ def branch_conversation(graph: Any, config: dict) -> list[tuple[str, str]]:
     return [(i, content[i]) for i in order]
 
 
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(ops=OPS)
 def test_any_sequence_of_turns_compactions_removals_edits_forks_and_replays(ops) -> None:
     memory = Memory(storage=SQLiteStorage(":memory:"))

@@ -61,7 +61,7 @@ from langchain_mastra_memory.observational.prompts import REFLECTOR_INSTRUCTIONS
 from langchain_mastra_memory.storage.observations import scope_key
 from langchain_mastra_memory.testing import strict_model
 from langchain_mastra_memory.threads.transfer import export_lines
-from tests.helpers import drop_milvus_collections
+from tests.helpers import delta_state, drop_milvus_collections
 
 SECRET = "Zanzibar-kq7731"  # in each of alice's stores; bob asks about "Zanzibar"
 LEAK = "kq7731"  # what bob must never see (not hex: a random uuid cannot contain it)
@@ -96,6 +96,7 @@ def cfg(thread: str | None, resource: str | None = None) -> dict:
 
 
 ALICE, BOB_ON_A, BOB_ON_B = cfg("tA", "alice"), cfg("tA", "bob"), cfg("tB", "bob")
+BOB_ON_D = cfg("tD", "bob")  # alice's delta-channel thread
 
 
 class CopyingSaver(InMemorySaver):
@@ -116,13 +117,14 @@ class World:
     db: Path | None  # the SQLite file (the CLI's cases)
     graph: Any  # alice's graph, compiled on memory.checkpointer()
     store: MemoryStore
+    delta_graph: Any = None  # the same, its messages in LangGraph's DeltaChannel (deep agents')
 
 
-def graph_on(memory: Memory, saver: Any = None) -> Any:
-    def reply(state: MessagesState) -> dict:
+def graph_on(memory: Memory, saver: Any = None, schema: Any = MessagesState) -> Any:
+    def reply(state: dict) -> dict:
         return {"messages": [AIMessage(f"Noted: {state['messages'][-1].content}")]}
 
-    builder = StateGraph(MessagesState)
+    builder = StateGraph(schema)
     builder.add_node("reply", reply)
     builder.add_edge(START, "reply")
     return builder.compile(checkpointer=memory.checkpointer(saver))
@@ -171,6 +173,9 @@ def build_world(kind: str, om: str | None, folder: Path) -> World:
     memory.update_working_memory(f"# Alice\n- Locker: {SECRET}", resource_id="alice")
     store = memory.store()
     store.put(("alice", "notes"), "k1", {"text": f"alice's note: {SECRET}"})
+    delta_graph = graph_on(memory, schema=delta_state(2))
+    for text in ALICE_TURNS:  # in thread tD, read back across snapshots
+        delta_graph.invoke({"messages": [HumanMessage(text)]}, cfg("tD", "alice"))
     graph.invoke({"messages": [HumanMessage("Hello, I am Bob.")]}, BOB_ON_B)
     memory.update_working_memory("# Bob\n- Likes: chess", resource_id="bob")
     store.put(("bob", "notes"), "k1", {"text": "bob's note"})
@@ -180,7 +185,13 @@ def build_world(kind: str, om: str | None, folder: Path) -> World:
         assert SECRET in "".join(g.text for g in memory.storage.observation_log(key))
     assert SECRET in repr(memory.get_messages(thread_id="tA"))
     return World(
-        memory, kind, om, None if kind == "postgres" else folder / "memory.db", graph, store
+        memory,
+        kind,
+        om,
+        None if kind == "postgres" else folder / "memory.db",
+        graph,
+        store,
+        delta_graph,
     )
 
 
@@ -393,6 +404,16 @@ CASES = [
     Case(("MemoryCheckpointer.list",), lambda w: list(w.graph.checkpointer.list(cfg(None, "bob"))), NOTHING),
     Case(("MemoryCheckpointer.get_delta_channel_history",), lambda w: w.graph.checkpointer.get_delta_channel_history(
         config=BOB_ON_A, channels=["messages"]), REFUSED),
+    # ... and a graph whose messages live in a DeltaChannel (rebuilt from snapshot and writes)
+    Case(("MemoryCheckpointer.get_delta_channel_history",), lambda w: w.delta_graph.checkpointer.get_delta_channel_history(
+        config=BOB_ON_D, channels=["messages"]), REFUSED),
+    Case(("MemoryCheckpointer.aget_delta_channel_history",), lambda w: arun(w.delta_graph.checkpointer.aget_delta_channel_history(
+        config=BOB_ON_D, channels=["messages"])), REFUSED),
+    Case(("MemoryCheckpointer.get_tuple",), lambda w: w.delta_graph.get_state(BOB_ON_D), REFUSED),
+    Case(("MemoryCheckpointer.put",), lambda w: w.delta_graph.invoke({"messages": ASK}, BOB_ON_D), REFUSED),
+    Case(("MemoryCheckpointer.list",), lambda w: list(w.delta_graph.get_state_history(BOB_ON_D)), REFUSED),
+    Case(("MemoryCheckpointer.list",), lambda w: [t.checkpoint for t in w.delta_graph.checkpointer.list(
+        cfg(None, "bob"))], NOTHING),
     Case(("MemoryCheckpointer.copy_thread",), lambda w: graph_on(w.memory, CopyingSaver()).checkpointer.copy_thread(
         "tA", "tB"), REFUSED),
     Case(("MemoryCheckpointer.put",), lambda w: w.graph.invoke({"messages": ASK}, BOB_ON_A), REFUSED),
