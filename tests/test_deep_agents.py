@@ -16,7 +16,7 @@ import deepagents
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_mastra_memory import Memory, SQLiteStorage
+from langchain_mastra_memory import Memory, ResourceMismatchError, SQLiteStorage
 from langchain_mastra_memory.testing import ProviderStrictChatModel, strict_model
 
 SECRET = "Zanzibar-7731"
@@ -73,7 +73,7 @@ def test_a_deep_agent_through_the_checkpointer_stores_each_message_once(
     assert SECRET not in text(seen.seen[-1])
     assert [t.id for t in memory.list_threads(resource_id="bob")] == ["b-1"]
     assert len(memory.get_messages(thread_id="week-2")) == 2  # once, with both shapes at work
-    with pytest.raises(Exception, match="belongs to|another resource|owned"):
+    with pytest.raises(ResourceMismatchError):
         reader.get_state(cfg("week-1", "bob"))
 
 

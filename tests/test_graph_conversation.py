@@ -55,8 +55,11 @@ ALICE = {"configurable": {"thread_id": "t1", "resource_id": "alice"}}
 
 
 # -- the two channels a graph keeps its messages in ------------------------------------------------
+DELTA_MESSAGES = DeltaMessagesState.__annotations__["messages"]
+
+
 class DeltaAgentState(AgentState):  # what deepagents' DeepAgentState does, with a short cadence
-    messages: Required[DeltaMessagesState.__annotations__[messages]]  # type: ignore[misc,name-defined]
+    messages: Required[DELTA_MESSAGES]  # type: ignore[misc,valid-type]
 
 
 class SummarizedState(MessagesState):

@@ -96,7 +96,7 @@ def replay_messages(base: Sequence[BaseMessage], writes: Iterable[Any], *, where
         if isinstance(message, RemoveMessage):
             if position is not None:
                 result[position] = None
-                del index[message.id]  # type: ignore[arg-type]
+                del index[message.id]
         elif position is not None:
             result[position] = message
         else:
