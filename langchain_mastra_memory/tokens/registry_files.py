@@ -124,8 +124,10 @@ def _tls() -> ssl.SSLContext:
 
 
 def index_download(requirement: str, directory: Path, error: type[MastraMemoryError]) -> Path:
-    """Download the pure-Python wheel of ``name==version`` from the package index's simple API
-    (PEP 691 JSON, or PEP 503 HTML), checked against the sha256 the index gives."""
+    """Download a wheel of ``name==version`` from the package index's simple API (PEP 691
+    JSON, or PEP 503 HTML), checked against the sha256 the index gives: its pure-Python wheel,
+    else the smallest of its platform wheels (only data files are taken out of it, the same
+    in each; litellm 1.109.1 is published as abi3 platform wheels only)."""
     name, _, version = requirement.partition("==")
     project = re.sub(r"[-_.]+", "-", name).lower()
     prefix = f"{project.replace('-', '_')}-{version}-"
@@ -140,23 +142,21 @@ def index_download(requirement: str, directory: Path, error: type[MastraMemoryEr
             kind = response.headers.get("Content-Type", "")
         if "json" in kind:
             files = [
-                (f["filename"], f["url"], f.get("hashes", {}).get("sha256"))
+                (f["filename"], f["url"], f.get("hashes", {}).get("sha256"), f.get("size"))
                 for f in json.loads(body)["files"]
             ]
         else:
             files = [
                 (unquote(href.split("#")[0].rsplit("/", 1)[-1]), href.split("#")[0],
-                 href.split("#sha256=")[1] if "#sha256=" in href else None)
+                 href.split("#sha256=")[1] if "#sha256=" in href else None, None)
                 for href in re.findall(r'href="([^"]+)"', body)
             ]  # fmt: skip
     except (OSError, ValueError, KeyError) as exc:
         raise error(f"Could not read {page_url} for {requirement}: {exc}") from exc
-    wheels = [
-        f for f in files if f[0].lower().startswith(prefix) and f[0].endswith("-none-any.whl")
-    ]
-    if not wheels:
-        raise error(f"{page_url} lists no pure-Python wheel of {requirement}")
-    filename, url, digest = wheels[0]
+    chosen = choose_wheel([f for f in files if f[0].lower().startswith(prefix)])
+    if chosen is None:
+        raise error(f"{page_url} lists no wheel of {requirement}")
+    filename, url, digest, _ = chosen
     target = directory / filename
     try:
         with (
@@ -170,6 +170,19 @@ def index_download(requirement: str, directory: Path, error: type[MastraMemoryEr
         target.unlink()
         raise error(f"{filename} from {page_url} does not match the index's sha256")
     return target
+
+
+IndexFile = tuple[str, str, "str | None", "int | None"]  # file name, url, sha256, size
+
+
+def choose_wheel(files: list[IndexFile]) -> IndexFile | None:
+    """The wheel to take data files from: a pure-Python one (``-none-any``), else the
+    smallest platform wheel whose size the index gives, else the first listed."""
+    wheels = [f for f in files if f[0].endswith(".whl")]
+    pure = [f for f in wheels if f[0].endswith("-none-any.whl")]
+    if pure or not wheels:
+        return pure[0] if pure else None
+    return min(wheels, key=lambda f: (f[3] is None, f[3] or 0))
 
 
 def install_from_wheel(
