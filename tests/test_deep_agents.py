@@ -176,3 +176,25 @@ def test_memory_store_behind_deepagents_store_backend_keeps_files_per_user(tmp_p
     items = store.search(("alice", "filesystem"))
     assert [i.key for i in items] == ["/profile.md"] and SECRET in repr(items[0].value)
     assert store.search(("bob", "filesystem")) == []
+
+
+@pytest.mark.parametrize("shape", ["checkpointer", "middleware", "both"])
+def test_inputs_langgraph_gives_no_id_are_stored_once(tmp_path: Any, shape: str) -> None:
+    """``("user", text)`` tuples reach deepagents' reducer unnamed, and come back without an
+    id at every read of the channel: each shape still stores each message once, and with both
+    shapes at work they agree on its id."""
+    memory = Memory(storage=SQLiteStorage(tmp_path / "memory.db"))
+    kwargs: dict[str, Any] = {}
+    if shape in ("checkpointer", "both"):
+        kwargs["checkpointer"] = memory.checkpointer()
+    if shape in ("middleware", "both"):
+        kwargs["middleware"] = [memory.middleware()]
+    if "checkpointer" not in kwargs:
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        kwargs["checkpointer"] = InMemorySaver()
+    agent = agent_on(strict_model(*replies(30)), **kwargs)
+    for i in range(30):  # past the snapshot at 50 updates
+        agent.invoke({"messages": [("user", f"q{i}")]}, cfg("t", "alice"))
+    kept = [str(m.content) for m in memory.get_messages(thread_id="t")]
+    assert kept == [m for i in range(30) for m in (f"q{i}", f"Noted, reply {i}.")]

@@ -66,6 +66,7 @@ SCRIPTS = {
         AIMessage("You moved to Lisbon in March."),
     ],
     "LangChain agents: middleware": [WM_CALL, AIMessage("Hi Alice!"), AIMessage("In Lisbon.")],
+    "Deep agents": [WM_CALL, AIMessage("Noted."), AIMessage("You moved to Lisbon in March.")],
     "The agent tool": [WM_CALL, AIMessage("Nice to meet you, Ada.")],
     "The recall tool: the model searches its own past": [
         AIMessage("A fine name."),
@@ -129,6 +130,9 @@ def test_readme_example_runs_as_written(title: str, tmp_path: Path, monkeypatch)
     if any(m.tool_calls for m in SCRIPTS[title] if isinstance(m, AIMessage)):
         owner = next(t.resource_id for t in threads)
         assert "Lisbon" in memory.get_working_memory(resource_id=owner)
+    if title == "Deep agents":  # the second thread's model input held what was learnt
+        assert "Lisbon" in str(model.seen[-1])
+        assert len(memory.get_messages(thread_id="week-1")) == 4  # each once, by both shapes
 
 
 README_SCRIPTS = {

@@ -54,6 +54,32 @@ def is_summary(message: BaseMessage) -> bool:
     return message.additional_kwargs.get("lc_source") == "summarization"
 
 
+_UNNAMED = uuid.UUID("5f0c8a61-2d3e-4b7a-8e19-c4a6d2f7b093")
+
+
+def with_stable_ids(messages: Sequence[BaseMessage], thread_id: str) -> list[BaseMessage]:
+    """The state with an id for each message that has none, the same at every read.
+
+    A ``DeltaChannel`` rebuilds its value from stored writes at every read, and a write LangGraph
+    did not give an id (a ``("user", text)`` tuple under deepagents' reducer) comes back without
+    one each time; the suffix walk matches messages by id, so such a message would look new at
+    every step. Its id is derived from the thread, its place among the state's unnamed messages
+    and its content: every shape reading the same state (the checkpointer, the middleware) finds
+    the same id, and a later state that keeps it finds it held.
+    """
+    if all(m.id for m in messages):
+        return list(messages)
+    named: list[BaseMessage] = []
+    unnamed = 0
+    for message in messages:
+        if not message.id:
+            key = f"{thread_id}\x1f{unnamed}\x1f{message.type}\x1f{message.content!r}"
+            message = message.model_copy(update={"id": str(uuid.uuid5(_UNNAMED, key))})
+            unnamed += 1
+        named.append(message)
+    return named
+
+
 def carried_id(thread_id: str, message_id: str) -> str:
     """The id under which `thread_id` keeps a message whose own id is stored elsewhere."""
     return str(uuid.uuid5(_CARRIED, f"{thread_id}\x1f{message_id}"))

@@ -31,6 +31,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
+from ..conversation.suffix import with_stable_ids
 from ..errors import InvalidMessageError
 from ..messages import ensure_messages
 from ..twins import Steps, call
@@ -130,6 +131,7 @@ class CheckpointMessages:
         self.io = io
         self.key = key
         self._latest: OrderedDict[str, tuple[str, Messages]] = OrderedDict()
+        self._putting: dict[str, tuple[str, Messages]] = {}  # a put's value, until it is written
 
     # -- values -------------------------------------------------------------------------------
     def value(self, raw: Any) -> Messages:
@@ -164,13 +166,18 @@ class CheckpointMessages:
     # -- a stored checkpoint ---------------------------------------------------------------------
     def stored(self, found: CheckpointTuple) -> Steps[Messages | None]:
         """The messages of a checkpoint the saver holds (None: it has no such channel)."""
+        thread_id = str(found.config["configurable"]["thread_id"])
+        raw = yield from self._stored(found, thread_id)
+        return self._named(raw, thread_id, found.checkpoint)
+
+    def _stored(self, found: CheckpointTuple, thread_id: str) -> Steps[Messages | None]:
+        """`stored`, as the graph holds it (messages LangGraph gave no id still have none)."""
         checkpoint = found.checkpoint
         values = checkpoint.get("channel_values") or {}
         if self.key in values:
             return self.value(values[self.key])
         if not self.is_delta(checkpoint):
             return None
-        thread_id = str(found.config["configurable"]["thread_id"])
         cached = self._cached(thread_id, checkpoint["id"])
         if cached is not None:
             return cached
@@ -180,6 +187,14 @@ class CheckpointMessages:
         self.remember(thread_id, checkpoint["id"], messages)
         return messages
 
+    def _named(self, raw: Messages | None, thread_id: str, checkpoint: Checkpoint) -> Any:
+        """A delta channel's messages with an id for each (`with_stable_ids`); a list
+        channel's as they are (``add_messages`` names every message)."""
+        stored = (checkpoint.get("channel_values") or {}).get(self.key)
+        if raw is None or (stored is not None and not is_snapshot(stored)):
+            return raw
+        return with_stable_ids(raw, thread_id)
+
     # -- a checkpoint being put ------------------------------------------------------------------
     def at_put(
         self, config: RunnableConfig, checkpoint: Checkpoint, new_versions: Any
@@ -187,6 +202,17 @@ class CheckpointMessages:
         """The messages of `checkpoint` as `config` puts it (None: no such channel). For a
         delta channel between snapshots: the parent's value with the parent's writes to the
         channel (in LangGraph's order) applied; unwritten, the parent's value."""
+        thread_id = str(config["configurable"]["thread_id"])
+        raw = yield from self._at_put(config, checkpoint, new_versions, thread_id)
+        if raw is not None and (is_snapshot(
+            (checkpoint.get("channel_values") or {}).get(self.key)) or self.is_delta(checkpoint)
+        ):  # fmt: skip
+            self._putting[thread_id] = (checkpoint["id"], raw)
+        return self._named(raw, thread_id, checkpoint)
+
+    def _at_put(
+        self, config: RunnableConfig, checkpoint: Checkpoint, new_versions: Any, thread_id: str
+    ) -> Steps[Messages | None]:
         values = checkpoint.get("channel_values") or {}
         if self.key in values:
             return self.value(values[self.key])
@@ -196,13 +222,12 @@ class CheckpointMessages:
         if not parent_id:  # the thread's first checkpoint: nothing to build on
             return []
         unchanged = self.key not in new_versions
-        thread_id = str(config["configurable"]["thread_id"])
         if unchanged and (cached := self._cached(thread_id, parent_id)) is not None:
             return cached
         parent = yield call(self.io, "get_tuple", _root(config, parent_id))
         if parent is None:  # the parent is gone (a pruned or deleted thread): start empty
             return []
-        base = yield from self.stored(parent)
+        base = yield from self._stored(parent, thread_id)
         if unchanged:
             return base
         writes = [w[2] for w in parent.pending_writes or () if w[1] == self.key]
@@ -211,12 +236,12 @@ class CheckpointMessages:
         return ensure_messages(messages, where=where)
 
     # -- the per-thread cache ---------------------------------------------------------------------
-    def after_put(self, thread_id: str, checkpoint: Checkpoint, messages: Messages) -> None:
-        """The put of `checkpoint` holding `messages` went through: kept when a delta channel
-        holds them (the next put builds on them), not for a list channel (stored whole)."""
-        raw = (checkpoint.get("channel_values") or {}).get(self.key)
-        if is_snapshot(raw) or self.is_delta(checkpoint):
-            self.remember(thread_id, checkpoint["id"], messages)
+    def after_put(self, thread_id: str, checkpoint: Checkpoint) -> None:
+        """The put of `checkpoint` went through: a delta channel's value is kept (the next put
+        builds on it); a list channel's is stored whole and needs no cache."""
+        putting = self._putting.pop(thread_id, None)
+        if putting is not None and putting[0] == checkpoint["id"]:
+            self.remember(thread_id, *putting)
 
     def remember(self, thread_id: str, checkpoint_id: str, messages: Messages) -> None:
         """`messages` is the value at `checkpoint_id` (the thread's newest this process saw)."""
@@ -231,3 +256,4 @@ class CheckpointMessages:
 
     def forget(self, thread_id: str) -> None:
         self._latest.pop(thread_id, None)
+        self._putting.pop(thread_id, None)

@@ -353,7 +353,7 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
             raise
         if messages is not None:
             self.mirror.after_put(thread_id, checkpoint["id"], messages)
-            self._channel.after_put(thread_id, checkpoint, messages)
+            self._channel.after_put(thread_id, checkpoint)
         if plan is not None and beside is None:  # a fork, an edit or deletions: after the write
             yield from self.mirror.safely(self.mirror.apply(plan), thread_id)
         return configs.owned_config(result, resource_id)

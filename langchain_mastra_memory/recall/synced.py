@@ -18,9 +18,10 @@ from typing_extensions import Unpack
 
 from ..config import call_options
 from ..config.params import SaveOptions, ThreadRef
-from ..conversation.suffix import state_suffix
+from ..conversation.suffix import state_suffix, with_stable_ids
 from ..errors import ConfigurationError
 from ..injected import is_injected
+from ..messages import ensure_messages
 from ..storage.base import MemoryStorage
 from ..storage.records import ImportedThread, StoredMessage, stored_ids
 from ..threads.ids import verify_owner
@@ -259,6 +260,7 @@ class SyncedStorage:
         """Save the new turns of a graph state: its unknown suffix (`conversation.suffix`), never a
         compaction's summary, never deleting what the state dropped. Read-only: nothing is
         saved, and the new turns' ids are withheld, so no later turn saves them."""
+        messages = with_stable_ids(ensure_messages(messages), ref["thread_id"])
         if not self.saves_turns():
             self._verify_owner(self.storage.get_thread(ref["thread_id"]), **ref)
             found = run_sync(state_suffix(self.storage, messages, **ref))
@@ -270,6 +272,7 @@ class SyncedStorage:
 
     async def asave_new(self, messages: Msgs, **ref: Unpack[ThreadRef]) -> Saved:
         """Async `save_new`."""
+        messages = with_stable_ids(ensure_messages(messages), ref["thread_id"])
         if not self.saves_turns():
             self._verify_owner(await self.storage.aget_thread(ref["thread_id"]), **ref)
             found = await run_async(state_suffix(self.storage, messages, **ref))
