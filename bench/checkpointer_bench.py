@@ -10,6 +10,7 @@ the same saver class, wrapped and bare, in the same run.
     python bench/checkpointer_bench.py [--turns 500]
     python bench/checkpointer_bench.py --agent [100 1000 10000] [--agent-turns 30]
     python bench/checkpointer_bench.py --fresh 10
+    python bench/checkpointer_bench.py --deep [100 1000] [--agent-turns 30]
 """
 
 from __future__ import annotations
@@ -191,6 +192,71 @@ def agent_turns(sizes: list[int], turns: int, directory: Path) -> None:
         )
 
 
+def deep_turns(sizes: list[int], turns: int, directory: Path) -> None:
+    """Per-turn latency of a deep agent (``deepagents.create_deep_agent``: ``messages`` in a
+    ``DeltaChannel``, a snapshot every 50 updates) on a thread whose state holds N messages:
+    `memory.checkpointer()` against the bare `SqliteSaver` and against one tuned as memory's
+    file (WAL, synchronous=NORMAL). Sides rotate, a collection before each timed turn; p50 /
+    p95 over `turns` turns."""
+    import gc
+    import warnings
+
+    from deepagents import create_deep_agent
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+
+    class Model(FakeMessagesListChatModel):
+        def bind_tools(self, tools, **kwargs):
+            return self
+
+    def deep(checkpointer):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = Model(responses=[AIMessage(REPLY)])
+            return create_deep_agent(
+                model, tools=[], system_prompt="Be brief.", checkpointer=checkpointer
+            )
+
+    print("| state messages | bare SqliteSaver p50 / p95 | + memory.checkpointer() p50 / p95 "
+          "| overhead p50 | bare, WAL + NORMAL p50 / p95 | adapter's overhead p50 |")  # fmt: skip
+    print("|---:|---:|---:|---:|---:|---:|")
+    for size in sizes:
+        memory = Memory(storage=SQLiteStorage(directory / f"deep-{size}.db"))
+        sides = {
+            "bare": deep(make_saver("SqliteSaver", directory, f"deep-bare-{size}")),
+            "adapter": deep(memory.checkpointer()),
+            "tuned": deep(make_saver("SqliteSaver-WAL", directory, f"deep-tuned-{size}")),
+        }
+        configs = {
+            name: {"configurable": {"thread_id": f"deep-{name}-{size}", "resource_id": "bench"}}
+            for name in sides
+        }
+        seed = []
+        for i in range(size // 2):
+            seed += [HumanMessage(f"question {i} about the trip"), AIMessage(f"answer {i}")]
+        for name, graph in sides.items():
+            graph.update_state(configs[name], {"messages": [m.model_copy() for m in seed]})
+        times: dict[str, list[float]] = {name: [] for name in sides}
+        names = list(sides)
+        for turn in range(turns):
+            for name in names[turn % len(names) :] + names[: turn % len(names)]:
+                gc.collect()
+                start = time.perf_counter()
+                sides[name].invoke({"messages": [HumanMessage(f"turn {turn}")]}, configs[name])
+                times[name].append(time.perf_counter() - start)
+        kept = len(memory.get_messages(thread_id=f"deep-adapter-{size}"))
+        assert kept == size + 2 * turns, kept  # every message once
+
+        def cell(name: str, times: dict[str, list[float]] = times) -> str:
+            q = statistics.quantiles(times[name], n=20)
+            return f"{statistics.median(times[name]) * 1e3:.1f} / {q[18] * 1e3:.1f} ms"
+
+        def over(name: str, peer: str, times: dict[str, list[float]] = times) -> str:
+            return f"{statistics.median(times[name]) / statistics.median(times[peer]) - 1:+.1%}"
+
+        print(f"| {size:,} | {cell('bare')} | {cell('adapter')} | {over('adapter', 'bare')} "
+              f"| {cell('tuned')} | {over('adapter', 'tuned')} |", flush=True)  # fmt: skip
+
+
 def fresh_threads(rounds: int, directory: Path, turns: int = 20, size: int = 100) -> None:
     """The adapter alone in a lean process: four graphs (the bare `SqliteSaver`, the same
     tuned as memory's file is: WAL, synchronous=NORMAL, `memory.checkpointer()` on memory's
@@ -273,6 +339,10 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--agent-turns", type=int, default=30)
     parser.add_argument(
+        "--deep", type=int, nargs="*", metavar="N", default=None,
+        help="measure deep-agent turns (messages in a DeltaChannel) on threads of N messages",
+    )  # fmt: skip
+    parser.add_argument(
         "--fresh", type=int, metavar="ROUNDS", default=None,
         help="the adapter alone, lean: ROUNDS fresh 100-message threads of 20 turns each",
     )  # fmt: skip
@@ -280,6 +350,10 @@ def main() -> None:
     if args.fresh is not None:
         with tempfile.TemporaryDirectory() as tmp:
             fresh_threads(args.fresh, Path(tmp))
+        return
+    if args.deep is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            deep_turns(args.deep or [100, 1_000], args.agent_turns, Path(tmp))
         return
     if args.agent is not None:
         with tempfile.TemporaryDirectory() as tmp:
