@@ -202,16 +202,16 @@ def deep_turns(sizes: list[int], turns: int, directory: Path) -> None:
     import warnings
 
     from deepagents import create_deep_agent
-    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
-    class Model(FakeMessagesListChatModel):
+    class Model(FakeListChatModel):  # a new message (and id) each turn
         def bind_tools(self, tools, **kwargs):
             return self
 
     def deep(checkpointer):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model = Model(responses=[AIMessage(REPLY)])
+            model = Model(responses=[REPLY])
             return create_deep_agent(
                 model, tools=[], system_prompt="Be brief.", checkpointer=checkpointer
             )
