@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
-from .checkpointer_extensions import overrides
+
+def overrides(saver: BaseCheckpointSaver, method: str) -> bool:
+    """Whether `saver` has its own `method` (not `BaseCheckpointSaver`'s default)."""
+    return getattr(type(saver), method, None) is not getattr(BaseCheckpointSaver, method, None)
 
 
 class Checkpointing(Protocol):
@@ -20,6 +23,9 @@ class Checkpointing(Protocol):
     saver: BaseCheckpointSaver
 
     async def _inner(self, method: str, *args: Any, **kwargs: Any) -> Any: ...
+    def _inner_alist(
+        self, config: RunnableConfig | None, filter: Any, before: Any, limit: Any
+    ) -> AsyncIterator[CheckpointTuple]: ...
     def _owner(self, thread_id: str) -> str | None: ...
     async def _aowner(self, thread_id: str) -> str | None: ...
     def _purge_orphans(self, thread_id: str) -> None: ...
@@ -53,6 +59,23 @@ class CheckpointerIO:
 
     async def aput_writes(self, *args: Any) -> None:
         await self.cp._inner("put_writes", *args)
+
+    def list_all(self, config: RunnableConfig | None, **kwargs: Any) -> list[CheckpointTuple]:
+        """Every checkpoint the saver lists for `config` (no owner filter: upkeep's reads)."""
+        return list(self.cp.saver.list(config, **kwargs))
+
+    async def alist_all(
+        self, config: RunnableConfig | None, **kwargs: Any
+    ) -> list[CheckpointTuple]:
+        items = self.cp._inner_alist(config, kwargs.get("filter"), None, None)
+        return [item async for item in items]
+
+    def saver_call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """One of the saver's own methods (``delete_thread``, ``prune``, ...)."""
+        return getattr(self.cp.saver, method)(*args, **kwargs)
+
+    async def asaver_call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return await self.cp._inner(method, *args, **kwargs)
 
     def delta_history(self, config: RunnableConfig, channels: Sequence[str]) -> Any:
         """The saver's `get_delta_channel_history` (its own fast query where it has one)."""

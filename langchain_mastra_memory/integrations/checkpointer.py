@@ -50,12 +50,12 @@ from ..threads.ids import verify_owner
 from ..twins import Steps, both, call, run_async, run_sync
 from . import checkpoint_configs as configs
 from .checkpoint_configs import Messages
-from .checkpoint_io import CheckpointerIO
+from .checkpoint_io import CheckpointerIO, overrides
 from .checkpoint_messages import CheckpointMessages
 from .checkpoint_one_file import OneFileWrites
 from .checkpoint_owners import ThreadOwners
 from .checkpoint_threads import default_saver
-from .checkpointer_extensions import class_for, overrides
+from .checkpoint_upkeep import ThreadUpkeep
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 Ids = list[str]  # aliases (with Messages): inside the class, `list` is the checkpointer method
 
 
-class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
+class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
     """A LangGraph checkpointer that also keeps the conversation in `Memory`.
 
     Examples:
@@ -81,15 +81,6 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
         ['hi', 'hello']
     """
 
-    def __new__(
-        cls, memory: Memory, saver: BaseCheckpointSaver | None = None, **kwargs: Any
-    ) -> Any:
-        inner = saver if saver is not None else default_saver(memory)
-        klass = class_for(cls, type(inner))
-        instance: MemoryCheckpointer = super().__new__(klass)
-        instance.__dict__["_pending_inner"] = inner
-        return instance
-
     def __init__(
         self,
         memory: Memory,
@@ -100,7 +91,7 @@ class MemoryCheckpointer(ThreadOwners, BaseCheckpointSaver):
         mirror_deletes: bool = False,
     ) -> None:
         self.memory = memory
-        self.saver: BaseCheckpointSaver = self.__dict__.pop("_pending_inner")
+        self.saver: BaseCheckpointSaver = saver if saver is not None else default_saver(memory)
         super().__init__(serde=self.saver.serde)
         self.messages_key = messages_key
         self.default_resource_id = default_resource_id

@@ -1,0 +1,213 @@
+"""A thread's upkeep through any wrapped saver: ``copy_thread``, ``delete_for_runs``, ``prune``.
+
+LangGraph Server calls these (``POST /threads/{id}/copy``, ``multitask_strategy="rollback"``,
+thread history pruning and TTLs) and warns at start of a checkpointer that lacks one. A saver
+with its own (``PostgresSaver.prune``, say) is used as it is; for the others (``SqliteSaver``,
+``InMemorySaver``) the work is done with the base saver API alone, by rewriting the thread:
+its checkpoints are listed, the thread is deleted, and the ones kept are put back in order,
+each with its pending writes and its parent. Checkpoint ids, metadata and values stay as they
+were. A ``DeltaChannel`` stays readable: pruning keeps every ancestor of a kept checkpoint back
+to the one holding a snapshot of each delta channel (LangGraph's first safe option).
+
+Memory follows each one: a copy carries memory's messages, vectors and observations
+(`Memory.clone_thread`); a rolled-back run's new messages leave the thread (they never were,
+as far as the graph is concerned); pruning deletes checkpoints only (memory keeps the
+conversation, as it does under compaction).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple
+
+from ..errors import ConfigurationError, ResourceMismatchError
+from ..twins import Steps, call, run_async, run_sync
+from . import checkpoint_configs as configs
+from .checkpoint_io import overrides
+
+if TYPE_CHECKING:
+    from ..memory import Memory
+
+STRATEGIES = ("keep_latest", "delete", "delete_all")  # "delete_all": LangGraph Server's name
+
+
+def _thread(thread_id: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": thread_id}}
+
+
+def _namespace(item: CheckpointTuple) -> str:
+    return str(item.config["configurable"].get("checkpoint_ns") or "")
+
+
+def _parent_id(item: CheckpointTuple) -> str | None:
+    parent = (item.parent_config or {}).get("configurable") or {}
+    return parent.get("checkpoint_id")
+
+
+def put_back(io: Any, items: Sequence[CheckpointTuple], thread_id: str) -> Steps[None]:
+    """Put `items` (checkpoints of any thread) into `thread_id`, oldest first, each under its
+    own parent with its pending writes (grouped by task, in their stored order)."""
+    for item in sorted(items, key=lambda i: i.checkpoint["id"]):
+        configurable: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": _namespace(item)}
+        if parent := _parent_id(item):
+            configurable["checkpoint_id"] = parent
+        metadata = dict(item.metadata or {})
+        if "thread_id" in metadata:
+            metadata["thread_id"] = thread_id
+        versions = dict(item.checkpoint.get("channel_versions") or {})
+        stored = yield call(io, "put", {"configurable": configurable}, item.checkpoint,
+                            metadata, versions)  # fmt: skip
+        by_task: dict[str, list[tuple[str, Any]]] = {}
+        for task_id, channel, value in item.pending_writes or ():
+            by_task.setdefault(task_id, []).append((channel, value))
+        for task_id, writes in by_task.items():
+            yield call(io, "put_writes", stored, writes, task_id)
+
+
+def keep_for_latest(items: Sequence[CheckpointTuple]) -> list[CheckpointTuple]:
+    """The checkpoints ``keep_latest`` keeps: each namespace's newest, and its ancestors back
+    to one that holds a value for every channel the newest leaves to a delta replay."""
+    by_id = {i.checkpoint["id"]: i for i in items}
+    kept: dict[str, CheckpointTuple] = {}
+    for namespace in {_namespace(i) for i in items}:
+        mine = [i for i in items if _namespace(i) == namespace]
+        newest = max(mine, key=lambda i: i.checkpoint["id"])
+        values = newest.checkpoint.get("channel_values") or {}
+        waiting = {c for c in newest.checkpoint.get("channel_versions") or {} if c not in values}
+        cursor: CheckpointTuple | None = newest
+        while cursor is not None:
+            kept[cursor.checkpoint["id"]] = cursor
+            waiting -= set(cursor.checkpoint.get("channel_values") or {})
+            parent = _parent_id(cursor)
+            cursor = by_id.get(parent) if waiting and parent else None
+    return list(kept.values())
+
+
+class ThreadUpkeep:
+    """The upkeep half of `MemoryCheckpointer` (it has `saver`, `memory`, `_io`, `mirror`,
+    `_channel`, and runs steps sync or async)."""
+
+    saver: Any
+    memory: Memory
+    _io: Any
+    mirror: Any
+    _channel: Any
+
+    # -- copy ----------------------------------------------------------------------------------
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread's checkpoints, and memory's thread with them (same owner only)."""
+        run_sync(self._copy(source_thread_id, target_thread_id))
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await run_async(self._copy(source_thread_id, target_thread_id))
+
+    def _copy(self, source_thread_id: str, target_thread_id: str) -> Steps[None]:
+        storage = self.memory.storage
+        source = yield call(storage, "get_thread", source_thread_id)
+        target = yield call(storage, "get_thread", target_thread_id)
+        if source is not None and target is not None and target.resource_id != source.resource_id:
+            raise ResourceMismatchError.for_thread(target_thread_id, source.resource_id)
+        if overrides(self.saver, "copy_thread") or overrides(self.saver, "acopy_thread"):
+            yield call(self._io, "saver_call", "copy_thread", source_thread_id, target_thread_id)
+        else:
+            items = yield call(self._io, "list_all", _thread(source_thread_id))
+            yield from put_back(self._io, items, target_thread_id)
+        if source is not None and target is None:
+            yield call(self.memory, "clone_thread", source_thread_id,
+                       new_thread_id=target_thread_id)  # fmt: skip
+
+    # -- a cancelled run, rolled back -------------------------------------------------------------
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints (and writes) of these runs; their new messages leave memory."""
+        run_sync(self._delete_runs(list(run_ids)))
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await run_async(self._delete_runs(list(run_ids)))
+
+    def _delete_runs(self, run_ids: list[str]) -> Steps[None]:
+        doomed_runs = {str(r) for r in run_ids}
+        threads: set[str] = set()
+        for run_id in doomed_runs:
+            found = yield call(self._io, "list_all", None, filter={"run_id": run_id})
+            threads |= {configs.thread_of(i) for i in found}
+        native = overrides(self.saver, "delete_for_runs") or overrides(
+            self.saver, "adelete_for_runs"
+        )
+        for thread_id in sorted(threads):
+            items = yield call(self._io, "list_all", _thread(thread_id))
+            doomed = [i for i in items if str((i.metadata or {}).get("run_id")) in doomed_runs]
+            kept = [i for i in items if i not in doomed]
+            yield from self._forget_run_messages(thread_id, doomed, kept)
+            if native:
+                self._forget_caches(thread_id)
+            else:
+                yield from self._rewrite(thread_id, kept)
+        if native:
+            yield call(self._io, "saver_call", "delete_for_runs", sorted(doomed_runs))
+
+    def _forget_run_messages(
+        self, thread_id: str, doomed: list[CheckpointTuple], kept: list[CheckpointTuple]
+    ) -> Steps[None]:
+        """The messages only the rolled-back checkpoints held leave memory's thread."""
+        roots = [i for i in kept if not _namespace(i)]
+        held: set[str] = set()
+        if roots:
+            head = max(roots, key=lambda i: i.checkpoint["id"])
+            held = set(configs.ids_of((yield from self._channel.stored(head))))
+        added: set[str] = set()
+        for item in doomed:
+            if not _namespace(item):
+                added |= set(configs.ids_of((yield from self._channel.stored(item))))
+        gone = sorted(added - held)
+        if not gone:
+            return
+        thread = yield call(self.memory.storage, "get_thread", thread_id)
+        if thread is None:
+            return
+        ref = {"resource_id": thread.resource_id}
+        stored = yield call(self.memory.storage, "get_messages_by_id", gone, **ref)
+        mine = [s.message.id for s in stored if s.thread_id == thread_id]
+        if mine:
+            yield call(self.memory, "delete_messages", mine, **ref)
+
+    # -- pruning ---------------------------------------------------------------------------------
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Prune the threads' checkpoints (``keep_latest``, or ``delete``: all of them); memory
+        keeps their conversations."""
+        run_sync(self._prune(list(thread_ids), strategy))
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await run_async(self._prune(list(thread_ids), strategy))
+
+    def _prune(self, thread_ids: list[str], strategy: str) -> Steps[None]:
+        if strategy not in STRATEGIES:
+            msg = f"prune(strategy={strategy!r}): use one of {', '.join(STRATEGIES)}"
+            raise ConfigurationError(msg)
+        if overrides(self.saver, "prune") or overrides(self.saver, "aprune"):
+            try:
+                yield call(self._io, "saver_call", "prune", thread_ids, strategy=strategy)
+                return
+            except ValueError:  # e.g. PostgresSaver refusing a thread with a DeltaChannel
+                pass
+        for thread_id in map(str, thread_ids):
+            if strategy != "keep_latest":
+                yield call(self._io, "saver_call", "delete_thread", thread_id)
+                self._forget_caches(thread_id)
+                continue
+            items = yield call(self._io, "list_all", _thread(thread_id))
+            kept = keep_for_latest(items) if items else []
+            if len(kept) < len(items):
+                yield from self._rewrite(thread_id, kept)
+
+    def _rewrite(self, thread_id: str, kept: list[CheckpointTuple]) -> Steps[None]:
+        """The thread holds `kept` alone from now on."""
+        yield call(self._io, "saver_call", "delete_thread", thread_id)
+        yield from put_back(self._io, kept, thread_id)
+        self._forget_caches(thread_id)
+
+    def _forget_caches(self, thread_id: str) -> None:
+        self.mirror.forget(thread_id)
+        self._channel.forget(thread_id)
