@@ -150,6 +150,15 @@ def ids_of(messages: Iterable[BaseMessage]) -> frozenset[str]:
     return frozenset(m.id for m in messages if m.id)
 
 
+_CARRIED = uuid.UUID("b7d0f3e2-5a41-4c8e-9d6f-2e7c1a9b3f58")
+
+
+def carried_id(thread_id: str, message_id: str) -> str:
+    """The id under which `thread_id` keeps a message whose own id is stored elsewhere (a
+    conversation carried into it, a copy of a thread: `conversation.suffix` finds it held)."""
+    return str(uuid.uuid5(_CARRIED, f"{thread_id}\x1f{message_id}"))
+
+
 def new_message_id() -> str:
     """A fresh message id (a UUID4 string)."""
     return str(uuid.uuid4())

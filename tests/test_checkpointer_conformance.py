@@ -2,7 +2,9 @@
 
 Wrapping InMemorySaver, SqliteSaver (sync only: our async methods delegate to a worker thread)
 and AsyncSqliteSaver. Every base capability must pass; extended ones must pass where detected.
-The report is printed (pytest -s, or in the captured output on failure).
+``copy_thread``, ``delete_for_runs`` and ``prune`` (what LangGraph Server calls) must pass
+over every saver, including those without them. The report is printed (pytest -s, or in the
+captured output on failure).
 """
 
 from __future__ import annotations
@@ -96,3 +98,6 @@ async def test_conformance(kind: str, tmp_path: Path, capsys) -> None:
         assert result.detected and result.passed, (capability, result.failures)
     for capability, result in report.results.items():
         assert not result.detected or result.passed, (capability, result.failures)
+    for capability in ("copy_thread", "delete_for_runs", "prune"):  # what LangGraph Server
+        result = report.results[capability]  # needs, whatever the inner saver offers
+        assert result.detected and result.passed, (capability, result.failures)

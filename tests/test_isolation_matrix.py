@@ -60,6 +60,7 @@ from langchain_mastra_memory.integrations.store import InvalidStoreInputError, M
 from langchain_mastra_memory.observational.prompts import REFLECTOR_INSTRUCTIONS
 from langchain_mastra_memory.storage.observations import scope_key
 from langchain_mastra_memory.testing import strict_model
+from langchain_mastra_memory.threads.ids import resolve_ids
 from langchain_mastra_memory.threads.transfer import export_lines
 from tests.helpers import delta_state, drop_milvus_collections
 
@@ -414,6 +415,17 @@ CASES = [
     Case(("MemoryCheckpointer.list",), lambda w: list(w.delta_graph.get_state_history(BOB_ON_D)), REFUSED),
     Case(("MemoryCheckpointer.list",), lambda w: [t.checkpoint for t in w.delta_graph.checkpointer.list(
         cfg(None, "bob"))], NOTHING),
+    # ... and LangGraph Server's checkpointer (reads by thread id alone trusted): naming bob,
+    # by config or as the server's authenticated caller, is still refused
+    Case(("MemoryCheckpointer.get_tuple",), lambda w: w.memory.checkpointer(
+        w.graph.checkpointer.saver, trust_thread_reads=True).get_tuple(BOB_ON_A), REFUSED),
+    Case(("MemoryCheckpointer.get_tuple",), lambda w: w.memory.checkpointer(
+        w.graph.checkpointer.saver, trust_thread_reads=True).get_tuple(
+        {"configurable": {"thread_id": "tA", "langgraph_auth_user_id": "bob"}}), REFUSED),
+    Case(("MemoryCheckpointer.put",), lambda w: w.graph.invoke(
+        {"messages": ASK}, {"configurable": {"thread_id": "tA", "langgraph_auth_user_id": "bob"}}), REFUSED),
+    Case(("Memory.context",), lambda w: w.memory.context(ASK, **dict(zip(("thread_id", "resource_id"), resolve_ids(
+        {"configurable": {"thread_id": "tB", "langgraph_auth_user_id": "bob"}}), strict=True))), NOTHING),
     Case(("MemoryCheckpointer.copy_thread",), lambda w: graph_on(w.memory, CopyingSaver()).checkpointer.copy_thread(
         "tA", "tB"), REFUSED),
     Case(("MemoryCheckpointer.put",), lambda w: w.graph.invoke({"messages": ASK}, BOB_ON_A), REFUSED),

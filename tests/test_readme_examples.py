@@ -67,6 +67,7 @@ SCRIPTS = {
     ],
     "LangChain agents: middleware": [WM_CALL, AIMessage("Hi Alice!"), AIMessage("In Lisbon.")],
     "Deep agents": [WM_CALL, AIMessage("Noted."), AIMessage("You moved to Lisbon in March.")],
+    "LangGraph Server": [WM_CALL, AIMessage("Hi Alice!")],
     "The agent tool": [WM_CALL, AIMessage("Nice to meet you, Ada.")],
     "The recall tool: the model searches its own past": [
         AIMessage("A fine name."),
@@ -106,6 +107,11 @@ def test_readme_example_runs_as_written(title: str, tmp_path: Path, monkeypatch)
     monkeypatch.setitem(sys.modules, module.__name__, module)
     namespace = module.__dict__
     namespace["__model__"] = model
+    if title == "LangGraph Server":  # the server's module reads its Memory from the environment
+        monkeypatch.setenv("LMM_DB", str(tmp_path / "server.db"))  # as the page's command
+        monkeypatch.setenv("LMM_OPTIONS", '{"working_memory": {"enabled": true}}')
+        monkeypatch.delitem(sys.modules, "langchain_mastra_memory.langgraph_server", raising=False)
+        namespace["__name__"] = "__main__"  # its local check runs
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # create_react_agent's move notice
         exec(compile(code, f"docs: {title}", "exec"), namespace)
@@ -130,6 +136,8 @@ def test_readme_example_runs_as_written(title: str, tmp_path: Path, monkeypatch)
     if any(m.tool_calls for m in SCRIPTS[title] if isinstance(m, AIMessage)):
         owner = next(t.resource_id for t in threads)
         assert "Lisbon" in memory.get_working_memory(resource_id=owner)
+    if title == "LangGraph Server":  # the turn is the caller identity's
+        assert [t.resource_id for t in threads] == ["alice"]
     if title == "Deep agents":  # the second thread's model input held what was learnt
         assert "Lisbon" in str(model.seen[-1])
         assert len(memory.get_messages(thread_id="week-1")) == 4  # each once, by both shapes

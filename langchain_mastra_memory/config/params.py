@@ -101,6 +101,7 @@ class CloneOptions(TypedDict, total=False):
     metadata: dict[str, Any] | None
     message_limit: int | None
     message_filter: dict[str, Any] | None
+    carry_ids: bool
 
 
 class BranchOptions(TypedDict, total=False):
@@ -137,12 +138,14 @@ class MessageQuery(TypedDict, total=False):
 
 class Mirroring(TypedDict, total=False):
     """`Memory.checkpointer`: the state channel to mirror, the owner of threads whose config
-    names none (it becomes the memory's `default_resource_id`, so every shape agrees), and
-    whether messages removed from the state are deleted from memory too (default False)."""
+    names none (it becomes the memory's `default_resource_id`, so every shape agrees),
+    whether messages removed from the state are deleted from memory too (default False), and
+    whether a read naming no owner is the stored owner's (LangGraph Server; default False)."""
 
     messages_key: str
     default_resource_id: str | None
     mirror_deletes: bool
+    trust_thread_reads: bool
 
 
 class ToolIds(TypedDict, total=False):

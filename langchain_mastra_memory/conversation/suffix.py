@@ -39,13 +39,13 @@ from dataclasses import dataclass, field
 from langchain_core.messages import BaseMessage, message_to_dict
 
 from ..injected import is_injected
+from ..messages import carried_id
 from ..storage.base import MemoryStorage
 from ..storage.records import StoredMessage
 from ..twins import Steps, call
 from .branches import held_by_branches
 
 CHUNK = 16  # state messages looked up at a time, from the newest
-_CARRIED = uuid.UUID("b7d0f3e2-5a41-4c8e-9d6f-2e7c1a9b3f58")
 
 
 def is_summary(message: BaseMessage) -> bool:
@@ -78,11 +78,6 @@ def with_stable_ids(messages: Sequence[BaseMessage], thread_id: str) -> list[Bas
             unnamed += 1
         named.append(message)
     return named
-
-
-def carried_id(thread_id: str, message_id: str) -> str:
-    """The id under which `thread_id` keeps a message whose own id is stored elsewhere."""
-    return str(uuid.uuid5(_CARRIED, f"{thread_id}\x1f{message_id}"))
 
 
 @dataclass

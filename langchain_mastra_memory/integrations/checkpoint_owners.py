@@ -30,11 +30,22 @@ class ThreadOwners:
     memory: Memory
     mirror: ThreadMirror
     default_resource_id: str | None
+    trust_thread_reads: bool
 
     # -- ids and owners ------------------------------------------------------------------------
     def _ids(self, config: RunnableConfig) -> tuple[str, str]:
         """``(thread_id, resource_id)`` by the package's rule (`ids`)."""
         return resolve_ids(config, default_resource_id=self._default_resource_id())
+
+    def _reader(self, config: RunnableConfig) -> tuple[str, str | None]:
+        """``(thread_id, resource_id)`` of a read. With ``trust_thread_reads`` a read naming no
+        owner (LangGraph Server reading a thread by its id for its state, history or copy,
+        after its own auth let the caller reach the thread) is the stored owner's: None."""
+        if self.trust_thread_reads and not explicit_resource_id(
+            config, default_resource_id=self._default_resource_id()
+        ):
+            return self._ids(config)[0], None
+        return self._ids(config)
 
     def _default_resource_id(self) -> str | None:
         return self.default_resource_id or self.memory.default_resource_id
@@ -53,22 +64,24 @@ class ThreadOwners:
         """Async `_owner`."""
         return self._seen(thread_id, await self.memory.storage.aget_thread(thread_id))
 
-    def _check_owner(self, thread_id: str, resource_id: str) -> str | None:
-        """The thread's owner, refused when it is not `resource_id`."""
+    def _check_owner(self, thread_id: str, resource_id: str | None) -> str | None:
+        """The thread's owner, refused when it is not `resource_id` (None: a trusted read)."""
         owner = self._owner(thread_id)
-        verify_owner(thread_id, resource_id, owner)
+        if resource_id is not None:
+            verify_owner(thread_id, resource_id, owner)
         return owner
 
-    async def _acheck_owner(self, thread_id: str, resource_id: str) -> str | None:
+    async def _acheck_owner(self, thread_id: str, resource_id: str | None) -> str | None:
         owner = await self._aowner(thread_id)
-        verify_owner(thread_id, resource_id, owner)
+        if resource_id is not None:
+            verify_owner(thread_id, resource_id, owner)
         return owner
 
-    def _read_target(self, config: RunnableConfig | None) -> tuple[str, str] | None:
+    def _read_target(self, config: RunnableConfig | None) -> tuple[str, str | None] | None:
         """The thread a read names, with the reader's resource (None: no thread named)."""
         if config is None or not (config.get("configurable") or {}).get("thread_id"):
             return None
-        return self._ids(config)
+        return self._reader(config)
 
     def _list_owner(self, config: RunnableConfig | None) -> str | None:
         """For a list without a thread filter: the resource whose threads alone are listed

@@ -117,7 +117,7 @@ class ThreadUpkeep:
             yield from put_back(self._io, items, target_thread_id)
         if source is not None and target is None:
             yield call(self.memory, "clone_thread", source_thread_id,
-                       new_thread_id=target_thread_id)  # fmt: skip
+                       new_thread_id=target_thread_id, carry_ids=True)  # fmt: skip
 
     # -- a cancelled run, rolled back -------------------------------------------------------------
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:

@@ -89,12 +89,14 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         messages_key: str = "messages",
         default_resource_id: str | None = None,
         mirror_deletes: bool = False,
+        trust_thread_reads: bool = False,
     ) -> None:
         self.memory = memory
         self.saver: BaseCheckpointSaver = saver if saver is not None else default_saver(memory)
         super().__init__(serde=self.saver.serde)
         self.messages_key = messages_key
         self.default_resource_id = default_resource_id
+        self.trust_thread_reads = trust_thread_reads  # see ThreadOwners._reader
         if default_resource_id is not None:  # the hook and the middleware must agree with it
             if memory.default_resource_id not in (None, default_resource_id):
                 msg = (
@@ -192,7 +194,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
 
     # -- base capabilities ---------------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        thread_id, resource_id = self._ids(config)
+        thread_id, resource_id = self._reader(config)
         owner = self._check_owner(thread_id, resource_id)
         found = None if owner is None else self.saver.get_tuple(config)
         self._saw(thread_id, config, found)
@@ -203,7 +205,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
     ) -> Mapping[str, DeltaChannelHistory]:
         """The wrapped saver's history of delta channels (its own fast query where it has
         one), for the thread's owner only."""
-        owner = self._check_owner(*self._ids(config))
+        owner = self._check_owner(*self._reader(config))
         if owner is None:  # orphaned checkpoints are nobody's: nothing to replay
             return {channel: {"writes": []} for channel in channels}
         return self._io.delta_history(config, channels)
@@ -211,7 +213,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
-        owner = await self._acheck_owner(*self._ids(config))
+        owner = await self._acheck_owner(*self._reader(config))
         if owner is None:
             return {channel: {"writes": []} for channel in channels}
         history: Mapping[str, DeltaChannelHistory] = await self._io.adelta_history(config, channels)
@@ -404,7 +406,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         return await run_in_executor(None, lambda: getattr(self.saver, method)(*args, **kwargs))
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        thread_id, resource_id = self._ids(config)
+        thread_id, resource_id = self._reader(config)
         owner = await self._acheck_owner(thread_id, resource_id)
         found = None if owner is None else await self._inner("get_tuple", config)
         self._saw(thread_id, config, found)

@@ -184,6 +184,7 @@ class MemoryStorage(DerivedRecords, ConversationStorage):
         metadata: dict[str, Any] | None = None,
         message_limit: int | None = None,
         message_filter: Any = None,
+        carry_ids: bool = False,
     ) -> tuple[Thread, list[StoredMessage]]:
         """Async `clone_thread`."""
         return await off_loop(
@@ -195,6 +196,7 @@ class MemoryStorage(DerivedRecords, ConversationStorage):
             metadata=metadata,
             message_limit=message_limit,
             message_filter=message_filter,
+            carry_ids=carry_ids,
         )
 
     async def atransfer_thread(

@@ -117,10 +117,13 @@ class ConversationStorage(ABC):
         metadata: dict[str, Any] | None = None,
         message_limit: int | None = None,
         message_filter: Any = None,
+        carry_ids: bool = False,
     ) -> tuple[Thread, list[StoredMessage]]:
         """Copy a thread under the same resource, in one transaction: its messages (new ids;
         those `message_filter` keeps — a `MessageFilter` or its dict —, the newest
-        `message_limit` of them), its thread-scoped working memory and observation log."""
+        `message_limit` of them), its thread-scoped working memory and observation log.
+        `carry_ids`: each copy's id is `carried_id` of the new thread and the original's (what
+        a graph state copied with the thread's checkpoints finds held there)."""
 
     @abstractmethod
     def transfer_thread(

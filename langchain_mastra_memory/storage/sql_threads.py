@@ -11,7 +11,7 @@ from ..errors import (
     ConfigurationError,
     ThreadNotFoundError,
 )
-from ..messages import message_to_json, new_message_id
+from ..messages import carried_id, message_to_json, new_message_id
 from ..threads.thread import Thread
 from .base import UNSET
 from .observations import scope_key
@@ -286,6 +286,7 @@ class ThreadTable(SQLRoom):
         metadata: dict[str, Any] | None = None,
         message_limit: int | None = None,
         message_filter: MessageFilter | None = None,
+        carry_ids: bool = False,
     ) -> tuple[Thread, list[StoredMessage]]:
         check_id(thread_id, "thread_id")
         check_id(new_thread_id, "new_thread_id")
@@ -317,7 +318,12 @@ class ThreadTable(SQLRoom):
                 chosen = chosen[len(chosen) - message_limit :] if message_limit else []
             copied, copies = [], {}  # original id -> its copy's
             for stored in chosen:
-                message = stored.message.model_copy(update={"id": new_message_id()})
+                copy_id = (
+                    carried_id(new_thread_id, str(stored.message.id))
+                    if carry_ids
+                    else new_message_id()
+                )
+                message = stored.message.model_copy(update={"id": copy_id})
                 self._run(
                     conn,
                     CLONE_MESSAGE,

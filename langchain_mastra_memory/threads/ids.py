@@ -1,6 +1,10 @@
 """Which thread and which owner a call is about: one resolution rule for every shape.
 
-``thread_id`` is ``config["configurable"]["thread_id"]`` (LangGraph's convention). The owner
+``thread_id`` is ``config["configurable"]["thread_id"]`` (LangGraph's convention). Behind
+LangGraph Server with an auth handler, the owner is the caller's identity (the server's
+``config["configurable"]["langgraph_auth_user_id"]``, or the run's
+``runtime.server_info.user.identity``), and a config naming another owner is refused: a caller
+cannot claim another user's memory by passing ``resource_id``. Otherwise the owner
 (``resource_id``) is the first of:
 
 1. ``config["configurable"]["resource_id"]``,
@@ -25,17 +29,31 @@ from ..storage.validation import check_id
 from .thread import Thread
 
 OWNER_KEYS = ("resource_id", "user_id")
+IDENTITY_KEY = "langgraph_auth_user_id"  # LangGraph Server's authenticated caller
+
+
+def _runtime() -> Any:
+    try:
+        from langgraph.runtime import get_runtime
+
+        return get_runtime()
+    except Exception:  # outside a runnable context, or no runtime in it
+        return None
 
 
 def runtime_context() -> Any:
     """The LangGraph runtime context of the current run (None outside a graph)."""
-    try:
-        from langgraph.runtime import get_runtime
+    return getattr(_runtime(), "context", None)
 
-        runtime = get_runtime()
-    except Exception:  # outside a runnable context, or no runtime in it
-        return None
-    return getattr(runtime, "context", None)
+
+def caller_identity(config: RunnableConfig | None) -> str | None:
+    """The identity LangGraph Server's auth gave the caller of this run (None without one)."""
+    configurable = (config or {}).get("configurable") or {}
+    identity = configurable.get(IDENTITY_KEY)
+    if not identity:
+        user = getattr(getattr(_runtime(), "server_info", None), "user", None)
+        identity = _field(user, "identity") if user is not None else None
+    return check_id(identity, IDENTITY_KEY) if identity else None
 
 
 def _field(source: Any, key: str) -> Any:
@@ -50,18 +68,27 @@ def explicit_resource_id(
     default_resource_id: str | None = None,
     context: Any = None,
 ) -> str | None:
-    """The owner named by steps 1-4 of the rule, or None when nothing names one."""
+    """The owner named by the caller's identity or steps 1-4 of the rule, or None when nothing
+    names one."""
     configurable = (config or {}).get("configurable") or {}
     if context is None:
         context = runtime_context()
+    identity = caller_identity(config)
     for source in (configurable, context):
         if source is None:
             continue
         for key in OWNER_KEYS:
             value = _field(source, key)
             if value:
-                return check_id(value, key)  # an owner is a string: 42 and "42" are not one
-    return default_resource_id
+                named = check_id(value, key)  # an owner is a string: 42 and "42" are not one
+                if identity is not None and named != identity:
+                    msg = (
+                        f"the caller is {identity!r} (LangGraph Server's auth), but the config "
+                        f"names {key}={named!r}: a caller reaches its own memory only"
+                    )
+                    raise ResourceMismatchError(msg)
+                return named
+    return identity or default_resource_id
 
 
 def resolve_ids(
