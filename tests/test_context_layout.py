@@ -152,7 +152,7 @@ def test_token_limiters_move_their_start_in_blocks(limiter: str) -> None:
     from langchain_mastra_memory import TokenLimiterProcessor
 
     make = TokenLimiter if limiter == "TokenLimiter" else TokenLimiterProcessor
-    blocks, sliding = make(1000), make(1000, window="sliding")  # ~40 messages fit
+    blocks, sliding = make(1000, window="blocks"), make(1000)  # ~40 messages fit; Mastra's by default
     conversation = long_chat(150)
     starts = {"blocks": [], "sliding": []}
     for end in range(100, len(conversation) + 1, 2):  # one turn more each time
@@ -180,7 +180,7 @@ def test_a_block_limiter_keeps_tool_pairs_and_the_newest_human_message() -> None
             AIMessage(f"found {i}", id=f"f{i}"),
         ]
     for limit in (60, 150, 400):
-        kept = TokenLimiter(limit).invoke(conversation)
+        kept = TokenLimiter(limit, window="blocks").invoke(conversation)
         assert provider_violations(kept) == [] or not kept
         if kept:
             humans = [m for m in conversation if isinstance(m, HumanMessage)]

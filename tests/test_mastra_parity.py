@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_mastra_memory import TokenCounter, TokenLimiter
+from langchain_mastra_memory import TokenCounter, TokenLimiter, TokenLimiterProcessor, TripWire
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "mastra_token_limiter.json").read_text())
 
@@ -82,6 +82,13 @@ def test_per_message_counts_equal_mastras(encoding: str, index: int, conversatio
 def test_kept_messages_equal_mastras(encoding: str, index: int, conversation: dict) -> None:
     plain = [to_langchain(conversation["messages"][i], i) for i in conversation["plain_indexes"]]
     for case in conversation["limits"]:
-        kept = TokenLimiter(case["limit"], encoding=encoding, window="sliding").invoke(plain)
         positions = {id(m): j for j, m in enumerate(plain)}  # by identity: texts may repeat
-        assert [positions[id(m)] for m in kept] == case["kept"], case["limit"]
+        kept = TokenLimiter(case["limit"], encoding=encoding).invoke(plain)  # the defaults, as
+        assert [positions[id(m)] for m in kept] == case["kept"], case["limit"]  # Mastra's are
+        processor = TokenLimiterProcessor(case["limit"], encoding=encoding)
+        if not [i for i in case["kept"] if not isinstance(plain[i], SystemMessage)]:
+            with pytest.raises(TripWire):  # Mastra's processor: nothing but system messages fits
+                processor.invoke(plain)
+            continue
+        kept = processor.invoke(plain)
+        assert [positions[id(m)] for m in kept] == case["kept"], ("processor", case["limit"])

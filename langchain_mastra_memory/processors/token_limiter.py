@@ -44,11 +44,12 @@ class TokenLimiter(MemoryProcessor):
     out. Raises `TripWire` (metadata ``system_tokens``, ``limit``) when the system messages
     alone exceed the limit. Put it last in a processor chain, so it measures the final list.
 
-    ``window="blocks"`` (default) starts what is kept at a stable point in its oldest third (a
-    message chosen by its id's hash), so the limited history starts the same way for many turns
-    and a provider's prompt cache serves it: never more than `limit`, never a third fewer
-    messages than fit (`limiting`). ``window="sliding"`` is Mastra's rule exactly: the newest
-    messages that fit.
+    ``window="sliding"`` (default) is Mastra's rule exactly: the newest messages that fit, so a
+    Mastra agent ported here keeps the same history. ``window="blocks"`` starts what is kept at
+    a stable point in its oldest third (a message chosen by its id's hash), so the limited
+    history starts the same way for many turns and a provider's prompt cache serves it: never
+    more than `limit`, never a third fewer messages than fit (`limiting`). Memory's own
+    ``message_tokens`` option is Mastra's cache-friendly budget (`conversation.token_budget`).
 
     Examples:
         >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -65,7 +66,7 @@ class TokenLimiter(MemoryProcessor):
         limit: int,
         *,
         encoding: str | tiktoken.Encoding | None = None,
-        window: Window = "blocks",
+        window: Window = "sliding",
     ) -> None:
         self.limit = check_limit(limit)
         self.counter = TokenCounter(encoding)

@@ -51,7 +51,7 @@ class TokenLimiterProcessor(MemoryProcessor):
         encoding: str | tiktoken.Encoding | None = None,
         strategy: Strategy = "truncate",
         count_mode: CountMode = "cumulative",
-        window: Window = "blocks",
+        window: Window = "sliding",
     ) -> None:
         self.limit = check_limit(limit)
         self.window = check_window(window)

@@ -1,0 +1,153 @@
+"""History by a token budget (Mastra's ``messageTokens``), dropped in chunks behind a boundary.
+
+``message_tokens={"max_tokens": B, "at_max_remove_tokens": R}`` is a budget for what memory
+sends: its system blocks (working memory, observations), the recalled messages, the history
+and the current turn. While they fit, the history is every remembered message after the
+thread's *boundary*. When they do not, at least R tokens (default a quarter of B) of the oldest
+remembered messages are dropped, more if it takes more to fit, and the boundary moves past them.
+So the history's first message stays put between drops (a provider's prompt cache serves the
+start of every turn until the next drop), and the context is never over B unless the current
+turn and memory's blocks alone are.
+
+The boundary is the id of the last message dropped, kept in the thread's metadata
+(``memory_token_boundary``): every shape (the hook, the middleware, LCEL, a chat history) and
+every process reads the same one, from storage. A read-only run computes its own drop and
+writes nothing. A tool call and its results are dropped together (a result never stands
+without its call). Counts use tiktoken (`TokenCounter`; ``encoding``: the provider's, default
+``o200k_base``) by Mastra's rule. ``last_messages`` stays a count cap on top when it is given;
+without it the budget alone governs.
+
+Examples:
+    >>> from langchain_core.messages import AIMessage, HumanMessage
+    >>> budget = MessageTokens.parse({"max_tokens": 60, "at_max_remove_tokens": 10})
+    >>> chat = [HumanMessage(f"question {i}", id=f"h{i}") for i in range(8)]
+    >>> kept, dropped = fit(chat, budget, fixed=0.0)
+    >>> [m.id for m in dropped], kept[0].id
+    (['h0', 'h1', 'h2', 'h3'], 'h4')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from ..errors import ConfigurationError
+from ..tokens.counting import TOKENS_PER_CONVERSATION, TokenCounter
+
+BOUNDARY_KEY = "memory_token_boundary"
+
+
+@dataclass(frozen=True)
+class MessageTokens:
+    """A validated ``message_tokens`` option."""
+
+    max_tokens: int
+    at_max_remove_tokens: int
+    encoding: str = "o200k_base"
+
+    @classmethod
+    def parse(cls, value: Any) -> MessageTokens | None:
+        """`value` checked (None or False: no budget); a `ConfigurationError` names the key."""
+        if value is None or value is False:
+            return None
+        if isinstance(value, MessageTokens):
+            return value
+        if not isinstance(value, Mapping):
+            msg = 'message_tokens must be {"max_tokens": int, "at_max_remove_tokens": int}'
+            raise ConfigurationError(msg)
+        unknown = set(value) - {"max_tokens", "at_max_remove_tokens", "encoding"}
+        if unknown:
+            raise ConfigurationError(f"message_tokens: unknown keys {sorted(unknown)}")
+        most = value.get("max_tokens")
+        if isinstance(most, bool) or not isinstance(most, int) or most <= 0:
+            raise ConfigurationError(
+                f"message_tokens.max_tokens must be a positive int, got {most!r}"
+            )
+        remove = value.get("at_max_remove_tokens")
+        if remove is None:
+            remove = max(1, most // 4)
+        if isinstance(remove, bool) or not isinstance(remove, int) or not 0 < remove <= most:
+            raise ConfigurationError(
+                "message_tokens.at_max_remove_tokens must be an int in 1..max_tokens "
+                f"({most}), got {remove!r}"
+            )
+        encoding = value.get("encoding", "o200k_base")
+        if not isinstance(encoding, str) or not encoding:
+            raise ConfigurationError(f"message_tokens.encoding must be a tiktoken name, got {encoding!r}")
+        TokenCounter(encoding)  # an unknown encoding fails here, with its own clear error
+        return cls(most, remove, encoding)
+
+    @cached_property
+    def counter(self) -> TokenCounter:
+        return TokenCounter(self.encoding)
+
+
+def boundary_of(metadata: Mapping[str, Any] | None) -> str | None:
+    """The id of the last message a budget dropped from the thread (None: nothing yet)."""
+    value = (metadata or {}).get(BOUNDARY_KEY)
+    found = value.get("message_id") if isinstance(value, Mapping) else None
+    return found if isinstance(found, str) and found else None
+
+
+def after_boundary(history: Sequence[BaseMessage], boundary: str | None) -> list[BaseMessage]:
+    """`history` without what the boundary dropped: the messages up to the boundary's, when the
+    history holds it (an older window does not)."""
+    if boundary is None:
+        return list(history)
+    for position in range(len(history) - 1, -1, -1):
+        if history[position].id == boundary:
+            return list(history[position + 1 :])
+    return list(history)
+
+
+def _units(history: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
+    """The history as droppable units: a model message with tool calls and the results that
+    answer it go together; every other message alone."""
+    units: list[list[BaseMessage]] = []
+    for message in history:
+        if isinstance(message, ToolMessage) and units and _answers(units[-1], message):
+            units[-1].append(message)
+        else:
+            units.append([message])
+    return units
+
+
+def _answers(unit: list[BaseMessage], result: ToolMessage) -> bool:
+    head = unit[0]
+    return isinstance(head, AIMessage) and any(
+        call.get("id") == result.tool_call_id for call in head.tool_calls
+    )
+
+
+def fit(
+    history: Sequence[BaseMessage], budget: MessageTokens, *, fixed: float
+) -> tuple[list[BaseMessage], list[BaseMessage]]:
+    """``(kept, dropped)``: `history` as is while it and `fixed` tokens (the rest of what is
+    sent) fit in the budget; else the oldest units dropped until at least
+    ``at_max_remove_tokens`` are gone and the rest fits (all of it, if nothing else fits)."""
+    counter = budget.counter
+    sizes = [counter.count(m) for m in history]
+    total = TOKENS_PER_CONVERSATION + fixed + sum(sizes)
+    if total <= budget.max_tokens:
+        return list(history), []
+    dropped: list[BaseMessage] = []
+    freed = 0.0
+    units = _units(history)
+    position = 0
+    while units and (freed < budget.at_max_remove_tokens or total - freed > budget.max_tokens):
+        unit = units.pop(0)
+        size = sum(sizes[position : position + len(unit)])
+        position += len(unit)
+        freed += size
+        dropped.extend(unit)
+    return [m for unit in units for m in unit], dropped
+
+
+def boundary_metadata(dropped: Sequence[BaseMessage]) -> dict[str, Any] | None:
+    """The thread metadata that keeps `dropped` dropped (None: nothing to keep)."""
+    last = next((m.id for m in reversed(dropped) if m.id), None)
+    return None if last is None else {BOUNDARY_KEY: {"message_id": last}}
