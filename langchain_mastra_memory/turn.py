@@ -32,6 +32,7 @@ from langchain_core.runnables import Runnable
 from .config import call_options
 from .config.call_options import CallOptions
 from .config.options import MemoryOptions
+from .conversation.token_budget import BudgetedHistory, MessageTokens
 from .conversation.windows import newest, stored_history
 from .errors import ConfigurationError, InvalidMessageError, ThreadNotFoundError
 from .messages import ensure_messages, ids_of
@@ -117,6 +118,15 @@ class TurnContext:
         self.storage = storage
         self.observations = observations  # with observational memory: the log replaces history
         self.last_messages = options.last_messages
+        self.read_only = options.read_only
+        self.budget: BudgetedHistory | None = None  # message_tokens (`token_budget`)
+        if options.message_tokens is not None:
+            cap = options.history_cap()
+            self.budget = BudgetedHistory(
+                storage,
+                MessageTokens.parse(options.message_tokens),  # type: ignore[arg-type]
+                None if cap is None else int(cap),
+            )
         self.window = options.history_window
         self.placement = options.recall_placement
         self.cache_breakpoints = options.cache_breakpoints
@@ -137,14 +147,23 @@ class TurnContext:
         resource_id: str | None,
         new: Sequence[BaseMessage],
         history: Sequence[BaseMessage] | None,
+        beside: Sequence[BaseMessage] = (),
     ) -> Steps[list[BaseMessage]]:
+        """Recalled messages and the history, shaped by the processors (`beside`: what else
+        is sent with them, for a token budget: working memory)."""
         wanted = call_options.current()  # this call's own options, from the run's config
         last = self.last_messages if wanted.last_messages is None else wanted.last_messages
+        budget = self.budget if self.observations is None else None
+        cap = None if budget is None else (
+            budget.cap if wanted.last_messages is None else int(wanted.last_messages)
+        )  # fmt: skip
         index, options = self._recall_for(wanted)
         if resource_id is None:
             resource_id = owner_of((yield call(self.storage, "get_thread", thread_id)), thread_id)
         found: list[StoredMessage] | None = None  # recalled while the history loaded
-        if history is not None and self.observations is None:
+        if history is not None and budget is not None:
+            messages = yield from budget.of_state(thread_id, history, cap, self.window)
+        elif history is not None and self.observations is None:
             messages = newest(history, last, self.window)
         elif last is False and self.observations is None:
             messages = []
@@ -157,10 +176,10 @@ class TurnContext:
                     index, "recall", query, resource_id=resource_id, thread_id=thread_id,
                     exclude=set(), never_hits=ids_of(new), options=options,
                 ),
-                self._history(thread_id, resource_id, new, last),
+                self._history(thread_id, resource_id, new, last, cap),
             )  # fmt: skip
         else:
-            messages = yield from self._history(thread_id, resource_id, new, last)
+            messages = yield from self._history(thread_id, resource_id, new, last, cap)
         recalled: list[BaseMessage] = []
         if found is not None:
             shown = ids_of([*messages, *new])
@@ -168,19 +187,29 @@ class TurnContext:
             recalled = yield from assembled_block(self.storage, found, thread_id, self.placement)
         elif index is not None:
             recalled = yield from self._recalled(thread_id, resource_id, messages, new, options)
+        if budget is not None:  # the history within the budget, beside all else that is sent
+            sent = [*beside, *recalled, *new]
+            read_only = self.read_only or bool(wanted.read_only)
+            messages = yield from budget.fitted(
+                thread_id, resource_id, messages, sent, read_only=read_only
+            )
         messages = [*messages, *recalled] if self.placement == "end" else [*recalled, *messages]
         for step in self.steps:
             messages = yield call(step, "invoke", messages, **processor_options(step, new))
         return messages
 
     def _history(
-        self, thread_id: str, resource_id: str, new: Sequence[BaseMessage], last: int | bool
-    ) -> Steps[list[BaseMessage]]:
+        self, thread_id: str, resource_id: str, new: Sequence[BaseMessage], last: int | bool,
+        cap: int | None = None,
+    ) -> Steps[list[BaseMessage]]:  # fmt: skip
         """The newest `last` stored messages of the thread, without the current turn's (with
-        observational memory: the log, then the messages it does not cover yet)."""
+        observational memory: the log, then the messages it does not cover yet; with a token
+        budget: those after its boundary, `cap` at most)."""
         if self.observations is not None:
             return (yield from self.observations.history(thread_id, resource_id, new))
         try:
+            if self.budget is not None:
+                return (yield from self.budget.stored(thread_id, resource_id, new, cap))
             return (
                 yield from stored_history(
                     self.storage, thread_id, resource_id, int(last), self.window, new
@@ -254,7 +283,9 @@ class TurnContext:
             call(self.working_memory, "message", **ids), "working_memory", inputs=ids,
             metadata=ids, outputs=lambda message: {"message": message},
         )  # fmt: skip
-        remembered = yield from self._remembered(ids["thread_id"], ids["resource_id"], new, history)
+        remembered = yield from self._remembered(
+            ids["thread_id"], ids["resource_id"], new, history, [injected] if injected else []
+        )
         sent = provider_safe([*([injected] if injected else []), *remembered], new)
         return cache_marked(sent, new) if self.cache_breakpoints else sent
 

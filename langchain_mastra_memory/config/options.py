@@ -39,6 +39,10 @@ class MemoryOptions(BaseModel):
     - ``read_only``: assemble the context but save nothing of a turn (routing agents,
       sub-agents); the working-memory tool then refuses updates. One call can ask for it too
       (`call_options`).
+    - ``message_tokens``: ``{"max_tokens", "at_max_remove_tokens", "encoding"}``, Mastra's
+      ``messageTokens``: a token budget for what memory sends, the oldest history dropped in
+      chunks behind a stored boundary (`conversation.token_budget`); ``last_messages``, when
+      given too, caps the count on top.
 
     Examples:
         >>> MemoryOptions.parse({"last_messages": 10}).last_messages
@@ -56,11 +60,31 @@ class MemoryOptions(BaseModel):
     history_window: Literal["blocks", "sliding"] = "blocks"
     cache_breakpoints: bool = False
     read_only: bool = False
+    message_tokens: dict[str, Any] | None = None
 
     @field_validator("last_messages", mode="before")
     @classmethod
     def _check_last(cls, value: Any) -> Any:
         return check_last_messages(value)
+
+    @field_validator("message_tokens", mode="before")
+    @classmethod
+    def _check_budget(cls, value: Any) -> Any:
+        from ..conversation.token_budget import MessageTokens
+
+        parsed = MessageTokens.parse(value)
+        return None if parsed is None else {
+            "max_tokens": parsed.max_tokens,
+            "at_max_remove_tokens": parsed.at_max_remove_tokens,
+            "encoding": parsed.encoding,
+        }  # fmt: skip
+
+    def history_cap(self) -> int | Literal[False] | None:
+        """``last_messages`` as a count cap: None when ``message_tokens`` governs alone (it was
+        given and ``last_messages`` was not)."""
+        if self.message_tokens is not None and "last_messages" not in self.model_fields_set:
+            return None
+        return self.last_messages
 
     @classmethod
     def parse(cls, options: MemoryOptions | dict[str, Any] | None) -> MemoryOptions:

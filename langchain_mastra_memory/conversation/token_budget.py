@@ -29,14 +29,18 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, ThreadNotFoundError
+from ..messages import ids_of
 from ..tokens.counting import TOKENS_PER_CONVERSATION, TokenCounter
+from ..twins import Steps, call
+from .windows import newest
 
 BOUNDARY_KEY = "memory_token_boundary"
 
@@ -77,7 +81,9 @@ class MessageTokens:
             )
         encoding = value.get("encoding", "o200k_base")
         if not isinstance(encoding, str) or not encoding:
-            raise ConfigurationError(f"message_tokens.encoding must be a tiktoken name, got {encoding!r}")
+            raise ConfigurationError(
+                f"message_tokens.encoding must be a tiktoken name, got {encoding!r}"
+            )
         TokenCounter(encoding)  # an unknown encoding fails here, with its own clear error
         return cls(most, remove, encoding)
 
@@ -151,3 +157,78 @@ def boundary_metadata(dropped: Sequence[BaseMessage]) -> dict[str, Any] | None:
     """The thread metadata that keeps `dropped` dropped (None: nothing to keep)."""
     last = next((m.id for m in reversed(dropped) if m.id), None)
     return None if last is None else {BOUNDARY_KEY: {"message_id": last}}
+
+
+PAGE = 64  # stored messages read at a time, newest first, while looking for the boundary
+
+
+class BudgetedHistory:
+    """A thread's history under a `MessageTokens` budget (for `TurnContext`): where it starts
+    (the boundary, read from storage), what fits, and the boundary moved when it drops.
+    Written once as steps (`twins`).
+
+    Args:
+        storage: memory's storage (threads' metadata, messages).
+        budget: the parsed ``message_tokens``.
+        cap: ``last_messages`` when it was given (a count cap on top), else None.
+    """
+
+    def __init__(self, storage: Any, budget: MessageTokens, cap: int | None) -> None:
+        self.storage = storage
+        self.budget = budget
+        self.cap = cap
+
+    def boundary(self, thread_id: str) -> Steps[str | None]:
+        thread = yield call(self.storage, "get_thread", thread_id)
+        return None if thread is None else boundary_of(thread.metadata)
+
+    def of_state(self, thread_id: str, history: Sequence[BaseMessage], cap: int | None,
+                 window: Any) -> Steps[list[BaseMessage]]:  # fmt: skip
+        """A graph state's history (the hook, the middleware): after the boundary, capped."""
+        boundary = yield from self.boundary(thread_id)
+        kept = after_boundary(history, boundary)
+        return kept if cap is None else newest(kept, cap, window)
+
+    def stored(
+        self, thread_id: str, resource_id: str | None, current: Sequence[BaseMessage],
+        cap: int | None,
+    ) -> Steps[list[BaseMessage]]:  # fmt: skip
+        """The stored messages after the boundary, oldest first, without the `current` turn's:
+        read newest first, a page at a time, until the boundary, the count cap, or more than
+        the budget holds (anything older could not be shown)."""
+        boundary = yield from self.boundary(thread_id)
+        skip = set(ids_of(current))
+        counter, tokens, offset = self.budget.counter, 0.0, 0
+        collected: list[BaseMessage] = []
+        while True:
+            page, total = yield call(self.storage, "page_messages", thread_id,
+                                     resource_id=resource_id, limit=PAGE, offset=offset,
+                                     descending=True)  # fmt: skip
+            for stored in page:
+                message = stored.message
+                if message.id == boundary:
+                    return collected[::-1]
+                if message.id in skip:
+                    continue
+                collected.append(message)
+                tokens += counter.count(message)
+                if (cap is not None and len(collected) >= cap) or tokens > self.budget.max_tokens:
+                    return collected[::-1]
+            offset += len(page)
+            if not page or offset >= total:
+                return collected[::-1]
+
+    def fitted(
+        self, thread_id: str, resource_id: str | None, history: Sequence[BaseMessage],
+        beside: Sequence[BaseMessage], *, read_only: bool,
+    ) -> Steps[list[BaseMessage]]:  # fmt: skip
+        """`history` within the budget beside what else is sent (`beside`); a drop moves the
+        thread's boundary (not in a read-only run, and not for a thread storage lacks)."""
+        fixed = sum(self.budget.counter.count(m) for m in beside)
+        kept, dropped = fit(history, self.budget, fixed=fixed)
+        moved = boundary_metadata(dropped)
+        if moved is not None and not read_only:
+            with suppress(ThreadNotFoundError):  # a state's thread memory does not hold (yet)
+                yield call(self.storage, "update_thread", thread_id, metadata=moved,
+                           resource_id=resource_id)  # fmt: skip
+        return kept
