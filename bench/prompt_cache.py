@@ -43,7 +43,16 @@ OPTION_SETS: dict[str, dict[str, Any]] = {
         "recall_placement": "system", "history_window": "sliding"},
     "last_messages: 20": {"last_messages": 20},
     "last_messages: 20 + recall": {"last_messages": 20, "semantic_recall": True},
+    # Mastra's token budget, sized as the 20 to 29 messages above are (~38 tokens a message)
+    "message_tokens: 1,100 (Mastra's budget)": {"message_tokens": {"max_tokens": 1100}},
+    "message_tokens: 1,100, removing 550": {
+        "message_tokens": {"max_tokens": 1100, "at_max_remove_tokens": 550}},
+    "TokenLimiter-like sliding, last_messages: 20": {"last_messages": 20,
+                                                      "history_window": "sliding"},
 }  # fmt: skip
+STEADY_AFTER = {  # messages, as last_messages
+    "message_tokens: 1,100 (Mastra's budget)": 20,
+    "message_tokens: 1,100, removing 550": 20}
 PRICES = (  # (provider and model, $ per million input tokens, $ per million cached tokens, step)
     ("Anthropic Claude Sonnet 4.5", 3.00, 0.30, 1),
     ("OpenAI GPT-4.1", 2.00, 0.50, 128),
@@ -100,7 +109,8 @@ def replay(turns: list[list[BaseMessage]], options: dict[str, Any], name: str) -
         new = [m for m in turn if isinstance(m, HumanMessage)]
         sent = memory.context(new, thread_id=name, resource_id="user")
         now = tokens(sent)
-        rows.append({"tokens": len(now), "shared": common_prefix(previous, now), "stored": stored})
+        rows.append({"tokens": len(now), "shared": common_prefix(previous, now), "stored": stored,
+                     "whole": bool(previous) and common_prefix(previous, now) == len(previous)})
         previous = now
         memory.save_messages(turn, thread_id=name, resource_id="user")
         memory.flush()
@@ -136,7 +146,7 @@ def main() -> None:
         for label, options in OPTION_SETS.items():
             if args.only and args.only not in label:
                 continue
-            window = options.get("last_messages", 40)
+            window = STEADY_AFTER.get(label, options.get("last_messages", 40))
             steady: list[dict] = []
             for file in files:
                 rows = replay(conversation(file, args.messages), options, file.stem)
@@ -146,7 +156,8 @@ def main() -> None:
             print(f"  {label}: {len(steady)} steady turns, input "
                   f"{statistics.median(r['tokens'] for r in steady):.0f} tokens p50, "
                   f"shared with the previous turn p50 {statistics.median(shares):.2f} "
-                  f"p10 {p10:.2f}")  # fmt: skip
+                  f"p10 {p10:.2f}, the previous input kept whole in "
+                  f"{sum(r['whole'] for r in steady) / len(steady):.0%} of turns")  # fmt: skip
             for provider, price, cached, step in PRICES:
                 with_cache, without = cost_per_100(steady, price, cached, step)
                 print(f"    {provider}: ${with_cache:.3f} per 100 turns with the cache "
