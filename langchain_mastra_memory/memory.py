@@ -25,6 +25,7 @@ from .recall.writer import VectorBacklog
 from .storage.base import MemoryStorage
 from .storage.sqlite import SQLiteStorage, storage_or_default  # noqa: F401 (the doctest uses it)
 from .threads.ids import resolve_ids, visible_to, with_new_id
+from .threads.summaries import ThreadQueries
 from .threads.thread import Thread
 from .titles import TitleWriter
 from .tokens.startup import settle
@@ -46,7 +47,7 @@ Opt = str | None
 Node = Runnable[Any, dict[str, Any]]
 
 
-class Memory:
+class Memory(ThreadQueries):
     """Agent memory: threads and messages in storage, recalled through processors.
 
     With no arguments the storage is a SQLite file ``memory.db`` in the current directory

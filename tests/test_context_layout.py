@@ -152,7 +152,10 @@ def test_token_limiters_move_their_start_in_blocks(limiter: str) -> None:
     from langchain_mastra_memory import TokenLimiterProcessor
 
     make = TokenLimiter if limiter == "TokenLimiter" else TokenLimiterProcessor
-    blocks, sliding = make(1000, window="blocks"), make(1000)  # ~40 messages fit; Mastra's by default
+    blocks, sliding = (
+        make(1000, window="blocks"),
+        make(1000),
+    )  # ~40 messages fit; Mastra's by default
     conversation = long_chat(150)
     starts = {"blocks": [], "sliding": []}
     for end in range(100, len(conversation) + 1, 2):  # one turn more each time

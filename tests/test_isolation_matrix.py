@@ -426,6 +426,15 @@ CASES = [
         {"messages": ASK}, {"configurable": {"thread_id": "tA", "langgraph_auth_user_id": "bob"}}), REFUSED),
     Case(("Memory.context",), lambda w: w.memory.context(ASK, **dict(zip(("thread_id", "resource_id"), resolve_ids(
         {"configurable": {"thread_id": "tB", "langgraph_auth_user_id": "bob"}}), strict=True))), NOTHING),
+    # Mastra 1.x's summarizeThread and listMessagesById
+    Case(("Memory.summarize_thread",), lambda w: w.memory.summarize_thread(
+        "tA", model=EchoObserver(), resource_id="bob"), REFUSED),
+    Case(("Memory.summarize_thread",), lambda w: arun(w.memory.asummarize_thread(
+        "tB", model=EchoObserver(), resource_id="bob")).summary, NOTHING),
+    Case(("Memory.list_messages_by_id",), lambda w: w.memory.list_messages_by_id(
+        [m.id for m in w.memory.get_messages(thread_id="tA")], resource_id="bob"), NOTHING),
+    Case(("Memory.alist_messages_by_id",), lambda w: arun(w.memory.alist_messages_by_id(
+        [m.id for m in w.memory.get_messages(thread_id="tA")], resource_id="bob")), NOTHING),
     Case(("MemoryCheckpointer.copy_thread",), lambda w: graph_on(w.memory, CopyingSaver()).checkpointer.copy_thread(
         "tA", "tB"), REFUSED),
     Case(("MemoryCheckpointer.put",), lambda w: w.graph.invoke({"messages": ASK}, BOB_ON_A), REFUSED),
@@ -529,6 +538,7 @@ NOT_READS = {
     "Memory.create_thread": "creates a thread for the caller; an existing id is ThreadExistsError",
     "Memory.update_working_memory": "writes the caller's working memory (read back by get_working_memory)",
     "Memory.flush": "waits for this process's writes",
+    "Memory.settled": "waits for this process's background work; returns nothing",
     "cli mcp": "starts a server: its tools' reads are attacked in tests/test_mcp.py (another resource's thread, search, working memory, observations, writing into another's thread, naming another resource)",
     "Memory.backfill_embeddings": "embeds what storage holds; returns a count",
     "Memory.checkpointer": "builds the checkpointer (its reads are in the matrix)",

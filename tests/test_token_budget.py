@@ -8,6 +8,7 @@ themselves."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Any
 
 import pytest
@@ -60,7 +61,7 @@ def test_sixty_turns_stay_within_the_budget_and_the_start_moves_only_at_drops(
         firsts.append(history[0].id if history else None)
         boundaries.append(boundary(memory))
         memory.save_turn(messages, **ref)
-    drops = sum(a != b for a, b in zip(boundaries, boundaries[1:], strict=False))
+    drops = sum(a != b for a, b in itertools.pairwise(boundaries))
     assert drops >= 3  # 60 turns of ~35 tokens overflow 400 many times over
     for n in range(1, 60):
         if boundaries[n] == boundaries[n - 1] and firsts[n - 1] is not None:
@@ -111,7 +112,9 @@ def test_last_messages_caps_the_count_on_top_of_the_budget() -> None:
     memory = Memory(storage=SQLiteStorage(":memory:"),
                     options={"message_tokens": {"max_tokens": 100_000}, "last_messages": 6,
                              "history_window": "sliding"})  # fmt: skip
-    budget_only = Memory(storage=memory.storage, options={"message_tokens": {"max_tokens": 100_000}})
+    budget_only = Memory(
+        storage=memory.storage, options={"message_tokens": {"max_tokens": 100_000}}
+    )
     ref = {"thread_id": "t", "resource_id": "alice"}
     for i in range(10):
         memory.save_turn(turn(i), **ref)
@@ -127,7 +130,7 @@ def test_last_messages_caps_the_count_on_top_of_the_budget() -> None:
      {"max_tokens": 100, "extra": 1}, {"max_tokens": 100, "encoding": "no-such-encoding"}, [400]],
 )  # fmt: skip
 def test_a_bad_budget_is_a_configuration_error_naming_it(value: Any) -> None:
-    with pytest.raises(ConfigurationError, match="message_tokens|encoding"):
+    with pytest.raises(ConfigurationError, match=r"message_tokens|encoding"):
         Memory(storage=SQLiteStorage(":memory:"), options={"message_tokens": value})
 
 

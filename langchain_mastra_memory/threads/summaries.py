@@ -1,0 +1,179 @@
+"""A thread summarized in one call, messages fetched by id, and a quiet point: Mastra 1.x's
+``summarizeThread``, ``listMessagesById`` and ``settled``, as a part of `Memory`.
+
+``summarize_thread`` loads the thread's messages newest first, a page at a time, bounded by
+``last_messages`` and ``max_input_tokens`` (the newest message always in), and distils them
+with the Observer's instructions (plus yours) by the model you give. Nothing is written back:
+the summary comes back to you, as in Mastra. With ``resource_id`` the thread must be that
+resource's (`ResourceMismatchError` otherwise).
+
+Examples:
+    >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    >>> from langchain_core.messages import HumanMessage
+    >>> from langchain_mastra_memory import Memory, SQLiteStorage
+    >>> memory = Memory(storage=SQLiteStorage(":memory:"))
+    >>> _ = memory.save_turn([HumanMessage("I moved to Lisbon")], thread_id="t", resource_id="a")
+    >>> model = FakeListChatModel(responses=["- [high] The user moved to Lisbon."])
+    >>> memory.summarize_thread("t", model=model, resource_id="a").summary
+    '- [high] The user moved to Lisbon.'
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from ..errors import ConfigurationError, ThreadNotFoundError
+from ..injected import fenced
+from ..observational.prompts import OBSERVER_INSTRUCTIONS, _transcript, with_instruction
+from ..tokens.counting import TokenCounter
+from ..tracing import traced
+from ..twins import Steps, call, run_async, run_sync
+
+if TYPE_CHECKING:
+    from ..recall.synced import SyncedStorage
+    from ..storage.base import MemoryStorage
+
+PAGE = 100  # messages read at a time, newest first
+SUMMARY_TASK = (
+    "Summarize the whole conversation below for whoever reads it next: the observations that "
+    "matter, in dense bullet form, newest last."
+)
+
+
+@dataclass(frozen=True)
+class ThreadSummary:
+    """What `summarize_thread` returns (nothing of it is stored)."""
+
+    thread_id: str
+    summary: str
+    message_count: int
+    usage: dict[str, Any] = field(default_factory=dict)
+
+
+class ThreadQueries:
+    """`Memory`'s summaries, by-id reads and quiet point (it has `storage` and `synced`)."""
+
+    storage: MemoryStorage
+    synced: SyncedStorage
+
+    # -- summarize_thread ------------------------------------------------------------------------
+    def summarize_thread(
+        self,
+        thread_id: str,
+        *,
+        model: BaseChatModel,
+        resource_id: str | None = None,
+        instructions: str | None = None,
+        last_messages: int | None = None,
+        max_input_tokens: int = 1_000_000,
+    ) -> ThreadSummary:
+        """Summarize a thread in one call with `model` (Mastra's ``summarizeThread``)."""
+        return run_sync(self._summary(thread_id, model, resource_id, instructions,
+                                      last_messages, max_input_tokens))  # fmt: skip
+
+    async def asummarize_thread(
+        self,
+        thread_id: str,
+        *,
+        model: BaseChatModel,
+        resource_id: str | None = None,
+        instructions: str | None = None,
+        last_messages: int | None = None,
+        max_input_tokens: int = 1_000_000,
+    ) -> ThreadSummary:
+        """Async `summarize_thread`."""
+        return await run_async(self._summary(thread_id, model, resource_id, instructions,
+                                             last_messages, max_input_tokens))  # fmt: skip
+
+    def _summary(
+        self, thread_id: str, model: Any, resource_id: str | None, instructions: str | None,
+        last_messages: int | None, max_input_tokens: int,
+    ) -> Steps[ThreadSummary]:  # fmt: skip
+        if not isinstance(model, BaseChatModel):
+            raise ConfigurationError(
+                "summarize_thread(model=...) needs a LangChain chat model "
+                f"(e.g. ChatOpenAI(model='gpt-4o-mini')), got {type(model).__name__}"
+            )
+        for name, value in (
+            ("last_messages", last_messages),
+            ("max_input_tokens", max_input_tokens),
+        ):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 1):  # fmt: skip
+                msg = f"summarize_thread({name}=...) must be a positive int, got {value!r}"
+                raise ConfigurationError(msg)
+        stored = yield from self._newest(thread_id, resource_id, last_messages, max_input_tokens)
+        messages = [s.message for s in stored]
+        system = with_instruction(f"{OBSERVER_INSTRUCTIONS}\n{SUMMARY_TASK}\n", instructions)
+        transcript = _transcript(messages, [s.created_at for s in stored])
+        prompt = [SystemMessage(system), HumanMessage(fenced("new-messages", transcript))]
+        reply = yield traced(
+            call(model, "invoke", prompt), "summarize_thread",
+            inputs={"thread_id": thread_id, "messages": len(messages)},
+            metadata={"thread_id": thread_id, "resource_id": resource_id},
+        )  # fmt: skip
+        usage = dict(getattr(reply, "usage_metadata", None) or {})
+        return ThreadSummary(thread_id, str(reply.text).strip(), len(messages), usage)
+
+    def _newest(
+        self, thread_id: str, resource_id: str | None, last: int | None, budget: int
+    ) -> Steps[list[Any]]:
+        """The newest stored messages within `last` and `budget` tokens (the newest always),
+        oldest first; the thread must exist (and be `resource_id`'s when given)."""
+        counter, tokens, offset = TokenCounter(), 0.0, 0
+        kept: list[Any] = []
+        thread = yield call(self.storage, "get_thread", thread_id)
+        if thread is None:
+            raise ThreadNotFoundError(f"no thread {thread_id!r}")
+        while True:
+            page, total = yield call(self.storage, "page_messages", thread_id,
+                                     resource_id=resource_id, limit=PAGE, offset=offset,
+                                     descending=True)  # fmt: skip
+            for stored in page:
+                tokens += counter.count(stored.message)
+                if kept and (tokens > budget or (last is not None and len(kept) >= last)):
+                    return kept[::-1]
+                kept.append(stored)
+            offset += len(page)
+            if not page or offset >= total:
+                return kept[::-1]
+
+    # -- by id -----------------------------------------------------------------------------------
+    def list_messages_by_id(
+        self, message_ids: Sequence[str], *, resource_id: str | None = None
+    ) -> list[BaseMessage]:
+        """The messages with these ids, in thread order; unknown ids (and, with `resource_id`,
+        another resource's) are left out (Mastra's ``listMessagesById``)."""
+        found = self.storage.get_messages_by_id(list(message_ids), resource_id=resource_id)
+        return [s.message for s in found]
+
+    async def alist_messages_by_id(
+        self, message_ids: Sequence[str], *, resource_id: str | None = None
+    ) -> list[BaseMessage]:
+        """Async `list_messages_by_id`."""
+        found = await self.storage.aget_messages_by_id(list(message_ids), resource_id=resource_id)
+        return [s.message for s in found]
+
+    # -- a quiet point ---------------------------------------------------------------------------
+    def settled(self, timeout: float | None = None) -> None:
+        """Wait until the background work this memory started is done: titles, observations
+        and reflections, vectors, and what that work enqueues (Mastra's ``settled``). A job
+        that failed does not raise here (its failure was logged; `vector_backlog` says why a
+        vector write failed). Call it before closing storage you own."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for _ in range(2):  # the second round joins what the first one's work enqueued
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            self.synced.flush(left)
+
+    async def asettled(self, timeout: float | None = None) -> None:
+        """Async `settled`."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for _ in range(2):
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            await self.synced.aflush(left)
