@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Sequence
+from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,7 @@ from .recall.writer import VectorBacklog
 from .storage.base import MemoryStorage
 from .storage.sqlite import SQLiteStorage, storage_or_default  # noqa: F401 (the doctest uses it)
 from .threads.ids import resolve_ids, visible_to, with_new_id
-from .threads.summaries import ThreadQueries
+from .threads.summaries import ThreadQueries, ThreadSummary
 from .threads.thread import Thread
 from .titles import TitleWriter
 from .tokens.startup import settle
@@ -34,10 +35,12 @@ from .twins import run_async, run_sync
 from .working_memory import WorkingMemoryConfig, WorkingMemoryStore
 
 if TYPE_CHECKING:
+    from .integrations import checkpoint_threads, graph, lcel, middleware, recall_tool  # noqa: F401
     from .integrations.chat_history import MemoryChatMessageHistory
     from .integrations.checkpointer import MemoryCheckpointer
     from .integrations.retriever import MemoryRetriever
     from .integrations.store import MemoryStore
+    from .working_memory import tool  # noqa: F401 (`_shape` imports these on first use)
 
 DEFAULT_DATABASE = "memory.db"
 Messages = list[BaseMessage]
@@ -47,7 +50,7 @@ Opt = str | None
 Node = Runnable[Any, dict[str, Any]]
 
 
-class Memory(ThreadQueries):
+class Memory:
     """Agent memory: threads and messages in storage, recalled through processors.
 
     With no arguments the storage is a SQLite file ``memory.db`` in the current directory
@@ -102,6 +105,7 @@ class Memory(ThreadQueries):
         self.checkpointers: weakref.WeakSet[MemoryCheckpointer] = weakref.WeakSet()
         self.turns = TurnContext(self.storage, self.options, self.recall_index, self.working,
                                  processors, om)  # fmt: skip
+        self.queries = ThreadQueries(self.storage, self.synced)
         settle()  # once per process: what the first turns would otherwise pay
 
     def __repr__(self) -> str:
@@ -139,11 +143,11 @@ class Memory(ThreadQueries):
     def list_threads(self, **query: Unpack[kw.ThreadQuery]) -> list[Thread]:
         """Threads filtered by owner and metadata equality (archived ones only with
         ``archived=True``, or ``None`` for all), ordered, sliced by `limit` / `offset`."""
-        return self.storage.list_threads(**_unarchived(query))
+        return self.storage.list_threads(**kw.unarchived(query))
 
     async def alist_threads(self, **query: Unpack[kw.ThreadQuery]) -> list[Thread]:
         """Async `list_threads`."""
-        return await self.storage.alist_threads(**_unarchived(query))
+        return await self.storage.alist_threads(**kw.unarchived(query))
 
     def page_threads(self, **query: Unpack[kw.ThreadPageQuery]) -> Page[Thread]:
         """A page of threads with ``total`` and ``has_more`` (Mastra 1.x ``listThreads``)."""
@@ -180,22 +184,22 @@ class Memory(ThreadQueries):
 
     def delete_thread(self, thread_id: str, *, resource_id: str | None = None) -> bool:
         """Delete a thread and all keyed by it, checkpoints too (`delete_everywhere`)."""
-        return _shapes.checkpoint_threads().delete_everywhere(self, thread_id, resource_id)
+        return _shape("checkpoint_threads").delete_everywhere(self, thread_id, resource_id)
 
     async def adelete_thread(self, thread_id: str, *, resource_id: str | None = None) -> bool:
         """Async `delete_thread`."""
-        return await _shapes.checkpoint_threads().adelete_everywhere(self, thread_id, resource_id)
+        return await _shape("checkpoint_threads").adelete_everywhere(self, thread_id, resource_id)
 
     def delete_resource(self, resource_id: str) -> bool:
         """Erase a resource (a user's right to erasure): every thread, message, vector,
         working memory, observation, withheld id, checkpoint this memory can reach, and the
         store items whose namespace holds `resource_id` as a label; nothing of any other.
         False if memory held nothing of it (`delete_resource_everywhere`)."""
-        return _shapes.checkpoint_threads().delete_resource_everywhere(self, resource_id)
+        return _shape("checkpoint_threads").delete_resource_everywhere(self, resource_id)
 
     async def adelete_resource(self, resource_id: str) -> bool:
         """Async `delete_resource`."""
-        return await _shapes.checkpoint_threads().adelete_resource_everywhere(self, resource_id)
+        return await _shape("checkpoint_threads").adelete_resource_everywhere(self, resource_id)
 
     def clone_thread(self, thread_id: str, **clone: Unpack[kw.CloneOptions]) -> Thread:
         """Copy a thread under the same resource: its messages (all, or those `message_filter`
@@ -226,11 +230,11 @@ class Memory(ThreadQueries):
 
     def branch_thread(self, thread_id: str, **branch: Unpack[kw.BranchOptions]) -> Thread:
         """Move the messages after `after_message_id` into a new branch thread (`branches`)."""
-        return run_sync(new_branch(self.synced, thread_id, **_branching(branch)))
+        return run_sync(new_branch(self.synced, thread_id, **kw.branching(branch)))
 
     async def abranch_thread(self, thread_id: str, **branch: Unpack[kw.BranchOptions]) -> Thread:
         """Async `branch_thread`."""
-        return await run_async(new_branch(self.synced, thread_id, **_branching(branch)))
+        return await run_async(new_branch(self.synced, thread_id, **kw.branching(branch)))
 
     def list_branches(self, thread_id: str, *, resource_id: Opt = None) -> list[Thread]:
         """The thread's branches (forks, replays, `branch_thread`) that hold messages, oldest
@@ -253,11 +257,29 @@ class Memory(ThreadQueries):
     def get_messages(self, **query: Unpack[kw.MessageQuery]) -> Messages:
         """The thread's messages in chronological order; with `last_messages`, the newest N (a
         `MessageList`: a list that knows its system messages, so limiting it follows the budget)."""
-        return MessageList(s.message for s in self.storage.list_messages(**_listing(query)))
+        return MessageList(s.message for s in self.storage.list_messages(**kw.listing(query)))
 
     async def aget_messages(self, **query: Unpack[kw.MessageQuery]) -> Messages:
         """Async `get_messages`."""
-        return MessageList(s.message for s in await self.storage.alist_messages(**_listing(query)))
+        return MessageList(
+            s.message for s in await self.storage.alist_messages(**kw.listing(query))
+        )
+
+    def list_messages_by_id(self, message_ids: Ids, resource_id: Opt = None) -> Messages:
+        """The messages with these ids (Mastra's ``listMessagesById``; `resource_id`'s only)."""
+        return self.queries.list_messages_by_id(message_ids, resource_id=resource_id)
+
+    async def alist_messages_by_id(self, message_ids: Ids, resource_id: Opt = None) -> Messages:
+        """Async `list_messages_by_id`."""
+        return await self.queries.alist_messages_by_id(message_ids, resource_id=resource_id)
+
+    def summarize_thread(self, thread_id: str, **opts: Unpack[kw.SummaryOptions]) -> ThreadSummary:
+        """A thread's summary by `model`, nothing stored (Mastra's ``summarizeThread``)."""
+        return self.queries.summarize_thread(thread_id, **opts)
+
+    async def asummarize_thread(self, thread_id: str, **opts: Unpack[kw.SummaryOptions]) -> Any:
+        """Async `summarize_thread` (a `ThreadSummary`)."""
+        return await self.queries.asummarize_thread(thread_id, **opts)
 
     def page_messages(self, thread_id: str, **query: Unpack[kw.MessagePageQuery]) -> MessagePage:
         """A page of the thread's messages with ``total`` and ``has_more``, plus the
@@ -313,6 +335,14 @@ class Memory(ThreadQueries):
         """Async `flush`."""
         return await self.synced.aflush(timeout)
 
+    def settled(self, timeout: float | None = None) -> None:
+        """Wait until this memory's background work is done (Mastra's ``settled``)."""
+        self.queries.settled(timeout)
+
+    async def asettled(self, timeout: float | None = None) -> None:
+        """Async `settled`."""
+        await self.queries.asettled(timeout)
+
     def vector_backlog(self) -> VectorBacklog:
         """How many saved messages wait for their vectors, and why the last write failed (a
         vector store refusing writes: `flush` then returns False)."""
@@ -345,11 +375,11 @@ class Memory(ThreadQueries):
 
     def working_memory_tool(self, **ids: Unpack[kw.ToolIds]) -> StructuredTool:
         """The ``update_working_memory`` StructuredTool (ids from here or the call's config)."""
-        return _shapes.working_memory_tool().create_working_memory_tool(self, **ids)
+        return _shape("working_memory_tool").create_working_memory_tool(self, **ids)
 
     def recall_tool(self, **opts: Unpack[kw.RecallToolOptions]) -> StructuredTool:
         """The ``search_memory`` StructuredTool: the model searches its own past (`recall_tool`)."""
-        return _shapes.recall_tool().create_recall_tool(self, **opts)
+        return _shape("recall_tool").create_recall_tool(self, **opts)
 
     # -- the turn ------------------------------------------------------------------------------
     def context(self, new_messages: In, **turn: Unpack[kw.TurnRef]) -> Messages:
@@ -379,11 +409,11 @@ class Memory(ThreadQueries):
     # -- shapes (built on Memory; their modules load when asked for) ---------------------------
     def as_runnable(self) -> Runnable[Any, Messages]:
         """LCEL: ``{"input": str | messages}`` (or messages) -> the messages to send."""
-        return _shapes.lcel().context_runnable(self)
+        return _shape("lcel").context_runnable(self)
 
     def wrap(self, runnable: Runnable[Any, Any]) -> Runnable[Any, Any]:
         """Put memory around a chat model or chain: assemble, call, save the turn."""
-        return _shapes.lcel().MemoryWrapped(self, runnable)
+        return _shape("lcel").MemoryWrapped(self, runnable)
 
     def pre_model_hook(self, *, key: str = "messages") -> Node:
         """LangGraph ``pre_model_hook`` / node: ``{"llm_input_messages": context}``."""
@@ -391,103 +421,33 @@ class Memory(ThreadQueries):
 
     def as_node(self, *, key: str = "messages", output_key: str = "llm_input_messages") -> Node:
         """A graph node writing the model's input to `output_key` (the state is not rewritten)."""
-        return _shapes.graph().memory_hook(self, key=key, output_key=output_key)
+        return _shape("graph").memory_hook(self, key=key, output_key=output_key)
 
     def as_retriever(self, **options: Any) -> MemoryRetriever:
         """A LangChain retriever over this memory (`MemoryRetriever`: ``resource_id``,
         ``thread_id``, ``k``, ``mode``, ``message_range``, ``filter``, ``threshold``)."""
-        return _shapes.retriever().MemoryRetriever(memory=self, **options)
+        return _shape("retriever").MemoryRetriever(memory=self, **options)
 
     def middleware(self) -> Any:
         """A ``langchain.agents`` middleware applying memory before and saving after each call."""
-        return _shapes.middleware().MemoryMiddleware(self)
+        return _shape("middleware").MemoryMiddleware(self)
 
     def checkpointer(self, saver: Any = None, **opts: Unpack[kw.Mirroring]) -> MemoryCheckpointer:
         """A LangGraph checkpointer around `saver` mirroring threads here (`MemoryCheckpointer`)."""
-        return _shapes.checkpointer().MemoryCheckpointer(self, saver, **opts)
+        return _shape("checkpointer").MemoryCheckpointer(self, saver, **opts)
 
     def store(self, **config: Any) -> MemoryStore:
         """LangGraph's `BaseStore` over this memory: items, ``query=`` search, working memory."""
-        return _shapes.store().MemoryStore(self, **config)
+        return _shape("store").MemoryStore(self, **config)
 
     def chat_history(self, **ref: Unpack[kw.ThreadRef]) -> MemoryChatMessageHistory:
         """A `BaseChatMessageHistory` over one thread (created on the first message)."""
-        return _shapes.chat_history().MemoryChatMessageHistory(self, **ref)
+        return _shape("chat_history").MemoryChatMessageHistory(self, **ref)
 
 
-class _shapes:  # a namespace of lazy imports
-    """The shapes built on `Memory`, each a plain import on first use (they depend on Memory,
-    not the reverse: the package's one designed import circle, `Memory`'s factories)."""
-
-    @staticmethod
-    def chat_history() -> Any:
-        from .integrations import chat_history as module
-
-        return module
-
-    @staticmethod
-    def checkpointer() -> Any:
-        from .integrations import checkpointer as module
-
-        return module
-
-    @staticmethod
-    def checkpoint_threads() -> Any:
-        from .integrations import checkpoint_threads as module
-
-        return module
-
-    @staticmethod
-    def graph() -> Any:
-        from .integrations import graph as module
-
-        return module
-
-    @staticmethod
-    def lcel() -> Any:
-        from .integrations import lcel as module
-
-        return module
-
-    @staticmethod
-    def middleware() -> Any:
-        from .integrations import middleware as module
-
-        return module
-
-    @staticmethod
-    def recall_tool() -> Any:
-        from .integrations import recall_tool as module
-
-        return module
-
-    @staticmethod
-    def retriever() -> Any:
-        from .integrations import retriever as module
-
-        return module
-
-    @staticmethod
-    def store() -> Any:
-        from .integrations import store as module
-
-        return module
-
-    @staticmethod
-    def working_memory_tool() -> Any:
-        from .working_memory import tool as module
-
-        return module
-
-
-def _branching(branch: kw.BranchOptions) -> dict[str, Any]:  # branch_off's keywords
-    return {"resource_id": None, "after_message_id": None, **branch}
-
-
-def _unarchived(query: kw.ThreadQuery) -> dict[str, Any]:  # listings leave archived out
-    return {"archived": False, **query}
-
-
-def _listing(query: kw.MessageQuery) -> dict[str, Any]:  # get_messages in storage's names
-    last, resource_id = query.get("last_messages"), query.get("resource_id")
-    return {"thread_id": query["thread_id"], "last": last, "resource_id": resource_id}
+def _shape(name: str) -> Any:
+    """The module of a shape built on `Memory`, imported on first use (they depend on Memory,
+    not the reverse: the package's one designed import circle, `Memory`'s factories; the
+    type-only imports above make the edges visible)."""
+    where = "working_memory.tool" if name == "working_memory_tool" else f"integrations.{name}"
+    return import_module(f".{where}", __package__)

@@ -185,6 +185,33 @@ class RecallOptions(TypedDict, total=False):
     history: Sequence[BaseMessage] | None
 
 
+class SummaryOptions(TypedDict, total=False):
+    """`Memory.summarize_thread`: the model (required), the owner to check, extra
+    instructions, and the newest messages to read (a count, a token bound)."""
+
+    model: Required[Any]
+    resource_id: str | None
+    instructions: str | None
+    last_messages: int | None
+    max_input_tokens: int
+
+
+def branching(branch: BranchOptions) -> dict[str, Any]:
+    """`branch_off`'s keywords for `Memory.branch_thread`."""
+    return {"resource_id": None, "after_message_id": None, **branch}
+
+
+def unarchived(query: ThreadQuery) -> dict[str, Any]:
+    """A thread listing's keywords: archived threads left out unless asked for."""
+    return {"archived": False, **query}
+
+
+def listing(query: MessageQuery) -> dict[str, Any]:
+    """`Memory.get_messages`' query in storage's names."""
+    last, resource_id = query.get("last_messages"), query.get("resource_id")
+    return {"thread_id": query["thread_id"], "last": last, "resource_id": resource_id}
+
+
 __all__ = [
     "BranchOptions",
     "CloneOptions",
@@ -197,6 +224,7 @@ __all__ = [
     "RecallToolOptions",
     "SaveOptions",
     "SearchQuery",
+    "SummaryOptions",
     "ThreadPageQuery",
     "ThreadQuery",
     "ThreadRef",

@@ -57,10 +57,12 @@ class ThreadSummary:
 
 
 class ThreadQueries:
-    """`Memory`'s summaries, by-id reads and quiet point (it has `storage` and `synced`)."""
+    """`Memory`'s summaries, by-id reads and quiet point, over its storage and the writes
+    kept in step with recall."""
 
-    storage: MemoryStorage
-    synced: SyncedStorage
+    def __init__(self, storage: MemoryStorage, synced: SyncedStorage) -> None:
+        self.storage = storage
+        self.synced = synced
 
     # -- summarize_thread ------------------------------------------------------------------------
     def summarize_thread(
