@@ -401,3 +401,29 @@ def test_bad_schema_tool_arguments_go_back_to_the_model(storage, args) -> None:
     out = memory.working_memory_tool().invoke(tool_call(args), CONFIG)
     assert out.status == "error"
     assert memory.get_working_memory(resource_id="alice") is None
+
+
+def test_agent_managed_false_is_read_only_the_application_writes(storage) -> None:
+    """Mastra's ``agentManaged: false``: no tool, working memory still shown, and the
+    application updates it."""
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from langchain_mastra_memory import ConfigurationError, Memory
+    from langchain_mastra_memory.testing import strict_model
+
+    options = {"working_memory": {"enabled": True, "agent_managed": False}}
+    memory = Memory(storage=storage, options=options)
+    assert memory.working_memory.read_only
+    with pytest.raises(ConfigurationError, match="read-only"):
+        memory.working_memory_tool()
+    memory.update_working_memory("# User\n- City: Lisbon", resource_id="alice")  # the app writes
+    model = strict_model(AIMessage("You live in Lisbon."))
+    agent = create_agent(model, middleware=[memory.middleware()])
+    agent.invoke({"messages": [HumanMessage("Where do I live?")]},
+                 {"configurable": {"thread_id": "t", "user_id": "alice"}})  # fmt: skip
+    shown = str(model.seen[-1][0].content)
+    assert "Lisbon" in shown and "read-only" in shown and model.tool_names is None
+    with pytest.raises(ConfigurationError, match="agent_managed=False means read_only=True"):
+        Memory(storage=storage, options={"working_memory": {
+            "enabled": True, "agent_managed": False, "read_only": False}})  # fmt: skip

@@ -37,7 +37,21 @@ class WorkingMemoryConfig(BaseModel):
     json_schema: Any = Field(default=None, alias="schema")
     scope: Literal["resource", "thread"] = "resource"
     read_only: bool = False
+    agent_managed: bool = True  # Mastra's ``agentManaged``: False is ``read_only=True``
     max_chars: int = Field(default=10_000, gt=0)
+
+    @model_validator(mode="after")
+    def _agent_managed(self) -> WorkingMemoryConfig:
+        """Mastra's ``agentManaged: false`` (the application alone writes working memory; no
+        tool; the model still sees it) is this package's ``read_only=True``."""
+        if not self.agent_managed:
+            if "read_only" in self.model_fields_set and not self.read_only:
+                raise ValueError(
+                    "agent_managed=False means read_only=True (the application alone writes "
+                    "working memory): drop read_only=False"
+                )
+            self.read_only = True
+        return self
 
     @model_validator(mode="after")
     def _one_mode(self) -> WorkingMemoryConfig:
