@@ -321,6 +321,19 @@ CASES = [
     Case(("Memory.recall_tool",), lambda w: w.memory.recall_tool().invoke(
         {"name": "search_memory", "args": {"query": QUESTION, "thread_id": "tA"}, "id": "c2",
          "type": "tool_call"}, BOB_ON_B), NOTHING),
+    # ... listing conversations and searching observation logs (the tool's other modes)
+    Case(("Memory.recall_tool",), lambda w: w.memory.recall_tool().invoke(
+        {"name": "search_memory", "args": {"mode": "threads"}, "id": "c3", "type": "tool_call"},
+        BOB_ON_B), NOTHING),
+    Case(("Memory.recall_tool",), lambda w: arun(w.memory.recall_tool().ainvoke(
+        {"name": "search_memory", "args": {"mode": "threads", "query": "Zanzibar locker"},
+         "id": "c4", "type": "tool_call"}, BOB_ON_B)), NOTHING),
+    Case(("Memory.recall_tool",), lambda w: w.memory.recall_tool().invoke(
+        {"name": "search_memory", "args": {"query": QUESTION, "mode": "observations"}, "id": "c5",
+         "type": "tool_call"}, BOB_ON_B), NOTHING),
+    Case(("Memory.recall_tool",), lambda w: w.memory.recall_tool().invoke(
+        {"name": "search_memory", "args": {"query": QUESTION, "mode": "observations",
+         "thread_id": "tA"}, "id": "c6", "type": "tool_call"}, BOB_ON_B), NOTHING),
     Case(("Memory.as_runnable",), lambda w: w.memory.as_runnable().invoke({"input": ASK}, {
         "configurable": {**BOB_ON_B["configurable"], "memory_options": {
             "last_messages": 100, "semantic_recall": {"filter": {"p": {"$ne": 1}}, "top_k": 10}}}}), NOTHING),

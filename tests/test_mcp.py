@@ -107,6 +107,20 @@ async def test_another_resources_data_is_never_reached(db: Path) -> None:
     assert len(memory.get_messages(thread_id="bobs", resource_id="bob")) == 1
 
 
+async def test_threads_and_observations_modes_over_stdio_are_the_callers(db: Path) -> None:
+    _tools, listed, titled, cursor_refused, no_query, _ = await session_calls(
+        db, "--resource", "alice", calls=[
+            ("search_memory", {"mode": "threads"}),
+            ("search_memory", {"mode": "threads", "query": "no such title words"}),
+            ("search_memory", {"query": "cat", "cursor": "garbage!"}),
+            ("search_memory", {"mode": "keyword"}),
+        ])  # fmt: skip
+    assert not listed.is_error and "bobs" not in text(listed) and "qx4471" not in text(listed)
+    assert "No conversations with" in text(titled)
+    assert cursor_refused.is_error and "not one this tool gave" in text(cursor_refused)
+    assert no_query.is_error and "query is required" in text(no_query)
+
+
 async def test_a_second_client_finds_what_the_first_saved(db: Path) -> None:
     await session_calls(db, "--resource", "alice", calls=[
         ("save_message", {"thread_id": "trip", "text": "We fly to Porto on May 3rd"}),

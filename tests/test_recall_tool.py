@@ -87,7 +87,7 @@ async def test_the_agent_pages_and_filters_async(memory: Memory) -> None:
         {"messages": [HumanMessage("Look around")]}, cfg("new", "alice")
     )
     first, second, third = [m.content for m in out["messages"] if isinstance(m, ToolMessage)]
-    assert "7 messages match" in first and "More results: call again with page=1." in first
+    assert "7 messages match" in first and "More results: call again with cursor=" in first
     assert first.count("Weekend plan") == 5 and second.count("Weekend plan") == 2
     assert "More results" not in second
     assert "Our sailboat is named Albatross." in third and "Weekend" not in third
@@ -140,10 +140,75 @@ def test_without_an_owner_the_developer_is_told(memory: Memory) -> None:
 def test_the_schema_is_one_providers_accept(memory: Memory) -> None:
     spec = convert_to_openai_tool(memory.recall_tool())["function"]
     assert spec["name"] == "search_memory"
-    assert spec["parameters"]["required"] == ["query"]
+    assert spec["parameters"].get("required", []) == []  # query: optional listing threads
     assert set(spec["parameters"]["properties"]) == {
-        "query", "thread_id", "since", "until", "mode", "page",
+        "query", "thread_id", "since", "until", "mode", "page", "cursor",
     }  # fmt: skip
     assert "config" not in spec["parameters"]["properties"]
     with pytest.raises(ConfigurationError):
         memory.recall_tool(per_page=0)
+
+
+def cursor_in(text: str) -> str:
+    import re
+
+    found = re.search(r"cursor='([^']+)'", text)
+    assert found, text
+    return found.group(1)
+
+
+def test_threads_mode_lists_the_callers_conversations_a_cursor_at_a_time(memory: Memory) -> None:
+    tool = memory.recall_tool(resource_id="alice", per_page=5)
+    first = tool.invoke({"mode": "threads"})
+    assert first.startswith("8 conversations (page 0)")
+    second = tool.invoke({"mode": "threads", "cursor": cursor_in(first)})
+    listed = first + second
+    assert '"Sailing trip" (thread trip) · started ' in listed
+    assert all(f"(thread chat{n})" in listed for n in range(7))
+    assert "bobs" not in listed and "Bob's boat" not in listed and "More results" not in second
+    titled = tool.invoke({"mode": "threads", "query": "sailing"})
+    assert titled.startswith("1 conversations") and "(thread trip)" in titled
+    bob = memory.recall_tool(resource_id="bob").invoke({"mode": "threads"})
+    assert "(thread bobs)" in bob and "trip" not in bob and "chat0" not in bob
+
+
+def test_a_cursor_from_another_search_is_refused_with_words(memory: Memory) -> None:
+    tool = memory.recall_tool(resource_id="alice", per_page=5)
+    cursor = cursor_in(tool.invoke({"mode": "threads"}))
+    refused = tool.invoke({"query": "weekend sailing plan", "mode": "keyword", "cursor": cursor})
+    assert "belongs to another search" in refused
+    assert "not one this tool gave" in tool.invoke({"query": "boat", "cursor": "garbage!"})
+    paged = tool.invoke({"query": "weekend sailing plan", "mode": "keyword"})
+    more = tool.invoke({"query": "weekend sailing plan", "mode": "keyword",
+                        "cursor": cursor_in(paged)})  # fmt: skip
+    assert more.count("Weekend plan") == 2
+
+
+def test_observations_mode_searches_the_callers_logs_only(tmp_path) -> None:
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    from langchain_mastra_memory import SQLiteStorage
+
+    class Noting(FakeListChatModel):  # an Observer that notes each line it is shown
+        responses: list = ["unused"]  # noqa: RUF012
+
+        def _call(self, messages, *args, **kwargs):
+            shown = messages[-1].content.split("<new-messages>")[-1]
+            lines = [line for line in shown.splitlines() if line.startswith("[")]
+            return "Date: 2026-11-22\n" + "\n".join(f"- [high] Noted {line}" for line in lines)
+
+    options = {"observational_memory": {"model": Noting(), "scope": "thread",
+                                        "message_tokens": 20, "buffer_tokens": None}}  # fmt: skip
+    memory = Memory(storage=SQLiteStorage(tmp_path / "m.db"), options=options)
+    for thread, owner, text in (("a1", "alice", "Our sailboat is named Albatross."),
+                                ("b1", "bob", f"My sailboat code is {SECRET}.")):  # fmt: skip
+        memory.save_turn([HumanMessage(text), AIMessage("Noted, a fine boat " * 6)],
+                         thread_id=thread, resource_id=owner)  # fmt: skip
+        memory.context([HumanMessage("and?")], thread_id=thread, resource_id=owner)
+    memory.settled()
+    found = memory.recall_tool(resource_id="alice").invoke(
+        {"query": "what is the sailboat called", "mode": "observations"})  # fmt: skip
+    assert "Albatross" in found and SECRET not in found, found
+    one = memory.recall_tool(resource_id="alice").invoke(
+        {"query": "sailboat", "mode": "observations", "thread_id": "b1"})  # fmt: skip
+    assert "no conversation 'b1'" in one.lower() and SECRET not in one

@@ -94,19 +94,22 @@ def create_mcp_server(
         "Search memory of earlier conversations: what the user said and what you answered. "
         "`query` in your own words; optionally `thread_id` (one conversation), `since` / "
         "`until` (ISO dates), `mode` ('hybrid' default, 'keyword' for exact words, 'vector' "
-        "for meaning) and `page`. Each hit has its conversation's title and id and its date."
+        "for meaning; 'threads' lists the user's conversations, `query` optional; "
+        "'observations' searches what was noted about the user) and `cursor` (from a result) "
+        "for more. Each hit has its conversation's title and id and its date."
     ))  # fmt: skip
     def search_memory(
-        query: str,
+        query: str | None = None,
         thread_id: str | None = None,
         since: str | None = None,
         until: str | None = None,
-        mode: Literal["hybrid", "vector", "keyword"] | None = None,
+        mode: Literal["hybrid", "vector", "keyword", "threads", "observations"] | None = None,
         page: int = 0,
+        cursor: str | None = None,
         resource_id: str | None = None,
     ) -> str:
         arguments = {"query": query, "thread_id": thread_id, "since": since, "until": until,
-                     "mode": mode, "page": page}  # fmt: skip
+                     "mode": mode, "page": page, "cursor": cursor}  # fmt: skip
         given = {k: v for k, v in arguments.items() if v is not None}
         try:
             return search_for_model(memory, owner(resource_id), given)

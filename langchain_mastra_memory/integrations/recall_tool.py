@@ -27,12 +27,20 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool, ToolException
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..browsing.paging import Page, SearchHit
-from ..errors import ConfigurationError, MastraMemoryError, ResourceMismatchError
+from ..errors import (
+    ConfigurationError,
+    MastraMemoryError,
+    ResourceMismatchError,
+    ThreadNotFoundError,
+)
 from ..messages import mastra_role, message_text
 from ..threads.ids import tool_ids
+from ..twins import Steps, call, run_async, run_sync
+from . import recall_listings as listings
+from .recall_listings import CursorError, read_cursor
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -45,15 +53,23 @@ DESCRIPTION = (
     "not in front of you. Give `query` in your own words; optionally `thread_id` (an id from "
     "an earlier result) to search one conversation, `since` / `until` (ISO dates), `mode` "
     "('hybrid' default: meaning and words; 'keyword': exact words, names, numbers; 'vector': "
-    "meaning), and `page` for more results."
+    "meaning; 'threads': list this user's conversations, `query` optional, matching titles; "
+    "'observations': search what was noted about the user), and `cursor` (from a result) for "
+    "more results."
 )
+MESSAGE_MODES = ("hybrid", "vector", "keyword")
 
 
 class RecallArguments(BaseModel):
     """What the model may pass."""
 
     model_config = ConfigDict(extra="forbid")
-    query: str = Field(min_length=1, max_length=2000, description="What to look for.")
+    query: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=2000,
+        description="What to look for (optional with mode 'threads').",
+    )
     thread_id: str | None = Field(
         default=None, description="Search only this conversation (an id from a result)."
     )
@@ -63,10 +79,21 @@ class RecallArguments(BaseModel):
     until: datetime | None = Field(
         default=None, description="Only messages before this time (ISO 8601)."
     )
-    mode: Literal["hybrid", "vector", "keyword"] | None = Field(
-        default=None, description="How to match: meaning and words (hybrid), words, meaning."
+    mode: Literal["hybrid", "vector", "keyword", "threads", "observations"] | None = Field(
+        default=None,
+        description="Messages by meaning and words (hybrid), words, meaning; or the user's "
+        "conversations (threads), or what was noted about the user (observations).",
     )
     page: int = Field(default=0, ge=0, le=1000, description="Results page, 0 first.")
+    cursor: str | None = Field(
+        default=None, max_length=200, description="The cursor a result gave, for more."
+    )
+
+    @model_validator(mode="after")
+    def _query_for_searches(self) -> RecallArguments:
+        if self.query is None and self.mode != "threads":
+            raise ValueError("query is required (only mode 'threads' lists without one)")
+        return self
 
 
 def create_recall_tool(
@@ -102,14 +129,8 @@ def create_recall_tool(
         return search_for_model(memory, owner(config), arguments, per_page=per_page)
 
     async def coroutine(query: str | None = None, *, config: RunnableConfig, **kwargs: Any) -> str:
-        args = _arguments(kwargs if query is None else {"query": query, **kwargs})
-        who = owner(config)
-        try:
-            found = await memory.asearch_messages(args.query, resource_id=who,
-                                                  **_search(args, per_page))  # fmt: skip
-        except MastraMemoryError as exc:
-            raise ToolException(_explain(exc, args)) from exc
-        return _render(found, args)
+        arguments = kwargs if query is None else {"query": query, **kwargs}
+        return await asearch_for_model(memory, owner(config), arguments, per_page=per_page)
 
     return StructuredTool.from_function(
         func=func,
@@ -128,19 +149,50 @@ def search_for_model(
     """The tool's answer to `arguments` (`RecallArguments`) over `resource_id`'s memory; a
     `ToolException` saying what to fix for bad arguments or an unknown thread (the MCP server
     answers with the same words)."""
-    args = _arguments(arguments)
+    return run_sync(_answer(memory, resource_id, _arguments(arguments), per_page))
+
+
+async def asearch_for_model(
+    memory: Memory, resource_id: str, arguments: dict[str, Any], *, per_page: int = 5
+) -> str:
+    """Async `search_for_model`."""
+    return await run_async(_answer(memory, resource_id, _arguments(arguments), per_page))
+
+
+def _answer(memory: Memory, who: str, args: RecallArguments, per_page: int) -> Steps[str]:
+    """The tool's text for one call, in any mode (written once: `twins`)."""
+    mode = args.mode or "hybrid"
     try:
-        found = memory.search_messages(args.query, resource_id=resource_id,
-                                       **_search(args, per_page))  # fmt: skip
+        page = args.page if args.cursor is None else read_cursor(
+            args.cursor, mode, args.query, args.thread_id)  # fmt: skip
+    except CursorError as exc:
+        raise ToolException(f"{exc}.") from exc
+    try:
+        if args.thread_id is not None:
+            yield from _own_thread(memory, who, args.thread_id)
+        if mode == "threads":
+            return (yield from listings.threads(memory.storage, who, args.query, page, per_page))
+        if mode == "observations":
+            return (yield from listings.observations(memory.storage, who, str(args.query),
+                                                     args.thread_id, page, per_page))  # fmt: skip
+        found = yield call(memory, "search_messages", args.query, resource_id=who,
+                           **_search(args, mode, page, per_page))  # fmt: skip
     except MastraMemoryError as exc:
         raise ToolException(_explain(exc, args)) from exc
-    return _render(found, args)
+    return _render(found, args, mode)
 
 
-def _search(args: RecallArguments, per_page: int) -> dict[str, Any]:
+def _own_thread(memory: Memory, who: str, thread_id: str | None) -> Steps[None]:
+    """A thread the call names must be the caller's (another's reads as unknown)."""
+    thread = yield call(memory.storage, "get_thread", thread_id)
+    if thread is None or thread.resource_id != who:
+        raise ThreadNotFoundError(f"no thread {thread_id!r}")
+
+
+def _search(args: RecallArguments, mode: str, page: int, per_page: int) -> dict[str, Any]:
     return {
         "thread_id": args.thread_id, "since": args.since, "until": args.until,
-        "mode": args.mode, "page": args.page, "per_page": per_page,
+        "mode": mode, "page": page, "per_page": per_page,
     }  # fmt: skip
 
 
@@ -170,12 +222,12 @@ def _explain(exc: MastraMemoryError, args: RecallArguments) -> str:
     return f"The search failed: {exc}. Fix the arguments and call again."
 
 
-def _render(found: Page[SearchHit], args: RecallArguments) -> str:
+def _render(found: Page[SearchHit], args: RecallArguments, mode: str) -> str:
     if not found.items:
         where = f" in conversation {args.thread_id!r}" if args.thread_id else ""
-        if found.total and args.page:
+        if found.total and found.page:
             return (
-                f"No results on page {args.page}: there are {found.total} in all "
+                f"No results on page {found.page}: there are {found.total} in all "
                 f"(pages 0..{(found.total - 1) // (found.per_page or 1)})."
             )
         return f"Nothing in memory matches {args.query!r}{where}."
@@ -193,5 +245,5 @@ def _render(found: Page[SearchHit], args: RecallArguments) -> str:
             f"{n}. [{when} · {title} (thread {hit.thread_id})] {mastra_role(hit.message)}: {text}"
         )
     if found.has_more:
-        lines.append(f"More results: call again with page={found.page + 1}.")
+        lines.append(listings.more(mode, args.query, args.thread_id, found.page))
     return "\n".join(lines)
