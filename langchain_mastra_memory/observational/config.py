@@ -7,10 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigurationError
+from .models import chat_model
 
 SOURCE = "observational_memory"
 EVENT = "memory_status"  # the LangChain custom event's name
@@ -59,12 +59,15 @@ class ObservationalConfig(BaseModel):
     Mastra 1.x's options too:
 
     - ``observer_model`` / ``reflector_model``: a model for one of the two (``model`` is the
-      other's, or both's).
+      other's, or both's). Any model option may be a list (a fallback chain: the next model
+      answers when one raises) or a `ModelByInputTokens` (a model chosen by the input's size).
     - ``instruction``: the developer's own words added to both prompts (what to keep, what to
       ignore); ``observer_instruction`` / ``reflector_instruction`` for one of them.
     - ``manage_working_memory``: the Observer also rewrites the working memory (it must be
       enabled) when the conversation changed what it should say; the update goes through the
       same validation as the tool, and an invalid one is dropped with a warning.
+    - ``temporal_markers``: a pause of an hour or more between two messages is marked in what
+      the Observer reads (``(3 days later)``), so its notes keep the conversation's rhythm.
     - ``on_status``: called with an `ObservationEvent` at each step (observing, buffered,
       activated, reflecting, reflected, working_memory_updated, failed, timeout), so an app can show
       what memory is doing; inside a run the same events go out as LangChain custom events
@@ -80,6 +83,7 @@ class ObservationalConfig(BaseModel):
     observer_instruction: str | None = None
     reflector_instruction: str | None = None
     manage_working_memory: bool = False
+    temporal_markers: bool = False
     on_status: Callable[[ObservationEvent], None] | None = None
     scope: Literal["thread", "resource"] = "thread"
     message_tokens: int = Field(30_000, gt=0)
@@ -117,12 +121,16 @@ class ObservationalConfig(BaseModel):
         given = option if isinstance(option, dict) else {}
         for role in ("observer", "reflector"):
             model = given.get(f"{role}_model") or given.get("model")
-            if not isinstance(model, BaseChatModel):
+            if model is None:
                 raise ConfigurationError(
                     'observational_memory needs {"model": <a LangChain chat model>} (the '
                     f'Observer and Reflector run on it; or "{role}_model" for the {role}); '
                     f"got {option!r}"
                 )
+            try:  # a model, a fallback chain or ModelByInputTokens
+                chat_model(model, role)
+            except ConfigurationError as exc:
+                raise ConfigurationError(f"observational_memory needs a model: {exc}") from exc
         try:
             return cls.model_validate(option)
         except ValidationError as exc:

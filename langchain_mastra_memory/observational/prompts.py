@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
@@ -109,9 +109,32 @@ def format_entries(entries: Sequence[Entry]) -> str:
     return "\n".join(lines)
 
 
-def _transcript(messages: Sequence[BaseMessage], times: Sequence[datetime | None]) -> str:
+MARKED_GAP = timedelta(hours=1)  # a pause at least this long is marked (temporal_markers)
+
+
+def time_gap(gap: timedelta) -> str:
+    """``(3 days later)``: a pause in words, for the Observer (Mastra's temporal markers).
+
+    Examples:
+        >>> time_gap(timedelta(hours=5)), time_gap(timedelta(days=2, hours=3))
+        ('(5 hours later)', '(2 days later)')
+    """
+    for unit, size in (("week", 7 * 86_400), ("day", 86_400), ("hour", 3_600), ("minute", 60)):
+        count = int(gap.total_seconds() // size)
+        if count >= 1:
+            return f"({count} {unit}{'s' if count > 1 else ''} later)"
+    return "(moments later)"
+
+
+def _transcript(
+    messages: Sequence[BaseMessage], times: Sequence[datetime | None], *, markers: bool = False
+) -> str:
     lines = []
+    previous: datetime | None = None
     for message, at in zip(messages, times, strict=True):
+        if markers and at is not None and previous is not None and at - previous >= MARKED_GAP:
+            lines.append(time_gap(at - previous))
+        previous = at if at is not None else previous
         stamp = f"{at:%Y-%m-%d %H:%M} " if at is not None else ""
         who = message.name or {"human": "user", "ai": "assistant"}.get(message.type, message.type)
         text = message.text or ""
@@ -142,6 +165,7 @@ def observer_prompt(
     instructions: str = OBSERVER_INSTRUCTIONS,
     working_memory: str | None = None,
     working_memory_shape: str = "",
+    temporal_markers: bool = False,
 ) -> list[BaseMessage]:
     """The Observer's input: its instructions, the log so far, and the new messages (and,
     when the Observer manages working memory, the document as it stands)."""
@@ -155,7 +179,7 @@ def observer_prompt(
         SystemMessage(system),
         HumanMessage(
             f"{document}{fenced('existing-observations', known)}\n\n"
-            f"{fenced('new-messages', _transcript(messages, times))}"
+            f"{fenced('new-messages', _transcript(messages, times, markers=temporal_markers))}"
         ),
     ]
 

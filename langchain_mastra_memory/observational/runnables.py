@@ -25,7 +25,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import ensure_config
 
-from ..errors import ConfigurationError
+from .models import chat_model
 from .parse import ParsedLog, parse_log
 from .prompts import (
     OBSERVER_INSTRUCTIONS,
@@ -35,22 +35,22 @@ from .prompts import (
 )
 
 
-def _check_model(model: Any, role: str) -> BaseChatModel:
-    if not isinstance(model, BaseChatModel):
-        raise ConfigurationError(
-            f"the {role} needs a LangChain chat model (e.g. ChatOpenAI(model='gpt-4o-mini')), "
-            f"got {type(model).__name__}"
-        )
-    return model
+def _check_model(model: Any, role: str) -> Any:
+    """The model `role` calls: a chat model, a fallback chain (a list) or `ModelByInputTokens`."""
+    return chat_model(model, role)
 
 
 class Observer(Runnable[dict[str, Any], ParsedLog]):
     """``{"messages": [...], "times": [...] (optional), "log": "...", "working_memory": "..."
     (optional: the Observer may then rewrite it)}`` -> the new entries."""
 
-    def __init__(self, model: BaseChatModel, *, instructions: str = OBSERVER_INSTRUCTIONS) -> None:
+    def __init__(
+        self, model: Any, *, instructions: str = OBSERVER_INSTRUCTIONS,
+        temporal_markers: bool = False,
+    ) -> None:  # fmt: skip
         self.model = _check_model(model, "Observer")
         self.instructions = instructions
+        self.temporal_markers = temporal_markers  # pauses marked in what it reads
         self.name = "Observer"
 
     def _prompt(self, value: dict[str, Any]) -> list[BaseMessage]:
@@ -59,6 +59,7 @@ class Observer(Runnable[dict[str, Any], ParsedLog]):
         return observer_prompt(
             messages, times, value.get("log", ""), self.instructions,
             value.get("working_memory"), value.get("working_memory_shape", ""),
+            self.temporal_markers,
         )  # fmt: skip
 
     def invoke(

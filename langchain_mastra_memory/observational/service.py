@@ -82,6 +82,7 @@ class ObservationalMemory:
             instructions=with_instruction(
                 OBSERVER_INSTRUCTIONS, config.observer_instruction or config.instruction
             ),
+            temporal_markers=config.temporal_markers,
         )
         self.reflector = Reflector(
             config.reflector_model or config.model,
