@@ -99,3 +99,79 @@ def test_model_by_input_tokens_refuses_bad_bounds() -> None:
     for up_to in ({}, {0: Noting()}, {10: "gpt-4o"}, {True: Noting()}):
         with pytest.raises(ConfigurationError):
             ModelByInputTokens(up_to=up_to)
+
+
+class Titling(Noting):
+    """An Observer that also suggests a title when asked for one."""
+
+    def _call(self, messages: Any, *args: Any, **kwargs: Any) -> str:
+        reply = super()._call(messages, *args, **kwargs)
+        asked = "<thread-title>" in str(messages[0].content)
+        return reply + ("\n<thread-title>Naming the sailboat</thread-title>" if asked else "")
+
+
+def test_the_observer_titles_an_untitled_thread_and_never_renames_one(tmp_path: Any) -> None:
+    memory = observe(Titling(), tmp_path, suggest_title=True)
+    assert memory.get_thread("t").title == "Naming the sailboat"
+    options = {"observational_memory": {"model": Titling(), "scope": "thread",
+                                        "message_tokens": 20, "buffer_tokens": None,
+                                        "suggest_title": True}}  # fmt: skip
+    named = Memory(storage=SQLiteStorage(tmp_path / "named.db"), options=options)
+    named.create_thread(thread_id="n", resource_id="alice", title="My own title")
+    named.save_messages([HumanMessage("Our sailboat is named Albatross."),
+                         AIMessage("A fine name for a boat " * 4)],
+                        thread_id="n", resource_id="alice")  # fmt: skip
+    named.settled()
+    assert named.get_thread("n").title == "My own title"
+
+
+def test_a_long_backlog_is_observed_in_batches(tmp_path: Any) -> None:
+    noting = Noting()
+    noting.shown = []
+    options = {"observational_memory": {"model": noting, "scope": "thread",
+                                        "message_tokens": 60, "buffer_tokens": None,
+                                        "max_tokens_per_batch": 40}}  # fmt: skip
+    memory = Memory(storage=SQLiteStorage(tmp_path / "m.db"), options=options)
+    memory.create_thread(thread_id="t", resource_id="alice")
+    memory.save_messages([HumanMessage(f"Fact number {i}: the boat has {i} sails.") for i in range(8)],
+                         thread_id="t", resource_id="alice")  # fmt: skip
+    memory.settled()
+    assert len(noting.shown) >= 3  # ~13 tokens a message, 40 a batch
+    key = scope_key("thread", resource_id="alice", thread_id="t")
+    log = "\n".join(g.text for g in memory.storage.observation_log(key, buffered=True))
+    assert all(log.count(f"Fact number {i}:") == 1 for i in range(8))  # each observed once
+    batches = [chunk.split("<new-messages>")[-1] for chunk in noting.shown]
+    assert all(batch.count("Fact number") <= 3 for batch in batches)  # within 40 tokens
+
+
+def test_buffered_observations_activate_after_an_idle_thread(tmp_path: Any) -> None:
+    start = datetime(2026, 11, 20, 9, tzinfo=timezone.utc)
+
+    def run(folder: Any, **extra: Any) -> str:
+        folder.mkdir(parents=True, exist_ok=True)
+        options = {"observational_memory": {"model": Noting(), "scope": "thread",
+                                            "message_tokens": 10_000, "buffer_tokens": 20,
+                                            **extra}}  # fmt: skip
+        memory = Memory(storage=SQLiteStorage(folder / "m.db"), options=options)
+        memory.create_thread(thread_id="t", resource_id="alice")
+        memory.save_messages([HumanMessage("Our sailboat is named Albatross."),
+                              AIMessage("A fine name for a boat " * 4)],
+                             thread_id="t", resource_id="alice",
+                             created_at=[start, start])  # fmt: skip
+        memory.settled()  # buffered behind the turn, under the threshold: not in the log yet
+        assert log_text(memory) == ""
+        later = start + timedelta(minutes=10)
+        memory.save_messages([HumanMessage("Back again.")], thread_id="t", resource_id="alice",
+                             created_at=[later])  # fmt: skip
+        memory.settled()
+        return log_text(memory)
+
+    assert "Albatross" in run(tmp_path / "idle", activate_after_idle="auto")  # 5 minutes
+    assert run(tmp_path / "plain") == ""
+
+
+@pytest.mark.parametrize("value", ["soon", -5, "5 fortnights", True])
+def test_a_bad_idle_duration_names_the_option(tmp_path: Any, value: Any) -> None:
+    with pytest.raises(ConfigurationError, match="activate_after_idle"):
+        Memory(storage=SQLiteStorage(tmp_path / "m.db"), options={"observational_memory": {
+            "model": Noting(), "activate_after_idle": value}})  # fmt: skip

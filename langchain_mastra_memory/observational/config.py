@@ -3,11 +3,12 @@ the status events it emits (`ObservationEvent`, a LangChain custom event)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import ConfigurationError
 from .models import chat_model
@@ -18,6 +19,28 @@ EventKind = Literal[
     "observing", "buffered", "activated", "reflecting", "reflected", "working_memory_updated",
     "failed", "timeout",
 ]  # fmt: skip
+
+
+CACHE_LIFETIME = 300.0  # seconds: Anthropic's and OpenAI's default prompt-cache lifetime
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
+
+
+def idle_seconds(value: Any) -> float:
+    """``activate_after_idle`` in seconds: a number, ``"90s"``, ``"5m"``, ``"1h"``, ``"auto"``.
+
+    Examples:
+        >>> idle_seconds("5m"), idle_seconds(30), idle_seconds("auto")
+        (300.0, 30.0, 300.0)
+    """
+    if value == "auto":
+        return CACHE_LIFETIME
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    if isinstance(value, str) and (m := re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd])\s*", value)):
+        return float(m.group(1)) * _UNITS[m.group(2)]
+    raise ValueError(
+        f"activate_after_idle must be seconds, a duration like '5m' or 'auto', got {value!r}"
+    )
 
 
 @dataclass(frozen=True)
@@ -68,6 +91,14 @@ class ObservationalConfig(BaseModel):
       same validation as the tool, and an invalid one is dropped with a warning.
     - ``temporal_markers``: a pause of an hour or more between two messages is marked in what
       the Observer reads (``(3 days later)``), so its notes keep the conversation's rhythm.
+    - ``suggest_title``: the Observer suggests a title for a thread that has none, and the
+      thread takes it (a title set meanwhile is never replaced).
+    - ``max_tokens_per_batch``: the most message tokens one Observer call reads; more are
+      observed in several calls, oldest first, each seeing the log the last one wrote.
+    - ``activate_after_idle``: seconds (or ``"5m"``, ``"1h"``; ``"auto"``: 5 minutes, the
+      prompt-cache lifetime of Anthropic and OpenAI): buffered observations activate at the
+      first save after the thread was idle that long, under the threshold too. The provider's
+      cache is cold by then, so the smaller context costs nothing it had not lost already.
     - ``on_status``: called with an `ObservationEvent` at each step (observing, buffered,
       activated, reflecting, reflected, working_memory_updated, failed, timeout), so an app can show
       what memory is doing; inside a run the same events go out as LangChain custom events
@@ -84,6 +115,9 @@ class ObservationalConfig(BaseModel):
     reflector_instruction: str | None = None
     manage_working_memory: bool = False
     temporal_markers: bool = False
+    suggest_title: bool = False
+    max_tokens_per_batch: int | None = Field(None, gt=0)
+    activate_after_idle: float | str | None = None
     on_status: Callable[[ObservationEvent], None] | None = None
     scope: Literal["thread", "resource"] = "thread"
     message_tokens: int = Field(30_000, gt=0)
@@ -93,6 +127,11 @@ class ObservationalConfig(BaseModel):
     block_after: float = Field(1.2, ge=1)
     lease_seconds: float = Field(300.0, gt=0)
     block_timeout: float | None = Field(None, gt=0)
+
+    @field_validator("activate_after_idle", mode="before")
+    @classmethod
+    def _idle(cls, value: Any) -> float | None:
+        return None if value is None else idle_seconds(value)
 
     @property
     def turn_wait(self) -> float:

@@ -38,6 +38,7 @@ class ParsedLog:
     entries: list[Entry] = field(default_factory=list)
     current_task: str | None = None
     working_memory: str | None = None  # an Observer's update of the working memory, if any
+    title: str | None = None  # an Observer's suggested thread title (``suggest_title``)
 
 
 def _block(text: str, tag: str) -> tuple[str | None, str]:
@@ -63,10 +64,12 @@ def parse_log(text: object) -> ParsedLog:
         text = "\n".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in text)
     body = _THINK.sub("", str(text or ""))
     working, body = _block(body, "working-memory")
+    title, body = _block(body, "thread-title")
     task, body = _block(body, "current-task")
     observations, rest = _block(body, "observations")
     body = observations if observations is not None else rest
-    parsed = ParsedLog(current_task=task or None, working_memory=working or None)
+    parsed = ParsedLog(current_task=task or None, working_memory=working or None,
+                       title=" ".join((title or "").split())[:120] or None)  # fmt: skip
     date: str | None = None
     for raw in body.splitlines():
         if not raw.strip() or re.fullmatch(r"\s*</?[a-z-]+>\s*", raw, re.I):

@@ -151,6 +151,11 @@ say, write the WHOLE updated document inside <working-memory>...</working-memory
 current task{shape}; if nothing in it should change, leave that block out."""
 
 
+TITLE_INSTRUCTIONS = """\
+The conversation has no title yet: after the observations, add a short title for it (a few
+words, no quotes) inside <thread-title>...</thread-title>."""
+
+
 def with_instruction(instructions: str, instruction: str | None) -> str:
     """`instructions` with the developer's own `instruction` added (Mastra 1.x's option)."""
     if not instruction or not instruction.strip():
@@ -166,6 +171,7 @@ def observer_prompt(
     working_memory: str | None = None,
     working_memory_shape: str = "",
     temporal_markers: bool = False,
+    suggest_title: bool = False,
 ) -> list[BaseMessage]:
     """The Observer's input: its instructions, the log so far, and the new messages (and,
     when the Observer manages working memory, the document as it stands)."""
@@ -174,6 +180,8 @@ def observer_prompt(
     system = instructions
     if manages:
         system += "\n" + WORKING_MEMORY_INSTRUCTIONS.format(shape=working_memory_shape)
+    if suggest_title:
+        system += "\n" + TITLE_INSTRUCTIONS
     document = f"{fenced('working-memory', working_memory or '')}\n\n" if manages else ""
     return [
         SystemMessage(system),

@@ -59,7 +59,7 @@ class Observer(Runnable[dict[str, Any], ParsedLog]):
         return observer_prompt(
             messages, times, value.get("log", ""), self.instructions,
             value.get("working_memory"), value.get("working_memory_shape", ""),
-            self.temporal_markers,
+            self.temporal_markers, bool(value.get("suggest_title")),
         )  # fmt: skip
 
     def invoke(

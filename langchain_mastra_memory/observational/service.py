@@ -170,7 +170,7 @@ class ObservationalMemory:
         key = self.key(thread_id, resource_id)
         config, storage = self.config, self.storage
         raw = storage.unobserved_tokens(key, resource_id=resource_id, thread_id=thread_id)
-        if raw >= config.message_tokens:
+        if raw >= config.message_tokens or self._idle(stored, key, resource_id, thread_id):
             raw = self._activate(key, resource_id, thread_id, raw)
         if raw >= config.block_after * config.message_tokens:  # far over: the turn waits,
             # at most `turn_wait` in all, for the run under way or one of its own
@@ -243,6 +243,22 @@ class ObservationalMemory:
             if self._running.get(key) is future:
                 del self._running[key]
 
+    def _idle(
+        self, stored: Sequence[StoredMessage], key: str, resource_id: str, thread_id: str
+    ) -> bool:
+        """Whether this save comes after the thread was idle ``activate_after_idle`` or longer
+        (the provider's cache is cold: buffered observations may activate now)."""
+        idle = self.config.activate_after_idle
+        if idle is None:
+            return False
+        new = {s.message.id for s in stored}
+        storage = self.storage
+        waiting = storage.unobserved_messages(key, resource_id=resource_id, thread_id=thread_id)
+        before = [s.created_at for s in waiting if s.message.id not in new]
+        if not before:
+            return False
+        return (min(s.created_at for s in stored) - max(before)).total_seconds() >= float(idle)
+
     def _activate(self, key: str, resource_id: str, thread_id: str, raw: float) -> float:
         """Activate buffered groups (none waiting: nothing changes); the unobserved tokens
         left, reflecting in the background when the log grew past its threshold."""
@@ -291,25 +307,51 @@ class ObservationalMemory:
         self._emit("working_memory_updated", key, resource_id, thread_id)
 
     def _observe(self, key: str, thread_id: str, resource_id: str) -> Steps[None]:
-        """Observe what no group covers yet, commit it buffered, then activate (at the
-        threshold) and reflect (past the log's)."""
+        """Observe what no group covers yet, a batch at a time (``max_tokens_per_batch``),
+        committing each buffered, then activate (at the threshold) and reflect (past the
+        log's)."""
+        for _ in range(1_000):  # a bound, never reached: each batch covers messages
+            more = yield from self._observe_batch(key, thread_id, resource_id)
+            if not more:
+                return
+
+    def _batch(self, pending: list[StoredMessage]) -> list[StoredMessage]:
+        """The oldest messages within ``max_tokens_per_batch`` (one at least)."""
+        limit = self.config.max_tokens_per_batch
+        if limit is None:
+            return pending
+        batch: list[StoredMessage] = []
+        tokens = 0.0
+        for stored in pending:
+            tokens += self.counter.count(stored.message)
+            if batch and tokens > limit:
+                break
+            batch.append(stored)
+        return batch
+
+    def _observe_batch(self, key: str, thread_id: str, resource_id: str) -> Steps[bool]:
+        """One Observer call; whether messages beyond its batch wait to be observed."""
         owner = f"observer-{uuid.uuid4()}"
         if not (yield call(self.storage, "claim_observation", key, owner=owner,
                            seconds=self.config.lease_seconds)):  # fmt: skip
-            return  # another turn observes this scope now
+            return False  # another turn observes this scope now
         ref = {"resource_id": resource_id, "thread_id": thread_id}
         try:
-            pending = yield call(self.storage, "unobserved_messages", key, buffered=True, **ref)
+            waiting = yield call(self.storage, "unobserved_messages", key, buffered=True, **ref)
             log = yield call(self.storage, "observation_log", key, buffered=True)
-            if not pending:
+            if not waiting:
                 yield call(self.storage, "release_observation", key, owner=owner)
-                return
+                return False
+            pending = self._batch(waiting)
             self._emit("observing", key, resource_id, thread_id, messages=len(pending))
             document = yield from self._working_memory(resource_id, thread_id)
+            thread = yield call(self.storage, "get_thread", thread_id)
+            untitled = self.config.suggest_title and thread is not None and not thread.title
             parsed = yield traced(call(self.observer, "invoke", {
                 "messages": [s.message for s in pending],
                 "times": [s.created_at for s in pending],
                 "log": "\n".join(g.text for g in log),
+                "suggest_title": untitled,
                 **document,
             }), "observer", inputs={"thread_id": thread_id, "messages": len(pending)},
                 metadata={"resource_id": resource_id, "thread_id": thread_id},
@@ -328,8 +370,10 @@ class ObservationalMemory:
             yield call(self.storage, "release_observation", key, owner=owner)
             logger.warning("observational memory: observing %s failed, retried later: %s", key, exc)
             self._emit("failed", key, resource_id, thread_id, step="observe", error=str(exc))
-            return
+            return False
         self._emit("buffered", key, resource_id, thread_id, messages=len(pending))
+        if untitled and parsed.title:
+            yield from self._title(thread_id, resource_id, parsed.title)
         if parsed.working_memory is not None and self.working is not None:
             yield from self._update_working_memory(
                 parsed.working_memory, key, resource_id, thread_id
@@ -342,6 +386,14 @@ class ObservationalMemory:
             )  # fmt: skip
             self._activated(activated, key, resource_id, thread_id)
         yield from self._reflect(key, resource_id)
+        return len(pending) < len(waiting)
+
+    def _title(self, thread_id: str, resource_id: str, title: str) -> Steps[None]:
+        """The Observer's title, for a thread still without one (never replacing one)."""
+        thread = yield call(self.storage, "get_thread", thread_id)
+        if thread is not None and not thread.title:
+            yield call(self.storage, "update_thread", thread_id, title=title,
+                       resource_id=resource_id)  # fmt: skip
 
     def _reflect(self, key: str, resource_id: str) -> Steps[None]:
         log: list[ObservationGroup] = yield call(self.storage, "observation_log", key)
