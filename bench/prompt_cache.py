@@ -52,7 +52,8 @@ OPTION_SETS: dict[str, dict[str, Any]] = {
 }  # fmt: skip
 STEADY_AFTER = {  # messages, as last_messages
     "message_tokens: 1,100 (Mastra's budget)": 20,
-    "message_tokens: 1,100, removing 550": 20}
+    "message_tokens: 1,100, removing 550": 20,
+}
 PRICES = (  # (provider and model, $ per million input tokens, $ per million cached tokens, step)
     ("Anthropic Claude Sonnet 4.5", 3.00, 0.30, 1),
     ("OpenAI GPT-4.1", 2.00, 0.50, 128),
@@ -109,8 +110,14 @@ def replay(turns: list[list[BaseMessage]], options: dict[str, Any], name: str) -
         new = [m for m in turn if isinstance(m, HumanMessage)]
         sent = memory.context(new, thread_id=name, resource_id="user")
         now = tokens(sent)
-        rows.append({"tokens": len(now), "shared": common_prefix(previous, now), "stored": stored,
-                     "whole": bool(previous) and common_prefix(previous, now) == len(previous)})
+        rows.append(
+            {
+                "tokens": len(now),
+                "shared": common_prefix(previous, now),
+                "stored": stored,
+                "whole": bool(previous) and common_prefix(previous, now) == len(previous),
+            }
+        )
         previous = now
         memory.save_messages(turn, thread_id=name, resource_id="user")
         memory.flush()
