@@ -45,6 +45,9 @@ OPTION_SETS: dict[str, dict[str, Any]] = {
     "last_messages: 20 + recall": {"last_messages": 20, "semantic_recall": True},
     # Mastra's token budget, sized as the 20 to 29 messages above are (~38 tokens a message)
     "message_tokens: 1,100 (Mastra's budget)": {"message_tokens": {"max_tokens": 1100}},
+    "message_tokens: 1,300, removing 650 (the block window's input size)": {
+        "message_tokens": {"max_tokens": 1300, "at_max_remove_tokens": 650}
+    },
     "message_tokens: 1,100, removing 550": {
         "message_tokens": {"max_tokens": 1100, "at_max_remove_tokens": 550}},
     "TokenLimiter-like sliding, last_messages: 20": {"last_messages": 20,
@@ -53,6 +56,7 @@ OPTION_SETS: dict[str, dict[str, Any]] = {
 STEADY_AFTER = {  # messages, as last_messages
     "message_tokens: 1,100 (Mastra's budget)": 20,
     "message_tokens: 1,100, removing 550": 20,
+    "message_tokens: 1,300, removing 650 (the block window's input size)": 20,
 }
 PRICES = (  # (provider and model, $ per million input tokens, $ per million cached tokens, step)
     ("Anthropic Claude Sonnet 4.5", 3.00, 0.30, 1),
