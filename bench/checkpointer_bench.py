@@ -78,6 +78,34 @@ def drive(bare, wrapped, turns: int, run: str) -> dict[str, float]:
 REPLY = "ok"  # the scripted model's answer, every turn
 
 
+def seeded(sides: dict, size: int, prefix: str = "") -> dict[str, dict]:
+    """Each side's thread config, its state seeded once with `size` messages (mirrored once,
+    not timed)."""
+    configs = {
+        name: {"configurable": {"thread_id": f"{prefix}{name}-{size}", "resource_id": "bench"}}
+        for name in sides
+    }
+    seed = []
+    for i in range(size // 2):
+        seed += [HumanMessage(f"question {i} about the trip"), AIMessage(f"answer {i}")]
+    for name, graph in sides.items():
+        graph.update_state(configs[name], {"messages": [m.model_copy() for m in seed]})
+    return configs
+
+
+def cells(times: dict[str, list[float]]):
+    """`cell(name)`: p50 / p95 in ms; `over(name, peer)`: p50 over the peer's."""
+
+    def cell(name: str) -> str:
+        q = statistics.quantiles(times[name], n=20)
+        return f"{statistics.median(times[name]) * 1e3:.1f} / {q[18] * 1e3:.1f} ms"
+
+    def over(name: str, peer: str) -> str:
+        return f"{statistics.median(times[name]) / statistics.median(times[peer]) - 1:+.1%}"
+
+    return cell, over
+
+
 def agent(checkpointer, hook=None):
     """LangGraph's `create_react_agent` with a scripted model (one short reply per turn)."""
     import warnings
@@ -145,15 +173,7 @@ def agent_turns(sizes: list[int], turns: int, directory: Path) -> None:
             "recall": agent(recalling.checkpointer(), recalling.pre_model_hook()),
             "behind": agent(behind.checkpointer(), behind.pre_model_hook()),
         }
-        configs = {
-            name: {"configurable": {"thread_id": f"{name}-{size}", "resource_id": "bench"}}
-            for name in sides
-        }
-        seed = []
-        for i in range(size // 2):
-            seed += [HumanMessage(f"question {i} about the trip"), AIMessage(f"answer {i}")]
-        for name, graph in sides.items():  # the long state, once (mirrored once, not timed)
-            graph.update_state(configs[name], {"messages": [m.model_copy() for m in seed]})
+        configs = seeded(sides, size)
         for recaller in recallers.values():  # the seed embedded before any timed turn
             recaller.flush()
         times: dict[str, list[float]] = {name: [] for name in sides}
@@ -174,13 +194,7 @@ def agent_turns(sizes: list[int], turns: int, directory: Path) -> None:
                 if name in recallers:  # not timed, and not into the next side's turn
                     recallers[name].flush()
 
-        def cell(name: str, times: dict[str, list[float]] = times) -> str:
-            q = statistics.quantiles(times[name], n=20)
-            return f"{statistics.median(times[name]) * 1e3:.1f} / {q[18] * 1e3:.1f} ms"
-
-        def over(name: str, peer: str, times: dict[str, list[float]] = times) -> str:
-            return f"{statistics.median(times[name]) / statistics.median(times[peer]) - 1:+.1%}"
-
+        cell, over = cells(times)
         print(
             f"| {size:,} | {cell('bare')} | {cell('adapter')} | {over('adapter', 'bare')} "
             f"| {cell('tuned')}: {over('adapter', 'tuned')} | {over('apart', 'bare')} "
@@ -226,15 +240,7 @@ def deep_turns(sizes: list[int], turns: int, directory: Path) -> None:
             "adapter": deep(memory.checkpointer()),
             "tuned": deep(make_saver("SqliteSaver-WAL", directory, f"deep-tuned-{size}")),
         }
-        configs = {
-            name: {"configurable": {"thread_id": f"deep-{name}-{size}", "resource_id": "bench"}}
-            for name in sides
-        }
-        seed = []
-        for i in range(size // 2):
-            seed += [HumanMessage(f"question {i} about the trip"), AIMessage(f"answer {i}")]
-        for name, graph in sides.items():
-            graph.update_state(configs[name], {"messages": [m.model_copy() for m in seed]})
+        configs = seeded(sides, size, "deep-")
         times: dict[str, list[float]] = {name: [] for name in sides}
         names = list(sides)
         for turn in range(turns):
@@ -246,13 +252,7 @@ def deep_turns(sizes: list[int], turns: int, directory: Path) -> None:
         kept = len(memory.get_messages(thread_id=f"deep-adapter-{size}"))
         assert kept == size + 2 * turns, kept  # every message once
 
-        def cell(name: str, times: dict[str, list[float]] = times) -> str:
-            q = statistics.quantiles(times[name], n=20)
-            return f"{statistics.median(times[name]) * 1e3:.1f} / {q[18] * 1e3:.1f} ms"
-
-        def over(name: str, peer: str, times: dict[str, list[float]] = times) -> str:
-            return f"{statistics.median(times[name]) / statistics.median(times[peer]) - 1:+.1%}"
-
+        cell, over = cells(times)
         print(f"| {size:,} | {cell('bare')} | {cell('adapter')} | {over('adapter', 'bare')} "
               f"| {cell('tuned')} | {over('adapter', 'tuned')} |", flush=True)  # fmt: skip
 

@@ -27,7 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from typing_extensions import Unpack
 
+from ..config.params import SummaryOptions
 from ..errors import ConfigurationError, ThreadNotFoundError
 from ..injected import fenced
 from ..observational.prompts import OBSERVER_INSTRUCTIONS, _transcript, with_instruction
@@ -65,37 +67,20 @@ class ThreadQueries:
         self.synced = synced
 
     # -- summarize_thread ------------------------------------------------------------------------
-    def summarize_thread(
-        self,
-        thread_id: str,
-        *,
-        model: BaseChatModel,
-        resource_id: str | None = None,
-        instructions: str | None = None,
-        last_messages: int | None = None,
-        max_input_tokens: int = 1_000_000,
-    ) -> ThreadSummary:
-        """Summarize a thread in one call with `model` (Mastra's ``summarizeThread``)."""
-        return run_sync(self._summary(thread_id, model, resource_id, instructions,
-                                      last_messages, max_input_tokens))  # fmt: skip
+    def summarize_thread(self, thread_id: str, **opts: Unpack[SummaryOptions]) -> ThreadSummary:
+        """Summarize a thread in one call with ``model`` (Mastra's ``summarizeThread``)."""
+        return run_sync(self._summary(thread_id, **opts))
 
     async def asummarize_thread(
-        self,
-        thread_id: str,
-        *,
-        model: BaseChatModel,
-        resource_id: str | None = None,
-        instructions: str | None = None,
-        last_messages: int | None = None,
-        max_input_tokens: int = 1_000_000,
+        self, thread_id: str, **opts: Unpack[SummaryOptions]
     ) -> ThreadSummary:
         """Async `summarize_thread`."""
-        return await run_async(self._summary(thread_id, model, resource_id, instructions,
-                                             last_messages, max_input_tokens))  # fmt: skip
+        return await run_async(self._summary(thread_id, **opts))
 
     def _summary(
-        self, thread_id: str, model: Any, resource_id: str | None, instructions: str | None,
-        last_messages: int | None, max_input_tokens: int,
+        self, thread_id: str, *, model: Any, resource_id: str | None = None,
+        instructions: str | None = None, last_messages: int | None = None,
+        max_input_tokens: int = 1_000_000,
     ) -> Steps[ThreadSummary]:  # fmt: skip
         if not isinstance(model, BaseChatModel):
             raise ConfigurationError(
