@@ -35,7 +35,7 @@ test: setup system-tools
 	$(BIN)/python -m pytest
 
 test-fast: setup
-	$(BIN)/python -m pytest -m "not slow and not postgres and not chroma_server and not browser"
+	$(BIN)/python -m pytest -m "not slow and not postgres and not chroma_server and not browser and not langgraph_server"
 
 lint: setup
 	$(BIN)/ruff check langchain_mastra_memory tests bench
