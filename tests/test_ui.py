@@ -375,3 +375,41 @@ def test_every_id_opens_and_every_link_the_explorer_prints_works(tmp_path: Path)
         alice, bobs = quote(ODD_IDS[0][0], safe=""), quote(ODD_IDS[1][1], safe="")
         status, body = raw_request(base, "GET", f"/r/{alice}/t/{bobs}", {})
         assert status == 404 and "hello from" not in body
+
+
+@pytest.mark.parametrize(
+    "page", ["10" * 15, "1" + "0" * 30, "-1" + "0" * 30, "9.5", "1e9", "0x10", ""]
+)
+def test_an_out_of_range_page_gets_the_last_page_never_a_500(tmp_path: Path, page: str) -> None:
+    """A page number a URL can carry beyond any real one (10^30), negative, or malformed: the
+    last page (or the first), on a thread whose id holds markup, never a 5xx."""
+    memory = Memory(storage=SQLiteStorage(tmp_path / "memory.db"))
+    thread = '<b onclick="x()">t</b>'
+    memory.create_thread(thread_id=thread, resource_id="alice", title="marked")
+    from langchain_mastra_memory.ui.views import MESSAGES_PER_PAGE
+
+    count = MESSAGES_PER_PAGE + 3  # two pages
+    memory.save_messages([HumanMessage(f"message {i}.") for i in range(count)], thread_id=thread,
+                         resource_id="alice")  # fmt: skip
+    client = local(create_app(memory))
+    for url in (f"/r/alice/t/{quote(thread, safe='')}/messages?page={page}",
+                f"/r/alice?page={page}", f"/?page={page}"):  # fmt: skip
+        answer = client.get(url)
+        assert answer.status_code == 200, (url, answer.status_code, answer.text[:200])
+        assert "<b onclick" not in answer.text
+    shown = client.get(f"/r/alice/t/{quote(thread, safe='')}/messages?page={page}").text
+    huge = page.isdigit() and len(page) > 10
+    assert (f"message {count - 1}." in shown) == huge  # past the end: the last page
+    assert ("message 0." in shown) != huge  # malformed, negative or empty: the first
+
+
+def test_the_library_refuses_a_page_no_database_can_reach() -> None:
+    from langchain_mastra_memory import ConfigurationError
+
+    memory = Memory(storage=SQLiteStorage(":memory:"))
+    memory.create_thread(thread_id="t", resource_id="alice")
+    for call in (lambda: memory.page_messages("t", page=10**30),
+                 lambda: memory.page_threads(resource_id="alice", page=10**30),
+                 lambda: memory.search_messages("x", resource_id="alice", page=10**30)):  # fmt: skip
+        with pytest.raises(ConfigurationError, match="page must be an int"):
+            call()

@@ -21,6 +21,7 @@ from ..errors import ConfigurationError
 
 T = TypeVar("T")
 MAX_PER_PAGE = 1000
+MAX_PAGE = 10**9  # page * per_page stays a 64-bit integer (SQLite's and PostgreSQL's OFFSET)
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def check_count(value: object, what: str, *, low: int = 0, high: int | None = No
 def page_bounds(page: object, per_page: object) -> tuple[int | None, int]:
     """``(limit, offset)`` of page `page` (from 0) of `per_page` items (None: all of them);
     `ConfigurationError` for anything else."""
-    page = check_count(page, "page")
+    page = check_count(page, "page", high=MAX_PAGE)
     if per_page is None:
         if page:
             raise ConfigurationError("per_page=None is one page of everything: page must be 0")

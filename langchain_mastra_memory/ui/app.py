@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from ..browsing.paging import MAX_PAGE
 from ..errors import ConfigurationError, MastraMemoryError, ThreadNotFoundError
 from ..memory import Memory
 from ..messages import mastra_role, message_text
@@ -86,19 +87,30 @@ def create_app(
         return response
 
     def number(request: Request, name: str) -> int:
+        """A page number from the URL: a malformed or negative one is the first page; one past
+        what a query can reach (10^30, say) is clamped (`at_most_last` then shows the last)."""
         try:
-            return max(0, int(request.query_params.get(name, "0")))
+            return min(MAX_PAGE, max(0, int(request.query_params.get(name, "0"))))
         except ValueError:
             return 0
 
+    def at_most_last(fetch: Any, wanted: int) -> Any:
+        """``fetch(page)``, or the last page when `wanted` is past it."""
+        found = fetch(wanted)
+        if not found.items and found.total and wanted:
+            found = fetch((found.total - 1) // (found.per_page or found.total))
+        return found
+
     async def index(request: Request) -> Response:
         query = request.query_params.get("q", "")
-        found = views.resources(memory, query=query, page=number(request, "page"))
+        found = at_most_last(lambda n: views.resources(memory, query=query, page=n),
+                             number(request, "page"))  # fmt: skip
         return page(request, "index.html", resources=found, q=query)
 
     async def resource(request: Request) -> Response:
         owner, query = arg(request, "resource"), request.query_params.get("q", "")
-        found = views.threads(memory, owner, query=query, page=number(request, "page"))
+        found = at_most_last(lambda n: views.threads(memory, owner, query=query, page=n),
+                             number(request, "page"))  # fmt: skip
         return page(request, "threads.html", resource=owner, threads=found, q=query)
 
     async def thread(request: Request) -> Response:
@@ -113,7 +125,8 @@ def create_app(
 
     async def more_messages(request: Request) -> Response:
         owner, thread_id = arg(request, "resource"), arg(request, "thread")
-        found = views.messages(memory, owner, thread_id, page=number(request, "page"))
+        found = at_most_last(lambda n: views.messages(memory, owner, thread_id, page=n),
+                             number(request, "page"))  # fmt: skip
         return page(request, "messages.html", resource=owner, thread_id=thread_id,
                     messages=found)  # fmt: skip
 
