@@ -143,16 +143,18 @@ class ThreadMirror:
     def forget(self, thread_id: str) -> None:
         self._threads.pop(thread_id, None)
 
-    def observe(self, thread_id: str, thread: Thread | None) -> None:
+    def observe(self, thread_id: str, thread: Thread | None) -> bool:
         """Storage shows `thread` under `thread_id` now (None: no thread): what is known of
         another life of the id (before a transfer, or before another process deleted it and
-        someone made it again) is dropped."""
+        someone made it again) is dropped; True when something was."""
         life = None if thread is None else (thread.resource_id, thread.created_at)
         state = self._threads.get(thread_id)
-        if state is not None and state.life != life:
+        dropped = state is not None and state.life != life
+        if dropped:
             del self._threads[thread_id]
         if life is not None:
             self.thread(thread_id).life = life
+        return dropped
 
     def _replaced(
         self, state: ThreadState, messages: Sequence[BaseMessage], fork_from: str | None, step: int

@@ -156,6 +156,12 @@ class CheckpointMessages:
         base = [] if seed is None else self.value(seed)
         return ensure_messages(replay_messages(base, writes, where=where), where=where)
 
+    def held_by_delta(self, checkpoint: Checkpoint) -> bool:
+        """Whether a ``DeltaChannel`` holds the checkpoint's messages (a snapshot here, or
+        nothing here though the channel was written)."""
+        raw = (checkpoint.get("channel_values") or {}).get(self.key)
+        return is_snapshot(raw) or self.is_delta(checkpoint)
+
     def is_delta(self, checkpoint: Checkpoint) -> bool:
         """Whether the checkpoint's channel holds nothing here though it was written: a
         ``DeltaChannel`` between two snapshots."""
@@ -190,10 +196,11 @@ class CheckpointMessages:
     def _named(self, raw: Messages | None, thread_id: str, checkpoint: Checkpoint) -> Any:
         """A delta channel's messages with an id for each (`with_stable_ids`); a list
         channel's as they are (``add_messages`` names every message)."""
-        stored = (checkpoint.get("channel_values") or {}).get(self.key)
-        if raw is None or (stored is not None and not is_snapshot(stored)):
-            return raw
-        return with_stable_ids(raw, thread_id)
+        return (
+            raw
+            if raw is None or not self.held_by_delta(checkpoint)
+            else with_stable_ids(raw, thread_id)
+        )
 
     # -- a checkpoint being put ------------------------------------------------------------------
     def at_put(
@@ -204,9 +211,7 @@ class CheckpointMessages:
         channel (in LangGraph's order) applied; unwritten, the parent's value."""
         thread_id = str(config["configurable"]["thread_id"])
         raw = yield from self._at_put(config, checkpoint, new_versions, thread_id)
-        if raw is not None and (is_snapshot(
-            (checkpoint.get("channel_values") or {}).get(self.key)) or self.is_delta(checkpoint)
-        ):  # fmt: skip
+        if raw is not None and self.held_by_delta(checkpoint):  # the next put builds on it
             self._putting[thread_id] = (checkpoint["id"], raw)
         return self._named(raw, thread_id, checkpoint)
 

@@ -12,7 +12,7 @@ when storage shows another, that knowledge is dropped.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 
@@ -31,6 +31,7 @@ class ThreadOwners:
     mirror: ThreadMirror
     default_resource_id: str | None
     trust_thread_reads: bool
+    _channel: Any  # `CheckpointMessages`: its cache follows the thread's life too
 
     # -- ids and owners ------------------------------------------------------------------------
     def _ids(self, config: RunnableConfig) -> tuple[str, str]:
@@ -53,7 +54,8 @@ class ThreadOwners:
     def _seen(self, thread_id: str, thread: Thread | None) -> str | None:
         """The owner storage shows now; the mirror forgets a thread that changed hands or was
         made again since it last looked (None: memory has no such thread)."""
-        self.mirror.observe(thread_id, thread)
+        if self.mirror.observe(thread_id, thread):
+            self._channel.forget(thread_id)
         return None if thread is None else thread.resource_id
 
     def _owner(self, thread_id: str) -> str | None:

@@ -168,11 +168,11 @@ def _answer(memory: Memory, who: str, args: RecallArguments, per_page: int) -> S
     except CursorError as exc:
         raise ToolException(f"{exc}.") from exc
     try:
-        if args.thread_id is not None:
-            yield from _own_thread(memory, who, args.thread_id)
         if mode == "threads":
             return (yield from listings.threads(memory.storage, who, args.query, page, per_page))
-        if mode == "observations":
+        if mode == "observations":  # (a message search checks the thread's owner itself)
+            if args.thread_id is not None:
+                yield from _own_thread(memory, who, args.thread_id)
             return (yield from listings.observations(memory.storage, who, str(args.query),
                                                      args.thread_id, page, per_page))  # fmt: skip
         found = yield call(memory, "search_messages", args.query, resource_id=who,

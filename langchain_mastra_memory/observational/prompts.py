@@ -126,7 +126,7 @@ def time_gap(gap: timedelta) -> str:
     return "(moments later)"
 
 
-def _transcript(
+def transcript(
     messages: Sequence[BaseMessage], times: Sequence[datetime | None], *, markers: bool = False
 ) -> str:
     lines = []
@@ -187,7 +187,7 @@ def observer_prompt(
         SystemMessage(system),
         HumanMessage(
             f"{document}{fenced('existing-observations', known)}\n\n"
-            f"{fenced('new-messages', _transcript(messages, times, markers=temporal_markers))}"
+            f"{fenced('new-messages', transcript(messages, times, markers=temporal_markers))}"
         ),
     ]
 

@@ -32,7 +32,7 @@ from typing_extensions import Unpack
 from ..config.params import SummaryOptions
 from ..errors import ConfigurationError, ThreadNotFoundError
 from ..injected import fenced
-from ..observational.prompts import OBSERVER_INSTRUCTIONS, _transcript, with_instruction
+from ..observational.prompts import OBSERVER_INSTRUCTIONS, transcript, with_instruction
 from ..tokens.counting import TokenCounter
 from ..tracing import traced
 from ..twins import Steps, call, run_async, run_sync
@@ -98,8 +98,8 @@ class ThreadQueries:
         stored = yield from self._newest(thread_id, resource_id, last_messages, max_input_tokens)
         messages = [s.message for s in stored]
         system = with_instruction(f"{OBSERVER_INSTRUCTIONS}\n{SUMMARY_TASK}\n", instructions)
-        transcript = _transcript(messages, [s.created_at for s in stored])
-        prompt = [SystemMessage(system), HumanMessage(fenced("new-messages", transcript))]
+        said = transcript(messages, [s.created_at for s in stored])
+        prompt = [SystemMessage(system), HumanMessage(fenced("new-messages", said))]
         reply = yield traced(
             call(model, "invoke", prompt), "summarize_thread",
             inputs={"thread_id": thread_id, "messages": len(messages)},
