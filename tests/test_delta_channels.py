@@ -134,3 +134,21 @@ def test_a_value_memory_cannot_read_is_a_clear_error_and_nothing_is_saved(bad: A
     # the checkpoint holding it was refused before the saver wrote it, and none of it stored
     assert "fine" not in contents(memory.get_messages(thread_id="t"))
     assert all("fine" not in repr(c.checkpoint) for c in saver.list(None))
+
+
+def test_a_thread_that_changes_hands_goes_on_for_its_new_owner_only(tmp_path: Any) -> None:
+    """The delta value this process cached for alice's thread is dropped with the transfer:
+    bob goes on from the graph's state, each message stored once, and alice is refused."""
+    from langchain_mastra_memory import ResourceMismatchError
+
+    memory = Memory(storage=SQLiteStorage(tmp_path / "m.db"))
+    graph = echo_graph(memory.checkpointer(), delta_state(3))
+    for i in range(4):
+        graph.invoke({"messages": [HumanMessage(f"q{i}")]}, ALICE)
+    memory.transfer_thread("t", to_resource_id="bob", resource_id="alice")
+    bob = {"configurable": {"thread_id": "t", "resource_id": "bob"}}
+    graph.invoke({"messages": [HumanMessage("q4")]}, bob)
+    expected = [m for i in range(5) for m in (f"q{i}", f"echo: q{i}")]
+    assert contents(memory.get_messages(thread_id="t", resource_id="bob")) == expected
+    with pytest.raises(ResourceMismatchError):
+        graph.invoke({"messages": [HumanMessage("mine?")]}, ALICE)

@@ -13,6 +13,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_mastra_memory import ConfigurationError, Memory, ModelByInputTokens, SQLiteStorage
+from langchain_mastra_memory.provider_rules import provider_violations
 from langchain_mastra_memory.storage.observations import scope_key
 
 
@@ -34,6 +35,9 @@ class Noting(FakeListChatModel):
     shown: list = []  # noqa: RUF012
 
     def _call(self, messages: Any, *args: Any, **kwargs: Any) -> str:
+        problems = provider_violations(messages)  # what a provider would refuse
+        if problems:
+            raise ValueError(f"invalid model input: {problems}")
         text = messages[-1].content
         self.shown.append(text)
         lines = [ln for ln in text.split("<new-messages>")[-1].splitlines() if ln.startswith("[")]

@@ -193,6 +193,9 @@ def test_observations_mode_searches_the_callers_logs_only(tmp_path) -> None:
         responses: list = ["unused"]  # noqa: RUF012
 
         def _call(self, messages, *args, **kwargs):
+            from langchain_mastra_memory.provider_rules import provider_violations
+
+            assert provider_violations(messages) == []  # what a provider would accept
             shown = messages[-1].content.split("<new-messages>")[-1]
             lines = [line for line in shown.splitlines() if line.startswith("[")]
             return "Date: 2026-11-22\n" + "\n".join(f"- [high] Noted {line}" for line in lines)

@@ -19,6 +19,7 @@ from langchain_mastra_memory import (
     ResourceMismatchError,
     ThreadNotFoundError,
 )
+from langchain_mastra_memory.provider_rules import provider_violations
 from langchain_mastra_memory.testing import strict_model
 
 
@@ -92,9 +93,10 @@ def test_messages_by_id_in_thread_order_and_only_the_callers(storage: MemoryStor
 class SlowTitles(FakeListChatModel):
     """A title model that takes its time."""
 
-    def _call(self, *args: Any, **kwargs: Any) -> str:
+    def _call(self, messages: Any, *args: Any, **kwargs: Any) -> str:
+        assert provider_violations(messages) == []  # what a provider would accept
         time.sleep(0.4)
-        return super()._call(*args, **kwargs)
+        return super()._call(messages, *args, **kwargs)
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
