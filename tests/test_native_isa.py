@@ -204,3 +204,31 @@ def test_milvus_lite_and_qdrant_local_run_on_an_avx2_cpu(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr[-3000:]
     milvus, edge, qdrant = ast.literal_eval(done.stdout.strip().splitlines()[-1])
     assert milvus == "m0" and edge == "m0" and qdrant.startswith("m")
+
+
+def test_the_langgraph_server_stack_runs_on_an_avx2_cpu() -> None:
+    """`langgraph dev`'s native parts (the test runs it): jsonschema-rs, orjson, uvloop and
+    gRPC, exercised on an emulated AVX2-only CPU (the static check flags code that orjson and
+    jsonschema-rs choose at run time, so their code is run instead)."""
+    script = textwrap.dedent(
+        """
+        import asyncio, json
+        import grpc, jsonschema_rs, orjson, uvloop
+        schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+        valid = jsonschema_rs.validator_for(schema)
+        assert valid.is_valid({"n": 3}) and not valid.is_valid({"n": "x"})
+        big = {"values": [i / 7 for i in range(20_000)], "text": "é" * 50_000 + "x" * 70_000}
+        assert orjson.loads(orjson.dumps(big)) == json.loads(json.dumps(big))
+        grpc.insecure_channel("127.0.0.1:9").close()
+
+        async def main():
+            await asyncio.sleep(0)
+            return "ok"
+
+        print(uvloop.run(main()))
+        """
+    )
+    done = subprocess.run(on_avx2_cpu([sys.executable, "-c", script]), capture_output=True,
+                          text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "ok"
