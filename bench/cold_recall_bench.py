@@ -13,6 +13,7 @@ p50 / p95 per mode, and cold/warm ratios. Two runs: ``--runs 2``.
 
     python bench/cold_recall_bench.py [--messages 100000] [--queries 60] [--runs 2]
     python bench/cold_recall_bench.py --messages 10000 --embedder minilm
+    python bench/cold_recall_bench.py --pieces 3.4   # long chat text: 3.4 sentences a message
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import random
 import subprocess
 import sys
@@ -31,6 +33,8 @@ from typing import Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage, HumanMessage
+
+from langchain_mastra_memory.messages import MAX_PIECES, embedding_pieces
 
 MODES = ("vector", "keyword", "hybrid")
 WORDS = [f"w{i}" for i in range(3000)]
@@ -92,31 +96,48 @@ def turns(memory_by_mode: dict[str, object], queries: int, seed: int) -> dict[st
     return took
 
 
-def ingest(memory: object, messages: int) -> float:
+def chat_text(rng: random.Random, pieces: float) -> str:
+    """A message of 8-30 words, or (`pieces` > 1) of sentences of 4-14 words, as many as
+    ``1 + Poisson(pieces - 1)`` (at most `MAX_PIECES`): each sentence is one embedded piece."""
+    if pieces <= 1:
+        return " ".join(rng.choices(WORDS, weights=ZIPF, k=rng.randint(8, 30)))
+    sentences, extra = 1, math.exp(-(pieces - 1))
+    draw = rng.random()
+    while draw > extra and sentences < MAX_PIECES:  # Knuth's Poisson draw
+        sentences, draw = sentences + 1, draw * rng.random()
+    return " ".join(
+        " ".join(rng.choices(WORDS, weights=ZIPF, k=rng.randint(4, 14))) + "."
+        for _ in range(sentences)
+    )
+
+
+def ingest(memory: object, messages: int, pieces: float = 1.0) -> dict[str, float]:
+    """Write `messages` over 100 threads in batches of 50 and flush; messages/s and the
+    embedded pieces per message."""
     rng = random.Random(7)
     start = time.perf_counter()
-    per = messages // 100
+    per, embedded = messages // 100, 0
     for t in range(100):
         memory.create_thread(thread_id=f"t{t}", resource_id="alice")  # type: ignore[attr-defined]
         batch = [
-            (HumanMessage if i % 2 == 0 else AIMessage)(
-                " ".join(rng.choices(WORDS, weights=ZIPF, k=rng.randint(8, 30)))
-            )
-            for i in range(per)
+            (HumanMessage if i % 2 == 0 else AIMessage)(chat_text(rng, pieces)) for i in range(per)
         ]
+        embedded += sum(len(embedding_pieces(m)) for m in batch)
         for at in range(0, per, 50):
             memory.save_messages(  # type: ignore[attr-defined]
                 batch[at : at + 50], thread_id=f"t{t}", resource_id="alice"
             )
     assert memory.flush(3600)  # type: ignore[attr-defined]
-    return messages / (time.perf_counter() - start)
+    return {"per_s": messages / (time.perf_counter() - start), "pieces": embedded / messages}
 
 
-def after_import(db: Path, messages: int, queries: int, kind: str = "digest") -> dict[str, object]:
+def after_import(
+    db: Path, messages: int, queries: int, kind: str = "digest", pieces: float = 1.0
+) -> dict[str, object]:
     """In this process: the application's three Memory objects, an import through one of
     them, then the first turns (cold), then warm ones."""
     by_mode = memories(db, kind)
-    rate = ingest(by_mode["hybrid"], messages)
+    rate = ingest(by_mode["hybrid"], messages, pieces)
     cold = turns(by_mode, queries, seed=1)
     for memory in by_mode.values():
         index = memory.recall_index  # type: ignore[attr-defined]
@@ -158,15 +179,21 @@ def main() -> None:
         help="digest: near-free (recall alone); minilm: the default model, query embedding "
         "included in each turn",
     )  # fmt: skip
+    parser.add_argument("--pieces", type=float, default=1.0,
+                        help="embedded pieces (sentences) per message, on average")  # fmt: skip
     args = parser.parse_args()
     for run in range(1, args.runs + 1):
         with tempfile.TemporaryDirectory() as folder:
             db = Path(folder) / "memory.db"
-            imported = in_a_process(f"b.after_import(b.Path({str(db)!r}), {args.messages}, "
-                                    f"{args.queries}, {args.embedder!r})")  # fmt: skip
+            imported = in_a_process(
+                f"b.after_import(b.Path({str(db)!r}), {args.messages}, {args.queries}, "
+                f"{args.embedder!r}, {args.pieces})"
+            )
             restart = restarted(db, args.queries, args.embedder)
-        print(f"run {run}: {args.messages:,} messages, one resource; ingest "
-              f"{imported['ingest_per_s']:.0f} messages/s ({args.embedder} embedder)")  # fmt: skip
+        rate = imported["ingest_per_s"]  # type: ignore[index]
+        print(f"run {run}: {args.messages:,} messages, one resource, {rate['pieces']:.2f} "
+              f"pieces per message; ingest {rate['per_s']:.0f} messages/s "
+              f"({args.embedder} embedder)")  # fmt: skip
         print(f"  {'mode':8} {'after import p50/p95':>22} {'after restart p50/p95':>23} "
               f"{'warm p50/p95':>15} {'cold p95 / warm p95':>20}")  # fmt: skip
         for mode in MODES:

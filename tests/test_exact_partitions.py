@@ -296,9 +296,14 @@ def test_a_paged_load_raced_by_a_deletion_is_dropped_then_loaded_again() -> None
     assert [i for i, _ in exact.search("p", [0.0, 1.0], top_k=1)] == ["b"]
 
 
+# bytes per dimension of a row held as small as it can be: float16 beside its int8 copy when
+# SimSIMD scans them, else float32 (`ExactPartitions.precision`)
+SMALLEST = 2 + 1 if INT8 else 4
+
+
 def test_a_partition_bigger_than_the_memory_bound_is_not_held() -> None:
     rows = loaded([f"v{i}" for i in range(10)], np.eye(10, 4), ["t"] * 10)
-    exact = ExactPartitions(lambda key: rows, max_bytes=10 * 4 * 4 - 1)
+    exact = ExactPartitions(lambda key: rows, max_bytes=10 * 4 * SMALLEST - 1)
     assert exact.load("p") is False and "p" in exact._declined
 
 
@@ -359,7 +364,7 @@ def test_a_partition_that_could_never_be_held_is_not_even_read() -> None:
     store = ChromaVectorStore(exact_min=1)
     store.upsert("idx", [record(f"m{i}", np.eye(DIM)[i]) for i in range(4)])
     assert store._exact is not None
-    per_row = DIM * (4 + INT8)  # float32 rows, and their int8 copies when SimSIMD scans them
+    per_row = DIM * SMALLEST
     store._exact.max_bytes = 4 * per_row - 1
     store._exact._loaded.clear()  # as after a restart (made here, it was held at once)
     reads: list[str] = []

@@ -6,8 +6,9 @@ dimension, ``memory_messages_<model>_<dim>``, or the ``index_name`` given) and r
 never filters a whole store; a thread filter applies inside the partition. HNSW is built and
 searched with a wide beam (``ef`` 256 to build, 1,600 to search, 32 links; a collection made
 with a narrower beam gets this one), and an embedded store searches a hot partition of up to
-400k pieces exactly in memory instead (`ExactPartitions`): Chroma's graph over one resource of
-300k chat pieces misses some of the true nearest neighbours at any affordable beam. Each
+582k pieces of 384 dimensions in memory instead (`ExactPartitions`): Chroma's graph over one
+resource of 300k chat pieces misses some of the true nearest neighbours at any affordable
+beam. Each
 vector is one piece of a message (its id the message id, ``#n`` after it for later pieces)
 with metadata ``message_id, thread_id, resource_id, role, created_at``; the text lives in
 storage. A store written by an earlier version (one collection for every resource) is split
@@ -43,6 +44,7 @@ from ..messages import MAX_PIECES
 from ..storage.records import TimeWindow
 from .chroma_legacy import split_legacy
 from .exact import EXACT_LIMIT, EXACT_MIN, Loaded, shared_partitions
+from .exact_matrix import unit
 from .snapshots import FOLDER as SNAPSHOTS
 from .snapshots import Snapshots
 from .vector import (
@@ -118,10 +120,12 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
     server, whose calls then give up after `timeout` seconds.
 
     An embedded store (no ``client``) searches its hot partitions of up to `exact_limit`
-    pieces exactly in memory (`ExactPartitions`, float32, at most 640 MB together): ~10x
-    faster than HNSW up to 20k pieces (~100x on a small partition just written to, as a
-    conversation's is every turn), slower beyond (~15 ms at 300k against 3-4 ms) but exact
-    where the graph is not; `exact_min` keeps smaller ones in HNSW. Pass ``exact_limit=0`` to
+    pieces in memory (`ExactPartitions`, at most 640 MiB together: float32 rows up to 349k
+    pieces of 384 dimensions, float16 up to 582k, each beside an int8 copy scanned for
+    candidates): ~10x faster than HNSW up to 20k pieces (~100x on a small partition just
+    written to, as a conversation's is every turn), as fast beyond (~3-5 ms at 300-500k) and
+    exact where the graph is not (float16: up to ties within 5e-4); `exact_min` keeps smaller
+    ones in HNSW. Pass ``exact_limit=0`` to
     always search HNSW (or a lower limit to trade exactness for speed and memory); with
     ``client=`` it is off by default (another process may write to a server).
 
@@ -249,10 +253,11 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
         assert self._exact is not None
         count = 0 if col is None else int(self._call("count", col.count))
         dimension = 0 if col is None else int((col.metadata or {}).get("dimension") or 0)
-        if col is None or count < self._exact.minimum or self._exact.too_big(count, dimension):
+        precision = None if col is None else self._exact.precision(count, dimension)
+        if col is None or count < self._exact.minimum or precision is None:
             return None  # too small to be worth it, or could never be held: not even read
-        # in pages, each turned into float32 at once: 300k pieces come back from Chroma as
-        # float64 and metadata dicts, several GB at a time
+        # in pages, each turned into unit rows of the precision it is held in at once: 300k
+        # pieces come back from Chroma as float64 and metadata dicts, several GB at a time
         ids: list[str] = []
         message_ids: list[str] = []
         thread_ids: list[str] = []
@@ -262,11 +267,11 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
                 "load", col.get, limit=LOAD_PAGE, offset=len(ids),
                 include=["embeddings", "metadatas"],
             )  # fmt: skip
-            found = np.asarray(page["embeddings"], dtype=np.float32)
+            found = unit(np.asarray(page["embeddings"], dtype=np.float32), own=True)
             if not len(found):
                 break
             if vectors is None or len(vectors) < len(ids) + len(found):
-                grown = np.empty((max(count, len(ids) + len(found)), found.shape[1]), np.float32)
+                grown = np.empty((max(count, len(ids) + len(found)), found.shape[1]), precision)
                 if vectors is not None:
                     grown[: len(ids)] = vectors[: len(ids)]
                 vectors = grown
@@ -280,7 +285,7 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
             return None  # stopped part way: never a partition with pieces missing
         return Loaded(
             ids, vectors[: len(ids)] if vectors is not None else [], message_ids, thread_ids,
-            paged=len(ids) > LOAD_PAGE,
+            paged=len(ids) > LOAD_PAGE, is_unit=True,
         )  # fmt: skip
 
     def partitions(self, index_name: str) -> list[Any]:

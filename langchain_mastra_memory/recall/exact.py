@@ -11,7 +11,13 @@ found only 0.895-0.985 of the true top-10 even with a wide beam (`bench/pg_recal
 pieces and at most ``limit`` that are hot (searched ``hot_after`` times in this process) in
 float32 matrices, bounded in bytes (least recently searched dropped first). A partition of
 `INT8_AT` pieces or more also keeps an int8 copy, scanned with SimSIMD for candidates that are
-ranked again on their float32 rows (100k x 384: ~2-4 ms instead of 11.5; the same hits). A
+ranked again on their float32 rows (100k x 384: ~2-4 ms instead of 11.5; the same hits). One
+whose float32 rows would pass the bound is held in float16 instead (`precision`: 582k x 384
+in 640 MiB; candidates ranked on float16 rows move by at most 2^-11, so the hits are the
+exact ones up to such ties), narrowed in place when writes grow it there, and a matrix grows
+no further than the bound (before, one grown by half again past it was dropped, and a
+resource of 337k pieces went to HNSW: 73 ms p95 instead of 7); only past float16 does HNSW
+serve it. A
 partition is loaded in a background thread, so a search never waits for it: until it is ready,
 the caller searches HNSW as before; one with a snapshot on disk (`snapshots`, saved after a
 load and at exit) is read from it at its first search, which waits for it, and the partitions
@@ -60,9 +66,10 @@ from .snapshots import FOLDER, Snapshots
 
 logger = logging.getLogger(__name__)
 
-EXACT_LIMIT = 400_000  # pieces: a bigger partition is searched through HNSW (a scan: ~20 ms)
+EXACT_LIMIT = 1_000_000  # pieces: a bigger partition is searched through HNSW
 EXACT_MIN = 1  # pieces: any hot partition (a small one loads in a few ms, in the background)
-EXACT_BYTES = 640 << 20  # float32 vectors held for every partition together (400k x 384 fit)
+EXACT_BYTES = 640 << 20  # rows held for every partition together: 349k x 384 in float32
+# with their int8 copy, 582k in float16 with it
 HOT_AFTER = 2  # searches of a partition in this process before it is loaded
 SNAPSHOT_WAIT = 5.0  # seconds a search waits for its partition's snapshot (100k pieces: 0.7)
 
@@ -178,7 +185,7 @@ class ExactPartitions:
             # what the scan reads, taken under the lock: writes append past `n` or replace
             # these arrays and lists, so the scan runs outside it (a big one takes ~15 ms)
             n, ids, rows, codes = matrix.n, matrix.ids, matrix.vectors, matrix.threads
-            rough = matrix.int8 if n >= INT8_AT else None
+            rough = matrix.int8 if n >= INT8_AT or not matrix.exact else None
             wanted = None if threads is None else [matrix.thread_code.get(t, -1) for t in threads]
         if n == 0:
             return []
@@ -188,11 +195,11 @@ class ExactPartitions:
             scores = _dot(rows[:n], query)
             pool = None
         else:  # candidates from the int8 rows, ranked on their float32 rows
-            estimates = np.asarray(_int8_dot(rough[:n], query), dtype=np.float32).ravel()
+            estimates = _int8_scores(rough[:n], query)
             if kept is not None:
                 estimates[~kept] = -np.inf
             pool = _best(estimates, max(INT8_POOL, INT8_POOL_PER_HIT * top_k))
-            scores, kept = np.einsum("ij,j->i", rows[pool], query), None
+            scores, kept = np.einsum("ij,j->i", rows[pool], query, dtype=np.float32), None
         if kept is not None:
             scores[~kept] = -np.inf
         best = _best(scores, top_k)
@@ -204,7 +211,7 @@ class ExactPartitions:
         is not in memory (read the store)."""
         with self._lock:
             matrix = self._loaded.get(key)
-            if matrix is None:
+            if matrix is None or not matrix.exact:  # (float16 rows are not the stored ones)
                 return None
             found = [(i, matrix.row[i]) for i in vector_ids if i in matrix.row]
             return [(i, matrix.vectors[row].tolist()) for i, row in found]
@@ -241,10 +248,11 @@ class ExactPartitions:
             if matrix.n == 0:  # an empty partition learns its dimension from its first write
                 matrix.vectors = np.zeros((0, len(vectors[0])), dtype=np.float32)
                 matrix.int8 = None if matrix.int8 is None else small(matrix.vectors)
+            if not self._fit(matrix, matrix.n + len(ids)):  # (at most: some may replace rows)
+                del self._loaded[key]
+                return
             for row in zip(ids, unit(vectors), message_ids, thread_ids, strict=True):
                 matrix.put(*row)
-            if matrix.n > self.limit:
-                del self._loaded[key]
             self._evict()
 
     def delete(
@@ -270,8 +278,10 @@ class ExactPartitions:
             return
         with self._lock:
             if key not in self._loaded and key not in self._loading:
-                self._loaded[key] = Matrix.of(np.zeros((0, dimension), dtype=np.float32),
-                                              Loaded([], [], [], []), int8=INT8)  # fmt: skip
+                matrix = Matrix.of(np.zeros((0, dimension), dtype=np.float32),
+                               Loaded([], [], [], []), int8=INT8)  # fmt: skip
+            self._fit(matrix, 0)
+            self._loaded[key] = matrix
 
     def load(self, key: str) -> bool:
         """Load `key` now, in this thread (an app warming its users' partitions at start);
@@ -383,6 +393,8 @@ class ExactPartitions:
                 else unit(loaded.vectors, own=True)
             )  # fmt: skip
             matrix = Matrix.of(vectors, loaded, int8=INT8)
+            if not self._fit(matrix, matrix.n):
+                matrix = None
         torn = loaded is not None and loaded.paged
         with self._lock:
             replay = self._loading.pop(key)
@@ -402,8 +414,32 @@ class ExactPartitions:
 
     def too_big(self, pieces: int, dimension: int) -> bool:
         """More pieces than `limit`, or more bytes than every partition may hold together
-        (a loader asks before reading; a load is checked again)."""
-        return pieces > self.limit or pieces * dimension * (4 + INT8) > self.max_bytes
+        even in float16 (a loader asks before reading; a load is checked again)."""
+        return self.precision(pieces, dimension) is None
+
+    def precision(self, pieces: int, dimension: int) -> np.dtype[Any] | None:
+        """What a partition of `pieces` rows is held in: float32 when its rows and their int8
+        copy fit in `max_bytes`, else float16 (half the bytes, candidates ranked on them),
+        else None (too big: HNSW serves it). Without SimSIMD (no int8 copy) float32 only."""
+        if pieces > self.limit:
+            return None
+        for dtype in _PRECISIONS:
+            if pieces * dimension * (dtype.itemsize + INT8) <= self.max_bytes:
+                return dtype
+        return None
+
+    def _fit(self, matrix: Matrix, pieces: int) -> bool:
+        """Make `matrix` hold `pieces` rows within `max_bytes`, narrowed to float16 if it must
+        be; False when it cannot (the partition is dropped: HNSW serves it)."""
+        dimension = matrix.vectors.shape[1]
+        dtype = self.precision(pieces, dimension)
+        if dtype is None:
+            return False
+        if dtype.itemsize < matrix.vectors.dtype.itemsize:
+            matrix.narrow(dtype)
+        row_bytes = dimension * (matrix.vectors.dtype.itemsize + (matrix.int8 is not None))
+        matrix.room = self.max_bytes // max(row_bytes, 1)
+        return True
 
     def _evict(self) -> None:
         while self._loaded and sum(m.nbytes for m in self._loaded.values()) > self.max_bytes:
@@ -414,6 +450,9 @@ INT8 = simsimd is not None  # matrices keep an int8 copy to scan
 INT8_AT = 16_384  # rows: a bigger partition is scanned in int8 for candidates (SimSIMD)
 INT8_POOL, INT8_POOL_PER_HIT = 512, 2  # candidates ranked again in float32
 SPLIT_AT = 32_768  # rows: a bigger scan is shared with a second core (100k x 384: 11.5 -> 6.7 ms)
+INT8_SPLIT_AT = 131_072  # rows: the same for an int8 scan (340k x 384: 4.4 -> 2.7 ms)
+# what rows are held in, best first (float16 only beside an int8 copy, which finds candidates)
+_PRECISIONS = (np.dtype(np.float32), np.dtype(np.float16)) if INT8 else (np.dtype(np.float32),)
 _helper: ThreadPoolExecutor | None = None
 _helper_lock = threading.Lock()
 
@@ -444,6 +483,17 @@ def _best(scores: np.ndarray, k: int) -> np.ndarray:
 def _int8_dot(rows: np.ndarray, query: np.ndarray) -> Any:
     """Every int8 row's dot product with `query` (as int8 rows are made), through SimSIMD."""
     return simsimd.cdist(rows, small(query)[None], metric="dot", out_dtype="float32")
+
+
+def _int8_scores(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """`_int8_dot` as a float32 vector; a big partition in two halves, one on the helper
+    thread, as `_dot` (500k x 384: 6.5 -> 4.4 ms)."""
+    if len(rows) < INT8_SPLIT_AT or (os.cpu_count() or 1) < 2:
+        return np.asarray(_int8_dot(rows, query), dtype=np.float32).ravel()
+    half = len(rows) // 2
+    other = _scan_helper().submit(_int8_dot, rows[half:], query)
+    first = np.asarray(_int8_dot(rows[:half], query), dtype=np.float32).ravel()
+    return np.concatenate([first, np.asarray(other.result(), dtype=np.float32).ravel()])
 
 
 def _scan_helper() -> ThreadPoolExecutor:

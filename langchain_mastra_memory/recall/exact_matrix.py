@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -36,20 +38,22 @@ def small(vectors: np.ndarray) -> np.ndarray:
     (larger components are clipped). Made in blocks: whole-matrix temporaries of a 100k x 384
     partition cost 1.4 s of page faults, blocks 0.2 s."""
     scale = 127.0 / min(1.0, 6.0 / np.sqrt(max(vectors.shape[-1], 1)))
-    rows = np.asarray(vectors, dtype=np.float32)
+    rows = np.asarray(vectors)
     out = np.empty(rows.shape, dtype=np.int8)
     flat_in, flat_out = rows.reshape(-1, rows.shape[-1]), out.reshape(-1, rows.shape[-1])
-    for start in range(0, len(flat_in), 8192):
-        block = np.rint(flat_in[start : start + 8192] * scale)
+    for start in range(0, len(flat_in), 8192):  # (float16 rows made float32 a block at a time)
+        block = np.rint(flat_in[start : start + 8192].astype(np.float32) * scale)
         flat_out[start : start + 8192] = np.clip(block, -127, 127, out=block)
     return out
 
 
 @dataclass
 class Matrix:
-    """One partition's unit-length vectors (rows ``0..n``), growing by half again, with an
-    int8 copy for scanning (`small`, when `int8` is set) and each row's thread as a small
-    integer (a thread filter is one vector comparison)."""
+    """One partition's unit-length vectors (rows ``0..n``), growing by half again up to `room`
+    rows, with an int8 copy for scanning (`small`, when `int8` is set) and each row's thread
+    as a small integer (a thread filter is one vector comparison). The rows are float32, or
+    float16 for a partition too big to hold so (`narrow`: half the bytes; a similarity
+    ranked on them is off by less than 1e-4)."""
 
     vectors: np.ndarray
     ids: list[str] = field(default_factory=list)
@@ -59,6 +63,7 @@ class Matrix:
     threads: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     thread_code: dict[str, int] = field(default_factory=dict)
     int8: np.ndarray | None = None
+    room: int | None = None  # rows it may grow to (None: no bound)
 
     @classmethod
     def of(cls, vectors: np.ndarray, loaded: Loaded, *, int8: bool = False) -> Matrix:
@@ -79,6 +84,17 @@ class Matrix:
     def nbytes(self) -> int:
         return int(self.vectors.nbytes) + (0 if self.int8 is None else int(self.int8.nbytes))
 
+    @property
+    def exact(self) -> bool:
+        """Whether the rows are the stored vectors (float32), not float16 roundings of them."""
+        return bool(self.vectors.dtype == np.float32)
+
+    def narrow(self, dtype: np.dtype[Any]) -> None:
+        """Keep the rows in `dtype` (float16: half the bytes). A new array: a search reading
+        the old one meanwhile stays consistent."""
+        if dtype != self.vectors.dtype:
+            self.vectors = self.vectors.astype(dtype)
+
     def _codes(self, thread_ids: Sequence[str]) -> np.ndarray:
         code = self.thread_code
         return np.fromiter(
@@ -89,9 +105,10 @@ class Matrix:
         thread = self.thread_code.setdefault(thread_id, len(self.thread_code))
         at = self.row.get(vector_id)
         if at is None and self.n == len(self.vectors):  # (the others have the same capacity)
-            self.vectors, self.threads = _grown(self.vectors, self.n), _grown(self.threads, self.n)
+            grow = partial(_grown, n=self.n, room=self.room)
+            self.vectors, self.threads = grow(self.vectors), grow(self.threads)
             if self.int8 is not None:
-                self.int8 = _grown(self.int8, self.n)
+                self.int8 = grow(self.int8)
         row = self.n if at is None else at
         self.vectors[row], self.threads[row] = vector, thread
         if self.int8 is not None:
@@ -126,9 +143,13 @@ class Matrix:
         self.row = {vector_id: i for i, vector_id in enumerate(self.ids)}
 
 
-def _grown(array: np.ndarray, n: int) -> np.ndarray:
-    """`array`'s first `n` rows in a new array half as big again (zeros after them)."""
-    grown = np.zeros((max(16, n + n // 2), *array.shape[1:]), dtype=array.dtype)
+def _grown(array: np.ndarray, n: int, room: int | None) -> np.ndarray:
+    """`array`'s first `n` rows in a new array half as big again, or as big as `room` rows
+    when that is less (at least one row more; zeros after them)."""
+    rows = max(16, n + n // 2)
+    if room is not None:
+        rows = max(n + 1, min(rows, room))
+    grown = np.zeros((rows, *array.shape[1:]), dtype=array.dtype)
     grown[:n] = array[:n]
     return grown
 

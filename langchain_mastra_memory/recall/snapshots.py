@@ -99,7 +99,10 @@ class Snapshots:
                 if header["format"] != FORMAT:
                     raise ValueError(f"format {header['format']}")
                 ids, message_ids, thread_ids = header["ids"], header["messages"], header["threads"]
-                vectors = np.ascontiguousarray(saved["vectors"], dtype=np.float32)
+                vectors = saved["vectors"]  # (float16 for a partition held so)
+                if vectors.dtype not in (np.float32, np.float16):
+                    raise ValueError(f"rows of {vectors.dtype}")
+                vectors = np.ascontiguousarray(vectors)
                 int8 = saved["int8"] if "int8" in saved.files else None
             if not len(ids) == len(message_ids) == len(thread_ids) == len(vectors):
                 raise ValueError("rows and ids differ")
