@@ -63,7 +63,7 @@ def embedder(kind: str) -> Embeddings:
     """The near-free digest embedder, or the default model (MiniLM: its query embedding is
     then part of each timed turn, as an application's is)."""
     if kind == "minilm":
-        from langchain_mastra_memory.recall.embeddings import default_embedder
+        from langchain_mastra_memory.recall.embedders import default_embedder
 
         return default_embedder()
     return DigestEmbeddings()

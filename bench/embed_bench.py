@@ -27,7 +27,7 @@ from pathlib import Path
 from langchain_core.messages import HumanMessage
 
 from langchain_mastra_memory.messages import embedding_pieces
-from langchain_mastra_memory.recall.embeddings import EMBEDDING_CACHE, MiniLMEmbeddings
+from langchain_mastra_memory.recall.embedders import EMBEDDING_CACHE, MiniLMEmbeddings
 
 QUERY = "What did Caroline research about adoption agencies?"
 EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval" / "locomo-dev"
@@ -48,7 +48,7 @@ def sentence_transformers_peer() -> Callable[[list[str]], object] | None:
         from sentence_transformers import SentenceTransformer
     except ImportError:
         return None
-    from langchain_mastra_memory.recall.model_files import find_model_dir
+    from langchain_mastra_memory.recall.embedders.model_files import find_model_dir
 
     model = SentenceTransformer(str(find_model_dir()), device="cpu")
     return lambda texts: model.encode(texts, batch_size=32, normalize_embeddings=True)

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from pg_recall_bench import locomo
+from locomo_data import turns_and_questions
 
 SCHEMA = "load_bench"
 MARK = re.compile(r"\[conv (\d+-\d+)\]")
@@ -218,7 +218,7 @@ async def conversations(
 def worker(process: int, args: argparse.Namespace, with_memory: bool, barrier, out) -> None:  # type: ignore[no-untyped-def]
     """One app process: its conversations, run when all processes are ready."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    texts = [t for t, _ in locomo()[0]]
+    texts = [t for t, _ in turns_and_questions()[0]]
     barrier.wait()
     result = asyncio.run(
         conversations(

@@ -26,7 +26,6 @@ share of an exact float32 numpy top-10 (pieces) found by each.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import tempfile
@@ -39,6 +38,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 from rich.progress import track
 from threadpoolctl import threadpool_limits
 
+sys.path.insert(0, str(Path(__file__).parent))
+from locomo_data import turns_and_questions
+
 from langchain_mastra_memory import (
     ChromaVectorStore,
     MilvusVectorStore,
@@ -48,33 +50,17 @@ from langchain_mastra_memory import (
     SQLiteStorage,
 )
 from langchain_mastra_memory.messages import embedding_pieces
-from langchain_mastra_memory.recall.embeddings import EMBEDDING_CACHE, MiniLMEmbeddings
+from langchain_mastra_memory.recall.embedders import EMBEDDING_CACHE, MiniLMEmbeddings
+from langchain_mastra_memory.recall.engines.pgvector import PgVectorStore
 from langchain_mastra_memory.recall.index import RecallIndex, RecallOptions
-from langchain_mastra_memory.recall.pgvector import PgVectorStore
 from langchain_mastra_memory.recall.vector import VectorRecord
-from langchain_mastra_memory.storage.pgvector_sql import HNSW_EF_CONSTRUCTION, HNSW_M
+from langchain_mastra_memory.storage.postgres.pgvector import HNSW_EF_CONSTRUCTION, HNSW_M
 
-EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval" / "locomo-dev"
 MODES = ("vector", "keyword", "hybrid")
 PER_THREAD = 400
 NOISE = 0.04  # per dimension: a copy sits at cosine ~0.8 from its turn, as a paraphrase does
 CACHE = Path(tempfile.gettempdir()) / "lmm-locomo-pieces.npz"
 INDEX = "bench_pieces"  # the recall index every backend holds the pieces under
-
-
-def locomo() -> tuple[list[tuple[str, bool]], list[str]]:
-    """(text, is_user) of every turn, and every question."""
-    turns: list[tuple[str, bool]] = []
-    questions: list[str] = []
-    for file in sorted(EVAL.glob("*.json")):
-        data = json.loads(file.read_text())
-        n = 1
-        while f"session_{n}" in data or f"session_{n}_date_time" in data:
-            for t in data.get(f"session_{n}") or []:
-                turns.append((t["text"], t["speaker"] == data["speaker_a"]))
-            n += 1
-        questions += [q["question"] for q in data["qa"] if q.get("category") in (1, 2, 3, 4)]
-    return turns, questions
 
 
 def piece_vectors(
@@ -119,7 +105,7 @@ class Data:
     def __init__(
         self, size: int, layout: str, spread: int, embedder: MiniLMEmbeddings, copies: str
     ) -> None:
-        turns, self.questions = locomo()
+        turns, self.questions = turns_and_questions()
         resources = 1 if layout == "one" else spread
         share = -(-size // resources)
         rng = np.random.default_rng(0)

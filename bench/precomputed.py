@@ -24,7 +24,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 sys.path.insert(0, str(Path(__file__).parent))
-from recall_eval import DEFAULT_DATA, conversation_turns, questions_of, turn_message
+from locomo_data import DEFAULT_DATA, conversation_turns, questions_of, turn_message
 
 from langchain_mastra_memory.messages import embedding_pieces
 

@@ -29,7 +29,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from recall_eval import DEFAULT_DATA, conversation_turns, turn_message
+from locomo_data import DEFAULT_DATA, conversation_turns, turn_message
 
 from langchain_mastra_memory import Memory, SQLiteStorage
 from langchain_mastra_memory.messages import message_text

@@ -48,7 +48,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 sys.path.insert(0, str(Path(__file__).parent))
-from recall_eval import DEFAULT_DATA, conversation_turns, turn_message
+from locomo_data import DEFAULT_DATA, conversation_turns, turn_message
 
 from langchain_mastra_memory import Memory, SQLiteStorage, TokenCounter
 

@@ -30,15 +30,15 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 sys.path.insert(0, str(Path(__file__).parent))
+from locomo_data import DEFAULT_DATA, load_conversation, questions_of
 from precomputed import Precomputed
-from recall_eval import DEFAULT_DATA, load_conversation, questions_of
 
 import langchain_mastra_memory.recall.index as index_module
 from langchain_mastra_memory import SQLiteStorage
 from langchain_mastra_memory.messages import message_text
-from langchain_mastra_memory.recall.context import asks, remember, remembered, windows
-from langchain_mastra_memory.recall.embeddings import CachedEmbeddings, MiniLMEmbeddings
-from langchain_mastra_memory.recall.ranking import RecallHit, fuse
+from langchain_mastra_memory.recall.embedders import CachedEmbeddings, MiniLMEmbeddings
+from langchain_mastra_memory.recall.ranking.context import asks, remember, remembered, windows
+from langchain_mastra_memory.recall.ranking.fusion import RecallHit, fuse
 
 RULES: dict[str, list[Any]] = {  # each rule's settings: the default first, then "off"
     "context_weight": [2.0, 0.0, 1.0, 3.0],

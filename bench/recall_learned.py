@@ -32,13 +32,13 @@ from typing import NamedTuple
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
+from locomo_data import DEFAULT_DATA, load_conversation, questions_of
 from precomputed import Precomputed
-from recall_eval import DEFAULT_DATA, load_conversation, questions_of
 
 from langchain_mastra_memory import SQLiteStorage
-from langchain_mastra_memory.recall.context import asks, remember, remembered
-from langchain_mastra_memory.recall.embeddings import CachedEmbeddings, MiniLMEmbeddings
-from langchain_mastra_memory.recall.ranking import RecallHit
+from langchain_mastra_memory.recall.embedders import CachedEmbeddings, MiniLMEmbeddings
+from langchain_mastra_memory.recall.ranking.context import asks, remember, remembered
+from langchain_mastra_memory.recall.ranking.fusion import RecallHit
 from langchain_mastra_memory.storage.records import Neighbour, query_words
 
 POOL = 30  # the default's pool (rerank_pool)

@@ -27,10 +27,11 @@ from langchain_core.embeddings import Embeddings
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).parent))
-from pg_recall_bench import NOISE, locomo, pct
+from locomo_data import turns_and_questions
+from pg_recall_bench import NOISE, pct
 
 from langchain_mastra_memory import Memory, PostgresStorage
-from langchain_mastra_memory.recall.embeddings import EMBEDDING_CACHE, MiniLMEmbeddings
+from langchain_mastra_memory.recall.embedders import EMBEDDING_CACHE, MiniLMEmbeddings
 
 NAMESPACE = ("memories", "alice")
 CACHE = Path(tempfile.gettempdir()) / "lmm-locomo-turns.npz"
@@ -51,7 +52,7 @@ class Table(Embeddings):
 
 def items(size: int, embedder: MiniLMEmbeddings) -> tuple[list[str], np.ndarray, list[str]]:
     """Item texts, their vectors (float32, unit) and the questions."""
-    turns, questions = locomo()
+    turns, questions = turns_and_questions()
     base_texts = sorted({t for t, _ in turns})
     if CACHE.exists() and list(np.load(CACHE)["texts"]) == base_texts:
         base = np.load(CACHE)["vectors"]

@@ -41,8 +41,10 @@ The map, layers pointing one way (storage <- recall <- processors <- Memory <- i
   messages memory adds), `provider_rules` (the input shape providers accept), `twins` (sync and
   async from one algorithm), `titles` and `testing` (a provider-strict scripted model); `cli/`
   (the command line: one module per group of commands).
-  Modules moved in 0.2 (``token_counting``, ``ids``, ``paging``, ...) still import from their
-  old names, with a `DeprecationWarning`, for one release (`MOVED`).
+  Modules moved in 0.2 (``token_counting``, ``ids``, ``paging``, ...) and the flat modules of
+  `recall` and `storage` before they were split by part (``recall.qdrant``,
+  ``storage.observations``, ...) still import from their old names, with a
+  `DeprecationWarning`, for one release (`MOVED`).
 
 Importing the package loads nothing heavy: each public name is imported from its module on
 first use (PEP 562), so ``import langchain_mastra_memory`` and the CLI's ``--help`` start fast
@@ -111,7 +113,7 @@ _WHERE = {  # public name -> the module defining it
     "EncodingNotAvailableError": ".errors",
     "FunctionProcessor": ".processors",
     "InvalidMessageError": ".errors",
-    "LangChainVectorStore": ".recall.langchain_store",
+    "LangChainVectorStore": ".recall",
     "MastraMemoryError": ".errors",
     "Memory": ".memory",
     "MemoryChatMessageHistory": ".integrations.chat_history",
@@ -125,7 +127,7 @@ _WHERE = {  # public name -> the module defining it
     "MessageList": ".messages",
     "MessagePage": ".browsing.paging",
     "MessageNotFoundError": ".errors",
-    "MilvusVectorStore": ".recall.milvus",
+    "MilvusVectorStore": ".recall",
     "MiniLMEmbeddings": ".recall",
     "ModelByInputTokens": ".observational.models",
     "ObservationEvent": ".observational.config",
@@ -133,8 +135,8 @@ _WHERE = {  # public name -> the module defining it
     "Page": ".browsing.paging",
     "PgVectorStore": ".recall",
     "PostgresStorage": ".storage",
-    "QdrantEdgeVectorStore": ".recall.qdrant_edge",
-    "QdrantVectorStore": ".recall.qdrant",
+    "QdrantEdgeVectorStore": ".recall",
+    "QdrantVectorStore": ".recall",
     "processor": ".processors",
     "ReadOnlyError": ".errors",
     "ReadOnlyHistoryWarning": ".errors",
@@ -191,6 +193,44 @@ MOVED = {  # old module -> where it lives now (0.2); the old name works for one 
     "state_mirror": "conversation.suffix",
     "branches": "conversation.branches",
 }
+# recall and storage split by part (the engine paths the reference documented among them)
+MOVED.update(
+    (old, new)
+    for old, new in (
+        line.split()
+        for line in """
+    recall.engine recall.engines.base
+    recall.chroma recall.engines.chroma
+    recall.chroma_legacy recall.engines.chroma_legacy
+    recall.pgvector recall.engines.pgvector
+    recall.qdrant recall.engines.qdrant
+    recall.qdrant_edge recall.engines.qdrant_edge
+    recall.milvus recall.engines.milvus
+    recall.langchain_store recall.engines.langchain_store
+    recall.exact_matrix recall.exact.matrix
+    recall.snapshots recall.exact.snapshots
+    recall.embeddings recall.embedders
+    recall.bert_graph recall.embedders.bert_graph
+    recall.model_files recall.embedders.model_files
+    recall.context recall.ranking.context
+    recall.dates recall.ranking.dates
+    recall.rerank recall.ranking.rerank
+    storage.sql_messages storage.sql.messages
+    storage.sql_search storage.sql.search
+    storage.sql_threads storage.sql.threads
+    storage.sql_working_memory storage.sql.working_memory
+    storage.statements storage.sql.statements
+    storage.items storage.sql.items
+    storage.observations storage.sql.observations
+    storage.withheld storage.sql.withheld
+    storage.sqlite_schema storage.sqlite.schema
+    storage.postgres_items storage.postgres.items
+    storage.postgres_schema storage.postgres.schema
+    storage.postgres_text storage.postgres.text
+    storage.pgvector_sql storage.postgres.pgvector
+    """.strip().splitlines()
+    )
+)
 
 
 class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):

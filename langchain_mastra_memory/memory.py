@@ -18,13 +18,14 @@ from .browsing.paging import MessagePage, Page, SearchHit
 from .config import params as kw
 from .config.options import MemoryOptions
 from .conversation.branches import branches_of, new_branch
+from .lifecycle import Erasure
 from .messages import MessageList
 from .observational.service import ObservationalMemory
 from .recall.index import RecallIndex, RecallOptions
 from .recall.synced import SyncedStorage
 from .recall.writer import VectorBacklog
 from .storage.base import MemoryStorage
-from .storage.sqlite import SQLiteStorage, storage_or_default  # noqa: F401 (the doctest uses it)
+from .storage.sqlite.backend import SQLiteStorage, storage_or_default  # noqa: F401 (the doctest uses it)
 from .threads.ids import resolve_ids, visible_to, with_new_id
 from .threads.summaries import ThreadQueries, ThreadSummary
 from .threads.thread import Thread
@@ -35,7 +36,7 @@ from .twins import run_async, run_sync
 from .working_memory import WorkingMemoryConfig, WorkingMemoryStore
 
 if TYPE_CHECKING:
-    from .integrations import checkpoint_threads, graph, lcel, middleware, recall_tool  # noqa: F401
+    from .integrations import graph, lcel, middleware, recall_tool  # noqa: F401
     from .integrations.chat_history import MemoryChatMessageHistory
     from .integrations.checkpointer import MemoryCheckpointer
     from .integrations.retriever import MemoryRetriever
@@ -106,6 +107,7 @@ class Memory:
         self.turns = TurnContext(self.storage, self.options, self.recall_index, self.working,
                                  processors, om)  # fmt: skip
         self.queries = ThreadQueries(self.storage, self.synced)
+        self.erasure = Erasure(self.storage, self.synced, self.checkpointers)
         settle()  # once per process: what the first turns would otherwise pay
 
     def __repr__(self) -> str:
@@ -183,23 +185,23 @@ class Memory:
         return await self.storage.aupdate_thread(thread_id, **update)
 
     def delete_thread(self, thread_id: str, *, resource_id: str | None = None) -> bool:
-        """Delete a thread and all keyed by it, checkpoints too (`delete_everywhere`)."""
-        return _shape("checkpoint_threads").delete_everywhere(self, thread_id, resource_id)
+        """Delete a thread and all keyed by it, checkpoints too (`Erasure.delete_thread`)."""
+        return self.erasure.delete_thread(thread_id, resource_id)
 
     async def adelete_thread(self, thread_id: str, *, resource_id: str | None = None) -> bool:
         """Async `delete_thread`."""
-        return await _shape("checkpoint_threads").adelete_everywhere(self, thread_id, resource_id)
+        return await self.erasure.adelete_thread(thread_id, resource_id)
 
     def delete_resource(self, resource_id: str) -> bool:
         """Erase a resource (a user's right to erasure): every thread, message, vector,
         working memory, observation, withheld id, checkpoint this memory can reach, and the
         store items whose namespace holds `resource_id` as a label; nothing of any other.
-        False if memory held nothing of it (`delete_resource_everywhere`)."""
-        return _shape("checkpoint_threads").delete_resource_everywhere(self, resource_id)
+        False if memory held nothing of it (`Erasure.delete_resource`)."""
+        return self.erasure.delete_resource(resource_id)
 
     async def adelete_resource(self, resource_id: str) -> bool:
         """Async `delete_resource`."""
-        return await _shape("checkpoint_threads").adelete_resource_everywhere(self, resource_id)
+        return await self.erasure.adelete_resource(resource_id)
 
     def clone_thread(self, thread_id: str, **clone: Unpack[kw.CloneOptions]) -> Thread:
         """Copy a thread under the same resource: its messages (all, or those `message_filter`

@@ -169,7 +169,7 @@ def pgvector_problem(dsn: str) -> str | None:
     """
     import psycopg
 
-    from .recall.pgvector import BACKEND_DIED, backend_died
+    from .recall.engines.pgvector import BACKEND_DIED, backend_died
 
     probe = "[" + ",".join(f"{(n % 7) / 7:.3f}" for n in range(384)) + "]"
     try:

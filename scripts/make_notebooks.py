@@ -177,7 +177,7 @@ config = {"configurable": {"thread_id": "t1", "resource_id": "ada"}}
 for fact in facts:
     chat.invoke(f"{fact} Could you keep that in mind while we plan the next few weeks together?", config)
     memory.flush()  # wait for the Observer here so the notebook is repeatable"""),
-        new_code_cell(r"""from langchain_mastra_memory.storage.observations import scope_key
+        new_code_cell(r"""from langchain_mastra_memory.storage.sql.observations import scope_key
 
 key = scope_key("thread", resource_id="ada", thread_id="t1")
 for group in memory.storage.observation_log(key, buffered=True):

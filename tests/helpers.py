@@ -43,7 +43,7 @@ def garden(memory) -> None:
 def thread_columns_before_archiving(patch: Any) -> None:
     """Storage reading threads as a schema before ``archived_at`` did: every loaded storage
     module holding the thread columns, patched with `patch` (a pytest ``MonkeyPatch``)."""
-    from langchain_mastra_memory.storage.statements import NEW_THREAD_COLUMNS
+    from langchain_mastra_memory.storage.sql.statements import NEW_THREAD_COLUMNS
 
     for name, module in list(sys.modules.items()):
         if name.startswith("langchain_mastra_memory.storage") and hasattr(module, "THREAD_COLUMNS"):

@@ -150,6 +150,7 @@ LAYERS = {  # a layer must not import the ones listed, at import time
     "working_memory": ("processors", "memory", "turn", "integrations", "cli"),
     "memory": ("integrations", "cli"),
     "turn": ("memory", "integrations", "cli"),
+    "lifecycle": ("processors", "memory", "turn", "integrations", "cli", "working_memory"),
 }
 
 
@@ -231,7 +232,8 @@ def test_a_moved_module_still_imports_from_its_old_name_with_a_warning() -> None
         with pytest.warns(DeprecationWarning, match=f"{old} moved to {NAME}.{new}"):
             moved = importlib.import_module(f"{NAME}.{old}")
         assert moved is importlib.import_module(f"{NAME}.{new}")
-        assert not (PACKAGE / f"{old}.py").exists()  # the old file is gone: one copy of the code
+        old_file = PACKAGE.joinpath(*old.split(".")).with_suffix(".py")
+        assert not old_file.exists()  # the old file is gone: one copy of the code
 
 
 def test_no_room_over_500_lines() -> None:
@@ -241,7 +243,7 @@ def test_no_room_over_500_lines() -> None:
     }
     assert {path: lines for path, lines in sizes.items() if lines > 500} == {}
     assert sizes["storage/base.py"] > 100  # the sizes are read (a wrong root reads nothing)
-    assert sizes["storage/sql.py"] <= 450  # split by subject: threads, messages, search, ...
+    assert sizes["storage/sql/backend.py"] <= 450  # split by subject: threads, messages, ...
     assert sizes["storage/base.py"] <= 450  # the contract, the derived records, the twins
 
 
@@ -250,3 +252,83 @@ def test_the_checkpointer_io_does_not_name_the_checkpointer() -> None:
     (the two named each other, for annotations only, since the class was split)."""
     io, checkpointer = f"{NAME}.integrations.checkpoint_io", f"{NAME}.integrations.checkpointer"
     assert checkpointer not in FULL_GRAPH[io] and io in FULL_GRAPH[checkpointer]
+
+
+PARTS = {  # a part of recall or storage, and what of its own package it may import (anywhere)
+    "recall.exact": (),
+    "recall.embedders": (),
+    "recall.engines": ("recall.vector", "recall.exact"),
+    "recall.ranking": ("recall.vector", "recall.embedders"),
+    "storage.sql": ("storage.base", "storage.records", "storage.validation", "storage.contract",
+                    "storage.filters", "storage.blocking", "storage.derived"),
+    "storage.sqlite": ("storage.sql", "storage.base", "storage.records"),
+    "storage.postgres": ("storage.sql", "storage.base", "storage.records", "storage.validation"),
+}  # fmt: skip
+@pytest.mark.parametrize("part", sorted(PARTS))
+def test_a_part_imports_only_what_its_docstring_allows(part: str) -> None:
+    """recall/ and storage/ read as parts: each imports the rest of its package only as its
+    face's docstring says (downward: engines -> exact, ranking -> embedders, sqlite and
+    postgres -> sql -> the front), never the front that runs it."""
+    package = f"{NAME}.{part.split('.')[0]}"
+    allowed = (f"{NAME}.{part}", *(f"{NAME}.{a}" for a in PARTS[part]))
+    found = {
+        module: sorted(
+            t for t in targets
+            if t.startswith(f"{package}.") and not t.startswith(allowed)
+        )
+        for module, targets in FULL_GRAPH.items()
+        if module == f"{NAME}.{part}" or module.startswith(f"{NAME}.{part}.")
+    }  # fmt: skip
+    assert len(found) >= 3 and {m: t for m, t in found.items() if t} == {}
+
+
+def test_the_front_of_storage_does_not_reach_behind_itself() -> None:
+    """storage's front (the contract, records, validation, ...) never imports a backend: the
+    backends build on it."""
+    behind = tuple(f"{NAME}.{p}" for p in ("storage.sql", "storage.sqlite", "storage.postgres"))
+    front = [m for m in FULL_GRAPH if m.count(".") == 2 and m.startswith(f"{NAME}.storage.")
+             and not m.startswith(behind)]  # fmt: skip
+    assert len(front) >= 6
+    assert {m: sorted(FULL_GRAPH[m] & set(GRAPH)) for m in front
+            if any(t.startswith(behind) for t in FULL_GRAPH[m])} == {}  # fmt: skip
+
+
+def test_erasure_goes_down_from_memory_and_never_climbs_into_a_shape() -> None:
+    """`Memory.delete_resource` (the MCP server's, the CLI's and the explorer's erasure too)
+    goes to `lifecycle`, below the shapes: nothing of `lifecycle` imports `integrations` or
+    `memory`, even for types, and `Memory` reaches it at import time, not through a shape."""
+    lifecycle = [m for m in FULL_GRAPH if m.startswith(f"{NAME}.lifecycle")]
+    above = tuple(f"{NAME}.{name}" for name in ("memory", "integrations", "cli", "ui"))
+    assert len(lifecycle) >= 3
+    assert {m: sorted(t for t in FULL_GRAPH[m] if t.startswith(above)) for m in lifecycle
+            if any(t.startswith(above) for t in FULL_GRAPH[m])} == {}  # fmt: skip
+    assert f"{NAME}.lifecycle" in GRAPH[f"{NAME}.memory"]
+    assert f"{NAME}.lifecycle" in GRAPH[f"{NAME}.integrations.checkpointer"]
+
+
+def test_the_bench_scripts_import_each_other_without_a_circle() -> None:
+    """What the bench scripts share lives in modules that import none of them back (LoCoMo's
+    reading in `locomo_data`): no circle, even through imports made inside functions."""
+    bench = PACKAGE.parent / "bench"
+    scripts = {p.stem for p in bench.glob("*.py")}
+    edges: dict[str, set[str]] = {}
+    for script in scripts:
+        tree = ast.parse((bench / f"{script}.py").read_text())
+        edges[script] = {
+            name
+            for node in ast.walk(tree)
+            for name in (
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module
+                else [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            )
+            if name in scripts
+        }  # fmt: skip
+    assert edges["recall_folds"] >= {"locomo_data", "precomputed"}  # the edges are read
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for nxt in edges[start]:
+            if nxt == goal or (nxt not in seen and not seen.add(nxt) and reaches(nxt, goal, seen)):
+                return True
+        return False
+
+    assert sorted(s for s in scripts if reaches(s, s, set())) == []

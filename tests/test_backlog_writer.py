@@ -14,7 +14,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.messages import HumanMessage
 
 from langchain_mastra_memory import ChromaVectorStore, Memory, SQLiteStorage
-from langchain_mastra_memory.recall.embeddings import CachedEmbeddings
+from langchain_mastra_memory.recall.embedders import CachedEmbeddings
 
 
 class GatedEmbeddings(Embeddings):
@@ -203,7 +203,7 @@ def test_a_query_waits_for_the_same_text_being_embedded_and_does_not_embed_it_ag
 
 
 def test_a_query_waits_for_another_s_embedding_only_so_long(call, monkeypatch) -> None:
-    from langchain_mastra_memory.recall import embeddings
+    from langchain_mastra_memory.recall.embedders import cache as embeddings
 
     monkeypatch.setattr(embeddings, "IN_FLIGHT_WAIT", 0.2)
     embedder = HeldTexts()

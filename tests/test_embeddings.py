@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from langchain_mastra_memory.recall.embeddings import (
+from langchain_mastra_memory.recall.embedders import (
     EMBEDDING_CACHE,
     CachedEmbeddings,
     MiniLMEmbeddings,
@@ -107,7 +107,7 @@ def test_the_cache_is_shared_across_instances_and_embeds_each_text_once() -> Non
 
 
 def test_the_cache_is_bounded_in_bytes_and_keeps_float32() -> None:
-    from langchain_mastra_memory.recall.embeddings import VectorCache
+    from langchain_mastra_memory.recall.embedders import VectorCache
 
     cache = VectorCache(max_bytes=10 * 384 * 4)  # room for ten 384-dimensional vectors
     for i in range(25):
@@ -151,7 +151,7 @@ def test_an_asymmetric_embedder_gets_query_vectors_for_queries() -> None:
 def test_symmetry_is_known_for_ours_and_declared_for_others() -> None:
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
-    from langchain_mastra_memory.recall.embeddings import is_symmetric
+    from langchain_mastra_memory.recall.embedders import is_symmetric
 
     assert is_symmetric(MiniLMEmbeddings()) and is_symmetric(DeterministicFakeEmbedding(size=8))
     assert not is_symmetric(Prefixed()) and is_symmetric(Counting())

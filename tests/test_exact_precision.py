@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from langchain_mastra_memory.recall.chroma import ChromaVectorStore, partition_name
-from langchain_mastra_memory.recall.exact import INT8, ExactPartitions, Loaded
-from langchain_mastra_memory.recall.snapshots import Snapshots
+from langchain_mastra_memory.recall.engines.chroma import ChromaVectorStore, partition_name
+from langchain_mastra_memory.recall.exact.partitions import INT8, ExactPartitions, Loaded
+from langchain_mastra_memory.recall.exact.snapshots import Snapshots
 from langchain_mastra_memory.recall.vector import VectorRecord
 
 pytestmark = pytest.mark.skipif(

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from langchain_mastra_memory.recall.chroma import ChromaVectorStore, partition_name
-from langchain_mastra_memory.recall.exact import INT8, INT8_AT, ExactPartitions, Loaded
-from langchain_mastra_memory.recall.snapshots import FOLDER, Snapshots
+from langchain_mastra_memory.recall.engines.chroma import ChromaVectorStore, partition_name
+from langchain_mastra_memory.recall.exact.partitions import INT8, INT8_AT, ExactPartitions, Loaded
+from langchain_mastra_memory.recall.exact.snapshots import FOLDER, Snapshots
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -297,13 +297,13 @@ def test_the_int8_scan_runs_on_an_avx2_cpu() -> None:
     script = textwrap.dedent(
         """
         import numpy as np
-        from langchain_mastra_memory.recall.exact import _int8_dot
-        from langchain_mastra_memory.recall.exact_matrix import small
+        from langchain_mastra_memory.recall.exact.scan import int8_dot
+        from langchain_mastra_memory.recall.exact.matrix import small
         rng = np.random.default_rng(0)
         vectors = rng.normal(size=(300, 384)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         rows, query = small(vectors), small(vectors[7])
-        got = np.asarray(_int8_dot(rows, vectors[7])).ravel().tolist()
+        got = np.asarray(int8_dot(rows, vectors[7])).ravel().tolist()
         want = [sum(int(a) * int(b) for a, b in zip(row.tolist(), query.tolist()))
                 for row in rows]
         print(got == [float(w) for w in want])

@@ -58,7 +58,7 @@ from langchain_mastra_memory.cli import app
 from langchain_mastra_memory.integrations.checkpointer import MemoryCheckpointer
 from langchain_mastra_memory.integrations.store import InvalidStoreInputError, MemoryStore
 from langchain_mastra_memory.observational.prompts import REFLECTOR_INSTRUCTIONS
-from langchain_mastra_memory.storage.observations import scope_key
+from langchain_mastra_memory.storage.sql.observations import scope_key
 from langchain_mastra_memory.testing import strict_model
 from langchain_mastra_memory.threads.ids import resolve_ids
 from langchain_mastra_memory.threads.transfer import export_lines
@@ -144,7 +144,7 @@ def vector_store(kind: str, folder: Path) -> Any:
     if kind == "sqlite+langchain":
         from langchain_core.vectorstores import InMemoryVectorStore
 
-        from langchain_mastra_memory.recall.embeddings import _default_minilm
+        from langchain_mastra_memory.recall.embedders.cache import _default_minilm
 
         return LangChainVectorStore(InMemoryVectorStore(_default_minilm()))
     return None

@@ -21,7 +21,7 @@ from langchain_mastra_memory import (
     MiniLMEmbeddings,
     SQLiteStorage,
 )
-from langchain_mastra_memory.recall.embeddings import _default_minilm
+from langchain_mastra_memory.recall.embedders.cache import _default_minilm
 
 KINDS = ["in-memory", "chroma", "qdrant", "milvus"]
 

@@ -150,7 +150,7 @@ def test_a_clone_after_a_restart_copies_vectors_and_embeds_nothing(
     (an empty embedding cache) clones a thread without one call to the model."""
     from test_embeddings import Counting
 
-    from langchain_mastra_memory.recall.embeddings import EMBEDDING_CACHE
+    from langchain_mastra_memory.recall.embedders import EMBEDDING_CACHE
 
     first = Counting()
     writer = Memory(storage=storage, embedder=first, options={"semantic_recall": True})

@@ -295,7 +295,7 @@ def test_large_sqlite_indexes_score_only_the_words_a_search_can_afford(tmp_path)
     from langchain_core.messages import HumanMessage
 
     from langchain_mastra_memory import SQLiteStorage
-    from langchain_mastra_memory.storage.sqlite import _affordable_words, owner_token
+    from langchain_mastra_memory.storage.sqlite.backend import _affordable_words, owner_token
 
     storage = SQLiteStorage(tmp_path / "m.db")
     for resource in ("a", "b"):
@@ -334,11 +334,11 @@ def test_keyword_search_migrates_from_the_unpartitioned_index(tmp_path, monkeypa
     from langchain_core.messages import AIMessage, HumanMessage
 
     from langchain_mastra_memory import SQLiteStorage
-    from langchain_mastra_memory.storage import sqlite_schema
+    from langchain_mastra_memory.storage.sqlite import schema as sqlite_schema
 
     path = tmp_path / "old.db"
     current = sqlite_schema.MIGRATIONS
-    import langchain_mastra_memory.storage.sqlite as sqlite_module
+    import langchain_mastra_memory.storage.sqlite.backend as sqlite_module
 
     with monkeypatch.context() as then:  # that schema's migrations and threads, until closed
         then.setattr(sqlite_schema, "MIGRATIONS", current[:2])

@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 from langchain_mastra_memory import ConfigurationError
-from langchain_mastra_memory.recall import model_files
-from langchain_mastra_memory.recall.embeddings import MiniLMEmbeddings
-from langchain_mastra_memory.recall.model_files import (
+from langchain_mastra_memory.recall.embedders import MiniLMEmbeddings, model_files
+from langchain_mastra_memory.recall.embedders.model_files import (
     MODEL_FILES,
     find_model_dir,
     install_model_files,

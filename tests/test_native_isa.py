@@ -149,7 +149,7 @@ def test_chroma_and_the_embedding_model_run_on_an_avx2_cpu(tmp_path: Path) -> No
     script = textwrap.dedent(
         f"""
         from langchain_mastra_memory import ChromaVectorStore
-        from langchain_mastra_memory.recall.embeddings import default_embedder
+        from langchain_mastra_memory.recall.embedders import default_embedder
         from langchain_mastra_memory.recall.vector import VectorRecord
 
         embedder = default_embedder()

@@ -12,7 +12,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_mastra_memory import SQLiteStorage
-from langchain_mastra_memory.storage.observations import scope_key
+from langchain_mastra_memory.storage.sql.observations import scope_key
 
 
 def turns(storage, thread: str, n: int, owner: str = "alice") -> list[str]:
@@ -213,8 +213,8 @@ def test_a_log_written_before_buffering_migrates_active(tmp_path: Path, monkeypa
     stay in the log, its cursor holds, and buffering continues after it."""
     from helpers import thread_columns_before_archiving
 
-    import langchain_mastra_memory.storage.sqlite as sqlite_module
-    from langchain_mastra_memory.storage import sqlite_schema
+    import langchain_mastra_memory.storage.sqlite.backend as sqlite_module
+    from langchain_mastra_memory.storage.sqlite import schema as sqlite_schema
 
     current = sqlite_schema.MIGRATIONS
     path = tmp_path / "v5.db"

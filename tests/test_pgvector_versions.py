@@ -15,8 +15,8 @@ import pytest
 from langchain_mastra_memory import Memory, PgVectorStore, PostgresStorage
 from langchain_mastra_memory.errors import ConfigurationError
 from langchain_mastra_memory.recall.vector import VectorRecord
-from langchain_mastra_memory.storage import pgvector_sql
-from langchain_mastra_memory.storage.pgvector_sql import PgVectorFeatures
+from langchain_mastra_memory.storage.postgres import pgvector as pgvector_sql
+from langchain_mastra_memory.storage.postgres.pgvector import PgVectorFeatures
 
 pytestmark = pytest.mark.postgres
 DSN = os.environ.get("LMM_TEST_POSTGRES_DSN", "")

@@ -8,7 +8,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_mastra_memory import LangChainVectorStore, Memory, SQLiteStorage
-from langchain_mastra_memory.recall.context import (
+from langchain_mastra_memory.recall.ranking.context import (
     MESSAGE_VECTORS,
     by_thread,
     in_context,
@@ -16,7 +16,7 @@ from langchain_mastra_memory.recall.context import (
     windows,
     with_follow_ups,
 )
-from langchain_mastra_memory.recall.ranking import RecallHit
+from langchain_mastra_memory.recall.ranking.fusion import RecallHit
 from langchain_mastra_memory.storage.records import Neighbour
 
 QUESTION = "Is Deborah married?"
@@ -105,7 +105,7 @@ def test_another_resource_never_lends_its_conversation() -> None:
 def test_a_store_that_cannot_read_vectors_back_keeps_the_first_stage_order() -> None:
     from langchain_core.vectorstores import InMemoryVectorStore
 
-    from langchain_mastra_memory.recall.embeddings import _default_minilm
+    from langchain_mastra_memory.recall.embedders.cache import _default_minilm
 
     def on_langchain(**recall: object) -> Memory:
         store = LangChainVectorStore(InMemoryVectorStore(_default_minilm()))

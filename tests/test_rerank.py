@@ -17,7 +17,7 @@ from pydantic import Field
 
 from langchain_mastra_memory import ConfigurationError, Memory, SQLiteStorage
 from langchain_mastra_memory.integrations.retriever import MemoryRetriever
-from langchain_mastra_memory.recall.embeddings import default_embedder
+from langchain_mastra_memory.recall.embedders import default_embedder
 from langchain_mastra_memory.testing import strict_model
 
 WHEN = datetime(2024, 5, 7, 9, 30, tzinfo=timezone.utc)

@@ -18,7 +18,7 @@ from langchain_mastra_memory import (
 )
 from langchain_mastra_memory.messages import embedding_pieces
 from langchain_mastra_memory.processors.semantic_recall import SemanticRecall
-from langchain_mastra_memory.recall.chroma import ChromaVectorStore
+from langchain_mastra_memory.recall.engines.chroma import ChromaVectorStore
 
 FILLER = [
     ("Can you suggest a quick lunch?", "A chickpea salad takes ten minutes."),
@@ -380,7 +380,7 @@ def test_hybrid_fusion_keeps_a_clear_winner() -> None:
 def test_a_single_collection_from_before_partitioning_is_split_on_first_use(tmp_path) -> None:
     import chromadb
 
-    from langchain_mastra_memory.recall.chroma import partition_name
+    from langchain_mastra_memory.recall.engines.chroma import partition_name
 
     path = tmp_path / "vectors"
     storage = SQLiteStorage(tmp_path / "m.db")

@@ -15,9 +15,9 @@ from langchain_mastra_memory import (
     SQLiteStorage,
     StorageError,
 )
-from langchain_mastra_memory.storage.sql import SCHEMA_TABLE
-from langchain_mastra_memory.storage.sqlite import READ_MMAP
-from langchain_mastra_memory.storage.sqlite_schema import MIGRATIONS
+from langchain_mastra_memory.storage.sql.backend import SCHEMA_TABLE
+from langchain_mastra_memory.storage.sqlite.backend import READ_MMAP
+from langchain_mastra_memory.storage.sqlite.schema import MIGRATIONS
 
 
 def test_file_uses_wal_and_foreign_keys(tmp_path: Path) -> None:

@@ -164,7 +164,7 @@ def test_writers_of_the_same_keys_in_opposite_order_lose_no_batch() -> None:
 def test_a_deadlock_victim_is_run_again_then_reported() -> None:
     """PostgreSQL's deadlock error (SQLSTATE 40P01) reruns the whole transaction; after
     `DEADLOCK_ATTEMPTS` it is a `StorageError` saying what happened."""
-    from langchain_mastra_memory.storage.postgres import DEADLOCK_ATTEMPTS
+    from langchain_mastra_memory.storage.postgres.backend import DEADLOCK_ATTEMPTS
 
     storage = PostgresStorage(
         os.environ["LMM_TEST_POSTGRES_DSN"], schema=f"t_{uuid.uuid4().hex[:12]}"

@@ -124,7 +124,7 @@ def test_a_window_is_kept_by_a_langchain_store_with_a_scope_of_ones_own(tmp_path
     from langchain_core.vectorstores import InMemoryVectorStore
 
     from langchain_mastra_memory import LangChainVectorStore
-    from langchain_mastra_memory.recall.embeddings import _default_minilm
+    from langchain_mastra_memory.recall.embedders.cache import _default_minilm
 
     def scope(resource_id: str, threads: Any) -> Any:
         return lambda doc: doc.metadata.get("resource_id") == resource_id

@@ -84,7 +84,7 @@ def _demo_recall(path: Path) -> None:
 def _demo_working_memory(path: Path) -> None:
     from ..memory import Memory
     from ..processors import WorkingMemory
-    from ..storage.sqlite import SQLiteStorage
+    from ..storage.sqlite.backend import SQLiteStorage
 
     memory = Memory(storage=SQLiteStorage(path), options={"working_memory": {"enabled": True}})
     tool = memory.working_memory_tool()

@@ -50,7 +50,7 @@ def _served_memory(db: Path, dsn: str | None, *, create: bool = False) -> Memory
 
     def build() -> Memory:
         if dsn is not None:
-            from ..storage.postgres import PostgresStorage
+            from ..storage.postgres.backend import PostgresStorage
 
             storage: Any = PostgresStorage(dsn)
         else:

@@ -24,8 +24,8 @@ from rich.table import Table
 
 if TYPE_CHECKING:  # the rest loads inside the commands: --help starts fast
     from ..memory import Memory
-    from ..recall.embeddings import CachedEmbeddings
-    from ..storage.sqlite import SQLiteStorage
+    from ..recall.embedders import CachedEmbeddings
+    from ..storage.sqlite.backend import SQLiteStorage
 
 from ..errors import InvalidMessageError, MastraMemoryError, StorageError, ThreadNotFoundError
 
@@ -48,7 +48,7 @@ T = TypeVar("T")
 def storage_at(db: Path, *, create: bool = False) -> SQLiteStorage:
     """The database at `db`; a command that only reads never creates one (a mistyped --db is
     an error, not a new empty file)."""
-    from ..storage.sqlite import SQLiteStorage
+    from ..storage.sqlite.backend import SQLiteStorage
 
     if not create and str(db) != ":memory:" and not Path(db).exists():
         msg = (
@@ -98,7 +98,7 @@ def embedder() -> CachedEmbeddings | None:
     """The embedder `--precision` asks for (None: Memory's default, float32)."""
     if _embedder_precision is Precision.float32:
         return None
-    from ..recall.embeddings import CachedEmbeddings, MiniLMEmbeddings
+    from ..recall.embedders import CachedEmbeddings, MiniLMEmbeddings
 
     return CachedEmbeddings(MiniLMEmbeddings(precision=_embedder_precision.value))
 

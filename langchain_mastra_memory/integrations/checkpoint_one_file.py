@@ -25,7 +25,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from ..conversation.mirroring import MirrorPlan, ThreadMirror
 from ..errors import MastraMemoryError
 from ..storage.records import StoredMessage
-from ..storage.sqlite import SQLiteStorage
+from ..storage.sqlite.backend import SQLiteStorage
 from ..twins import run_sync
 
 if TYPE_CHECKING:

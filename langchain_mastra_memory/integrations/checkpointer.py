@@ -46,6 +46,7 @@ from ..config import call_options
 from ..conversation.lineage import fork_diff
 from ..conversation.mirroring import MirrorPlan, ThreadMirror
 from ..errors import ConfigurationError
+from ..lifecycle import default_saver
 from ..threads.ids import verify_owner
 from ..twins import Steps, both, call, run_async, run_sync
 from . import checkpoint_configs as configs
@@ -54,7 +55,6 @@ from .checkpoint_io import CheckpointerIO, overrides
 from .checkpoint_messages import CheckpointMessages
 from .checkpoint_one_file import OneFileWrites
 from .checkpoint_owners import ThreadOwners
-from .checkpoint_threads import default_saver
 from .checkpoint_upkeep import ThreadUpkeep
 
 if TYPE_CHECKING:
@@ -92,7 +92,9 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         trust_thread_reads: bool = False,
     ) -> None:
         self.memory = memory
-        self.saver: BaseCheckpointSaver = saver if saver is not None else default_saver(memory)
+        if saver is None:
+            saver = default_saver(memory.storage)
+        self.saver: BaseCheckpointSaver = saver
         super().__init__(serde=self.saver.serde)
         self.messages_key = messages_key
         self.default_resource_id = default_resource_id

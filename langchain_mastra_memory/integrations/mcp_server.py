@@ -26,14 +26,15 @@ Example (in a test or a script; a client normally starts the command)::
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import ToolException
 
 from ..errors import ConfigurationError, MastraMemoryError
 from ..messages import mastra_role, message_text
-from ..storage.observations import scope_key
+from ..storage.sql.observations import scope_key
 from ..storage.validation import check_id
 from .recall_tool import search_for_model
 
@@ -49,56 +50,109 @@ INSTRUCTIONS = (
     "(list_threads, read_thread); save a message or a note (save_message)."
 )
 ROLES = {"user": HumanMessage, "assistant": AIMessage, "note": SystemMessage}
+ONE_RESOURCE = ("search_memory", "get_working_memory", "update_working_memory", "list_threads",
+                "read_thread", "save_message", "read_observations")  # fmt: skip
+OPERATOR = (*ONE_RESOURCE, "forget_user")  # `multi_resource`: a model serving one user never
+# sees `forget_user`
+RESOURCES = (  # a one-resource server's (a resource URI names no owner): uri, method, mime type
+    ("memory://working-memory", "working_memory_resource", "text/markdown"),
+    ("memory://threads", "threads_resource", "text/plain"),
+    ("memory://threads/{thread_id}", "thread_resource", "text/plain"),
+)
+T = TypeVar("T", bound=Callable[..., Any])
+
+
+def described(description: str) -> Callable[[T], T]:
+    """The words a model (tools) or a client (resources) reads for a method."""
+
+    def mark(method: T) -> T:
+        method.description = description  # type: ignore[attr-defined]
+        return method
+
+    return mark
+
+
+def refused(message: str) -> Exception:
+    """The MCP SDK's `ToolError` (a tool result that says why; the SDK is the ``mcp`` extra,
+    imported when a server is made)."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    return ToolError(message)
 
 
 def create_mcp_server(
     memory: Memory, *, resource_id: str | None = None, multi_resource: bool = False
 ) -> MCPServer:
     """The MCP server over `memory` for `resource_id` (or, with `multi_resource`, for the
-    resource each call names). See the module doc."""
+    resource each call names): `MemoryTools`' tools, and its resources on a one-resource
+    server. See the module doc."""
     from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
 
-    if multi_resource == (resource_id is not None):
-        raise ConfigurationError(
-            "give the MCP server one resource (resource_id=) or multi_resource=True, not both"
-        )
+    tools = MemoryTools(memory, resource_id=resource_id, multi_resource=multi_resource)
     server = MCPServer("langchain-mastra-memory", instructions=INSTRUCTIONS, log_level="WARNING")
+    for name in OPERATOR if multi_resource else ONE_RESOURCE:
+        method = getattr(tools, name)
+        server.add_tool(method, name=name, description=method.description)
+    for uri, name, mime_type in () if multi_resource else RESOURCES:
+        method = getattr(tools, name)
+        server.resource(uri, mime_type=mime_type, description=method.description)(method)
+    return server
 
-    def owner(given: str | None) -> str:
-        if not multi_resource:
-            if given not in (None, resource_id):
-                raise ToolError("this server serves one user's memory: leave resource_id out")
-            return str(resource_id)
+
+class MemoryTools:
+    """The MCP server's tools over one memory, one method each, named and described for a
+    model; a bad argument raises `refused` (a tool error that says why).
+
+    Examples:
+        >>> from langchain_mastra_memory import Memory, SQLiteStorage
+        >>> tools = MemoryTools(Memory(storage=SQLiteStorage(":memory:")), resource_id="alice")
+        >>> tools.list_threads()
+        '(no conversations yet)'
+    """
+
+    def __init__(
+        self, memory: Memory, *, resource_id: str | None = None, multi_resource: bool = False
+    ) -> None:
+        if multi_resource == (resource_id is not None):
+            raise ConfigurationError(
+                "give the MCP server one resource (resource_id=) or multi_resource=True, not both"
+            )
+        self.memory, self.resource_id, self.multi_resource = memory, resource_id, multi_resource
+
+    def owner(self, given: str | None) -> str:
+        """Whose memory a call reads: the server's one resource, or the one it names."""
+        if not self.multi_resource:
+            if given not in (None, self.resource_id):
+                raise refused("this server serves one user's memory: leave resource_id out")
+            return str(self.resource_id)
         if not given:
-            raise ToolError("resource_id is required: whose memory (this server serves several)")
+            raise refused("resource_id is required: whose memory (this server serves several)")
         try:
             return check_id(given, "resource_id")
         except ConfigurationError as exc:
-            raise ToolError(str(exc)) from exc
+            raise refused(str(exc)) from exc
 
-    def failing(exc: Exception) -> ToolError:
-        return ToolError(str(exc))
-
-    def own_thread(who: str, thread_id: str) -> Any:
+    def own_thread(self, who: str, thread_id: str) -> Any:
+        """`who`'s thread `thread_id` (another's reads as unknown)."""
         try:
-            found = memory.get_thread(check_id(thread_id, "thread_id"), resource_id=who)
+            found = self.memory.get_thread(check_id(thread_id, "thread_id"), resource_id=who)
         except (ConfigurationError, MastraMemoryError) as exc:
-            raise failing(exc) from exc
+            raise refused(str(exc)) from exc
         if found is None:
-            raise ToolError(f"no thread {thread_id!r} (list_threads shows the ids)")
+            raise refused(f"no thread {thread_id!r} (list_threads shows the ids)")
         return found
 
     # -- tools ----------------------------------------------------------------------------------
-    @server.tool(description=(
+    @described(
         "Search memory of earlier conversations: what the user said and what you answered. "
         "`query` in your own words; optionally `thread_id` (one conversation), `since` / "
         "`until` (ISO dates), `mode` ('hybrid' default, 'keyword' for exact words, 'vector' "
         "for meaning; 'threads' lists the user's conversations, `query` optional; "
         "'observations' searches what was noted about the user) and `cursor` (from a result) "
         "for more. Each hit has its conversation's title and id and its date."
-    ))  # fmt: skip
+    )
     def search_memory(
+        self,
         query: str | None = None,
         thread_id: str | None = None,
         since: str | None = None,
@@ -112,88 +166,92 @@ def create_mcp_server(
                      "mode": mode, "page": page, "cursor": cursor}  # fmt: skip
         given = {k: v for k, v in arguments.items() if v is not None}
         try:
-            return search_for_model(memory, owner(resource_id), given)
+            return search_for_model(self.memory, self.owner(resource_id), given)
         except (ToolException, MastraMemoryError) as exc:
-            raise failing(exc) from exc
+            raise refused(str(exc)) from exc
 
-    @server.tool(description=(
+    @described(
         "Read the working memory: what you keep about the user (a Markdown document, or a "
         "JSON object when it has a schema). `thread_id` for a thread-scoped one."
-    ))  # fmt: skip
-    def get_working_memory(thread_id: str | None = None, resource_id: str | None = None) -> str:
-        who = owner(resource_id)
+    )
+    def get_working_memory(
+        self, thread_id: str | None = None, resource_id: str | None = None
+    ) -> str:
+        who = self.owner(resource_id)
         if thread_id is not None:
-            own_thread(who, thread_id)
+            self.own_thread(who, thread_id)
         try:
-            value = memory.get_working_memory(resource_id=who, thread_id=thread_id)
+            value = self.memory.get_working_memory(resource_id=who, thread_id=thread_id)
         except MastraMemoryError as exc:
-            raise failing(exc) from exc
+            raise refused(str(exc)) from exc
         if value is None:
             return "(working memory is empty)"
         return value if isinstance(value, str) else json.dumps(value, indent=2)
 
-    @server.tool(description=(
+    @described(
         "Update the working memory. Markdown mode: `content` is the whole new document. Schema "
         "mode: a JSON object of the fields to change. Invalid updates are refused with the "
         "reason and nothing is saved."
-    ))  # fmt: skip
+    )
     def update_working_memory(
-        content: str, thread_id: str | None = None, resource_id: str | None = None
+        self, content: str, thread_id: str | None = None, resource_id: str | None = None
     ) -> str:
-        who = owner(resource_id)
+        who = self.owner(resource_id)
         if thread_id is not None:
-            own_thread(who, thread_id)
+            self.own_thread(who, thread_id)
         value: Any = content
-        if memory.working_memory.mode == "schema":
+        if self.memory.working_memory.mode == "schema":
             try:
                 value = json.loads(content)
             except ValueError as exc:
-                raise ToolError(f"schema mode takes a JSON object: {exc}") from exc
+                raise refused(f"schema mode takes a JSON object: {exc}") from exc
         try:
-            memory.update_working_memory(value, resource_id=who, thread_id=thread_id)
+            self.memory.update_working_memory(value, resource_id=who, thread_id=thread_id)
         except (ValueError, MastraMemoryError) as exc:
-            raise ToolError(f"refused, nothing saved: {exc}") from exc
+            raise refused(f"refused, nothing saved: {exc}") from exc
         return "working memory updated"
 
-    @server.tool(description="List past conversations, newest first: id, title, last activity.")
-    def list_threads(page: int = 0, resource_id: str | None = None) -> str:
+    @described("List past conversations, newest first: id, title, last activity.")
+    def list_threads(self, page: int = 0, resource_id: str | None = None) -> str:
         try:
-            found = memory.page_threads(resource_id=owner(resource_id), page=page, per_page=20)
+            found = self.memory.page_threads(
+                resource_id=self.owner(resource_id), page=page, per_page=20
+            )
         except (ConfigurationError, MastraMemoryError) as exc:
-            raise failing(exc) from exc
+            raise refused(str(exc)) from exc
         lines = [f"{t.id} · {t.title or '(untitled)'} · {t.updated_at:%Y-%m-%d %H:%M}"
                  for t in found.items]  # fmt: skip
         more = f"\n(more: page={page + 1})" if found.has_more else ""
         return ("\n".join(lines) or "(no conversations yet)") + more
 
-    @server.tool(description=(
-        "Read one conversation's messages, oldest first, a page (of 40) at a time."
-    ))  # fmt: skip
-    def read_thread(thread_id: str, page: int = 0, resource_id: str | None = None) -> str:
-        who = owner(resource_id)
-        own_thread(who, thread_id)
+    @described("Read one conversation's messages, oldest first, a page (of 40) at a time.")
+    def read_thread(self, thread_id: str, page: int = 0, resource_id: str | None = None) -> str:
+        who = self.owner(resource_id)
+        self.own_thread(who, thread_id)
         try:
-            found = memory.page_messages(thread_id, resource_id=who, page=page, per_page=40)
+            found = self.memory.page_messages(thread_id, resource_id=who, page=page, per_page=40)
         except (ConfigurationError, MastraMemoryError) as exc:
-            raise failing(exc) from exc
+            raise refused(str(exc)) from exc
         lines = [f"{mastra_role(m)}: {message_text(m)}" for m in found.items]
         more = f"\n(more: page={page + 1})" if found.has_more else ""
         return ("\n".join(lines) or "(no messages)") + more
 
-    @server.tool(description=(
+    @described(
         "Save a message to a conversation (created when new): `role` 'user', 'assistant' or "
         "'note' (a note of yours, kept but not shown as said by anyone)."
-    ))  # fmt: skip
+    )
     def save_message(
+        self,
         thread_id: str,
         text: str,
         role: Literal["user", "assistant", "note"] = "user",
         title: str | None = None,
         resource_id: str | None = None,
     ) -> str:
-        who = owner(resource_id)
+        who = self.owner(resource_id)
         if not text.strip():
-            raise ToolError("text is empty: nothing to save")
+            raise refused("text is empty: nothing to save")
+        memory = self.memory
         try:
             thread = memory.ensure_thread(thread_id=check_id(thread_id, "thread_id"),
                                           resource_id=who)  # fmt: skip
@@ -203,56 +261,49 @@ def create_mcp_server(
                                             resource_id=who)  # fmt: skip
             memory.flush(30)
         except (ConfigurationError, MastraMemoryError) as exc:
-            raise failing(exc) from exc
+            raise refused(str(exc)) from exc
         return f"saved as {saved.id} in thread {thread_id}"
 
-    @server.tool(description=(
+    @described(
         "Read the observation log (what observational memory noted of past conversations), "
         "of one thread and of the user as a whole."
-    ))  # fmt: skip
-    def read_observations(thread_id: str | None = None, resource_id: str | None = None) -> str:
-        who = owner(resource_id)
+    )
+    def read_observations(
+        self, thread_id: str | None = None, resource_id: str | None = None
+    ) -> str:
+        who = self.owner(resource_id)
         keys = [scope_key("resource", resource_id=who, thread_id=None)]
         if thread_id is not None:
-            own_thread(who, thread_id)
+            self.own_thread(who, thread_id)
             keys.insert(0, scope_key("thread", resource_id=who, thread_id=thread_id))
         parts = []
         for key in keys:
-            log = memory.storage.observation_log(key)
+            log = self.memory.storage.observation_log(key)
             if log:
                 parts.append(f"## {key}\n" + "\n".join(g.text for g in log))
         return "\n\n".join(parts) or "(no observations)"
 
-    if multi_resource:  # an operator's server: a model serving one user is never offered it
+    @described(
+        "Erase everything memory holds of one user (`resource_id`): every conversation, "
+        "message, working memory and observation. Irreversible."
+    )
+    def forget_user(self, resource_id: str) -> str:
+        who = self.owner(resource_id)
+        try:
+            erased = self.memory.delete_resource(who)
+        except (ConfigurationError, MastraMemoryError) as exc:
+            raise refused(str(exc)) from exc
+        return f"erased everything held of {who!r}" if erased else f"nothing held of {who!r}"
 
-        @server.tool(description=(
-            "Erase everything memory holds of one user (`resource_id`): every conversation, "
-            "message, working memory and observation. Irreversible."
-        ))  # fmt: skip
-        def forget_user(resource_id: str) -> str:
-            who = owner(resource_id)
-            try:
-                erased = memory.delete_resource(who)
-            except (ConfigurationError, MastraMemoryError) as exc:
-                raise failing(exc) from exc
-            return f"erased everything held of {who!r}" if erased else f"nothing held of {who!r}"
+    # -- resources ------------------------------------------------------------------------------
+    @described("What is kept about the user.")
+    def working_memory_resource(self) -> str:
+        return self.get_working_memory()
 
-    # -- resources (one resource's server only: a resource URI names no owner) -----------------
-    if not multi_resource:
+    @described("Past conversations, newest first.")
+    def threads_resource(self) -> str:
+        return self.list_threads()
 
-        @server.resource("memory://working-memory", mime_type="text/markdown",
-                         description="What is kept about the user.")  # fmt: skip
-        def working_memory_resource() -> str:
-            return get_working_memory()
-
-        @server.resource("memory://threads", mime_type="text/plain",
-                         description="Past conversations, newest first.")  # fmt: skip
-        def threads_resource() -> str:
-            return list_threads()
-
-        @server.resource("memory://threads/{thread_id}", mime_type="text/plain",
-                         description="One conversation's messages.")  # fmt: skip
-        def thread_resource(thread_id: str) -> str:
-            return read_thread(thread_id)
-
-    return server
+    @described("One conversation's messages.")
+    def thread_resource(self, thread_id: str) -> str:
+        return self.read_thread(thread_id)

@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from ..browsing.browse import thread_page
-from ..storage.observations import scope_key
+from ..storage.sql.observations import scope_key
 from ..twins import Steps, call
 
 OBSERVATION_THREADS = 50  # the newest conversations whose logs an observation search reads

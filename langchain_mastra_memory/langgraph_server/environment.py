@@ -66,11 +66,11 @@ def memory_from_environment(environ: Mapping[str, str] | None = None) -> Memory:
     """The `Memory` the environment describes (`settings`)."""
     chosen = settings(environ)
     if chosen.postgres:
-        from ..storage.postgres import PostgresStorage
+        from ..storage.postgres.backend import PostgresStorage
 
         storage: Any = PostgresStorage(chosen.db)
     else:
-        from ..storage.sqlite import SQLiteStorage
+        from ..storage.sqlite.backend import SQLiteStorage
 
         storage = SQLiteStorage(chosen.db)
     return Memory(storage=storage, vector=_vector(chosen.vector), options=chosen.options)

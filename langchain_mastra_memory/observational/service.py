@@ -35,8 +35,8 @@ from ..errors import ConfigurationError, MastraMemoryError, ResourceMismatchErro
 from ..injected import tag
 from ..messages import ids_of
 from ..storage.base import MemoryStorage
-from ..storage.observations import scope_key
 from ..storage.records import ObservationGroup, StoredMessage
+from ..storage.sql.observations import scope_key
 from ..tokens.counting import TokenCounter
 from ..tracing import traced
 from ..tracing.runs import detached_context

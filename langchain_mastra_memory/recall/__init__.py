@@ -1,43 +1,47 @@
-"""Semantic recall's machinery: the index, the vector store and the embedders.
+"""Semantic recall: search stored messages by meaning, by words, or both.
 
-- `index`: `RecallIndex` (vector, keyword and hybrid search, neighbour windows, keeping vectors
-  in step with storage) and `RecallOptions`.
-- `vector`: the `VectorStore` protocol and `ChromaVectorStore` (embedded, in memory, or a
-  Chroma server); `pgvector`: `PgVectorStore` (in PostgreSQL, beside `PostgresStorage`);
-  `qdrant`: `QdrantVectorStore` (Qdrant's local mode, a server or a cluster), `qdrant_edge`:
-  `QdrantEdgeVectorStore` (Qdrant's own engine in this process) and `milvus`:
-  `MilvusVectorStore` (Milvus Lite, standalone or distributed), imported when asked for (the
-  ``qdrant`` and ``milvus`` extras).
-- `embeddings`: `MiniLMEmbeddings` (all-MiniLM-L6-v2 offline, numpy) and the shared
-  `CachedEmbeddings` LRU.
+The front: `index` (`RecallIndex`: vector, keyword and hybrid search, neighbour windows),
+`options` (`RecallOptions`), `vector` (the `VectorStore` contract every engine meets, the
+records it writes and the hits it returns), `writer` (`BacklogWriter`: embedding behind the
+turn), `upkeep` (vectors kept in step with storage) and `synced` (`SyncedStorage`: storage
+writes that keep the index in step). Behind it, by part:
+
+- `engines`: where vectors live (Chroma, pgvector, Qdrant, Qdrant Edge, Milvus, any LangChain
+  vector store);
+- `exact`: hot partitions searched exactly in memory, and their snapshots on disk;
+- `embedders`: the offline default model and the process-wide embedding cache;
+- `ranking`: the stages from pieces to messages (fusion, context, dates, rerank).
+
+The parts import the contract and each other downward (`engines` -> `exact`; `ranking` ->
+`embedders`), never the front; the front imports them all.
 """
 
-from .chroma import ChromaVectorStore
-from .embeddings import CachedEmbeddings, MiniLMEmbeddings
+from importlib import import_module
+
+from .embedders import CachedEmbeddings, MiniLMEmbeddings
+from .engines.chroma import ChromaVectorStore
+from .engines.pgvector import PgVectorStore
 from .index import RecallHit, RecallIndex, RecallOptions
-from .pgvector import PgVectorStore
 from .vector import VectorStore
+
+_LAZY = {  # the optional engines' extras, loaded when their store is asked for
+    "QdrantVectorStore": ".engines.qdrant",
+    "QdrantEdgeVectorStore": ".engines.qdrant_edge",
+    "MilvusVectorStore": ".engines.milvus",
+    "LangChainVectorStore": ".engines.langchain_store",
+}
 
 
 def __getattr__(name: str) -> object:
-    if name == "QdrantVectorStore":  # the qdrant extra, loaded when asked for
-        from .qdrant import QdrantVectorStore
-
-        return QdrantVectorStore
-    if name == "QdrantEdgeVectorStore":  # the qdrant extra too
-        from .qdrant_edge import QdrantEdgeVectorStore
-
-        return QdrantEdgeVectorStore
-    if name == "MilvusVectorStore":  # the milvus extra, likewise
-        from .milvus import MilvusVectorStore
-
-        return MilvusVectorStore
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(_LAZY[name], __name__), name)
 
 
 __all__ = [
     "CachedEmbeddings",
     "ChromaVectorStore",
+    "LangChainVectorStore",
     "MilvusVectorStore",
     "MiniLMEmbeddings",
     "PgVectorStore",

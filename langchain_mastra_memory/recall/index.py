@@ -24,7 +24,8 @@ from ..storage.records import StoredMessage, TimeWindow
 from ..storage.validation import check_id, check_optional_id, check_query
 from ..tracing.runs import recall_run, stage
 from ..twins import Steps, both, call, run_async, run_sync
-from .context import (
+from .options import DEFAULT_MODE, MessageRange, Mode, RecallOptions, SearchOptions
+from .ranking.context import (
     by_thread,
     in_context,
     neighbours,
@@ -33,9 +34,8 @@ from .context import (
     windows,
     with_follow_ups,
 )
-from .dates import created_dates, dated_first, named_date
-from .options import DEFAULT_MODE, MessageRange, Mode, RecallOptions, SearchOptions
-from .ranking import (
+from .ranking.dates import created_dates, dated_first, named_date
+from .ranking.fusion import (
     HYBRID_POOL,
     PIECES_PER_HIT,
     RecallHit,
@@ -43,7 +43,7 @@ from .ranking import (
     fuse,
     hide_working_memory,
 )
-from .rerank import candidate_documents, fuse_ranks
+from .ranking.rerank import candidate_documents, fuse_ranks
 from .upkeep import VectorUpkeep, default_vector_store
 from .vector import VectorStore
 
@@ -102,7 +102,7 @@ class RecallIndex(VectorUpkeep):
         parsed = RecallOptions.parse(options)
         if parsed.mode != "keyword":
             if embedder is None:  # a LangChain store embeds with its own: queries too
-                from .embeddings import default_embedder
+                from .embedders import default_embedder
 
                 embedder = getattr(vector, "embeddings", None) or default_embedder()
             if vector is None:

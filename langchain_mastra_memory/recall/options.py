@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..errors import ConfigurationError
 from ..storage.filters import check_filter
 from ..storage.validation import validated
-from .rerank import check_reranker
+from .ranking.rerank import check_reranker
 
 if TYPE_CHECKING:
     from ..storage.records import TimeWindow

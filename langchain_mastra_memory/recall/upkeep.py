@@ -18,12 +18,12 @@ from ..errors import ConfigurationError, VectorStoreError
 from ..messages import embedding_pieces, mastra_role
 from ..storage.base import MemoryStorage
 from ..storage.records import StoredMessage, stored_ids
-from ..storage.sqlite import SQLiteStorage
+from ..storage.sqlite.backend import SQLiteStorage
 from ..twins import Steps, call, run_async, run_sync
-from .chroma import ChromaVectorStore
-from .context import remember
-from .embeddings import CachedEmbeddings, model_id
+from .embedders import CachedEmbeddings, model_id
+from .engines.chroma import ChromaVectorStore
 from .options import RecallOptions
+from .ranking.context import remember
 from .vector import VectorRecord, VectorStore, index_name_for, pieces_by_message
 from .writer import BacklogWriter
 
@@ -37,10 +37,10 @@ def default_vector_store(storage: MemoryStorage) -> VectorStore:
     """pgvector in the database of a `PostgresStorage` (a `ConfigurationError` naming the fix
     when the server lacks it), embedded Chroma beside a SQLite file (``<file>.chroma``), else
     Chroma in memory."""
-    from ..storage.postgres import PostgresStorage
+    from ..storage.postgres.backend import PostgresStorage
 
     if isinstance(storage, PostgresStorage):
-        from .pgvector import PgVectorStore
+        from .engines.pgvector import PgVectorStore
 
         return PgVectorStore(storage)
     if isinstance(storage, SQLiteStorage) and storage.path != ":memory:":

@@ -1,4 +1,18 @@
-"""Storage backends for threads, messages and resources."""
+"""Storage: threads, messages, resources and what memory keeps beside them.
+
+The front: `base` (`MemoryStorage`, the interface every backend implements, over `contract`
+and `derived`), `records` (the rows and pure helpers every backend shares), `validation`
+(what storage accepts, checked once at its boundary), `filters` (LangGraph's filter semantics)
+and `blocking` (no sync call on an event loop). Behind it, by part:
+
+- `sql`: the SQL both databases share (`SQLStorage` over a small `Dialect`, and its rooms:
+  threads, messages, search, working memory, store items, observations, withheld ids);
+- `sqlite`: `SQLiteStorage`, the embedded default, and its schema;
+- `postgres`: `PostgresStorage`, its schema, its keyword search, and pgvector's SQL (shared
+  with recall's `PgVectorStore`).
+
+`sqlite` and `postgres` import `sql`; `sql` imports the front; nothing here imports recall.
+"""
 
 from .base import MemoryStorage
 from .postgres import PostgresStorage

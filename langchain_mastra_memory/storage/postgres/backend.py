@@ -1,0 +1,164 @@
+"""`PostgresStorage`: threads, messages and resources in PostgreSQL, for many app processes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from ...errors import ConfigurationError, StorageError
+from ..sql.backend import Dialect, SQLStorage, TextMatch
+from .items import ItemVectors
+from .schema import MIGRATIONS
+from .text import PostgresText
+
+POSTGRES = Dialect(
+    placeholder="%s",
+    row_lock=" FOR UPDATE",
+    json_cast="::jsonb",
+    id_chunk=None,
+    no_limit=None,
+    metadata_equals="metadata -> ? = ?::jsonb",
+    metadata_key=lambda key: key,
+)
+DEADLOCK_ATTEMPTS = 5
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def _aborted_by_conflict(exc: BaseException) -> bool:
+    """A transaction PostgreSQL rolled back to break a deadlock or a serialization conflict
+    (SQLSTATE 40P01 / 40001): safe to run again."""
+    cause = exc.__cause__ if isinstance(exc, StorageError) else exc
+    return getattr(cause, "sqlstate", None) in ("40P01", "40001")
+
+
+def _whole(script: str) -> list[str]:
+    """PostgreSQL runs a multi-statement migration as one."""
+    return [script]
+
+
+class PostgresStorage(SQLStorage):
+    """Threads, messages and resources in PostgreSQL (psycopg 3 with a connection pool).
+
+    Every write is one transaction; writers of the same thread (or working memory) are
+    serialized by a row lock, so several app processes can share the database. `schema` puts
+    the tables in their own PostgreSQL schema (created if needed). Nothing waits without a
+    bound: a lock held elsewhere longer than `lock_timeout` seconds fails the operation with
+    a `StorageError` (nothing applied), a connection is made within `connect_timeout` and taken
+    from the pool within `pool_timeout`. Needs the ``postgres`` extra.
+
+    Example (needs a server)::
+
+        storage = PostgresStorage("postgresql://user:pass@db:5432/app")
+        memory = Memory(storage=storage)
+    """
+
+    dialect = POSTGRES
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        schema: str = "public",
+        max_connections: int = 8,
+        lock_timeout: float = 30.0,
+        connect_timeout: float = 10.0,
+        pool_timeout: float = 30.0,
+    ) -> None:
+        try:
+            from psycopg_pool import ConnectionPool
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            msg = (
+                "PostgresStorage needs the 'postgres' extra: "
+                "pip install 'langchain-mastra-memory[postgres]'"
+            )
+            raise ConfigurationError(msg) from exc
+        if not _SCHEMA_NAME.match(schema):
+            raise ConfigurationError(f"schema must be a lower-case SQL identifier, got {schema!r}")
+        self.schema = schema
+        self._text = PostgresText(schema)
+        self._item_vectors = ItemVectors()
+        self._pool = ConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=max_connections,
+            kwargs={
+                "options": f"-c search_path={schema} -c timezone=UTC "
+                f"-c lock_timeout={int(lock_timeout * 1000)}",
+                "connect_timeout": max(1, round(connect_timeout)),
+            },
+            timeout=pool_timeout,
+            open=False,
+        )
+        try:
+            self._pool.open(wait=True, timeout=30)
+        except Exception as exc:
+            raise StorageError(f"cannot connect to PostgreSQL: {exc}") from exc
+        self.setup()
+
+    def __repr__(self) -> str:
+        return f"PostgresStorage(schema={self.schema!r})"
+
+    # -- plumbing ------------------------------------------------------------------------------
+    @contextmanager
+    def _transaction(self, *, write: bool) -> Iterator[Any]:
+        """One transaction on a pooled connection (writers lock rows with ``FOR UPDATE``)."""
+        import psycopg
+
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                yield conn
+        except psycopg.OperationalError as exc:
+            raise StorageError(f"PostgreSQL is unavailable: {exc}") from exc
+        except psycopg.Error as exc:  # rolled back by the transaction block
+            raise StorageError(f"PostgreSQL refused the operation: {exc}") from exc
+
+    _transient = staticmethod(_aborted_by_conflict)  # a deadlock or serialization victim
+    _attempts = DEADLOCK_ATTEMPTS
+    _backoff = (0.005, 0.05)
+
+    def _gave_up(self, exc: StorageError, what: str) -> StorageError:
+        msg = (
+            f"{what}: PostgreSQL aborted the transaction {DEADLOCK_ATTEMPTS} times to break "
+            "a deadlock with concurrent writers of the same rows; nothing of it was applied, "
+            f"try again ({exc.__cause__})"
+        )
+        return StorageError(msg)
+
+    def _text_match(
+        self, query: str, conn: Any, resource_id: str, *, pool: int
+    ) -> TextMatch | None:
+        found = self._text.match(query, conn, resource_id)
+        return None if found is None else TextMatch(found[0].replace("%s", "?"), found[1])
+
+    def _index_item(self, conn: Any, where: tuple[str, str], vectors: Any) -> None:
+        self._item_vectors.write(conn, where, vectors)
+
+    def nearest_items(
+        self, prefix: tuple[str, ...], vector: Sequence[float], *, limit: int
+    ) -> list[tuple[tuple[str, ...], str, float]]:
+        """The items under `prefix` nearest `vector`, through pgvector (HNSW for a big prefix;
+        the exact scan when the server has no pgvector)."""
+        with self._transaction(write=False) as conn:
+            found = self._item_vectors.nearest(conn, prefix, vector, limit)
+        return super().nearest_items(prefix, vector, limit=limit) if found is None else found
+
+    # -- schema --------------------------------------------------------------------------------
+    def setup(self) -> None:
+        """Create or migrate the schema (safe to call twice, and from several processes)."""
+        with self._transaction(write=True) as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('langchain_mastra_memory'))")
+            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+            self._migrate(conn, MIGRATIONS, where=f"schema {self.schema!r}", statements=_whole)
+
+    def close(self) -> None:
+        """Close the pool."""
+        self._pool.close()
+
+    def drop_schema(self) -> None:
+        """Drop the schema and everything in it (for tests and teardown; not `public`)."""
+        if self.schema == "public":
+            raise ConfigurationError("refusing to drop the public schema")
+        with self._transaction(write=True) as conn:
+            conn.execute(f'DROP SCHEMA "{self.schema}" CASCADE')
