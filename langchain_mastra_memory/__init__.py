@@ -1,19 +1,21 @@
 """Mastra's agent memory for LangChain/LangGraph: history, recall, working memory, processors.
 
-The map, layers pointing one way (storage <- recall <- processors <- Memory <- integrations):
+The map, layers pointing one way (storage <- recall <- lifecycle, processors <- Memory <-
+integrations):
 
-- `storage/`: `MemoryStorage` (`contract`: the methods a backend implements; `derived`: store
-  items and the observation log; `blocking`: the blocking-call test mode; the async twins),
-  `sql.SQLStorage` (every SQL algorithm once, over a `Dialect`), `SQLiteStorage`,
-  `PostgresStorage`, their schema migrations, `records` (rows, times, validation), the
-  observation log's and the store items' tables, PostgreSQL's keyword search and pgvector
-  SQL, and `filters` (LangGraph's filter operators).
-- `recall/`: `RecallIndex` (vector / keyword / hybrid search and neighbour windows, built on
-  `upkeep.VectorUpkeep`: vectors kept in step with storage; `options`; `ranking`: fusing),
-  `SyncedStorage` (writes followed by the index), `ChromaVectorStore`, `PgVectorStore`
-  (pgvector beside `PostgresStorage`), `QdrantVectorStore`, `QdrantEdgeVectorStore`,
-  `MilvusVectorStore`, `LangChainVectorStore` (any LangChain `VectorStore`),
-  `MiniLMEmbeddings` and the shared embedding cache.
+- `storage/`: the front (`MemoryStorage` over `contract` and `derived`, `records`,
+  `validation`, `filters`: LangGraph's filter operators, `blocking`: the blocking-call test
+  mode) and its parts: `sql/` (`SQLStorage`, every SQL algorithm once over a `Dialect`, in
+  rooms), `sqlite/` (`SQLiteStorage`), `postgres/` (`PostgresStorage`, its keyword search and
+  pgvector's SQL).
+- `recall/`: the front (`RecallIndex`: vector / keyword / hybrid search and neighbour windows;
+  `options`; the `VectorStore` contract; the backlog `writer`; `upkeep`: vectors kept in step
+  with storage; `SyncedStorage`: writes followed by the index) and its parts: `engines/`
+  (`ChromaVectorStore`, `PgVectorStore`, `QdrantVectorStore`, `QdrantEdgeVectorStore`,
+  `MilvusVectorStore`, `LangChainVectorStore`), `exact/` (hot partitions searched exactly in
+  memory), `embedders/` (`MiniLMEmbeddings`, the shared embedding cache), `ranking/`.
+- `lifecycle/`: `Erasure` (a thread or a resource deleted everywhere, checkpoints included)
+  and memory's own file as the default checkpoint store.
 - `working_memory/`: `WorkingMemoryConfig`, the update `rules`, the `prompt`, the
   `WorkingMemoryStore` and the ``update_working_memory`` `tool`.
 - `processors/`: the `Runnable` processors (`TokenLimiter`, `ToolCallFilter`,
@@ -28,7 +30,7 @@ The map, layers pointing one way (storage <- recall <- processors <- Memory <- i
   replays).
 - `integrations/`: the shapes built on `Memory`: LCEL (`as_runnable`, `wrap`), the LangGraph
   hook/node, `MemoryCheckpointer` (applying `conversation.mirroring`; its thread owners, configs,
-  the saver's optional capabilities and deleting a thread everywhere beside it), `MemoryMiddleware`,
+  the saver's optional capabilities), `MemoryMiddleware`,
   `MemoryChatMessageHistory`, `store` (LangGraph's `BaseStore`) and `recall_tool` (the
   ``search_memory`` tool).
 - `observational/` (the Observer and Reflector, their prompts, parser and reply `checks`);

@@ -1,6 +1,6 @@
 """Big partitions scanned in int8 and partitions kept on disk between runs: the same hits as a
 brute-force scan, never a stale or erased vector after a restart, a crash or a write racing a
-save (recall/exact.py, recall/snapshots.py)."""
+save (recall/exact/partitions.py, recall/exact/snapshots.py)."""
 
 from __future__ import annotations
 

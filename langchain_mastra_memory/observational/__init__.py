@@ -4,7 +4,7 @@
 (`ObservationalConfig`); `ObservationalMemory` observes behind the turn and gives the turn its
 history (the log, then what it does not cover yet). The parts: the prompts, the tolerant
 parser, and the two model calls as Runnables (`Observer`, `Reflector`); the log itself lives in
-storage (`storage/observations.py`), buffered groups included: the Observer runs ahead of the
+storage (`storage/sql/observations.py`), buffered groups included: the Observer runs ahead of the
 threshold in a worker thread and its groups are activated, without a model call, at it.
 """
 

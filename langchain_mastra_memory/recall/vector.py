@@ -3,7 +3,7 @@ reads, and the helpers every store shares (piece ids, thread filters, index name
 
 A vector is one piece of a message (its id the message id, ``#n`` after it for later pieces)
 with metadata ``message_id, thread_id, resource_id, role, created_at``; the text lives in
-storage. `ChromaVectorStore` (``chroma.py``), `PgVectorStore`, `QdrantVectorStore`,
+storage. `ChromaVectorStore` (``engines/chroma.py``), `PgVectorStore`, `QdrantVectorStore`,
 `MilvusVectorStore` and `LangChainVectorStore` implement it.
 
 Examples:

@@ -14,7 +14,7 @@ exactly (cheaper than the graph there, and exact), a big one is searched through
 pgvector's iterative index scan (≥ 0.8) so the resource filter never starves the result. With
 pgvector 0.5–0.7 (no iterative scan; before 0.7 no ``halfvec``, so ``vector`` is stored) the
 search widens the beam, scans a selective part exactly and re-runs a short graph result
-exactly (`storage.pgvector_sql`): the same rows, never fewer.
+exactly (`storage.postgres.pgvector`): the same rows, never fewer.
 
 Example (needs a PostgreSQL server with pgvector)::
 

@@ -48,7 +48,7 @@ from .base import EngineStore, extra_missing
 from .qdrant import INDEXED, first_pieces_of
 
 OPTIMIZE_AFTER = 20_000  # points written since the last graph build before the next one
-# pgvector's graph here (storage/pgvector_sql.py), a wider beam: over 300k near-equal chat
+# pgvector's graph here (storage/postgres/pgvector.py), a wider beam: over 300k near-equal chat
 # pieces in one resource, Qdrant's defaults (m 16, ef 100) found 0.687 of the true top 10; a
 # resource's own graph (m 32, ef_construct 200) found 0.854 with a beam of 460, 0.909 with
 # 1,000 and 0.966 with 2,000 (5.4 ms p50, pgvector's 0.987 7.0 ms)
