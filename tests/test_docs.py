@@ -23,7 +23,7 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     for path in (
         "memory.Memory",
         "integrations.checkpointer.MemoryCheckpointer",
-        "recall.langchain_store.LangChainVectorStore",
+        "recall.engines.langchain_store.LangChainVectorStore",
         "processors.TokenLimiter",
     ):  # each class documented from its docstring, under its own anchor
         assert f'id="langchain_mastra_memory.{path}"' in reference
