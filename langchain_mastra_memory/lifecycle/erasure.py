@@ -4,6 +4,7 @@ Examples:
     >>> from langchain_core.messages import HumanMessage
     >>> from langchain_mastra_memory import Memory, SQLiteStorage
     >>> memory = Memory(storage=SQLiteStorage(":memory:"))
+    >>> _ = memory.create_thread(thread_id="t1", resource_id="alice")
     >>> _ = memory.save_messages([HumanMessage("hi")], thread_id="t1", resource_id="alice")
     >>> memory.erasure.delete_resource("alice"), memory.get_thread("t1")
     (True, None)
