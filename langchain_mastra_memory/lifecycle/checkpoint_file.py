@@ -10,11 +10,12 @@ Examples:
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
-
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from typing import TYPE_CHECKING, Any
 
 from ..storage.sqlite.backend import SYNCHRONOUS, SQLiteStorage
+
+if TYPE_CHECKING:  # (LangGraph's checkpoint package loads when a saver is made, not with Memory)
+    from langgraph.checkpoint.base import BaseCheckpointSaver
 
 
 def default_saver(storage: Any) -> BaseCheckpointSaver:
