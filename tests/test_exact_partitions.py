@@ -211,14 +211,17 @@ def test_a_held_partition_gives_its_vectors_back_as_chroma_holds_them() -> None:
     records += [
         record("m0", rng.normal(size=DIM), piece=1),
         record("m0", rng.normal(size=DIM), piece=2),
+        record("m7", rng.normal(size=DIM), piece=2),  # a gap: piece 1 missing
     ]
     store = ChromaVectorStore(exact_min=1)
     store.upsert("idx", [*records, record("b0", np.ones(DIM), owner="bob")])
-    wanted = ["m0", "m5", "b0", "missing"]
-    from_chroma = store.vectors("idx", "alice", wanted)
+    wanted = ["m0", "m5", "m7", "b0", "missing", "m0"]
+    assert store._exact is not None
+    store._exact._loaded.clear()  # as after a restart (made here, it was held at once)
+    from_chroma = store.vectors("idx", "alice", wanted)  # read from Chroma itself
     assert store.warm("idx", "alice")
     key = str(store._existing(partition_name("idx", "alice")).id)
-    assert store._exact is not None and store._exact.rows(key, ["m5"])  # held in memory
+    assert store._exact.pieces(key, ["m5"], 8)  # held in memory
     held = store.vectors("idx", "alice", wanted)
     assert set(held) == set(from_chroma) == {"m0", "m5"}
     for message_id, pieces in held.items():  # unit length in memory: the space is cosine

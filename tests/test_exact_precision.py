@@ -61,7 +61,7 @@ def test_past_the_float32_bound_a_partition_is_held_in_float16_with_the_same_hit
                 row = int(vector_id[1:])
                 assert keep is None or keep[row]
                 assert abs(score - truth[row]) <= ROUNDING and truth[row] >= kth - 2 * ROUNDING
-    assert exact.rows("p", ["v1"]) is None  # float16 roundings are not the stored vectors
+    assert exact.pieces("p", ["v1"], 8) is None  # float16 roundings are not the stored vectors
 
 
 def test_past_the_float16_bound_a_partition_is_left_to_the_graph() -> None:

@@ -24,7 +24,7 @@ from .embedders import CachedEmbeddings, model_id
 from .engines.chroma import ChromaVectorStore
 from .options import RecallOptions
 from .ranking.context import remember
-from .vector import VectorRecord, VectorStore, index_name_for, pieces_by_message
+from .vector import MessageVectors, VectorRecord, VectorStore, index_name_for, pieces_by_message
 from .writer import BacklogWriter
 
 logger = logging.getLogger(__name__)
@@ -218,7 +218,7 @@ class VectorUpkeep:
             return 0
         pairs = [(copy.copied_from or "", copy) for copy in copies]
         name = yield from self._index_name_steps()
-        found: dict[str, list[list[float]]] = {}
+        found: MessageVectors = {}
         if hasattr(self.vector, "vectors"):
             found = yield call(self.vector, "vectors", name, source_resource, [s for s, _ in pairs])
         records = [

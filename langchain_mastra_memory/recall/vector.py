@@ -17,14 +17,20 @@ import logging
 import os
 import re
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 from langchain_core.runnables.config import run_in_executor
 
 from ..errors import ConfigurationError
 from ..storage.records import TimeWindow
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# each message's stored vectors in piece order: lists, or one float32 array (pieces x dimension)
+MessageVectors: TypeAlias = Mapping[str, "Sequence[Sequence[float]] | np.ndarray"]
 
 logger = logging.getLogger(__name__)
 
@@ -149,7 +155,7 @@ class AsyncTwinsWithVectors(AsyncTwins):
 
     async def avectors(
         self, index_name: str, resource_id: str, message_ids: Sequence[str]
-    ) -> dict[str, list[list[float]]]:
+    ) -> MessageVectors:
         """Async `vectors`."""
         return await run_in_executor(None, self.vectors, index_name, resource_id, message_ids)  # type: ignore[attr-defined]
 

@@ -49,6 +49,7 @@ from ..exact.snapshots import Snapshots
 from ..vector import (
     DEFAULT_TIMEOUT,
     AsyncTwinsWithVectors,
+    MessageVectors,
     VectorHit,
     VectorRecord,
     check_name,
@@ -468,19 +469,19 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
 
     def vectors(
         self, index_name: str, resource_id: str, message_ids: Sequence[str]
-    ) -> dict[str, list[list[float]]]:
+    ) -> MessageVectors:
         """The stored vectors of these messages of `resource_id`, each message's pieces in
         order (what a clone copies instead of embedding again)."""
         col = self._existing(partition_name(check_name(index_name), resource_id))
         ids = list(dict.fromkeys(message_ids))
         if col is None or not ids:
             return {}
-        pieces = [i if n == 0 else f"{i}#{n}" for i in ids for n in range(MAX_PIECES)]
         if self._exact is not None:  # a hot partition held in memory answers at once (its
             # vectors at unit length: the same in the cosine space they are searched in)
-            held = self._exact.rows(str(col.id), pieces)
+            held = self._exact.pieces(str(col.id), ids, MAX_PIECES)
             if held is not None:
-                return pieces_by_message(held)
+                return held
+        pieces = [i if n == 0 else f"{i}#{n}" for i in ids for n in range(MAX_PIECES)]
         rows: list[tuple[str, Sequence[float]]] = []
         for start in range(0, len(pieces), 4000):  # by id: a key lookup, not a metadata scan
             chunk = pieces[start : start + 4000]

@@ -200,15 +200,29 @@ class ExactPartitions:
         found = top if pool is None else pool[top]
         return list(zip(map(ids.__getitem__, found.tolist()), scores[top].tolist(), strict=True))
 
-    def rows(self, key: str, vector_ids: Sequence[str]) -> list[tuple[str, list[float]]] | None:
-        """``(vector id, vector)`` of those of `vector_ids` the partition holds; None when it
-        is not in memory (read the store)."""
+    def pieces(
+        self, key: str, message_ids: Sequence[str], most: int
+    ) -> dict[str, np.ndarray] | None:
+        """Each of these messages' vectors (``m``, ``m#1`` ... up to `most` pieces) in piece
+        order, one float32 array each (pieces x dimension), gathered in one read of the
+        matrix; a message whose pieces are not all held is left out (embedded again instead).
+        None when the partition is not held in float32 (float16 rows are not the stored ones:
+        read the store). Arrays, not lists: 500 pieces as Python floats cost ~10 ms."""
         with self._lock:
             matrix = self._loaded.get(key)
-            if matrix is None or not matrix.exact:  # (float16 rows are not the stored ones)
+            if matrix is None or not matrix.exact:
                 return None
-            found = [(i, matrix.row[i]) for i in vector_ids if i in matrix.row]
-            return [(i, matrix.vectors[row].tolist()) for i, row in found]
+            rows: list[int] = []
+            spans: dict[str, tuple[int, int]] = {}
+            for message_id in dict.fromkeys(message_ids):
+                found = [matrix.row.get(message_id if n == 0 else f"{message_id}#{n}")
+                         for n in range(most)]  # fmt: skip
+                count = found.index(None) if None in found else most
+                if count and all(row is None for row in found[count:]):
+                    spans[message_id] = (len(rows), len(rows) + count)
+                    rows += found[:count]  # type: ignore[arg-type]
+            block = matrix.vectors[rows]  # (a copy: later writes never show through)
+        return {message_id: block[start:end] for message_id, (start, end) in spans.items()}
 
     def upsert(
         self,

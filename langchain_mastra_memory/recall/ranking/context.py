@@ -42,14 +42,13 @@ import numpy as np
 
 from ...storage.records import Neighbour
 from ..embedders import VectorCache
+from ..vector import MessageVectors
 from .fusion import RecallHit
 
 MESSAGE_VECTORS = VectorCache(max_bytes=64 * 1024 * 1024)  # index, message id -> mean vector
 
 
-def remember(
-    index_name: str, pieces: Mapping[str, Sequence[Sequence[float]]]
-) -> dict[str, np.ndarray]:
+def remember(index_name: str, pieces: MessageVectors) -> dict[str, np.ndarray]:
     """Keep each message's mean vector (its pieces' mean, unit length) for later windows;
     returns them."""
     means = {
