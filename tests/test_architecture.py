@@ -265,6 +265,8 @@ PARTS = {  # a part of recall or storage, and what of its own package it may imp
     "storage.sqlite": ("storage.sql", "storage.base", "storage.records"),
     "storage.postgres": ("storage.sql", "storage.base", "storage.records", "storage.validation"),
 }  # fmt: skip
+
+
 @pytest.mark.parametrize("part", sorted(PARTS))
 def test_a_part_imports_only_what_its_docstring_allows(part: str) -> None:
     """recall/ and storage/ read as parts: each imports the rest of its package only as its

@@ -261,7 +261,7 @@ def test_graph_searches_use_the_measured_beam_and_older_collections_are_widened(
 def test_a_partition_read_in_pages_is_whole_and_filters_by_thread(monkeypatch) -> None:
     """A big partition is read from Chroma a page at a time (float32 at once, not the whole
     float64 answer): every piece arrives, in any thread filter, as a single read would give."""
-    from langchain_mastra_memory.recall.engines import chroma
+    from langchain_mastra_memory.recall.engines import chroma_pages as chroma
 
     monkeypatch.setattr(chroma, "LOAD_PAGE", 7)
     rng = np.random.default_rng(5)

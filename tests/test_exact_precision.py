@@ -139,3 +139,33 @@ def test_an_embedded_store_searches_a_float16_partition_and_reads_vectors_from_c
     assert copied == pytest.approx(
         col.get(ids=["m42"], include=["embeddings"])["embeddings"][0].tolist()
     )
+
+
+def test_the_context_stage_reads_a_float16_partition_from_memory_not_from_chroma() -> None:
+    """`ranking_vectors` (the context stage's read) answers from float16 rows, within the
+    rounding of Chroma's own (unit) vectors, and never asks Chroma; `vectors` (a clone's copy)
+    still reads Chroma. Sync and async."""
+    import asyncio
+
+    vectors = chat_like(ROWS, seed=7)
+    store = ChromaVectorStore(exact_min=1)
+    assert store._exact is not None
+    store._exact.max_bytes = FLOAT32 - 1
+    store.upsert("idx", [VectorRecord(f"m{i}", vectors[i].tolist(), "t", "alice", "user", 0.0, 0)
+                         for i in range(ROWS)])  # fmt: skip
+    store._exact._loaded.clear()
+    assert store.warm("idx", "alice")
+    reads: list[str] = []
+    call = store._call
+    store._call = lambda what, *a, **k: (reads.append(what), call(what, *a, **k))[1]  # type: ignore[method-assign]
+    wanted = ["m3", "m40", "missing"]
+    rounded = store.ranking_vectors("idx", "alice", wanted)
+    again = asyncio.run(store.aranking_vectors("idx", "alice", wanted))
+    assert "get" not in reads and set(rounded) == set(again) == {"m3", "m40"}
+    stored = store.vectors("idx", "alice", wanted)
+    assert "get" in reads  # the stored vectors come from Chroma itself
+    for message_id in ("m3", "m40"):
+        unit = np.asarray(stored[message_id], dtype=np.float64)
+        unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+        assert np.abs(np.asarray(rounded[message_id]) - unit).max() <= ROUNDING
+        assert np.array_equal(rounded[message_id], again[message_id])

@@ -228,9 +228,8 @@ class RecallIndex(VectorUpkeep):
         name = yield from self._index_name_steps()
         means = remembered(name, wanted)
         if missing := [m for m in wanted if m not in means]:
-            means |= remember(
-                name, (yield call(self.vector, "vectors", name, resource_id, missing))
-            )
+            read = "ranking_vectors" if hasattr(self.vector, "ranking_vectors") else "vectors"
+            means |= remember(name, (yield call(self.vector, read, name, resource_id, missing)))
         query_vector = yield call(self.embedder, "embed_query", query)  # (cached: the search's)
         threads = {n.id: n.thread_id for n in around}  # (read anyway: no second read)
         hits = [

@@ -37,12 +37,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from langchain_core.runnables.config import run_in_executor
 
 from ...errors import ConfigurationError, VectorStoreError
 from ...messages import MAX_PIECES
 from ...storage.records import TimeWindow
-from ..exact.matrix import unit
 from ..exact.partitions import EXACT_LIMIT, EXACT_MIN, Loaded, shared_partitions
 from ..exact.snapshots import FOLDER as SNAPSHOTS
 from ..exact.snapshots import Snapshots
@@ -57,6 +56,7 @@ from ..vector import (
     pieces_by_message,
 )
 from .chroma_legacy import split_legacy
+from .chroma_pages import read_in_pages
 
 logger = logging.getLogger(__name__)
 
@@ -67,9 +67,6 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 # M 32, efConstruction 256) ef 400 / 800 / 1,200 / 1,600 / 2,000 found 0.920 / 0.935 / 0.965 /
 # 0.977 / 0.982 of the exact top-10 at 1.9 / 2.3 / 2.7 / 3.3 / 4.2 ms p50 (2026-11-25)
 SEARCH_EF = 1600
-# pieces read at a time when a partition is loaded for exact search: Chroma holds the GIL while
-# it converts a page (10,000 pieces: ~250 ms in which no search could run; 1,000: ~15 ms)
-LOAD_PAGE = 1_000
 HNSW = {
     "hnsw:space": "cosine",
     "hnsw:search_ef": SEARCH_EF,
@@ -257,37 +254,7 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
         precision = None if col is None else self._exact.precision(count, dimension)
         if col is None or count < self._exact.minimum or precision is None:
             return None  # too small to be worth it, or could never be held: not even read
-        # in pages, each turned into unit rows of the precision it is held in at once: 300k
-        # pieces come back from Chroma as float64 and metadata dicts, several GB at a time
-        ids: list[str] = []
-        message_ids: list[str] = []
-        thread_ids: list[str] = []
-        vectors: np.ndarray | None = None
-        while not self._exact.stopping.is_set():  # (exit stops a load between pages)
-            page = self._call(
-                "load", col.get, limit=LOAD_PAGE, offset=len(ids),
-                include=["embeddings", "metadatas"],
-            )  # fmt: skip
-            found = unit(np.asarray(page["embeddings"], dtype=np.float32), own=True)
-            if not len(found):
-                break
-            if vectors is None or len(vectors) < len(ids) + len(found):
-                grown = np.empty((max(count, len(ids) + len(found)), found.shape[1]), precision)
-                if vectors is not None:
-                    grown[: len(ids)] = vectors[: len(ids)]
-                vectors = grown
-            vectors[len(ids) : len(ids) + len(found)] = found
-            ids += page["ids"]
-            message_ids += [str(m["message_id"]) for m in page["metadatas"]]
-            thread_ids += [str(m["thread_id"]) for m in page["metadatas"]]
-            if len(found) < LOAD_PAGE:
-                break
-        if self._exact.stopping.is_set():
-            return None  # stopped part way: never a partition with pieces missing
-        return Loaded(
-            ids, vectors[: len(ids)] if vectors is not None else [], message_ids, thread_ids,
-            paged=len(ids) > LOAD_PAGE, is_unit=True,
-        )  # fmt: skip
+        return read_in_pages(col, self._call, count, precision, self._exact.stopping)
 
     def partitions(self, index_name: str) -> list[Any]:
         """Every resource partition of `index_name`."""
@@ -468,17 +435,18 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
         return set(found["ids"])
 
     def vectors(
-        self, index_name: str, resource_id: str, message_ids: Sequence[str]
+        self, index_name: str, resource_id: str, message_ids: Sequence[str], rounded: bool = False
     ) -> MessageVectors:
         """The stored vectors of these messages of `resource_id`, each message's pieces in
-        order (what a clone copies instead of embedding again)."""
+        order (what a clone copies instead of embedding again); `rounded`: a partition held in
+        float16 answers too (`ranking_vectors`)."""
         col = self._existing(partition_name(check_name(index_name), resource_id))
         ids = list(dict.fromkeys(message_ids))
         if col is None or not ids:
             return {}
         if self._exact is not None:  # a hot partition held in memory answers at once (its
             # vectors at unit length: the same in the cosine space they are searched in)
-            held = self._exact.pieces(str(col.id), ids, MAX_PIECES)
+            held = self._exact.pieces(str(col.id), ids, MAX_PIECES, rounded=rounded)
             if held is not None:
                 return held
         pieces = [i if n == 0 else f"{i}#{n}" for i in ids for n in range(MAX_PIECES)]
@@ -488,6 +456,22 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
             found = self._call("get", col.get, ids=chunk, include=["embeddings"])
             rows += zip(found["ids"], found["embeddings"], strict=True)
         return pieces_by_message(rows)
+
+    def ranking_vectors(
+        self, index_name: str, resource_id: str, message_ids: Sequence[str]
+    ) -> MessageVectors:
+        """`vectors` as a ranking stage reads them (the context stage's windows): from a
+        partition held in float16 too (a cosine off by < 2^-11), where `vectors` reads Chroma
+        (500 pieces: ~10 ms)."""
+        return self.vectors(index_name, resource_id, message_ids, rounded=True)
+
+    async def aranking_vectors(
+        self, index_name: str, resource_id: str, message_ids: Sequence[str]
+    ) -> MessageVectors:
+        """Async `ranking_vectors`."""
+        return await run_in_executor(
+            None, self.ranking_vectors, index_name, resource_id, message_ids
+        )
 
     def count(self, index_name: str, dimension: int, resource_id: str | None = None) -> int:
         """How many vectors (pieces) the index holds, for one resource or in all."""

@@ -201,16 +201,17 @@ class ExactPartitions:
         return list(zip(map(ids.__getitem__, found.tolist()), scores[top].tolist(), strict=True))
 
     def pieces(
-        self, key: str, message_ids: Sequence[str], most: int
+        self, key: str, message_ids: Sequence[str], most: int, *, rounded: bool = False
     ) -> dict[str, np.ndarray] | None:
         """Each of these messages' vectors (``m``, ``m#1`` ... up to `most` pieces) in piece
         order, one float32 array each (pieces x dimension), gathered in one read of the
         matrix; a message whose pieces are not all held is left out (embedded again instead).
         None when the partition is not held in float32 (float16 rows are not the stored ones:
-        read the store). Arrays, not lists: 500 pieces as Python floats cost ~10 ms."""
+        read the store), unless `rounded` (a ranking stage: float16 rows are close enough).
+        Arrays, not lists: 500 pieces as Python floats cost ~10 ms."""
         with self._lock:
             matrix = self._loaded.get(key)
-            if matrix is None or not matrix.exact:
+            if matrix is None or not (matrix.exact or rounded):
                 return None
             rows: list[int] = []
             spans: dict[str, tuple[int, int]] = {}
@@ -221,7 +222,8 @@ class ExactPartitions:
                 if count and all(row is None for row in found[count:]):
                     spans[message_id] = (len(rows), len(rows) + count)
                     rows += found[:count]  # type: ignore[arg-type]
-            block = matrix.vectors[rows]  # (a copy: later writes never show through)
+            block = matrix.vectors[rows].astype(np.float32, copy=False)  # (a copy: later
+            # writes never show through)
         return {message_id: block[start:end] for message_id, (start, end) in spans.items()}
 
     def upsert(
