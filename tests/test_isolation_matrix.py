@@ -255,8 +255,9 @@ REFUSED, NOTHING = "refused", "nothing"
 VECTOR_READS = tuple(
     f"{s}.{m}"
     for s in ("PgVectorStore", "ChromaVectorStore", *ENGINE_STORES, "LangChainVectorStore")
-    for m in ("query", "present", "vectors")
+    for m in ("query", "present", "vectors", "ranking_vectors")
     if not (s == "LangChainVectorStore" and m == "vectors")  # it hands no vectors back
+    and (m != "ranking_vectors" or s == "ChromaVectorStore")  # (the context stage's read)
 )
 
 
@@ -495,18 +496,25 @@ def vector_hits(w: World, *, twin: bool = False, **part: str) -> Any:
     assert store.query(name, vector, top_k=20, resource_id="alice")  # alice's are there
     assert store.present(name, "alice", alices)
     assert not copies or store.vectors(name, "alice", alices)  # what a clone copies
+    ranks = hasattr(store, "ranking_vectors")  # what the context stage reads (Chroma)
+    assert not ranks or store.ranking_vectors(name, "alice", alices)
     copied: dict = {}
+    ranked: dict = {}
     if twin:
         hits = arun(store.aquery(name, vector, top_k=20, **part))
         present = arun(store.apresent(name, part["resource_id"], alices))
         if copies:
             copied = arun(store.avectors(name, part["resource_id"], alices))
+        if ranks:
+            ranked = arun(store.aranking_vectors(name, part["resource_id"], alices))
     else:
         hits = store.query(name, vector, top_k=20, **part)
         present = store.present(name, part["resource_id"], alices)
         if copies:
             copied = store.vectors(name, part["resource_id"], alices)
-    found = [h.message_id for h in hits] + sorted(present) + sorted(copied)
+        if ranks:
+            ranked = store.ranking_vectors(name, part["resource_id"], alices)
+    found = [h.message_id for h in hits] + sorted(present) + sorted(copied) + sorted(ranked)
     return w.memory.storage.get_messages_by_id(found)
 
 
