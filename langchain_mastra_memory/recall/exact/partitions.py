@@ -234,7 +234,8 @@ class ExactPartitions:
         message_ids: Sequence[str],
         thread_ids: Sequence[str],
     ) -> None:
-        """Apply a write made to the store (a loaded partition over `limit` is dropped)."""
+        """Apply a write made to the store (a loaded partition it would take past `limit`, or
+        past the bound even in float16, is dropped)."""
         self._apply(key, lambda: self._upsert(key, ids, vectors, message_ids, thread_ids))
 
     def _apply(self, key: str, write: Callable[[], None]) -> None:
