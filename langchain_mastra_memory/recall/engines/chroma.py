@@ -435,11 +435,16 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
         return set(found["ids"])
 
     def vectors(
-        self, index_name: str, resource_id: str, message_ids: Sequence[str], rounded: bool = False
+        self, index_name: str, resource_id: str, message_ids: Sequence[str]
     ) -> MessageVectors:
         """The stored vectors of these messages of `resource_id`, each message's pieces in
-        order (what a clone copies instead of embedding again); `rounded`: a partition held in
-        float16 answers too (`ranking_vectors`)."""
+        order (what a clone copies instead of embedding again)."""
+        return self._vectors(index_name, resource_id, message_ids, rounded=False)
+
+    def _vectors(
+        self, index_name: str, resource_id: str, message_ids: Sequence[str], *, rounded: bool
+    ) -> MessageVectors:
+        """`vectors`; `rounded`: a partition held in float16 answers too."""
         col = self._existing(partition_name(check_name(index_name), resource_id))
         ids = list(dict.fromkeys(message_ids))
         if col is None or not ids:
@@ -463,7 +468,7 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
         """`vectors` as a ranking stage reads them (the context stage's windows): from a
         partition held in float16 too (a cosine off by < 2^-11), where `vectors` reads Chroma
         (500 pieces: ~10 ms)."""
-        return self.vectors(index_name, resource_id, message_ids, rounded=True)
+        return self._vectors(index_name, resource_id, message_ids, rounded=True)
 
     async def aranking_vectors(
         self, index_name: str, resource_id: str, message_ids: Sequence[str]

@@ -2,8 +2,9 @@
 
 Loading a partition of 100k pieces from embedded Chroma takes ~15 s (Chroma hands vectors back
 a page at a time, holding the GIL while it converts each), and until it is loaded the graph
-serves searches at 26 ms and more. A partition's matrix is small to keep (float32, unit
-length: 150 MB for 100k pieces of 384 dimensions) and fast to read back (~0.1 s), so
+serves searches at 26 ms and more. A partition's matrix is small to keep (unit length, float32
+or the float16 it is held in: 150 MB for 100k float32 pieces of 384 dimensions) and fast to
+read back (~0.1 s), so
 `ExactPartitions` saves a held partition beside the store's files when it has loaded it, and
 at exit when writes changed it since; the next process reads the file instead of Chroma.
 
