@@ -10,6 +10,8 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -177,6 +179,27 @@ def test_the_last_processes_partitions_are_read_back_at_open(tmp_path: Path) -> 
     bounded = ExactPartitions(never_read, snapshots=Snapshots(tmp_path), max_bytes=one_fits)
     assert resumed(bounded) == {"newer"}
     assert bounded.search("newer", [0.0, 0.0, 0.0, 1.0], top_k=1)[0][0] == "newer3"  # type: ignore[index]
+
+
+def test_warming_a_partition_being_read_back_waits_for_it(tmp_path: Path) -> None:
+    """An app warming its users' partitions right after a restart (`load`, what
+    `ChromaVectorStore.warm` calls) gets True for one still being read back from its
+    snapshot: it waits for that read instead of answering False, and never reads the store."""
+    saved(tmp_path, "p", 50)
+    started = threading.Event()
+
+    class Slow(Snapshots):
+        def read(self, key: str) -> Loaded | None:
+            started.set()
+            time.sleep(0.3)  # a big partition's file
+            return super().read(key)
+
+    exact = ExactPartitions(never_read, snapshots=Slow(tmp_path))
+    exact.resume()
+    assert started.wait(30)
+    assert exact.load("p") is True
+    assert exact.search("p", [0.0, 0.0, 0.0, 1.0], top_k=1)[0][0] == "p3"  # type: ignore[index]
+    exact.close()
 
 
 def test_a_snapshot_removed_before_it_is_read_back_is_left_to_the_store(tmp_path: Path) -> None:

@@ -296,7 +296,19 @@ class ExactPartitions:
 
     def load(self, key: str) -> bool:
         """Load `key` now, in this thread (an app warming its users' partitions at start);
-        True if it is in memory afterwards (False when missing, over `limit`, or loading)."""
+        True if it is in memory afterwards (False when missing, over `limit`, or loading
+        from the store in another thread). A partition being read back from its snapshot
+        (`resume`, after a restart) is waited for: that read takes a fraction of a second."""
+        with self._lock:
+            if key in self._loaded:
+                return True
+            reading = self._reading_snapshot.get(key)
+            if reading is None and key in self._loading:
+                return False
+        if reading is not None:
+            reading.wait()
+            with self._lock:
+                return key in self._loaded
         with self._lock:
             if key in self._loaded:
                 return True
