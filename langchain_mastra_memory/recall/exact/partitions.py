@@ -298,24 +298,19 @@ class ExactPartitions:
         """Load `key` now, in this thread (an app warming its users' partitions at start);
         True if it is in memory afterwards (False when missing, over `limit`, or loading
         from the store in another thread). A partition being read back from its snapshot
-        (`resume`, after a restart) is waited for: that read takes a fraction of a second."""
+        (`resume`, after a restart) is waited for, `SNAPSHOT_WAIT` at most, as a search does."""
         with self._lock:
             if key in self._loaded:
                 return True
             reading = self._reading_snapshot.get(key)
-            if reading is None and key in self._loading:
-                return False
+            if reading is None:
+                if key in self._loading:
+                    return False
+                self._loading[key] = []
         if reading is not None:
-            reading.wait()
-            with self._lock:
-                return key in self._loaded
-        with self._lock:
-            if key in self._loaded:
-                return True
-            if key in self._loading:
-                return False
-            self._loading[key] = []
-        self._load_in_background(key)
+            reading.wait(SNAPSHOT_WAIT)
+        else:
+            self._load_in_background(key)
         with self._lock:
             return key in self._loaded
 
