@@ -8,6 +8,7 @@ import os
 import uuid
 from collections.abc import Iterator
 
+import numpy as np
 import psycopg
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
@@ -106,6 +107,36 @@ def test_memory_on_postgres_keeps_vectors_in_postgres_and_they_survive_a_restart
     assert "bicycle" not in str(found[0].content)
     assert again.recall(thread_id="t3", resource_id="carol", new_messages=question) == []
     again.storage.close()
+
+
+@pytest.mark.parametrize("halfvec", [True, False], ids=["halfvec", "vector"])
+def test_stored_vectors_come_back_exactly_as_float32_arrays(
+    pg: PostgresStorage, halfvec: bool, call
+) -> None:
+    """`vectors` (what a clone copies and the context stage ranks with) reads the column in
+    binary: each message's pieces in order as one float32 array, equal to what the column
+    holds (its text form read back digit for digit), never another resource's, and a message
+    missing a piece left out."""
+    store = PgVectorStore(pg, halfvec=halfvec)
+    rng = np.random.default_rng(7)
+    rows = rng.normal(size=(5, 384)).astype(np.float32)
+    records = [record("m1", rows[0].tolist(), "t", "alice"),
+               record("m1", rows[1].tolist(), "t", "alice", piece=1),
+               record("m2", rows[2].tolist(), "t", "alice"),
+               record("m3", rows[3].tolist(), "t", "alice", piece=1),  # its piece 0 is missing
+               record("b1", rows[4].tolist(), "t", "bob")]  # fmt: skip
+    store.upsert("idx", records)
+    got = call(store, "vectors", "idx", "alice", ["m1", "m2", "m3", "b1"])
+    assert set(got) == {"m1", "m2"}
+    assert all(isinstance(v, np.ndarray) and v.dtype == np.float32 for v in got.values())
+    assert got["m1"].shape == (2, 384) and got["m2"].shape == (1, 384)
+    table = store._known("idx")
+    with pg._transaction(write=False) as conn:
+        stored = dict(conn.execute(f"SELECT id, embedding::text FROM {table}").fetchall())
+    for vector_id, row in (("m1", got["m1"][0]), ("m1#1", got["m1"][1]), ("m2", got["m2"][0])):
+        text = np.array(stored[vector_id][1:-1].split(","), dtype=np.float32)
+        assert np.array_equal(row, text)  # what the column holds
+    assert np.allclose(got["m1"], rows[:2], atol=2e-2)  # (4 digits written; halfvec ~3)
 
 
 def test_vectors_follow_updates_clones_deletes_and_reindex(pg: PostgresStorage, call) -> None:

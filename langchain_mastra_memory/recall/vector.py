@@ -19,7 +19,7 @@ import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from langchain_core.runnables.config import run_in_executor
 
@@ -28,6 +28,8 @@ from ..storage.records import TimeWindow
 
 if TYPE_CHECKING:
     import numpy as np
+
+_V = TypeVar("_V")
 
 # each message's stored vectors in piece order: lists, or one float32 array (pieces x dimension)
 MessageVectors: TypeAlias = Mapping[str, "Sequence[Sequence[float]] | np.ndarray"]
@@ -181,11 +183,30 @@ def only_threads(thread_id: str | None, thread_ids: Sequence[str] | None) -> fro
 def pieces_by_message(rows: Iterable[tuple[str, Sequence[float]]]) -> dict[str, list[list[float]]]:
     """``(vector id, vector)`` rows as each message's vectors in piece order (a message whose
     pieces are not all there is left out: it is embedded again instead)."""
-    found: dict[str, dict[int, list[float]]] = {}
+    return _in_piece_order(
+        (vector_id, vector.tolist() if hasattr(vector, "tolist") else [float(x) for x in vector])
+        for vector_id, vector in rows  # (numpy's tolist: 10x faster)
+    )
+
+
+def piece_arrays(rows: Iterable[tuple[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """`pieces_by_message` for rows of arrays: each message's pieces as one float32 array
+    (pieces x dimension), no Python float made (a ranking stage reads hundreds of pieces)."""
+    import numpy as np
+
+    return {
+        message_id: np.stack(pieces).astype(np.float32, copy=False)
+        for message_id, pieces in _in_piece_order(rows).items()
+    }
+
+
+def _in_piece_order(rows: Iterable[tuple[str, _V]]) -> dict[str, list[_V]]:
+    """Rows keyed ``message`` or ``message#piece`` grouped by message in piece order; a message
+    missing a piece is left out."""
+    found: dict[str, dict[int, _V]] = {}
     for vector_id, vector in rows:
         message_id, _, piece = vector_id.partition("#")
-        as_floats = vector.tolist() if hasattr(vector, "tolist") else [float(x) for x in vector]
-        found.setdefault(message_id, {})[int(piece or 0)] = as_floats  # (numpy's: 10x faster)
+        found.setdefault(message_id, {})[int(piece or 0)] = vector
     return {
         message_id: [pieces[n] for n in range(len(pieces))]
         for message_id, pieces in found.items()

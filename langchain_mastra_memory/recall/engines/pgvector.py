@@ -39,6 +39,7 @@ from ...storage.postgres.pgvector import (
     HNSW_EF_CONSTRUCTION,
     HNSW_M,
     PgVectorFeatures,
+    binary_vector,
     nearest_rows,
     scan_exactly,
     vector_literal,
@@ -46,11 +47,12 @@ from ...storage.postgres.pgvector import (
 from ...storage.records import TimeWindow
 from ..vector import (
     AsyncTwinsWithVectors,
+    MessageVectors,
     VectorHit,
     VectorRecord,
     check_name,
     only_threads,
-    pieces_by_message,
+    piece_arrays,
 )
 from .base import dimension_mismatch
 
@@ -407,19 +409,24 @@ class PgVectorStore(AsyncTwinsWithVectors):
 
     def vectors(
         self, index_name: str, resource_id: str, message_ids: Sequence[str]
-    ) -> dict[str, list[list[float]]]:
+    ) -> MessageVectors:
         """The stored vectors of these messages of `resource_id`, each message's pieces in
-        order (what a clone copies instead of embedding again)."""
+        order as one float32 array (what a clone copies instead of embedding again, and what
+        the context stage ranks with), read in binary."""
         table = self._known(index_name)
         if table is None or not message_ids:
             return {}
         with self._transaction("vectors") as conn:
-            rows = conn.execute(
-                f"SELECT id, embedding::text FROM {table} "
-                "WHERE resource_id = %s AND message_id = ANY(%s)",
-                (resource_id, list(message_ids)),
-            ).fetchall()
-        return pieces_by_message((str(i), text[1:-1].split(",")) for i, text in rows)
+            rows = (
+                conn.cursor(binary=True)  # (halfvec read as vector: float32 either way)
+                .execute(
+                    f'SELECT id, embedding::"{self.extension_schema}".vector FROM {table} '
+                    "WHERE resource_id = %s AND message_id = ANY(%s)",
+                    (resource_id, list(message_ids)),
+                )
+                .fetchall()
+            )
+        return piece_arrays((str(i), binary_vector(data)) for i, data in rows)
 
     def count(self, index_name: str, dimension: int, resource_id: str | None = None) -> int:
         """How many vectors (pieces) the index holds, for one resource or in all."""

@@ -78,6 +78,16 @@ def vector_literal(vector: Sequence[float]) -> str:
     return "[" + ",".join(["%.4g"] * len(values)) % tuple(values) + "]"
 
 
+def binary_vector(data: bytes) -> Any:
+    """A ``vector`` column read in binary (a cursor with ``binary=True``; pgvector's
+    ``vector_send``: dimension and a reserved int16, then big-endian float32s) as a float32
+    array: the stored values exactly, with no text to parse (450 vectors of 384: ~0.3 ms where
+    their text took ~30 ms)."""
+    import numpy as np
+
+    return np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32)
+
+
 def rows_up_to(conn: Any, source: str, where: str, params: Sequence[Any], bound: int) -> int:
     """How many rows of `source` match `where`, counted no further than `bound`."""
     (count,) = conn.execute(
