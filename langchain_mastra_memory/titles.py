@@ -16,7 +16,6 @@ Examples:
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import threading
@@ -28,6 +27,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from .errors import ConfigurationError
+from .pools import await_futures
 from .storage.base import MemoryStorage
 from .storage.records import StoredMessage
 from .tracing.runs import detached_context
@@ -157,5 +157,5 @@ class TitleWriter:
         return not wait(pending, timeout=timeout).not_done if pending else True
 
     async def aflush(self, timeout: float | None = None) -> bool:
-        """Async `flush` (waits in a worker thread)."""
-        return await asyncio.to_thread(self.flush, timeout)
+        """Async `flush` (awaited: no thread is held meanwhile)."""
+        return await await_futures(list(self._futures), timeout)

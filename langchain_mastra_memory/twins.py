@@ -87,12 +87,16 @@ def _perform(step: Any) -> Any:
         return getattr(step.target, step.name)(*step.args, **step.kwargs)
     if isinstance(step, Both):
         # in a copy of this thread's context: a traced step there reaches the same run
-        second = _pool().submit(contextvars.copy_context().run, _perform, step.second)
+        context = contextvars.copy_context()
+        second = _pool().submit(context.run, _perform, step.second)
         try:
             first = _perform(step.first)
         except Exception:
-            second.exception()  # wait, so nothing runs on after the failure is reported
+            if not second.cancel():
+                second.exception()  # wait, so nothing runs on after the failure is reported
             raise
+        if second.cancel():  # still queued (the pool is busy, maybe with this very caller's
+            return first, context.run(_perform, step.second)  # parent): run it here instead
         return first, second.result()
     if hasattr(step, "perform"):  # a step around a step (tracing.traced)
         return step.perform(_perform)

@@ -6,8 +6,9 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import run_in_executor
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+
+from ..pools import in_io_pool
 
 
 def overrides(saver: BaseCheckpointSaver, method: str) -> bool:
@@ -90,7 +91,7 @@ class CheckpointerIO:
                 return await saver.aget_delta_channel_history(config=config, channels=channels)
             except NotImplementedError:  # a sync-only saver's aget_tuple
                 pass
-        return await run_in_executor(None, self.delta_history, config, channels)
+        return await in_io_pool(self.delta_history, config, channels)
 
     def owner(self, thread_id: str) -> str | None:
         return self.cp._owner(thread_id)

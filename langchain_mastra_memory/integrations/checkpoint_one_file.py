@@ -19,11 +19,11 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import run_in_executor
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from ..conversation.mirroring import MirrorPlan, ThreadMirror
 from ..errors import MastraMemoryError
+from ..pools import in_io_pool
 from ..storage.records import StoredMessage
 from ..storage.sqlite.backend import SQLiteStorage
 from ..twins import run_sync
@@ -97,4 +97,4 @@ class OneFileWrites:
 
     async def aput(self, mirror: ThreadMirror, plan: MirrorPlan, *args: Any) -> RunnableConfig:
         """Async `put` (`SqliteSaver` is sync: in a worker thread)."""
-        return await run_in_executor(None, self.put, mirror, plan, *args)
+        return await in_io_pool(self.put, mirror, plan, *args)

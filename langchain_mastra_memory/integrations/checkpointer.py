@@ -32,7 +32,6 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
-from langchain_core.runnables.config import run_in_executor
 from langgraph.checkpoint.base import (
     BaseCheckpointSaver,
     ChannelVersions,
@@ -47,6 +46,7 @@ from ..conversation.lineage import fork_diff
 from ..conversation.mirroring import MirrorPlan, ThreadMirror
 from ..errors import ConfigurationError
 from ..lifecycle import default_saver
+from ..pools import in_io_pool
 from ..threads.ids import verify_owner
 from ..twins import Steps, both, call, run_async, run_sync
 from . import checkpoint_configs as configs
@@ -405,7 +405,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
                 return await getattr(self.saver, "a" + method)(*args, **kwargs)
             except NotImplementedError:  # e.g. SqliteSaver: sync only
                 pass
-        return await run_in_executor(None, lambda: getattr(self.saver, method)(*args, **kwargs))
+        return await in_io_pool(lambda: getattr(self.saver, method)(*args, **kwargs))
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         thread_id, resource_id = self._reader(config)
@@ -430,8 +430,8 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
                 return
             except NotImplementedError:  # raised before the first item by sync-only savers
                 pass
-        items = await run_in_executor(
-            None, lambda: [*self.saver.list(config, filter=filter, before=before, limit=limit)]
+        items = await in_io_pool(
+            lambda: [*self.saver.list(config, filter=filter, before=before, limit=limit)]
         )
         for item in items:
             yield item

@@ -15,9 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from langchain_core.runnables.config import run_in_executor
-
 from ..conversation.branches import BRANCH_OF
+from ..pools import in_io_pool
 from ..recall.synced import SyncedStorage
 from ..storage.base import MemoryStorage
 from ..storage.validation import check_id
@@ -62,13 +61,13 @@ class Erasure:
 
     async def adelete_thread(self, thread_id: str, resource_id: str | None = None) -> bool:
         """Async `delete_thread` (each saver's async twin; the file in a worker thread)."""
-        below = await run_in_executor(None, self._branches_below, thread_id, resource_id)
+        below = await in_io_pool(self._branches_below, thread_id, resource_id)
         for branch in below:
             await self.synced.adelete_thread(branch, resource_id=resource_id)
         deleted = await self.synced.adelete_thread(thread_id, resource_id=resource_id)
         for checkpointer in list(self.checkpointers):
             await checkpointer.aforget(thread_id)
-        await run_in_executor(None, forget_in_file, self.storage, thread_id)
+        await in_io_pool(forget_in_file, self.storage, thread_id)
         return deleted
 
     def delete_resource(self, resource_id: str) -> bool:
@@ -93,7 +92,7 @@ class Erasure:
         for thread in threads:
             found = await self.adelete_thread(thread.id, resource_id) or found
         found = await self.storage.adelete_resource(resource_id) or found
-        return await run_in_executor(None, _delete_items, self.storage, resource_id) or found
+        return await in_io_pool(_delete_items, self.storage, resource_id) or found
 
     def _branches_below(self, thread_id: str, resource_id: str | None) -> list[str]:
         """The ids of the thread's branches, their branches, and so on (another resource's

@@ -17,7 +17,6 @@ yet observed; observed messages stay stored.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import json
 import logging
@@ -34,6 +33,7 @@ from langchain_core.messages import BaseMessage
 from ..errors import ConfigurationError, MastraMemoryError, ResourceMismatchError
 from ..injected import tag
 from ..messages import ids_of
+from ..pools import await_futures, in_io_pool
 from ..storage.base import MemoryStorage
 from ..storage.records import ObservationGroup, StoredMessage
 from ..storage.sql.observations import scope_key
@@ -200,12 +200,16 @@ class ObservationalMemory:
     async def aafter_save(self, stored: Sequence[StoredMessage]) -> None:
         """Async `after_save` (its storage reads, and a blocking observation, in a worker
         thread: the event loop never waits on them)."""
-        await asyncio.to_thread(self.after_save, stored)
+        await in_io_pool(self.after_save, stored)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait for Observer and Reflector runs started by this process; False on timeout."""
         pending = list(self._running.values())
         return not wait(pending, timeout=timeout).not_done if pending else True
+
+    async def aflush(self, timeout: float | None = None) -> bool:
+        """Async `flush` (awaited: no thread is held meanwhile)."""
+        return await await_futures(list(self._running.values()), timeout)
 
     def _submit(
         self, key: str, steps: Steps[None], context: contextvars.Context | None = None

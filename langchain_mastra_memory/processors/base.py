@@ -8,9 +8,9 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_core.runnables.config import run_in_executor
 
 from ..messages import MessageList, ensure_messages, ensure_sequence
+from ..pools import in_io_pool
 
 Messages = Sequence[BaseMessage]
 
@@ -46,7 +46,7 @@ class MemoryProcessor(Runnable[Sequence[BaseMessage], list[BaseMessage]]):
 
     async def aprocess(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
         """Async `process`; by default runs `process` in a worker thread."""
-        return await run_in_executor(None, lambda: self.process(messages, **opts))
+        return await in_io_pool(lambda: self.process(messages, **opts))
 
     @property
     def InputType(self) -> type[Sequence[BaseMessage]]:

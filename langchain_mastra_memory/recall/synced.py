@@ -7,7 +7,6 @@ vectors. With semantic recall off it is storage alone.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -341,9 +340,7 @@ class SyncedStorage:
     async def aflush(self, timeout: float | None = None) -> bool:
         """Async `flush`."""
         titled = await self.titles.aflush(timeout) if self.titles else True
-        observed = (
-            await asyncio.to_thread(self.observations.flush, timeout) if self.observations else True
-        )
+        observed = await self.observations.aflush(timeout) if self.observations else True
         return (
             (await self.index.writer.aflush(timeout) if self.index else True)
             and titled

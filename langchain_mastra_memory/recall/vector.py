@@ -21,9 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar, runtime_checkable
 
-from langchain_core.runnables.config import run_in_executor
-
 from ..errors import ConfigurationError
+from ..pools import in_io_pool
 from ..storage.records import TimeWindow
 
 if TYPE_CHECKING:
@@ -125,31 +124,31 @@ class AsyncTwins:
 
     async def aupsert(self, index_name: str, records: Sequence[VectorRecord]) -> None:
         """Async `upsert`."""
-        await run_in_executor(None, self.upsert, index_name, records)  # type: ignore[attr-defined]
+        await in_io_pool(self.upsert, index_name, records)  # type: ignore[attr-defined]
 
     async def aquery(
         self, index_name: str, vector: Sequence[float], **kwargs: Any
     ) -> list[VectorHit]:
         """Async `query`."""
-        return await run_in_executor(None, lambda: self.query(index_name, vector, **kwargs))  # type: ignore[attr-defined]
+        return await in_io_pool(lambda: self.query(index_name, vector, **kwargs))  # type: ignore[attr-defined]
 
     async def awarm(self, index_name: str, resource_id: str) -> bool:
         """Async `warm`."""
-        return await run_in_executor(None, self.warm, index_name, resource_id)  # type: ignore[attr-defined]
+        return await in_io_pool(self.warm, index_name, resource_id)  # type: ignore[attr-defined]
 
     async def adelete(self, index_name: str, **kwargs: Any) -> None:
         """Async `delete`."""
-        await run_in_executor(None, lambda: self.delete(index_name, **kwargs))  # type: ignore[attr-defined]
+        await in_io_pool(lambda: self.delete(index_name, **kwargs))  # type: ignore[attr-defined]
 
     async def apresent(
         self, index_name: str, resource_id: str, message_ids: Sequence[str]
     ) -> set[str]:
         """Async `present`."""
-        return await run_in_executor(None, self.present, index_name, resource_id, message_ids)  # type: ignore[attr-defined]
+        return await in_io_pool(self.present, index_name, resource_id, message_ids)  # type: ignore[attr-defined]
 
     async def acount(self, index_name: str, dimension: int, resource_id: str | None = None) -> int:
         """Async `count`."""
-        return await run_in_executor(None, self.count, index_name, dimension, resource_id)  # type: ignore[attr-defined]
+        return await in_io_pool(self.count, index_name, dimension, resource_id)  # type: ignore[attr-defined]
 
 
 class AsyncTwinsWithVectors(AsyncTwins):
@@ -159,7 +158,7 @@ class AsyncTwinsWithVectors(AsyncTwins):
         self, index_name: str, resource_id: str, message_ids: Sequence[str]
     ) -> MessageVectors:
         """Async `vectors`."""
-        return await run_in_executor(None, self.vectors, index_name, resource_id, message_ids)  # type: ignore[attr-defined]
+        return await in_io_pool(self.vectors, index_name, resource_id, message_ids)  # type: ignore[attr-defined]
 
 
 PIECES = uuid.UUID("5b0f2c1e-8a57-4d0c-9c3e-6f1f3f1d2a90")  # namespace of the piece UUIDs

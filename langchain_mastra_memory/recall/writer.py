@@ -15,14 +15,13 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
-from langchain_core.runnables.config import run_in_executor
-
 from ..errors import VectorStoreError
+from ..pools import Changes
 from ..shutdown import on_exit
 
 if TYPE_CHECKING:
@@ -66,7 +65,7 @@ class BacklogWriter:
     def __init__(self, index: Backlog, *, batch: int = BATCH) -> None:
         self.index = index
         self.batch = batch
-        self._state = threading.Condition()
+        self._state = Changes()  # waited on by threads and coroutines alike
         self._dirty = False  # woken and not drained yet
         self._busy = False
         self._queued: set[str] = set()  # ids this process saved, not drained yet
@@ -114,32 +113,31 @@ class BacklogWriter:
             )
 
     async def aflush(self, timeout: float | None = None) -> bool:
-        """Async `flush` (waits in a worker thread)."""
-        return await run_in_executor(None, self.flush, timeout)
+        """Async `flush` (awaited: no thread is held while the writer works)."""
+        done = await self._state.await_for(lambda: not (self._dirty or self._busy), timeout)
+        return done and self.last_error is None
+
+    def _settled(self, ignoring: Collection[str]) -> Callable[[], bool]:
+        """Whether every message this process queued is written, those in `ignoring` aside."""
+        return lambda: (
+            not any(
+                i not in ignoring for pending in (self._queued, self._draining) for i in pending
+            )
+        )
 
     def settle(self, timeout: float | None = None, *, ignoring: Collection[str] = ()) -> bool:
         """Wait until the messages this process queued are written, those in `ignoring`
         aside (a search that never returns them need not wait for them); False if `timeout`
         ran out first."""
         with self._state:
-            return self._state.wait_for(
-                lambda: (
-                    not any(
-                        i not in ignoring
-                        for pending in (self._queued, self._draining)
-                        for i in pending
-                    )
-                ),
-                timeout,
-            )
+            return self._state.wait_for(self._settled(ignoring), timeout)
 
     async def asettle(
         self, timeout: float | None = None, *, ignoring: Collection[str] = ()
     ) -> bool:
-        """Async `settle`: at once when nothing is pending, else in a worker thread."""
-        if self.settle(0, ignoring=ignoring):
-            return True
-        return await run_in_executor(None, lambda: self.settle(timeout, ignoring=ignoring))
+        """Async `settle`: awaited, holding no thread (a thread parked here while the writer
+        waits for a query embedding queued behind it would be a circular wait)."""
+        return await self._state.await_for(self._settled(ignoring), timeout)
 
     def close(self, timeout: float | None = 30.0) -> None:
         """Drain what is queued, then stop the thread and wait for it (bounded: a hung

@@ -13,9 +13,9 @@ from datetime import datetime
 from typing import Any
 
 from langchain_core.messages import ToolMessage
-from langchain_core.runnables.config import run_in_executor
 
 from ..errors import OrphanToolResultWarning, ThreadExistsError
+from ..pools import in_io_pool
 from ..threads.thread import Thread
 from .blocking import forbid_blocking_calls, guard_subclass, off_loop
 from .contract import UNSET, ConversationStorage, owned_thread
@@ -46,7 +46,7 @@ class MemoryStorage(DerivedRecords, ConversationStorage):
     """Where threads, messages and resources live.
 
     Backends implement the synchronous methods; the ``a``-prefixed twins default to running the
-    synchronous method in a worker thread (``run_in_executor``, as langchain-core does), and a
+    synchronous method on memory's I/O threads (`pools.io_pool`), and a
     backend with a native async driver overrides them.
 
     Every method that takes ``resource_id`` checks ownership: a thread or message of another
@@ -75,11 +75,11 @@ class MemoryStorage(DerivedRecords, ConversationStorage):
     # -- async twins: the sync method in a worker thread, unless a backend overrides them -------
     async def asetup(self) -> None:
         """Async `setup`."""
-        await run_in_executor(None, self.setup)
+        await in_io_pool(self.setup)
 
     async def aclose(self) -> None:
         """Async `close`."""
-        await run_in_executor(None, self.close)
+        await in_io_pool(self.close)
 
     async def acreate_thread(
         self,

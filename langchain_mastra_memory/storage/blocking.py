@@ -14,9 +14,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from langchain_core.runnables.config import run_in_executor
-
 from ..errors import BlockingCallError
+from ..pools import in_io_pool
 
 T = TypeVar("T")
 
@@ -79,5 +78,6 @@ def guard_subclass(cls: type) -> None:
 
 
 async def off_loop(func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run a sync storage call in a worker thread (langchain-core's executor)."""
-    return await run_in_executor(None, functools.partial(func, *args, **kwargs))
+    """Run a sync storage call on memory's I/O threads (`pools.io_pool`), never on the event
+    loop's default executor."""
+    return await in_io_pool(func, *args, **kwargs)

@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage, message_to_dict
-from langchain_core.runnables.config import run_in_executor
 
 from ..errors import (
     ConfigurationError,
@@ -48,6 +47,7 @@ from ..errors import (
     ThreadNotFoundError,
 )
 from ..messages import message_from_dict
+from ..pools import in_io_pool
 from ..storage.records import ImportedThread, from_iso, to_iso
 from ..storage.validation import check_id, check_metadata, check_time, check_title
 
@@ -232,8 +232,8 @@ async def aimport_lines(
     resource_id: str | None = None,
 ) -> int:
     """Async `import_lines` (parsing runs in a worker thread, saving through async storage)."""
-    items = await run_in_executor(
-        None, lambda: _threads(parse_lines(lines, thread_id=thread_id, resource_id=resource_id))
+    items = await in_io_pool(
+        lambda: _threads(parse_lines(lines, thread_id=thread_id, resource_id=resource_id))
     )
     return len(await memory.synced.asave_import(items))
 

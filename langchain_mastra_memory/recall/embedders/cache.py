@@ -21,8 +21,8 @@ from functools import lru_cache
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
-from langchain_core.runnables.config import run_in_executor
 
+from ...pools import Signal, in_embedding_pool
 from .minilm import MiniLMEmbeddings
 
 
@@ -39,15 +39,15 @@ class VectorCache:
         self.data: OrderedDict[tuple[str, bytes], np.ndarray] = OrderedDict()
         self.lock = threading.Lock()
         self.hits = self.misses = 0
-        self._computing: dict[tuple[str, bytes], threading.Event] = {}  # keys being embedded
+        self._computing: dict[tuple[str, bytes], Signal] = {}  # keys being embedded
 
     def claim(
         self, keys: Sequence[tuple[str, bytes]]
-    ) -> tuple[list[tuple[str, bytes]], list[threading.Event]]:
+    ) -> tuple[list[tuple[str, bytes]], list[Signal]]:
         """Of `keys` not cached: those the caller is to embed (marked as being embedded until
         it `release`s them), and an event for each one another caller is embedding now."""
         mine: list[tuple[str, bytes]] = []
-        theirs: list[threading.Event] = []
+        theirs: list[Signal] = []
         with self.lock:
             for key in dict.fromkeys(keys):
                 if key in self.data:
@@ -55,7 +55,7 @@ class VectorCache:
                 if (event := self._computing.get(key)) is not None:
                     theirs.append(event)
                 else:
-                    self._computing[key] = threading.Event()
+                    self._computing[key] = Signal()
                     mine.append(key)
         return mine, theirs
 
@@ -145,9 +145,7 @@ class CachedEmbeddings(Embeddings):
         missing = list(dict.fromkeys(t for t, f in zip(texts, found, strict=True) if f is None))
         return found, missing
 
-    def _claim(
-        self, texts: Sequence[str], query: bool = False
-    ) -> tuple[list[str], list[threading.Event]]:
+    def _claim(self, texts: Sequence[str], query: bool = False) -> tuple[list[str], list[Signal]]:
         """Of `texts` not cached: those to embed here (claimed), and the events of those
         another caller is embedding."""
         keys = {self._key(t, query): t for t in texts}
@@ -177,7 +175,11 @@ class CachedEmbeddings(Embeddings):
         finally:
             self._release(mine)
         if rest := [t for t in missing if t not in fresh]:  # being embedded by another caller
-            for event in theirs:  # (after releasing its own: no two callers wait on each other)
+            # after releasing its own claims (no two callers wait on each other), and what is
+            # waited for never waits itself: an awaited embedding runs on `embedding_pool`,
+            # where nothing parks (a thread of a shared pool parked here, with that embedding
+            # queued behind it, would wait out IN_FLIGHT_WAIT)
+            for event in theirs:
                 event.wait(IN_FLIGHT_WAIT)
             fresh.update(self._cached(rest))
             lacking = [t for t in rest if t not in fresh]  # what the other failed at: here
@@ -204,7 +206,7 @@ class CachedEmbeddings(Embeddings):
         found, missing = self._split(texts)
         mine, theirs = self._claim(missing)
         try:
-            fresh = self._keep(mine, await self.embedder.aembed_documents(mine) if mine else [])
+            fresh = self._keep(mine, await _aembed_documents(self.embedder, mine) if mine else [])
         finally:
             self._release(mine)
         if rest := [t for t in missing if t not in fresh]:
@@ -212,7 +214,7 @@ class CachedEmbeddings(Embeddings):
                 await _wait(event)
             fresh.update(self._cached(rest))
             lacking = [t for t in rest if t not in fresh]
-            vectors = await self.embedder.aembed_documents(lacking) if lacking else []
+            vectors = await _aembed_documents(self.embedder, lacking) if lacking else []
             fresh.update(self._keep(lacking, vectors))
         return [f if f is not None else fresh[t] for t, f in zip(texts, found, strict=True)]
 
@@ -225,18 +227,34 @@ class CachedEmbeddings(Embeddings):
         if theirs and await _wait(theirs[0]) and (cached := self.cache.get(key)):
             return cached
         try:
-            vector = await self.embedder.aembed_query(text)
+            vector = await _aembed_query(self.embedder, text)
             self.cache.put(key, vector)
         finally:
             self._release(mine, query=True)
         return vector
 
 
-async def _wait(event: threading.Event) -> bool:
-    """Wait for another caller's embedding off the event loop (at once when it is done)."""
-    if event.is_set():
-        return True
-    return bool(await run_in_executor(None, event.wait, IN_FLIGHT_WAIT))
+async def _wait(event: Signal) -> bool:
+    """Await another caller's embedding (holding no thread)."""
+    return await event.until_set(IN_FLIGHT_WAIT)
+
+
+def _sync_only(embedder: Embeddings, method: str) -> bool:
+    """Whether `embedder`'s async `method` is LangChain's default (its sync twin on the event
+    loop's default executor, shared with everything else in the process)."""
+    return getattr(type(embedder), method, None) is getattr(Embeddings, method)
+
+
+async def _aembed_query(embedder: Embeddings, text: str) -> list[float]:
+    if _sync_only(embedder, "aembed_query"):
+        return await in_embedding_pool(embedder.embed_query, text)
+    return await embedder.aembed_query(text)
+
+
+async def _aembed_documents(embedder: Embeddings, texts: list[str]) -> list[list[float]]:
+    if _sync_only(embedder, "aembed_documents"):
+        return await in_embedding_pool(embedder.embed_documents, texts)
+    return await embedder.aembed_documents(texts)
 
 
 def is_symmetric(embedder: Embeddings) -> bool:

@@ -24,9 +24,9 @@ from typing import Any, Literal
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
-from langchain_core.runnables.config import run_in_executor
 
 from ...errors import ConfigurationError
+from ...pools import in_embedding_pool
 from .bert_graph import BertShape, bert_onnx, quantized
 from .model_files import find_model_dir
 
@@ -151,10 +151,10 @@ class MiniLMEmbeddings(Embeddings):
         return self.embed_array([text])[0].tolist()
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
-        return await run_in_executor(None, self.embed_documents, texts)
+        return await in_embedding_pool(self.embed_documents, texts)
 
     async def aembed_query(self, text: str) -> list[float]:
-        return await run_in_executor(None, self.embed_query, text)
+        return await in_embedding_pool(self.embed_query, text)
 
 
 def _graph_weights(weights: dict[str, np.ndarray], layers: int) -> dict[str, np.ndarray]:

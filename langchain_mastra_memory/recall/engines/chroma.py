@@ -37,10 +37,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from langchain_core.runnables.config import run_in_executor
-
 from ...errors import ConfigurationError, VectorStoreError
 from ...messages import MAX_PIECES
+from ...pools import in_io_pool
 from ...storage.records import TimeWindow
 from ..exact.partitions import EXACT_LIMIT, EXACT_MIN, Loaded, shared_partitions
 from ..exact.snapshots import FOLDER as SNAPSHOTS
@@ -474,9 +473,7 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
         self, index_name: str, resource_id: str, message_ids: Sequence[str]
     ) -> MessageVectors:
         """Async `ranking_vectors`."""
-        return await run_in_executor(
-            None, self.ranking_vectors, index_name, resource_id, message_ids
-        )
+        return await in_io_pool(self.ranking_vectors, index_name, resource_id, message_ids)
 
     def count(self, index_name: str, dimension: int, resource_id: str | None = None) -> int:
         """How many vectors (pieces) the index holds, for one resource or in all."""

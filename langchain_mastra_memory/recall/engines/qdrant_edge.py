@@ -38,9 +38,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from langchain_core.runnables.config import run_in_executor
-
 from ...errors import ConfigurationError, VectorStoreError
+from ...pools import in_io_pool
 from ...shutdown import on_exit
 from ...storage.records import TimeWindow
 from ..vector import VectorHit, VectorRecord, piece_uuid
@@ -253,7 +252,7 @@ class QdrantEdgeVectorStore(EngineStore):
 
     async def aoptimize(self, index_name: str) -> bool:
         """Async `optimize` (in a worker thread)."""
-        return await run_in_executor(None, self.optimize, index_name)
+        return await in_io_pool(self.optimize, index_name)
 
     def flush(self) -> None:
         """Write every open shard's pending changes to disk."""
@@ -262,7 +261,7 @@ class QdrantEdgeVectorStore(EngineStore):
 
     async def aflush(self) -> None:
         """Async `flush` (in a worker thread)."""
-        await run_in_executor(None, self.flush)
+        await in_io_pool(self.flush)
 
 
 def _close(ref: weakref.ref[QdrantEdgeVectorStore]) -> None:

@@ -1,0 +1,206 @@
+"""Memory's own worker threads, and waits an event loop can await without holding a thread.
+
+An async path never parks a thread of the event loop's default executor: a server process
+shares that executor with every library in it, and a thread parked there on work queued behind
+it is a circular wait that only a timeout breaks (32 conversations in one process once stalled
+30 s that way). So:
+
+- blocking I/O (storage, vector stores, a wrapped saver) runs on `io_pool`, and an embedding
+  model's calls on `embedding_pool`: bounded, memory's own, and never blocked on a wait;
+- a wait for memory's background work (the vector writer, another caller's embedding of the
+  same text) is awaited (`Signal.until_set`, `Changes.await_for`): no thread is held meanwhile.
+
+Examples:
+    >>> import asyncio
+    >>> signal = Signal()
+    >>> async def main():
+    ...     waiting = asyncio.ensure_future(signal.until_set(5))
+    ...     await asyncio.sleep(0)
+    ...     signal.set()  # from any thread
+    ...     return await waiting, await in_io_pool(sum, [1, 2, 3])
+    >>> asyncio.run(main())
+    (True, 6)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import os
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from functools import lru_cache
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+IO_THREADS = int(os.environ.get("LMM_IO_THREADS", "16"))
+EMBEDDING_THREADS = int(os.environ.get("LMM_EMBEDDING_THREADS", str(max(2, os.cpu_count() or 1))))
+
+
+@lru_cache(maxsize=1)
+def io_pool() -> ThreadPoolExecutor:
+    """The threads memory's async twins run blocking storage and vector-store calls on
+    (`LMM_IO_THREADS`, 16 by default)."""
+    return ThreadPoolExecutor(IO_THREADS, thread_name_prefix="lmm-io")
+
+
+@lru_cache(maxsize=1)
+def embedding_pool() -> ThreadPoolExecutor:
+    """The threads an embedding model's synchronous calls run on when awaited
+    (`LMM_EMBEDDING_THREADS`, the number of cores by default): nothing on them waits for
+    anything, so a query's embedding is never queued behind a waiter."""
+    return ThreadPoolExecutor(EMBEDDING_THREADS, thread_name_prefix="lmm-embed")
+
+
+async def run_in(pool: Executor, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``func(*args, **kwargs)`` on `pool`, in a copy of the caller's context (its tracers
+    and config reach the call, as with langchain-core's `run_in_executor`)."""
+    context = contextvars.copy_context()
+
+    def run() -> T:
+        try:
+            return context.run(func, *args, **kwargs)
+        except StopIteration as exc:  # cannot be set on a future
+            raise RuntimeError from exc
+
+    return await asyncio.get_running_loop().run_in_executor(pool, run)
+
+
+async def in_io_pool(func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``func(*args, **kwargs)`` on `io_pool`: a blocking storage or vector-store call."""
+    return await run_in(io_pool(), func, *args, **kwargs)
+
+
+async def in_embedding_pool(func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``func(*args, **kwargs)`` on `embedding_pool`: an embedding model's blocking call."""
+    return await run_in(embedding_pool(), func, *args, **kwargs)
+
+
+async def await_futures(futures: Iterable[Future[Any]], timeout: float | None = None) -> bool:
+    """Await a worker's futures (holding no thread); False if `timeout` ran out first."""
+    pending = [asyncio.wrap_future(f) for f in futures]
+    if not pending:
+        return True
+    _, not_done = await asyncio.wait(pending, timeout=timeout)
+    return not not_done
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class _LoopWaiters:
+    """Futures of coroutines waiting for a change, on whatever loops they run; woken from any
+    thread."""
+
+    def __init__(self) -> None:
+        self._waiting: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+
+    def add(self) -> asyncio.Future[None]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        self._waiting.append((loop, future))
+        return future
+
+    def discard(self, future: asyncio.Future[None]) -> None:
+        self._waiting = [(loop, f) for loop, f in self._waiting if f is not future]
+
+    def wake_all(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        for loop, future in waiting:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits there now
+                loop.call_soon_threadsafe(_wake, future)
+
+
+class Signal:
+    """A one-shot flag set by a thread and waited for by threads (`wait`) or coroutines
+    (`until_set`, which holds no thread while it waits).
+
+    Examples:
+        >>> signal = Signal()
+        >>> signal.set(); signal.is_set(), signal.wait(0)
+        (True, True)
+    """
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._loops = _LoopWaiters()
+
+    def set(self) -> None:
+        with self._lock:
+            self._event.set()
+            self._loops.wake_all()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block this thread until set; False if `timeout` ran out first."""
+        return self._event.wait(timeout)
+
+    async def until_set(self, timeout: float | None = None) -> bool:
+        """Await until set; False if `timeout` ran out first."""
+        with self._lock:
+            if self._event.is_set():
+                return True
+            future = self._loops.add()
+        try:
+            await asyncio.wait_for(future, timeout)
+        except asyncio.TimeoutError:
+            with self._lock:
+                self._loops.discard(future)
+        return self._event.is_set()
+
+
+class Changes(threading.Condition):
+    """A `threading.Condition` that coroutines can wait on too: `notify_all` wakes the threads
+    in `wait_for` and the coroutines in `await_for` (which hold no thread while waiting).
+
+    Examples:
+        >>> import asyncio
+        >>> changes, box = Changes(), []
+        >>> def put():
+        ...     with changes:
+        ...         box.append(1)
+        ...         changes.notify_all()
+        >>> async def main():
+        ...     waiting = asyncio.ensure_future(changes.await_for(lambda: box, 5))
+        ...     await asyncio.sleep(0)
+        ...     threading.Thread(target=put).start()
+        ...     return await waiting
+        >>> asyncio.run(main())
+        True
+    """
+
+    def __init__(self) -> None:
+        super().__init__(threading.Lock())
+        self._loops = _LoopWaiters()
+
+    def notify_all(self) -> None:
+        super().notify_all()
+        self._loops.wake_all()
+
+    async def await_for(self, predicate: Callable[[], Any], timeout: float | None = None) -> bool:
+        """Await until `predicate()` (checked under the lock) holds; False if `timeout` ran
+        out first."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            with self:
+                if predicate():
+                    return True
+                future = self._loops.add()
+            left = None if deadline is None else deadline - loop.time()
+            try:
+                if left is not None and left <= 0:
+                    raise asyncio.TimeoutError
+                await asyncio.wait_for(future, left)
+            except asyncio.TimeoutError:
+                with self:
+                    self._loops.discard(future)
+                    return bool(predicate())
