@@ -101,3 +101,39 @@ def test_turns_beyond_the_default_executor_never_wait_on_each_other(
     assert [h.message.content for h in found.items] == ["Where did I park the car?"]
     theirs = memory.search_messages("park the car", resource_id="bob", mode="vector")
     assert "Where did I park the car?" not in [h.message.content for h in theirs.items]
+
+
+def test_nested_concurrent_steps_never_wait_on_a_queued_step() -> None:
+    """Sync turns beyond `twins`' pool: each runs two steps at once, the second of which runs
+    two more (a turn's recall beside its history, recall's keyword and vector sides). A pool
+    thread never waits on a step queued behind it."""
+    from langchain_mastra_memory.twins import both, call, run_sync
+
+    class Slow:
+        def work(self) -> str:
+            time.sleep(0.2)
+            return "done"
+
+    slow = Slow()
+
+    def inner():  # type: ignore[no-untyped-def]
+        return (yield both(call(slow, "work"), call(slow, "work")))
+
+    def outer():  # type: ignore[no-untyped-def]
+        first, second = yield both(call(slow, "work"), inner())
+        return first, second
+
+    start = threading.Barrier(8)
+    results: list[object] = []
+
+    def turn() -> None:
+        start.wait()
+        results.append(run_sync(outer()))
+
+    threads = [threading.Thread(target=turn, daemon=True) for _ in range(8)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 30
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    assert results == [("done", ("done", "done"))] * 8
