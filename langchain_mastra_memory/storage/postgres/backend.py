@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from ...errors import ConfigurationError, StorageError
@@ -103,16 +103,40 @@ class PostgresStorage(SQLStorage):
     # -- plumbing ------------------------------------------------------------------------------
     @contextmanager
     def _transaction(self, *, write: bool) -> Iterator[Any]:
-        """One transaction on a pooled connection (writers lock rows with ``FOR UPDATE``)."""
+        """One transaction on a pooled connection (writers lock rows with ``FOR UPDATE``).
+
+        A pooled connection the server closed meanwhile (a restart, a failover, an idle
+        timeout) fails at the transaction's BEGIN, before anything of the caller's is sent:
+        it is dropped and the next one taken, so nothing is retried that could have been
+        applied."""
         import psycopg
 
         try:
-            with self._pool.connection() as conn, conn.transaction():
+            with self._live_connection() as conn:
                 yield conn
         except psycopg.OperationalError as exc:
             raise StorageError(f"PostgreSQL is unavailable: {exc}") from exc
         except psycopg.Error as exc:  # rolled back by the transaction block
             raise StorageError(f"PostgreSQL refused the operation: {exc}") from exc
+
+    @contextmanager
+    def _live_connection(self) -> Iterator[Any]:
+        """A pooled connection with its transaction begun. Every idle connection may have
+        died with the server: one that fails its BEGIN goes back to the pool (which discards
+        a broken one) and the next is taken, up to the pool's size plus one."""
+        import psycopg
+
+        for attempt in range(self._pool.max_size + 1):
+            with ExitStack() as stack:
+                conn = stack.enter_context(self._pool.connection())
+                try:
+                    stack.enter_context(conn.transaction())
+                except psycopg.OperationalError:
+                    if not conn.broken or attempt == self._pool.max_size:
+                        raise
+                    continue
+                yield conn
+                return
 
     _transient = staticmethod(_aborted_by_conflict)  # a deadlock or serialization victim
     _attempts = DEADLOCK_ATTEMPTS
