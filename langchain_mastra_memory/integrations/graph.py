@@ -43,6 +43,23 @@ def state_messages(state: Any, key: str = "messages") -> list[BaseMessage]:
     return ensure_messages(value, where=f"state[{key!r}]")
 
 
+def saved_by_checkpointer(memory: Memory, config: RunnableConfig) -> bool:
+    """Whether this graph run's own checkpointer is memory's (`MemoryCheckpointer` on the same
+    storage) and the caller is a node of the root graph (its namespace is one ``node:task``
+    segment; a subgraph's nodes have more): then the checkpointer saves the turn with each
+    checkpoint, and only what a checkpoint keeps (a reply whose checkpoint failed is not the
+    state the graph resumes from, so memory must not keep it either)."""
+    from .checkpointer import MemoryCheckpointer
+
+    configurable = config.get("configurable") or {}
+    saver = configurable.get(CONFIG_KEY_CHECKPOINTER)
+    return (
+        isinstance(saver, MemoryCheckpointer)
+        and saver.memory.storage is memory.storage
+        and "|" not in str(configurable.get("checkpoint_ns") or "")  # LangGraph's NS_SEP
+    )
+
+
 def warn_if_nothing_saves(memory: Memory, config: RunnableConfig) -> None:
     """Warn once per `memory` when the hook runs in a graph whose checkpointer is not memory's
     (nothing would save the turn, and the next thread would recall nothing)."""

@@ -5,7 +5,9 @@ system message with memory's blocks (working memory, recalled conversations) mer
 the remembered history shaped by the processors, then the current turn (the last user message
 and the agent loop's tool traffic since) untouched. After each model call it saves the messages
 of the thread that memory does not hold yet (the user's input, tool traffic, the model's
-answer), so it needs no checkpointer to remember. Ids follow the package's rule (`ids`),
+answer), so it needs no checkpointer to remember; under ``memory.checkpointer()`` it leaves
+that to the checkpointer, which saves what each checkpoint keeps (a run whose checkpoint
+failed leaves memory as the state the graph resumes from). Ids follow the package's rule (`ids`),
 including a ``context=`` carrying ``resource_id`` or ``user_id``.
 """
 
@@ -20,7 +22,7 @@ from langgraph.config import get_config
 
 from ..provider_rules import merge_system_messages
 from ..turn import split_turn
-from .graph import state_messages
+from .graph import saved_by_checkpointer, state_messages
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -83,12 +85,18 @@ class MemoryMiddleware(AgentMiddleware):
         return await handler(_merge(request, await self.memory.acontext(**self._plan(request))))
 
     def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        thread_id, resource_id = self.memory.ids(get_config(), context=_context(runtime))
+        config = get_config()
+        if saved_by_checkpointer(self.memory, config):  # saved with the checkpoint instead
+            return None
+        thread_id, resource_id = self.memory.ids(config, context=_context(runtime))
         self.memory.save_new(state_messages(state), thread_id=thread_id, resource_id=resource_id)
         return None
 
     async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        thread_id, resource_id = self.memory.ids(get_config(), context=_context(runtime))
+        config = get_config()
+        if saved_by_checkpointer(self.memory, config):
+            return None
+        thread_id, resource_id = self.memory.ids(config, context=_context(runtime))
         await self.memory.asave_new(
             state_messages(state), thread_id=thread_id, resource_id=resource_id
         )
