@@ -113,10 +113,12 @@ def test_a_connection_lost_mid_call_is_not_retried(server: Any, storage: Postgre
     """The server ends the session while the call runs: it fails, it is not sent again."""
     import psycopg
 
-    with psycopg.connect(server.get_uri(), autocommit=True) as admin:
-        with pytest.raises(StorageError, match="unavailable"):
-            with storage._transaction(write=True) as conn:
-                pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
-                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
-                conn.execute("SELECT 1")
+    with (
+        psycopg.connect(server.get_uri(), autocommit=True) as admin,
+        pytest.raises(StorageError, match="unavailable"),
+        storage._transaction(write=True) as conn,
+    ):
+        pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        conn.execute("SELECT 1")
     assert storage.get_thread("t") is not None  # and the next call gets a live connection
