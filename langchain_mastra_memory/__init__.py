@@ -83,6 +83,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, `__getattr__`
         TripWire,
         UnsavedTurnWarning,
         VectorStoreError,
+        VolatileCheckpointsWarning,
         WorkingMemoryError,
     )
     from .integrations.chat_history import MemoryChatMessageHistory
@@ -159,6 +160,7 @@ _WHERE = {  # public name -> the module defining it
     "ToolCallFilter": ".processors",
     "TripWire": ".errors",
     "UnsavedTurnWarning": ".errors",
+    "VolatileCheckpointsWarning": ".errors",
     "VectorStoreError": ".errors",
     "WorkingMemory": ".processors",
     "WorkingMemoryConfig": ".working_memory",
@@ -316,6 +318,7 @@ __all__ = [
     "TripWire",
     "UnsavedTurnWarning",
     "VectorStoreError",
+    "VolatileCheckpointsWarning",
     "WorkingMemory",
     "WorkingMemoryConfig",
     "WorkingMemoryError",

@@ -103,6 +103,11 @@ class UnsavedTurnWarning(UserWarning):
     """Memory builds the model's input, but nothing saves the conversation back into memory."""
 
 
+class VolatileCheckpointsWarning(UserWarning):
+    """A persistent memory paired with checkpoints kept in RAM (`InMemorySaver`): the graph's
+    state is lost at a restart and unseen by other processes while memory keeps the thread."""
+
+
 class ReadOnlyHistoryWarning(UserWarning):
     """A chat history of a read-only memory (or run) was asked to add messages: it adds none."""
 

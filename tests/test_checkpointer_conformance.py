@@ -1,7 +1,8 @@
 """LangGraph's own checkpointer conformance suite, run against MemoryCheckpointer.
 
-Wrapping InMemorySaver, SqliteSaver (sync only: our async methods delegate to a worker thread)
-and AsyncSqliteSaver. Every base capability must pass; extended ones must pass where detected.
+Wrapping InMemorySaver, SqliteSaver (sync only: our async methods delegate to a worker thread),
+AsyncSqliteSaver, AsyncPostgresSaver, and the default saver over `PostgresStorage` (LangGraph's
+`PostgresSaver` in memory's schema). Every base capability must pass; extended ones must pass where detected.
 ``copy_thread``, ``delete_for_runs`` and ``prune`` (what LangGraph Server calls) must pass
 over every saver, including those without them. The report is printed (pytest -s, or in the
 captured output on failure).
@@ -64,9 +65,26 @@ def postgres_factory(dsn: str, tmp: Path):
     return factory, lifespan
 
 
+def default_postgres_factory(dsn: str):
+    """No saver given, over `PostgresStorage`: LangGraph's `PostgresSaver` in memory's schema
+    (a fresh one each time, dropped afterwards)."""
+    from langchain_mastra_memory import PostgresStorage
+
+    async def factory():
+        storage = PostgresStorage(dsn, schema=f"conformance_{uuid.uuid4().hex[:10]}")
+        try:
+            yield Memory(storage=storage).checkpointer(default_resource_id="conformance")
+        finally:
+            storage.drop_schema()
+            storage.close()
+
+    return factory
+
+
 KINDS = ["InMemorySaver", "SqliteSaver", "AsyncSqliteSaver"]
 if os.environ.get("LMM_TEST_POSTGRES_DSN"):
     KINDS.append(pytest.param("AsyncPostgresSaver", marks=pytest.mark.postgres))
+    KINDS.append(pytest.param("default on PostgresStorage", marks=pytest.mark.postgres))
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -75,6 +93,10 @@ async def test_conformance(kind: str, tmp_path: Path, capsys) -> None:
         factory, lifespan = postgres_factory(os.environ["LMM_TEST_POSTGRES_DSN"], tmp_path)
         registered = checkpointer_test(name=f"MemoryCheckpointer({kind})", lifespan=lifespan)(
             factory
+        )
+    elif kind == "default on PostgresStorage":
+        registered = checkpointer_test(name=f"MemoryCheckpointer({kind})")(
+            default_postgres_factory(os.environ["LMM_TEST_POSTGRES_DSN"])
         )
     else:
         registered = checkpointer_test(name=f"MemoryCheckpointer({kind})")(

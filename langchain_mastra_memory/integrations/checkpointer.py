@@ -45,7 +45,7 @@ from ..config import call_options
 from ..conversation.lineage import fork_diff
 from ..conversation.mirroring import MirrorPlan, ThreadMirror
 from ..errors import ConfigurationError
-from ..lifecycle import default_saver
+from ..lifecycle import default_saver, warn_if_volatile
 from ..pools import in_io_pool
 from ..threads.ids import verify_owner
 from ..twins import Steps, both, call, run_async, run_sync
@@ -94,6 +94,8 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         self.memory = memory
         if saver is None:
             saver = default_saver(memory.storage)
+        else:
+            warn_if_volatile(memory.storage, saver)
         self.saver: BaseCheckpointSaver = saver
         super().__init__(serde=self.saver.serde)
         self.messages_key = messages_key

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
@@ -77,17 +77,23 @@ class PostgresStorage(SQLStorage):
         if not _SCHEMA_NAME.match(schema):
             raise ConfigurationError(f"schema must be a lower-case SQL identifier, got {schema!r}")
         self.schema = schema
+        self.conninfo = conninfo
+        self.max_connections = max_connections
+        self.pool_timeout = pool_timeout
+        self._options = {
+            "options": f"-c search_path={schema} -c timezone=UTC "
+            f"-c lock_timeout={int(lock_timeout * 1000)}",
+            "connect_timeout": max(1, round(connect_timeout)),
+        }
+        self.checkpoint_saver: Any = None  # LangGraph's saver here, made on first use
+        self._closers: list[Callable[[], None]] = []
         self._text = PostgresText(schema)
         self._item_vectors = ItemVectors()
         self._pool = ConnectionPool(
             conninfo,
             min_size=1,
             max_size=max_connections,
-            kwargs={
-                "options": f"-c search_path={schema} -c timezone=UTC "
-                f"-c lock_timeout={int(lock_timeout * 1000)}",
-                "connect_timeout": max(1, round(connect_timeout)),
-            },
+            kwargs=dict(self._options),
             timeout=pool_timeout,
             open=False,
         )
@@ -176,8 +182,20 @@ class PostgresStorage(SQLStorage):
             conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
             self._migrate(conn, MIGRATIONS, where=f"schema {self.schema!r}", statements=_whole)
 
+    def connection_options(self) -> dict[str, Any]:
+        """What every connection to this storage is opened with (its schema on the search
+        path, UTC, the lock and connect timeouts): for a saver sharing the database."""
+        return dict(self._options)
+
+    def on_close(self, closer: Callable[[], None]) -> None:
+        """Call `closer` when the storage closes (a pool made for it: LangGraph's saver's)."""
+        self._closers.append(closer)
+
     def close(self) -> None:
-        """Close the pool."""
+        """Close the pool (and those made for it)."""
+        for closer in reversed(self._closers):
+            closer()
+        self._closers.clear()
         self._pool.close()
 
     def drop_schema(self) -> None:

@@ -1,0 +1,71 @@
+"""Memory's PostgreSQL database as LangGraph's checkpoint store: `memory.checkpointer()` with
+no saver, over `PostgresStorage`, wraps LangGraph's own `PostgresSaver` on the same database
+and schema, so a restart or a second process reads every checkpoint (an in-memory saver would
+lose the graph's state at every restart and never share it between processes).
+
+The saver has a bounded pool of its own (LangGraph's saver wants autocommit connections with
+dict rows, memory's are transactional), checked on checkout so that a connection that died
+with the server is replaced, and closed with the storage. Its tables are made once, under an
+advisory lock (two processes starting together), in the storage's schema (so two tenants in
+two schemas share nothing, and `drop_schema` removes them too).
+
+Example (needs a server)::
+
+    memory = Memory(storage=PostgresStorage(dsn))
+    graph = builder.compile(checkpointer=memory.checkpointer())  # PostgresSaver underneath
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    from ..storage.postgres.backend import PostgresStorage
+
+SETUP_LOCK = "langchain_mastra_memory.checkpoints"
+
+
+def postgres_saver(storage: PostgresStorage) -> PostgresSaver:
+    """LangGraph's `PostgresSaver` on `storage`'s database and schema (one per storage)."""
+    if storage.checkpoint_saver is None:
+        storage.checkpoint_saver = _made(storage)
+    return storage.checkpoint_saver
+
+
+def _made(storage: PostgresStorage) -> PostgresSaver:
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
+
+    options = storage.connection_options()
+    pool = ConnectionPool(
+        storage.conninfo,
+        min_size=1,
+        max_size=storage.max_connections,
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
+                "options": options["options"], "connect_timeout": options["connect_timeout"]},
+        check=ConnectionPool.check_connection,  # a connection dead since a restart: replaced
+        timeout=storage.pool_timeout,
+        open=False,
+    )  # fmt: skip
+    pool.open(wait=True, timeout=storage.pool_timeout)
+    saver = PostgresSaver(pool)  # type: ignore[arg-type]
+    with psycopg.connect(storage.conninfo, autocommit=True, **options) as conn:
+        conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (SETUP_LOCK,))
+        try:
+            saver.setup()
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (SETUP_LOCK,))
+    storage.on_close(pool.close)
+    return saver
+
+
+def forget_in_postgres(storage: PostgresStorage, thread_id: str) -> None:
+    """The thread's checkpoints in the storage's schema (LangGraph's tables, when there)."""
+    with storage._transaction(write=False) as conn:
+        found = conn.execute("SELECT to_regclass('checkpoints') IS NOT NULL").fetchone()
+    if found and found[0]:
+        postgres_saver(storage).delete_thread(thread_id)
