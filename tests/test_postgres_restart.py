@@ -122,3 +122,14 @@ def test_a_connection_lost_mid_call_is_not_retried(server: Any, storage: Postgre
         admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
         conn.execute("SELECT 1")
     assert storage.get_thread("t") is not None  # and the next call gets a live connection
+
+
+def test_an_unreachable_server_is_named_at_once() -> None:
+    """No server on that port: one line naming the server and the cause, not a pool timeout
+    (nor the password)."""
+    with pytest.raises(StorageError) as info:
+        PostgresStorage("postgresql://app:s3cret@127.0.0.1:1/memory", connect_timeout=2)
+    message = str(info.value)
+    assert message.startswith("cannot connect to PostgreSQL at 127.0.0.1:1/memory: ")
+    assert "refused" in message
+    assert "s3cret" not in message and "\n" not in message

@@ -97,14 +97,39 @@ class PostgresStorage(SQLStorage):
             timeout=pool_timeout,
             open=False,
         )
+        self._first_connection(connect_timeout)
         try:
-            self._pool.open(wait=True, timeout=30)
+            self._pool.open(wait=True, timeout=connect_timeout + 5)
         except Exception as exc:
-            raise StorageError(f"cannot connect to PostgreSQL: {exc}") from exc
+            raise StorageError(f"cannot connect to PostgreSQL at {self.where()}: {exc}") from exc
         self.setup()
 
     def __repr__(self) -> str:
         return f"PostgresStorage(schema={self.schema!r})"
+
+    def where(self) -> str:
+        """The server and database this storage names (no password): ``host:port/dbname``."""
+        import psycopg
+
+        try:
+            parts = psycopg.conninfo.conninfo_to_dict(self.conninfo)
+        except psycopg.Error:
+            return "(an unreadable DSN)"
+        host = str(parts.get("host") or "localhost")
+        return f"{host}:{parts.get('port') or 5432}/{parts.get('dbname') or ''}"
+
+    def _first_connection(self, connect_timeout: float) -> None:
+        """Connect once before the pool does, so an unreachable server fails within
+        `connect_timeout` with one line naming the server and the cause (the pool would retry
+        in the background and report only its own timeout)."""
+        import psycopg
+
+        try:
+            psycopg.connect(self.conninfo, **self._options).close()
+        except psycopg.Error as exc:
+            cause = " ".join(str(exc).split()) or type(exc).__name__
+            msg = f"cannot connect to PostgreSQL at {self.where()}: {cause}"
+            raise StorageError(msg) from exc
 
     # -- plumbing ------------------------------------------------------------------------------
     @contextmanager
