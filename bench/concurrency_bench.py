@@ -23,20 +23,31 @@ import argparse
 import asyncio
 import logging
 import multiprocessing as mp
+import re
 import statistics
 import sys
 import tempfile
 import time
 import uuid
 import warnings
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from load_bench import MARK, scripted_model
+from load_bench import scripted_model
 from locomo_data import turns_and_questions
 
 SCHEMA = "concurrency_bench"
+MARK = re.compile(r"\[conv ([0-9a-f]+-\d+)\]")  # a conversation's marker in its messages
+TALKING: ContextVar[str] = ContextVar("TALKING")  # the conversation whose turn this is
+
+
+class Inputs(list):  # type: ignore[type-arg]
+    """The model's inputs, each with the conversation whose turn sent it."""
+
+    def append(self, messages: Any) -> None:
+        super().append((TALKING.get(""), messages))
 
 
 class Counter(logging.Handler):
@@ -61,7 +72,7 @@ async def one_run(args: argparse.Namespace, texts: list[str], storage: Any) -> d
 
     from langchain_mastra_memory import Memory
 
-    seen: list[list[Any]] = []
+    seen = Inputs()
     problems: list[str] = []
     memory = Memory(
         storage=storage,
@@ -82,6 +93,7 @@ async def one_run(args: argparse.Namespace, texts: list[str], storage: Any) -> d
 
     async def conversation(c: int) -> None:
         conv = f"{run}-{c}"
+        TALKING.set(conv)
         config = {"configurable": {"thread_id": f"t-{conv}", "resource_id": f"u-{conv}"}}
         for turn in range(args.turns):
             text = (
@@ -107,10 +119,12 @@ async def one_run(args: argparse.Namespace, texts: list[str], storage: Any) -> d
             lost += ids.count(message.id) == 0
             duplicated += ids.count(message.id) > 1
         extra += len(set(ids) - {m.id for m in state})  # kept, though the state has not it
-    crossed = 0
-    for sent in seen:
-        own = {m.group(1) for m in map(MARK.search, (str(x.content) for x in sent[-1:])) if m}
-        crossed += bool(set(MARK.findall(" ".join(str(x.content) for x in sent))) - own)
+    crossed = marked = 0
+    for conv, sent in seen:
+        assert conv, "a model call outside a conversation"
+        marks = set(MARK.findall(" ".join(str(x.content) for x in sent)))
+        crossed += bool(marks - {conv})
+        marked += conv in marks  # (the check reads markers: its own are there)
     return {
         "times": times,
         "wall": wall,
@@ -121,6 +135,8 @@ async def one_run(args: argparse.Namespace, texts: list[str], storage: Any) -> d
         "checked": checked,
         "crossed": crossed,
         "problems": len(problems),
+        "inputs": len(seen),
+        "marked": marked,
     }
 
 
@@ -177,7 +193,9 @@ def main() -> None:
                     f"(wall / CPU {result['wall'] / result['cpu']:.2f}); still-busy warnings: "
                     f"{counter.busy}; lost {result['lost']}, duplicated {result['duplicated']} "
                     f"of {result['checked']}, extra {result['extra']}; "
-                    f"crossed {result['crossed']}; provider refusals {result['problems']}",
+                    f"crossed {result['crossed']} of {result['inputs']} inputs "
+                    f"({result['marked']} with their own marker); "
+                    f"provider refusals {result['problems']}",
                     flush=True,
                 )
                 storage.close()
