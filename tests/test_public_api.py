@@ -62,6 +62,7 @@ EXPECTED = [
     "TripWire",
     "UnsavedTurnWarning",
     "VectorStoreError",
+    "VolatileCheckpointsWarning",
     "WorkingMemory",
     "WorkingMemoryConfig",
     "WorkingMemoryError",

@@ -1,14 +1,6 @@
-"""Memory's own worker threads, and waits an event loop can await without holding a thread.
-
-An async path never parks a thread of the event loop's default executor: a server process
-shares that executor with every library in it, and a thread parked there on work queued behind
-it is a circular wait that only a timeout breaks (32 conversations in one process once stalled
-30 s that way). So:
-
-- blocking I/O (storage, vector stores, a wrapped saver) runs on `io_pool`, and an embedding
-  model's calls on `embedding_pool`: bounded, memory's own, and never blocked on a wait;
-- a wait for memory's background work (the vector writer, another caller's embedding of the
-  same text) is awaited (`Signal.until_set`, `Changes.await_for`): no thread is held meanwhile.
+"""Waits an event loop can await without holding a thread: a `Signal` (a one-shot flag set
+by a thread), `Changes` (a condition whose `notify_all` wakes threads and coroutines alike),
+and `await_futures` (a worker's futures).
 
 Examples:
     >>> import asyncio
@@ -17,66 +9,19 @@ Examples:
     ...     waiting = asyncio.ensure_future(signal.until_set(5))
     ...     await asyncio.sleep(0)
     ...     signal.set()  # from any thread
-    ...     return await waiting, await in_io_pool(sum, [1, 2, 3])
+    ...     return await waiting
     >>> asyncio.run(main())
-    (True, 6)
+    True
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
-import os
 import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from functools import lru_cache
-from typing import Any, TypeVar
-
-T = TypeVar("T")
-
-IO_THREADS = int(os.environ.get("LMM_IO_THREADS", "16"))
-EMBEDDING_THREADS = int(os.environ.get("LMM_EMBEDDING_THREADS", str(max(2, os.cpu_count() or 1))))
-
-
-@lru_cache(maxsize=1)
-def io_pool() -> ThreadPoolExecutor:
-    """The threads memory's async twins run blocking storage and vector-store calls on
-    (`LMM_IO_THREADS`, 16 by default)."""
-    return ThreadPoolExecutor(IO_THREADS, thread_name_prefix="lmm-io")
-
-
-@lru_cache(maxsize=1)
-def embedding_pool() -> ThreadPoolExecutor:
-    """The threads an embedding model's synchronous calls run on when awaited
-    (`LMM_EMBEDDING_THREADS`, the number of cores by default): nothing on them waits for
-    anything, so a query's embedding is never queued behind a waiter."""
-    return ThreadPoolExecutor(EMBEDDING_THREADS, thread_name_prefix="lmm-embed")
-
-
-async def run_in(pool: Executor, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``func(*args, **kwargs)`` on `pool`, in a copy of the caller's context (its tracers
-    and config reach the call, as with langchain-core's `run_in_executor`)."""
-    context = contextvars.copy_context()
-
-    def run() -> T:
-        try:
-            return context.run(func, *args, **kwargs)
-        except StopIteration as exc:  # cannot be set on a future
-            raise RuntimeError from exc
-
-    return await asyncio.get_running_loop().run_in_executor(pool, run)
-
-
-async def in_io_pool(func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``func(*args, **kwargs)`` on `io_pool`: a blocking storage or vector-store call."""
-    return await run_in(io_pool(), func, *args, **kwargs)
-
-
-async def in_embedding_pool(func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``func(*args, **kwargs)`` on `embedding_pool`: an embedding model's blocking call."""
-    return await run_in(embedding_pool(), func, *args, **kwargs)
+from concurrent.futures import Future
+from typing import Any
 
 
 async def await_futures(futures: Iterable[Future[Any]], timeout: float | None = None) -> bool:
