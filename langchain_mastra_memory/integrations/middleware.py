@@ -84,22 +84,28 @@ class MemoryMiddleware(AgentMiddleware):
     ) -> ModelResponse:
         return await handler(_merge(request, await self.memory.acontext(**self._plan(request))))
 
-    def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        config = get_config()
-        if saved_by_checkpointer(self.memory, config):  # saved with the checkpoint instead
-            return None
-        thread_id, resource_id = self.memory.ids(config, context=_context(runtime))
-        self.memory.save_new(state_messages(state), thread_id=thread_id, resource_id=resource_id)
-        return None
-
-    async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+    def _save_to(self, runtime: Any) -> tuple[str, str] | None:
+        """The thread and owner to save under after a model call; None when the run's own
+        checkpointer is memory's (it saves with each checkpoint instead)."""
         config = get_config()
         if saved_by_checkpointer(self.memory, config):
             return None
-        thread_id, resource_id = self.memory.ids(config, context=_context(runtime))
-        await self.memory.asave_new(
-            state_messages(state), thread_id=thread_id, resource_id=resource_id
-        )
+        return self.memory.ids(config, context=_context(runtime))
+
+    def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        if (ids := self._save_to(runtime)) is not None:
+            thread_id, resource_id = ids
+            self.memory.save_new(
+                state_messages(state), thread_id=thread_id, resource_id=resource_id
+            )
+        return None
+
+    async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        if (ids := self._save_to(runtime)) is not None:
+            thread_id, resource_id = ids
+            await self.memory.asave_new(
+                state_messages(state), thread_id=thread_id, resource_id=resource_id
+            )
         return None
 
 

@@ -10,13 +10,14 @@ Examples:
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import os
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, TypeVar
+
+from langchain_core.runnables.config import run_in_executor
 
 T = TypeVar("T")
 
@@ -40,17 +41,11 @@ def embedding_pool() -> ThreadPoolExecutor:
 
 
 async def run_in(pool: Executor, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``func(*args, **kwargs)`` on `pool`, in a copy of the caller's context (its tracers
-    and config reach the call, as with langchain-core's `run_in_executor`)."""
-    context = contextvars.copy_context()
-
-    def run() -> T:
-        try:
-            return context.run(func, *args, **kwargs)
-        except StopIteration as exc:  # cannot be set on a future
-            raise RuntimeError from exc
-
-    return await asyncio.get_running_loop().run_in_executor(pool, run)
+    """``func(*args, **kwargs)`` on `pool`, in a copy of the caller's context (langchain-core's
+    `run_in_executor` copies it only for the default executor; its tracers and config must
+    reach the call here too)."""
+    call = partial(contextvars.copy_context().run, func, *args, **kwargs)
+    return await run_in_executor(pool, call)
 
 
 async def in_io_pool(func: Callable[..., T], *args: Any, **kwargs: Any) -> T:

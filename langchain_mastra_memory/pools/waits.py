@@ -61,47 +61,6 @@ class _LoopWaiters:
                 loop.call_soon_threadsafe(_wake, future)
 
 
-class Signal:
-    """A one-shot flag set by a thread and waited for by threads (`wait`) or coroutines
-    (`until_set`, which holds no thread while it waits).
-
-    Examples:
-        >>> signal = Signal()
-        >>> signal.set(); signal.is_set(), signal.wait(0)
-        (True, True)
-    """
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-        self._lock = threading.Lock()
-        self._loops = _LoopWaiters()
-
-    def set(self) -> None:
-        with self._lock:
-            self._event.set()
-            self._loops.wake_all()
-
-    def is_set(self) -> bool:
-        return self._event.is_set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block this thread until set; False if `timeout` ran out first."""
-        return self._event.wait(timeout)
-
-    async def until_set(self, timeout: float | None = None) -> bool:
-        """Await until set; False if `timeout` ran out first."""
-        with self._lock:
-            if self._event.is_set():
-                return True
-            future = self._loops.add()
-        try:
-            await asyncio.wait_for(future, timeout)
-        except asyncio.TimeoutError:
-            with self._lock:
-                self._loops.discard(future)
-        return self._event.is_set()
-
-
 class Changes(threading.Condition):
     """A `threading.Condition` that coroutines can wait on too: `notify_all` wakes the threads
     in `wait_for` and the coroutines in `await_for` (which hold no thread while waiting).
@@ -149,3 +108,35 @@ class Changes(threading.Condition):
                 with self:
                     self._loops.discard(future)
                     return bool(predicate())
+
+
+class Signal:
+    """A one-shot flag set by a thread and waited for by threads (`wait`) or coroutines
+    (`until_set`, which holds no thread while it waits): a flag under `Changes`.
+
+    Examples:
+        >>> signal = Signal()
+        >>> signal.set(); signal.is_set(), signal.wait(0)
+        (True, True)
+    """
+
+    def __init__(self) -> None:
+        self._changes = Changes()
+        self._set = False
+
+    def set(self) -> None:
+        with self._changes:
+            self._set = True
+            self._changes.notify_all()
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block this thread until set; False if `timeout` ran out first."""
+        with self._changes:
+            return self._changes.wait_for(self.is_set, timeout)
+
+    async def until_set(self, timeout: float | None = None) -> bool:
+        """Await until set; False if `timeout` ran out first."""
+        return await self._changes.await_for(self.is_set, timeout)
