@@ -147,3 +147,50 @@ def test_checkpoints_in_ram_beside_a_persistent_memory_are_warned_about(
         warnings.simplefilter("error", VolatileCheckpointsWarning)
         Memory(storage=SQLiteStorage(":memory:")).checkpointer()  # both in RAM: fine
         Memory(storage=SQLiteStorage(":memory:")).checkpointer(InMemorySaver())
+
+
+HANGING_TURN = textwrap.dedent(
+    """
+    import sys, time
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_mastra_memory import Memory, PostgresStorage
+    from langchain_mastra_memory.testing import ProviderStrictChatModel
+
+    class Hangs(ProviderStrictChatModel):
+        def _generate(self, messages, *args, **kwargs):
+            print("in the model", flush=True)
+            time.sleep(600)  # killed here
+
+    dsn, schema = sys.argv[1:3]
+    memory = Memory(storage=PostgresStorage(dsn, schema=schema))
+    agent = create_agent(Hangs(responses=[AIMessage("never")]),
+                         middleware=[memory.middleware()], checkpointer=memory.checkpointer())
+    config = {"configurable": {"thread_id": "t1", "resource_id": "alice"}}
+    agent.invoke({"messages": [HumanMessage("And my passport?")]}, config)
+    """
+)
+
+
+@pytest.mark.postgres
+def test_a_process_killed_mid_turn_leaves_state_and_memory_agreeing(schema: str) -> None:
+    turn_in_a_process(schema, "I moved to Lisbon.", "Noted.")
+    hanging = subprocess.Popen(
+        [sys.executable, "-c", HANGING_TURN, DSN, schema],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        assert hanging.stdout is not None
+        assert hanging.stdout.readline().strip() == "in the model"
+    finally:
+        hanging.kill()  # SIGKILL, mid-turn
+        hanging.wait(30)
+    after = turn_in_a_process(schema, "Where do I live?", "In Lisbon.")  # the restart
+    memory = Memory(storage=PostgresStorage(DSN, schema=schema))
+    try:
+        stored = [m.content for m in memory.get_messages(thread_id="t1")]
+    finally:
+        memory.storage.close()
+    assert stored == after["state"]
+    assert after["state"][:2] == ["I moved to Lisbon.", "Noted."]
+    assert after["state"][-2:] == ["Where do I live?", "In Lisbon."]
