@@ -296,10 +296,16 @@ def embedding_pieces(message: BaseMessage) -> list[str]:
 
 
 def tool_call_ids(message: BaseMessage) -> list[str]:
-    """Ids of the tool calls an AIMessage makes (``tool_calls`` and ``tool_use`` content blocks)."""
+    """Ids of the tool calls an AIMessage makes, as providers receive them: ``tool_calls``,
+    ``tool_use`` content blocks, and ``invalid_tool_calls`` that have a name (malformed
+    arguments: ``langchain_openai`` sends them as ordinary tool calls, ``langchain_anthropic``
+    as ``tool_use`` blocks with empty input; both skip, or cannot send, one without a name)."""
     if not isinstance(message, AIMessage):
         return []
     ids: list[str] = [c["id"] for c in message.tool_calls if c.get("id")]  # type: ignore[misc]
+    for bad in message.invalid_tool_calls:
+        if bad.get("id") and bad.get("name") and bad["id"] not in ids:
+            ids.append(bad["id"])  # type: ignore[arg-type]
     if isinstance(message.content, list):
         for block in message.content:
             if isinstance(block, dict) and block.get("type") in TOOL_CALL_BLOCK_TYPES:
@@ -362,7 +368,7 @@ def without_tool_calls(
     raw_removed = [r for r in raw if drop((r.get("function") or {}).get("name"), r.get("id"))]
     if not (calls or bad or blocks or raw_removed):
         return message, set()
-    removed: set[str] = {str(c["id"]) for c in calls if c.get("id")}
+    removed: set[str] = {str(c["id"]) for c in [*calls, *bad] if c.get("id")}
     removed.update(b["id"] for b in blocks if b.get("id"))
     removed.update(r["id"] for r in raw_removed if r.get("id"))
     new_content: str | list[Any] = (

@@ -72,9 +72,11 @@ def provider_violations(messages: Sequence[BaseMessage]) -> list[str]:
         if (
             isinstance(message, AIMessage)
             and message.tool_calls
-            and len(calls) < len(message.tool_calls)
+            and not all(c.get("id") for c in message.tool_calls)
         ):
             problems.append(f"message {i}: a tool call without an id")
+        if isinstance(message, AIMessage) and unsendable_calls(message):
+            problems.append(f"message {i}: an invalid tool call without a name or an id")
         if not calls and not has_content(message):
             problems.append(f"message {i}: empty {message.type} message")
         open_calls = set(calls)
@@ -95,7 +97,9 @@ def repair_history(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
             continue  # not consumed by the assistant message before it: an orphan
         calls = set(tool_call_ids(message))
         if not calls:
-            if has_content(message):
+            if isinstance(message, AIMessage) and unsendable_calls(message):
+                message, _ = without_tool_calls(message, _unanswered(set()))
+            if message is not None and has_content(message):
                 out.append(message)
             continue
         results: list[BaseMessage] = []
@@ -108,7 +112,7 @@ def repair_history(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
                 answered.add(call)
                 results.append(result)
         kept: BaseMessage | None = message
-        if answered != calls and isinstance(message, AIMessage):
+        if isinstance(message, AIMessage) and (answered != calls or unsendable_calls(message)):
             kept, _ = without_tool_calls(message, _unanswered(answered))
         if kept is not None:
             out.append(kept)
@@ -117,7 +121,14 @@ def repair_history(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
 
 
 def _unanswered(answered: set[str]) -> Callable[[str | None, str | None], bool]:
-    return lambda _name, call: call not in answered
+    return lambda name, call: call not in answered or not name
+
+
+def unsendable_calls(message: AIMessage) -> bool:
+    """Whether `message` holds an invalid tool call no provider can be sent: without a name or
+    an id (OpenAI requires both; langchain-anthropic leaves such a call out, orphaning its
+    result). One with both is sent as an ordinary call (`messages.tool_call_ids`)."""
+    return any(not (c.get("name") and c.get("id")) for c in message.invalid_tool_calls)
 
 
 def merge_system_messages(systems: Sequence[SystemMessage]) -> list[BaseMessage]:

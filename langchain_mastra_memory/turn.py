@@ -148,9 +148,11 @@ class TurnContext:
         new: Sequence[BaseMessage],
         history: Sequence[BaseMessage] | None,
         beside: Sequence[BaseMessage] = (),
+        read_only: bool = False,
     ) -> Steps[list[BaseMessage]]:
         """Recalled messages and the history, shaped by the processors (`beside`: what else
-        is sent with them, for a token budget: working memory)."""
+        is sent with them, for a token budget: working memory; `read_only`: the thread's
+        budget boundary stays where it is, whatever the run's options)."""
         wanted = call_options.current()  # this call's own options, from the run's config
         last = self.last_messages if wanted.last_messages is None else wanted.last_messages
         budget = self.budget if self.observations is None else None
@@ -189,7 +191,7 @@ class TurnContext:
             recalled = yield from self._recalled(thread_id, resource_id, messages, new, options)
         if budget is not None:  # the history within the budget, beside all else that is sent
             sent = [*beside, *recalled, *new]
-            read_only = self.read_only or bool(wanted.read_only)
+            read_only = read_only or self.read_only or bool(wanted.read_only)
             messages = yield from budget.fitted(
                 thread_id, resource_id, messages, sent, read_only=read_only
             )
@@ -264,11 +266,12 @@ class TurnContext:
         thread_id: str,
         resource_id: str,
         history: Sequence[BaseMessage] | None,
+        read_only: bool = False,
     ) -> Steps[list[BaseMessage]]:
         ids = {"thread_id": thread_id, "resource_id": resource_id}
         return (
             yield traced(
-                self._assembled(new, ids, history), "memory",
+                self._assembled(new, ids, history, read_only), "memory",
                 inputs={**ids, "new_messages": list(new)}, metadata=ids,
                 outputs=lambda sent: {"messages": sent},
                 attributes={"gen_ai.conversation.id": thread_id},
@@ -276,7 +279,11 @@ class TurnContext:
         )  # fmt: skip
 
     def _assembled(
-        self, new: Sequence[BaseMessage], ids: dict[str, str], history: Sequence[BaseMessage] | None
+        self,
+        new: Sequence[BaseMessage],
+        ids: dict[str, str],
+        history: Sequence[BaseMessage] | None,
+        read_only: bool = False,
     ) -> Steps[list[BaseMessage]]:
         """The context (`_context`'s, inside its run): `ids` are its thread and resource."""
         injected = yield traced(
@@ -284,8 +291,9 @@ class TurnContext:
             metadata=ids, outputs=lambda message: {"message": message},
         )  # fmt: skip
         remembered = yield from self._remembered(
-            ids["thread_id"], ids["resource_id"], new, history, [injected] if injected else []
-        )
+            ids["thread_id"], ids["resource_id"], new, history,
+            [injected] if injected else [], read_only,
+        )  # fmt: skip
         sent = provider_safe([*([injected] if injected else []), *remembered], new)
         return cache_marked(sent, new) if self.cache_breakpoints else sent
 
@@ -330,9 +338,10 @@ class TurnContext:
         thread_id: str,
         resource_id: str,
         history: Sequence[BaseMessage] | None = None,
+        read_only: bool = False,
     ) -> list[BaseMessage]:
         """The messages to send for a turn."""
-        return run_sync(self._context(new, thread_id, resource_id, history))
+        return run_sync(self._context(new, thread_id, resource_id, history, read_only))
 
     async def acontext(
         self,
@@ -341,9 +350,10 @@ class TurnContext:
         thread_id: str,
         resource_id: str,
         history: Sequence[BaseMessage] | None = None,
+        read_only: bool = False,
     ) -> list[BaseMessage]:
         """Async `context`."""
-        return await run_async(self._context(new, thread_id, resource_id, history))
+        return await run_async(self._context(new, thread_id, resource_id, history, read_only))
 
 
 def owner_of(thread: Thread | None, thread_id: str) -> str:

@@ -170,9 +170,11 @@ class SaveOptions(ThreadRef, total=False):
 
 
 class TurnRef(ThreadRef, total=False):
-    """`Memory.context`: the thread and owner, and the history a graph state already holds."""
+    """`Memory.context`: the thread and owner, the history a graph state already holds, and
+    ``read_only`` (assemble without changing the thread: a sub-agent's context)."""
 
     history: Sequence[BaseMessage] | None
+    read_only: bool
 
 
 class RecallOptions(TypedDict, total=False):

@@ -246,18 +246,14 @@ class ThreadMirror:
         suffix = plan.suffix
         if suffix.new:
             try:
-                saved = yield call(
-                    memory, "save_messages", suffix.new, thread_id=plan.thread_id, **ref
-                )
+                saved = yield from _save(memory, suffix, plan)
             except MessageConflictError:  # an id stored elsewhere: walk again, reading storage
                 state.warm = False
                 suffix = yield from state_suffix(
                     memory.storage, plan.messages, thread_id=plan.thread_id,
                     resource_id=plan.resource_id, known=known,
                 )  # fmt: skip
-                saved = yield call(
-                    memory, "save_messages", suffix.new, thread_id=plan.thread_id, **ref
-                )
+                saved = yield from _save(memory, suffix, plan)
             known.update(suffix.state_ids)
             known.update(m.id for m in saved if m.id)
             state.stored(saved_json(suffix.new), save=True)
@@ -362,3 +358,13 @@ def _same(saved: str | None, written: BaseMessage) -> bool:
         return saved == message_to_json(written)
     except MastraMemoryError:  # unstorable: the update refuses it (and warns)
         return False
+
+
+def _save(memory: Conversations, suffix: StateSuffix, plan: MirrorPlan) -> Steps[list[Any]]:
+    """Save a suffix's new turns (an insertion at its time, the rest appended)."""
+    return (
+        yield call(
+            memory, "save_messages", suffix.new, thread_id=plan.thread_id,
+            resource_id=plan.resource_id, created_at=suffix.times,
+        )
+    )  # fmt: skip

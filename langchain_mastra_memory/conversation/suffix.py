@@ -5,10 +5,12 @@ the way LangGraph and LangChain document (``RemoveMessage``, a summary replacing
 trimming) still ends with the conversation's newest messages, and whatever a step adds lands
 after them. So the new turns of a state are its *unknown suffix*: walking back from its newest
 message, every message the thread does not hold yet, up to the first one it does (the
-*anchor*). A message that is new but stands before a held one (a compaction's summary) is
-not a turn and is never saved; nothing the state dropped is deleted. The walk reads storage
-one chunk of ids at a time from the end, so its cost follows the new messages, not the
-state's length.
+*anchor*). A message that is new but stands before every held one (a compaction's summary)
+is not a turn and is never saved; nothing the state dropped is deleted. New messages between
+two held ones, right before the anchor, are an *insertion* (deepagents' ToolMessage answering
+a dangling tool call, put after the call): they are turns, saved in their place (a time
+between their neighbours'). The walk reads storage one chunk of ids at a time from the end,
+so its cost follows the new messages, not the state's length.
 
 A read-only turn's messages stay in the state but are never turns: their ids were withheld
 (`storage.withheld`) when the turn ran, and the walk passes over them.
@@ -35,13 +37,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from langchain_core.messages import BaseMessage, message_to_dict
 
 from ..injected import is_injected
 from ..messages import carried_id
 from ..storage.base import MemoryStorage
-from ..storage.records import StoredMessage
+from ..storage.records import ONE_MICROSECOND, StoredMessage
 from ..twins import Steps, call
 from .branches import held_by_branches
 
@@ -89,6 +92,12 @@ class StateSuffix:
     new: list[BaseMessage] = field(default_factory=list)
     state_ids: list[str] = field(default_factory=list)
     anchor: str | None = None
+    created_at: list[datetime | None] = field(default_factory=list)  # None: appended now
+
+    @property
+    def times(self) -> list[datetime | None] | None:
+        """`created_at` for a save when an insertion needs its place (None: all appended)."""
+        return self.created_at if any(self.created_at) else None
 
     @property
     def ids(self) -> list[str]:
@@ -139,43 +148,130 @@ def state_suffix(
     known: set[str] | None = None,
     look_up: bool = True,
 ) -> Steps[StateSuffix]:
-    """The unknown suffix of `messages` (see the module docstring). `known`, the ids the
-    thread is known to hold (a cache kept by the caller), grows with what the walk finds.
-    ``look_up=False`` trusts `known` to be complete (a thread this process mirrors turn by
-    turn): no storage read; an id stored elsewhere then fails the save, and the caller walks
-    again with look-ups."""
-    known = set() if known is None else known
-    found = StateSuffix()
+    """The unknown suffix of `messages` and what was inserted right before it (see the module
+    docstring). `known`, the ids the thread is known to hold (a cache kept by the caller),
+    grows with what the walk finds. ``look_up=False`` trusts `known` to be complete (a thread
+    this process mirrors turn by turn): no storage read for the suffix; an id stored elsewhere
+    then fails the save, and the caller walks again with look-ups."""
+    walk = _Walk(storage, messages, thread_id, set() if known is None else known)
     newest_first: list[BaseMessage] = []
-    elsewhere: set[str] = set()
-    returning: set[str] = set()
-    withheld: set[str] = set()
+    anchor_at: int | None = None
     end = len(messages)
-    while end > 0:
-        chunk = messages[max(0, end - CHUNK) : end]
-        end -= CHUNK
-        unknown = [m.id for m in chunk if m.id and m.id not in known and not is_injected(m)]
-        if unknown and look_up:
-            looked = yield from _look_up(storage, unknown, thread_id)
-            known |= looked.held
-            elsewhere |= looked.elsewhere
-            returning |= looked.returning
-            withheld |= looked.withheld
-        for message in reversed(chunk):
-            if is_injected(message) or is_summary(message) or message.id in withheld:
-                continue  # not a turn (a read-only turn's is never one)
-            if message.id and (message.id in known or message.id in returning):
-                found.anchor = message.id  # the thread holds it (or a fork brings it home)
-                end = 0
+    while end > 0 and anchor_at is None:
+        if look_up:
+            yield from walk.look_up_chunk(end - 1)
+        for i in range(end - 1, max(0, end - CHUNK) - 1, -1):
+            message = messages[i]
+            if walk.passed_over(message):
+                continue
+            if walk.holds(message):
+                anchor_at = i
                 break
             newest_first.append(message)
+        end -= CHUNK
+    found = StateSuffix(anchor=None if anchor_at is None else messages[anchor_at].id)
+    if anchor_at is not None:
+        inserted, after = yield from walk.inserted_before(anchor_at)
+        if inserted:
+            times = yield from _times_between(storage, thread_id, after, found.anchor, inserted)
+            for message, moment in zip(inserted, times, strict=True):
+                walk.add(found, message, moment)
     for message in reversed(newest_first):
-        if message.id in elsewhere:
-            found.new.append(message.model_copy(update={"id": carried_id(thread_id, message.id)}))
-        else:
-            found.new.append(message)
-        found.state_ids.append(message.id or "")
+        walk.add(found, message, None)
     return found
+
+
+class _Walk:
+    """What a walk over a state's messages has learned of their ids (`_look_up`)."""
+
+    def __init__(
+        self, storage: MemoryStorage, messages: Sequence[BaseMessage], thread_id: str,
+        known: set[str],
+    ) -> None:  # fmt: skip
+        self.storage, self.messages, self.thread_id = storage, messages, thread_id
+        self.known = known
+        self.elsewhere: set[str] = set()
+        self.returning: set[str] = set()
+        self.withheld: set[str] = set()
+        self.looked_up: set[str] = set()
+
+    def look_up_chunk(self, newest: int) -> Steps[None]:
+        """Look up the ids of the chunk ending at `newest` not known nor looked up yet."""
+        chunk = self.messages[max(0, newest - CHUNK + 1) : newest + 1]
+        unknown = [
+            m.id for m in chunk
+            if m.id and m.id not in self.known and m.id not in self.looked_up and not is_injected(m)
+        ]  # fmt: skip
+        if not unknown:
+            return
+        looked: _Found = yield from _look_up(self.storage, unknown, self.thread_id)
+        self.looked_up.update(unknown)
+        self.known |= looked.held
+        self.elsewhere |= looked.elsewhere
+        self.returning |= looked.returning
+        self.withheld |= looked.withheld
+
+    def passed_over(self, message: BaseMessage) -> bool:
+        """Never a turn: memory's own, a summary, a read-only turn's."""
+        return is_injected(message) or is_summary(message) or message.id in self.withheld
+
+    def holds(self, message: BaseMessage) -> bool:
+        """The thread holds it (or one of its branches does: a fork brings it home)."""
+        return bool(message.id) and (message.id in self.known or message.id in self.returning)
+
+    def inserted_before(self, anchor_at: int) -> Steps[tuple[list[BaseMessage], str | None]]:
+        """The new messages standing right before the anchor, in order, when a held message
+        stands before them (an insertion between stored messages: deepagents' ToolMessage for
+        a dangling tool call, put after the call), and that message's id. New messages with
+        nothing held before them are a compaction's and are not returned. Reads storage only
+        when the message before the anchor is not known to be held."""
+        run: list[BaseMessage] = []
+        for i in range(anchor_at - 1, -1, -1):
+            message = self.messages[i]
+            if message.id and message.id not in self.known and message.id not in self.looked_up:
+                yield from self.look_up_chunk(i)
+            if self.holds(message):
+                return run[::-1], message.id
+            if self.passed_over(message):
+                if is_summary(message):
+                    break  # a compaction's: what stands before it is not the conversation's
+                continue
+            run.append(message)
+        return [], None
+
+    def add(self, found: StateSuffix, message: BaseMessage, moment: datetime | None) -> None:
+        """Add a new turn to `found` (under its carried id when another thread holds its own),
+        with its time (None: now, after the thread's newest)."""
+        state_id = message.id or ""
+        if message.id in self.elsewhere:
+            message = message.model_copy(update={"id": carried_id(self.thread_id, message.id)})
+        found.new.append(message)
+        found.state_ids.append(state_id)
+        found.created_at.append(moment)
+
+
+def _times_between(
+    storage: MemoryStorage, thread_id: str, after: str | None, before: str | None,
+    inserted: Sequence[BaseMessage],
+) -> Steps[list[datetime]]:  # fmt: skip
+    """Times for `inserted` that order them between the held messages `after` and `before`:
+    evenly spaced in the gap, or all at `after`'s time when the gap is too small (stored order
+    then follows the insertion's sequence number, after `after`'s)."""
+    ids = [i for i in (after, before) if i]
+    derived = {carried_id(thread_id, i): i for i in ids}
+    stored: list[StoredMessage] = yield call(storage, "get_messages_by_id", [*ids, *derived])
+    times = {
+        derived.get(s.message.id or "", s.message.id): s.created_at
+        for s in stored if s.thread_id == thread_id
+    }  # fmt: skip
+    start, stop = times.get(after or ""), times.get(before or "")
+    if start is None:
+        return [None] * len(inserted)  # type: ignore[list-item]  # appended: nothing to go after
+    count = len(inserted)
+    if stop is None or stop - start <= ONE_MICROSECOND * count:
+        return [start] * count
+    step = (stop - start) / (count + 1)
+    return [start + step * (k + 1) for k in range(count)]
 
 
 def edited(

@@ -43,21 +43,53 @@ def state_messages(state: Any, key: str = "messages") -> list[BaseMessage]:
     return ensure_messages(value, where=f"state[{key!r}]")
 
 
+NS_SEP = "|"  # LangGraph's separator of namespace segments (``langgraph._internal``)
+
+
+def in_subgraph(config: RunnableConfig) -> bool:
+    """Whether the caller runs inside a graph that another graph's node or tool started: a
+    sub-agent (deepagents' ``task`` tool, a fork included), a subgraph node, an agent invoked
+    from a node. Its namespace has more than one ``node:task`` segment; a root graph's nodes
+    have one. Such a run's turns are not the user's conversation (SPEC §3): the middleware
+    and the hook save nothing of them and read no stored history for them, as
+    `MemoryCheckpointer` mirrors root checkpoints only."""
+    configurable = config.get("configurable") or {}
+    return NS_SEP in str(configurable.get("checkpoint_ns") or "")
+
+
 def saved_by_checkpointer(memory: Memory, config: RunnableConfig) -> bool:
     """Whether this graph run's own checkpointer is memory's (`MemoryCheckpointer` on the same
-    storage) and the caller is a node of the root graph (its namespace is one ``node:task``
-    segment; a subgraph's nodes have more): then the checkpointer saves the turn with each
-    checkpoint, and only what a checkpoint keeps (a reply whose checkpoint failed is not the
-    state the graph resumes from, so memory must not keep it either)."""
+    storage) and the caller is a node of the root graph: then the checkpointer saves the turn
+    with each checkpoint, and only what a checkpoint keeps (a reply whose checkpoint failed is
+    not the state the graph resumes from, so memory must not keep it either)."""
     from .checkpointer import MemoryCheckpointer
 
-    configurable = config.get("configurable") or {}
-    saver = configurable.get(CONFIG_KEY_CHECKPOINTER)
+    saver = (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER)
     return (
         isinstance(saver, MemoryCheckpointer)
         and saver.memory.storage is memory.storage
-        and "|" not in str(configurable.get("checkpoint_ns") or "")  # LangGraph's NS_SEP
+        and not in_subgraph(config)
     )
+
+
+def turn_plan(
+    memory: Memory, messages: list[BaseMessage], config: RunnableConfig, *, context: Any = None
+) -> dict[str, Any]:
+    """`Memory.context`'s arguments for a graph state's `messages`: the current turn (the last
+    human message and what follows), the thread and owner by the package's rule, and the
+    state's earlier messages as the history (in a sub-agent always, never the stored thread's,
+    and read-only: nothing of the user's thread changes; in a root graph only when the state
+    holds any: a graph without a checkpointer reads the stored history)."""
+    thread_id, resource_id = memory.ids(config, context=context)
+    history, current = split_turn(messages)
+    nested = in_subgraph(config)
+    return {
+        "new_messages": current,
+        "thread_id": thread_id,
+        "resource_id": resource_id,
+        "history": history if nested else history or None,
+        "read_only": nested,
+    }
 
 
 def warn_if_nothing_saves(memory: Memory, config: RunnableConfig) -> None:
@@ -66,8 +98,8 @@ def warn_if_nothing_saves(memory: Memory, config: RunnableConfig) -> None:
     from .checkpointer import MemoryCheckpointer
 
     configurable = config.get("configurable") or {}
-    if CONFIG_KEY_CHECKPOINTER not in configurable:  # not inside a graph run
-        return
+    if CONFIG_KEY_CHECKPOINTER not in configurable or in_subgraph(config):
+        return  # not inside a graph run, or inside a sub-agent (its turns are never saved)
     saver = configurable[CONFIG_KEY_CHECKPOINTER]
     if isinstance(saver, MemoryCheckpointer) or getattr(memory, "_warned_unsaved", False):
         return
@@ -99,14 +131,7 @@ def memory_hook(
 
     def plan(state: Any, config: RunnableConfig) -> dict[str, Any]:
         warn_if_nothing_saves(memory, config)
-        thread_id, resource_id = memory.ids(config)
-        history, current = split_turn(state_messages(state, key))
-        return {
-            "new_messages": current,
-            "thread_id": thread_id,
-            "resource_id": resource_id,
-            "history": history or None,
-        }
+        return turn_plan(memory, state_messages(state, key), config)
 
     def build(state: Any, config: RunnableConfig) -> dict[str, Any]:
         return {output_key: memory.context(**plan(state, config))}

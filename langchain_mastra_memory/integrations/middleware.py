@@ -21,11 +21,16 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from langgraph.config import get_config
 
 from ..provider_rules import merge_system_messages
-from ..turn import split_turn
-from .graph import saved_by_checkpointer, state_messages
+from .graph import in_subgraph, saved_by_checkpointer, state_messages, turn_plan
 
 if TYPE_CHECKING:
     from ..memory import Memory
+
+NAME = "langchain_mastra_memory.MemoryMiddleware"
+"""The middleware's name: its graph nodes are ``NAME.before_agent`` and so on. Agent factories
+merge middleware by name (deepagents' ``create_deep_agent`` replaces a default with the user's
+middleware of the same name, and ships an AGENTS.md middleware called ``MemoryMiddleware``), so
+the name is the package's own, taken by no middleware LangChain or deepagents ship."""
 
 
 def _merge(request: ModelRequest, context: list[BaseMessage]) -> ModelRequest:
@@ -62,17 +67,12 @@ class MemoryMiddleware(AgentMiddleware):
 
     @property
     def name(self) -> str:
-        return "MemoryMiddleware"
+        return NAME
 
     def _plan(self, request: ModelRequest) -> dict[str, Any]:
-        thread_id, resource_id = self.memory.ids(get_config(), context=_context(request.runtime))
-        history, current = split_turn(request.messages)
-        return {
-            "new_messages": current,
-            "thread_id": thread_id,
-            "resource_id": resource_id,
-            "history": history or None,
-        }
+        return turn_plan(
+            self.memory, request.messages, get_config(), context=_context(request.runtime)
+        )
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
@@ -88,8 +88,8 @@ class MemoryMiddleware(AgentMiddleware):
         """The thread and owner to save under after a model call; None when the run's own
         checkpointer is memory's (it saves with each checkpoint instead)."""
         config = get_config()
-        if saved_by_checkpointer(self.memory, config):
-            return None
+        if in_subgraph(config) or saved_by_checkpointer(self.memory, config):
+            return None  # a sub-agent's turns are not the user's conversation
         return self.memory.ids(config, context=_context(runtime))
 
     def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:

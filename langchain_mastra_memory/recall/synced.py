@@ -267,7 +267,7 @@ class SyncedStorage:
             return []
         self.storage.ensure_thread(**ref)
         found = run_sync(state_suffix(self.storage, messages, **ref))
-        return self.save(found.new, **ref) if found.new else []
+        return self.save(found.new, **ref, created_at=found.times) if found.new else []
 
     async def asave_new(self, messages: Msgs, **ref: Unpack[ThreadRef]) -> Saved:
         """Async `save_new`."""
@@ -279,7 +279,7 @@ class SyncedStorage:
             return []
         await self.storage.aensure_thread(**ref)
         found = await run_async(state_suffix(self.storage, messages, **ref))
-        return await self.asave(found.new, **ref) if found.new else []
+        return await self.asave(found.new, **ref, created_at=found.times) if found.new else []
 
     @staticmethod
     def _verify_owner(thread: Thread | None, *, thread_id: str, resource_id: str) -> None:
