@@ -83,10 +83,12 @@ class ProviderStrictChatModel(FakeMessagesListChatModel):
 
     seen: list[list[BaseMessage]] = []  # noqa: RUF012 - a pydantic field, copied per instance
     tool_names: list[str] | None = None
+    tool_schemas: list[dict[str, Any]] = []  # noqa: RUF012 - the bound tools, as OpenAI's
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ProviderStrictChatModel:
-        """Record the tools' names (the model replies as scripted)."""
-        self.tool_names = [convert_to_openai_tool(t)["function"]["name"] for t in tools]
+        """Record the tools (the model replies as scripted)."""
+        self.tool_schemas = [convert_to_openai_tool(t) for t in tools]
+        self.tool_names = [schema["function"]["name"] for schema in self.tool_schemas]
         return self
 
     def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
@@ -113,22 +115,25 @@ class ProviderStrictChatModel(FakeMessagesListChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        """The scripted reply word by word (tool calls arrive whole in one chunk)."""
+        """The scripted reply word by word (tool calls arrive whole in one chunk; an invalid
+        tool call streams its raw arguments, which fail to parse when the chunks are joined,
+        as a provider's malformed call does)."""
         reply = self._generate(messages, stop, run_manager, **kwargs).generations[0].message
-        if isinstance(reply.content, str) and not getattr(reply, "tool_calls", None):
+        calls = getattr(reply, "tool_calls", [])
+        invalid = getattr(reply, "invalid_tool_calls", [])
+        if isinstance(reply.content, str) and not calls and not invalid:
             pieces = re.findall(r"\S+\s*|\s+", reply.content) or [""]
             chunks = [AIMessageChunk(content=piece, id=reply.id) for piece in pieces]
         else:
-            calls = getattr(reply, "tool_calls", [])
+            raw = [(c["name"], json.dumps(c["args"]), c["id"]) for c in calls]
+            raw += [(c.get("name"), c.get("args"), c.get("id")) for c in invalid]
             chunks = [
                 AIMessageChunk(
                     content=reply.content,
                     id=reply.id,
                     tool_call_chunks=[
-                        tool_call_chunk(
-                            name=c["name"], args=json.dumps(c["args"]), id=c["id"], index=i
-                        )
-                        for i, c in enumerate(calls)
+                        tool_call_chunk(name=name, args=args, id=call_id, index=i)
+                        for i, (name, args, call_id) in enumerate(raw)
                     ],
                 )
             ]

@@ -37,7 +37,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ..errors import ConfigurationError, ThreadNotFoundError
-from ..messages import ids_of
+from ..messages import ids_of, tool_call_ids
 from ..tokens.counting import TOKENS_PER_CONVERSATION, TokenCounter
 from ..twins import Steps, call
 from .windows import newest
@@ -110,9 +110,10 @@ def after_boundary(history: Sequence[BaseMessage], boundary: str | None) -> list
     return list(history)
 
 
-def _units(history: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
-    """The history as droppable units: a model message with tool calls and the results that
-    answer it go together; every other message alone."""
+def droppable_units(history: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
+    """The history as droppable units, oldest first: a model message with tool calls and the
+    results that answer it go together (a result never stands without its call); every other
+    message alone."""
     units: list[list[BaseMessage]] = []
     for message in history:
         if isinstance(message, ToolMessage) and units and _answers(units[-1], message):
@@ -124,9 +125,7 @@ def _units(history: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
 
 def _answers(unit: list[BaseMessage], result: ToolMessage) -> bool:
     head = unit[0]
-    return isinstance(head, AIMessage) and any(
-        call.get("id") == result.tool_call_id for call in head.tool_calls
-    )
+    return isinstance(head, AIMessage) and result.tool_call_id in tool_call_ids(head)
 
 
 def fit(
@@ -142,7 +141,7 @@ def fit(
         return list(history), []
     dropped: list[BaseMessage] = []
     freed = 0.0
-    units = _units(history)
+    units = droppable_units(history)
     position = 0
     while units and (freed < budget.at_max_remove_tokens or total - freed > budget.max_tokens):
         unit = units.pop(0)

@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.config import get_config
 
 from ..provider_rules import merge_system_messages
 from .graph import in_subgraph, saved_by_checkpointer, state_messages, turn_plan
+from .model_budget import input_budget, tools_tokens, within_budget
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -31,6 +33,19 @@ NAME = "langchain_mastra_memory.MemoryMiddleware"
 merge middleware by name (deepagents' ``create_deep_agent`` replaces a default with the user's
 middleware of the same name, and ships an AGENTS.md middleware called ``MemoryMiddleware``), so
 the name is the package's own, taken by no middleware LangChain or deepagents ship."""
+
+
+def _sent(request: ModelRequest, context: list[BaseMessage]) -> ModelRequest:
+    """The request with memory's context, memory's share bounded by the model's profile
+    (`model_budget`)."""
+    budget = input_budget(request.model, request.model_settings)
+    if budget is not None:
+        caller = [request.system_message] if request.system_message is not None else []
+        fixed = tools_tokens(request.tools) + (
+            count_tokens_approximately(caller) if caller else 0
+        )
+        context = within_budget(context, request.messages, budget=budget, fixed=fixed)
+    return _merge(request, context)
 
 
 def _merge(request: ModelRequest, context: list[BaseMessage]) -> ModelRequest:
@@ -77,12 +92,12 @@ class MemoryMiddleware(AgentMiddleware):
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse:
-        return handler(_merge(request, self.memory.context(**self._plan(request))))
+        return handler(_sent(request, self.memory.context(**self._plan(request))))
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
-        return await handler(_merge(request, await self.memory.acontext(**self._plan(request))))
+        return await handler(_sent(request, await self.memory.acontext(**self._plan(request))))
 
     def _save_to(self, runtime: Any) -> tuple[str, str] | None:
         """The thread and owner to save under after a model call; None when the run's own
