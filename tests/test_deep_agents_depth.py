@@ -494,3 +494,81 @@ def test_within_budget_gives_way_in_order_and_never_drops_what_it_was_given() ->
     assert kept(without_question - 1) == ["working", "observed", "summary", "now?"]
     assert kept(without_history - 1) == ["working", "summary", "now?"]  # observations next
     assert kept(0) == ["summary", "now?"]  # what it was given is never dropped
+
+
+# -- 4. the test model's rules, checked against the providers' own conversions --------------------
+def openai_pairs_calls(messages: list[BaseMessage]) -> bool:
+    """Whether langchain-openai sends every tool result right after an assistant message
+    whose ``tool_calls`` hold its id with a function name, and every call is answered."""
+    from langchain_openai.chat_models.base import _convert_message_to_dict
+
+    sent = [_convert_message_to_dict(m) for m in messages]
+    open_calls: set[str] = set()
+    for item in sent:
+        if item["role"] == "tool":
+            if item["tool_call_id"] not in open_calls:
+                return False
+            open_calls.discard(item["tool_call_id"])
+            continue
+        if open_calls:
+            return False
+        calls = item.get("tool_calls") or []
+        if not all(c["function"]["name"] for c in calls):
+            return False
+        open_calls = {c["id"] for c in calls}
+    return not open_calls
+
+
+def anthropic_pairs_calls(messages: list[BaseMessage]) -> bool:
+    """Whether langchain-anthropic sends every ``tool_result`` after the ``tool_use`` it
+    answers (in the assistant turn right before) and every ``tool_use`` is answered."""
+    from langchain_anthropic.chat_models import _format_messages
+
+    _, sent = _format_messages(messages, model="claude-sonnet-4-5")
+    open_calls: set[str] = set()
+    for item in sent:
+        blocks = item["content"] if isinstance(item["content"], list) else []
+        results = {b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"}
+        if item["role"] == "user":
+            if not results <= open_calls or open_calls - results:
+                return False
+            open_calls = set()
+        else:
+            if open_calls:
+                return False
+            open_calls = {b["id"] for b in blocks if b.get("type") == "tool_use"}
+    return not open_calls
+
+
+def invalid_call(name: str | None, call_id: str = "c-bad") -> AIMessage:
+    return AIMessage("", invalid_tool_calls=[{"name": name, "args": '{path: "/"}',
+                                              "id": call_id, "error": "not JSON",
+                                              "type": "invalid_tool_call"}])  # fmt: skip
+
+
+def answer(call_id: str = "c-bad") -> ToolMessage:
+    return ToolMessage("could not be executed", tool_call_id=call_id, name="ls", status="error")
+
+
+@pytest.mark.parametrize(
+    ("messages", "accepted"),
+    [
+        ([HumanMessage("a"), invalid_call("ls"), answer(), HumanMessage("b")], True),
+        ([HumanMessage("a"), invalid_call("ls"), HumanMessage("b")], False),  # unanswered
+        ([HumanMessage("a"), invalid_call(None), answer(), HumanMessage("b")], False),
+        ([HumanMessage("a"), calls("ls"), answer("c-ls"), invalid_call("ls"), answer(),
+          HumanMessage("b")], True),  # fmt: skip
+        ([HumanMessage("a"), answer(), HumanMessage("b")], False),  # an orphan result
+    ],
+    ids=["named-answered", "named-unanswered", "nameless", "after-a-call", "orphan"],
+)
+def test_the_strict_model_accepts_what_both_providers_send_as_pairs(
+    messages: list[BaseMessage], accepted: bool
+) -> None:
+    from langchain_mastra_memory.provider_rules import provider_violations, repair_history
+
+    assert (openai_pairs_calls(messages) and anthropic_pairs_calls(messages)) is accepted
+    assert (provider_violations(messages) == []) is accepted
+    repaired = repair_history(messages)  # what memory sends of such a remembered history
+    assert provider_violations(repaired) == []
+    assert openai_pairs_calls(repaired) and anthropic_pairs_calls(repaired)

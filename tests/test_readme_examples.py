@@ -34,14 +34,15 @@ DOCS = README.parent / "docs" / "integrations"
 
 def examples() -> dict[str, str]:
     """The python blocks of the integration pages (one page per shape, its title the first
-    line) that use a chat model, by page title."""
+    line) that use a chat model: the first by page title, any further one as "title,
+    example N"."""
     found = {}
     for page in sorted(DOCS.glob("*.md")):
         text = page.read_text()
         title = text.splitlines()[0].removeprefix("# ").strip()
-        for block in re.findall(r"```python\n(.*?)```", text, flags=re.S):
-            if MODEL in block:
-                found[title] = block
+        blocks = [b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S) if MODEL in b]
+        for number, block in enumerate(blocks, start=1):
+            found[title if number == 1 else f"{title}, example {number}"] = block
     return found
 
 
@@ -67,6 +68,13 @@ SCRIPTS = {
     ],
     "LangChain agents: middleware": [WM_CALL, AIMessage("Hi Alice!"), AIMessage("In Lisbon.")],
     "Deep agents": [WM_CALL, AIMessage("Noted."), AIMessage("You moved to Lisbon in March.")],
+    "Deep agents, example 2": [
+        AIMessage("", tool_calls=[{"name": "task", "id": "t1", "args": {
+            "description": "Find what the notes say about the garden.",
+            "subagent_type": "researcher"}}]),  # fmt: skip
+        AIMessage("The notes say: tomatoes on the balcony."),
+        AIMessage("Tomatoes, on the balcony."),
+    ],
     "LangGraph Server": [WM_CALL, AIMessage("Hi Alice!")],
     "The agent tool": [WM_CALL, AIMessage("Nice to meet you, Ada.")],
     "The recall tool: the model searches its own past": [
@@ -133,7 +141,7 @@ def test_readme_example_runs_as_written(title: str, tmp_path: Path, monkeypatch)
         tool_reply = [m for m in model.seen[-1] if m.type == "tool"][-1]
         assert "Our sailboat is called Albatross." in tool_reply.content
         return
-    if any(m.tool_calls for m in SCRIPTS[title] if isinstance(m, AIMessage)):
+    if WM_CALL in SCRIPTS[title]:
         owner = next(t.resource_id for t in threads)
         assert "Lisbon" in memory.get_working_memory(resource_id=owner)
     if title == "LangGraph Server":  # the turn is the caller identity's
@@ -141,6 +149,11 @@ def test_readme_example_runs_as_written(title: str, tmp_path: Path, monkeypatch)
     if title == "Deep agents":  # the second thread's model input held what was learnt
         assert "Lisbon" in str(model.seen[-1])
         assert len(memory.get_messages(thread_id="week-1")) == 4  # each once, by both shapes
+    if title == "Deep agents, example 2":  # AGENTS.md beside memory; the sub-agent's turns
+        assert "Answer in one sentence." in str(model.seen[0][0].content)  # not stored
+        kept = memory.get_messages(thread_id="t1")
+        assert [m.type for m in kept] == ["human", "ai", "tool", "ai"]
+        assert "Find what the notes say" not in " ".join(str(m.content) for m in kept)
 
 
 README_SCRIPTS = {
@@ -215,6 +228,6 @@ def test_every_python_block_of_the_site_is_run_by_a_test() -> None:
     }
     integration_pages = {f"integrations/{p.name}" for p in DOCS.glob("*.md")}
     assert with_code <= set(PAGES) | integration_pages
-    for page in with_code & integration_pages:  # each of these pages has its one model example
+    for page in with_code & integration_pages:  # each of these pages' examples runs
         blocks = re.findall(r"```python\n(.*?)```", (docs / page).read_text(), flags=re.S)
-        assert len(blocks) == 1 and MODEL in blocks[0], page
+        assert blocks and all(MODEL in block for block in blocks), page

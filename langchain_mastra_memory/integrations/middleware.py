@@ -9,6 +9,12 @@ answer), so it needs no checkpointer to remember; under ``memory.checkpointer()`
 that to the checkpointer, which saves what each checkpoint keeps (a run whose checkpoint
 failed leaves memory as the state the graph resumes from). Ids follow the package's rule (`ids`),
 including a ``context=`` carrying ``resource_id`` or ``user_id``.
+
+In a sub-agent (a graph started by another graph's node or tool, deepagents' ``task``
+included) it saves nothing and reads no stored history: the context is the user's working
+memory and recall around the sub-agent's own messages, read-only (`graph.in_subgraph`). With
+a model whose profile gives ``max_input_tokens``, memory's share of the request is bounded by
+the model's input budget (`model_budget`).
 """
 
 from __future__ import annotations
