@@ -97,10 +97,11 @@ def repair_history(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
             continue  # not consumed by the assistant message before it: an orphan
         calls = set(tool_call_ids(message))
         if not calls:
+            sendable: BaseMessage | None = message
             if isinstance(message, AIMessage) and unsendable_calls(message):
-                message, _ = without_tool_calls(message, _unanswered(set()))
-            if message is not None and has_content(message):
-                out.append(message)
+                sendable, _ = without_tool_calls(message, _unanswered(set()))
+            if sendable is not None and has_content(sendable):
+                out.append(sendable)
             continue
         results: list[BaseMessage] = []
         answered: set[str] = set()

@@ -110,8 +110,10 @@ def test_the_middleware_beside_deepagents_own_keeps_its_summary_and_adds_memory(
         storage=SQLiteStorage(tmp_path / "memory.db"),
         # the 4,000-token profile leaves memory ~10% of it beside deepagents' tools and
         # conversation (summarized at 85%, bounded at 95%): room for two recalled messages
-        options={"semantic_recall": {"top_k": 2, "message_range": 0},
-                 "working_memory": {"enabled": True}},  # fmt: skip
+        options={
+            "semantic_recall": {"top_k": 2, "message_range": 0},
+            "working_memory": {"enabled": True},
+        },
     )
     memory.update_working_memory("# User\n- Name: Alice\n- City: Lisbon", resource_id="alice")
     memory.create_thread(thread_id="old", resource_id="alice")

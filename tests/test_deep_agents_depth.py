@@ -27,7 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langchain_mastra_memory import Memory, SQLiteStorage
+from langchain_mastra_memory import Memory, SQLiteStorage, UnsavedTurnWarning
 from langchain_mastra_memory.integrations.middleware import NAME
 from langchain_mastra_memory.testing import ProviderStrictChatModel, strict_model
 
@@ -140,7 +140,9 @@ def test_a_forked_subagents_turns_stay_out_of_the_users_thread(
             model, tools=[], system_prompt="Be brief.", subagents=[subagent],
             **wired(memory, shape),
         )  # fmt: skip
-    run(agent, {"messages": [HumanMessage("What is in my folder?")]}, mode)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnsavedTurnWarning)  # the parent's shapes keep it
+        run(agent, {"messages": [HumanMessage("What is in my folder?")]}, mode)
     assert len(state_of(agent)) == 4  # question, task call, the sub-agent's answer, answer
     assert_nothing_of_the_subagent_kept(memory, agent)
     fork_inputs = [seen for seen in model.seen if "you are that subagent" in text(seen)]
@@ -227,6 +229,40 @@ def test_a_hook_in_a_subgraph_reads_its_own_state_and_warns_of_nothing(
     assert [text(seen[1:]) for seen in model.seen] == ["first", "first\none\nsecond"]
     assert "Lisbon" in text(model.seen[-1])
     assert_memory_is_the_state(memory, app)
+
+
+@pytest.mark.parametrize("root", ["memory", "langgraph"])
+def test_an_agent_run_from_a_node_saves_through_the_root_or_says_nothing_does(
+    tmp_path: Any, root: str
+) -> None:
+    """An agent with the middleware, invoked from a node function of the user's graph, is a
+    subgraph: its turns are the root graph's to save. Under memory's checkpointer they are
+    kept once; under LangGraph's own saver nothing saves them, and memory says so, once."""
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    memory = memory_on(tmp_path)
+    model = strict_model(AIMessage("one"), AIMessage("two"))
+    agent = create_agent(model, system_prompt="Be brief.", middleware=[memory.middleware()])
+
+    def call_agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": agent.invoke({"messages": state["messages"]})["messages"]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", call_agent)
+    graph.add_edge(START, "agent")
+    saver = memory.checkpointer() if root == "memory" else InMemorySaver()
+    app = graph.compile(checkpointer=saver)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        app.invoke({"messages": [HumanMessage("first")]}, CONFIG)
+        app.invoke({"messages": [HumanMessage("second")]}, CONFIG)
+    unsaved = [w for w in caught if issubclass(w.category, UnsavedTurnWarning)]
+    if root == "memory":
+        assert unsaved == []
+        assert_memory_is_the_state(memory, app)
+    else:
+        assert len(unsaved) == 1 and "subgraph" in str(unsaved[0].message)
+        assert memory.get_thread("t") is None  # nothing saved it
 
 
 # -- 2. the ToolMessage deepagents inserts ---------------------------------------------------------
@@ -343,7 +379,7 @@ def name_of(cls: type[AgentMiddleware]) -> str:
     name the default `name` returns."""
     try:
         return cls().name
-    except Exception:  # noqa: BLE001 - needs arguments: the default name is the class name
+    except Exception:  # needs arguments: the default name is the class name
         return cls.__name__
 
 
@@ -365,7 +401,7 @@ def test_memory_beside_every_buildable_shipped_middleware(tmp_path: Any) -> None
     for cls in shipped_middleware().values():
         try:
             other = cls()
-        except Exception:  # noqa: BLE001, S112 - needs arguments; covered by name above
+        except Exception:  # needs arguments; its name is checked above
             continue
         agent = create_agent(strict_model(AIMessage("ok")), middleware=[other, memory.middleware()])
         nodes = set(agent.get_graph().nodes)
@@ -556,8 +592,17 @@ def answer(call_id: str = "c-bad") -> ToolMessage:
         ([HumanMessage("a"), invalid_call("ls"), answer(), HumanMessage("b")], True),
         ([HumanMessage("a"), invalid_call("ls"), HumanMessage("b")], False),  # unanswered
         ([HumanMessage("a"), invalid_call(None), answer(), HumanMessage("b")], False),
-        ([HumanMessage("a"), calls("ls"), answer("c-ls"), invalid_call("ls"), answer(),
-          HumanMessage("b")], True),  # fmt: skip
+        (
+            [
+                HumanMessage("a"),
+                calls("ls"),
+                answer("c-ls"),
+                invalid_call("ls"),
+                answer(),
+                HumanMessage("b"),
+            ],
+            True,
+        ),
         ([HumanMessage("a"), answer(), HumanMessage("b")], False),  # an orphan result
     ],
     ids=["named-answered", "named-unanswered", "nameless", "after-a-call", "orphan"],

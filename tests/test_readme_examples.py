@@ -69,9 +69,19 @@ SCRIPTS = {
     "LangChain agents: middleware": [WM_CALL, AIMessage("Hi Alice!"), AIMessage("In Lisbon.")],
     "Deep agents": [WM_CALL, AIMessage("Noted."), AIMessage("You moved to Lisbon in March.")],
     "Deep agents, example 2": [
-        AIMessage("", tool_calls=[{"name": "task", "id": "t1", "args": {
-            "description": "Find what the notes say about the garden.",
-            "subagent_type": "researcher"}}]),  # fmt: skip
+        AIMessage(
+            "",
+            tool_calls=[
+                {
+                    "name": "task",
+                    "id": "t1",
+                    "args": {
+                        "description": "Find what the notes say about the garden.",
+                        "subagent_type": "researcher",
+                    },
+                }
+            ],
+        ),
         AIMessage("The notes say: tomatoes on the balcony."),
         AIMessage("Tomatoes, on the balcony."),
     ],

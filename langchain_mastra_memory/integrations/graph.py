@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
@@ -73,7 +73,7 @@ def saved_by_checkpointer(memory: Memory, config: RunnableConfig) -> bool:
 
 
 def turn_plan(
-    memory: Memory, messages: list[BaseMessage], config: RunnableConfig, *, context: Any = None
+    memory: Memory, messages: Sequence[BaseMessage], config: RunnableConfig, *, context: Any = None
 ) -> dict[str, Any]:
     """`Memory.context`'s arguments for a graph state's `messages`: the current turn (the last
     human message and what follows), the thread and owner by the package's rule, and the
@@ -92,22 +92,33 @@ def turn_plan(
     }
 
 
-def warn_if_nothing_saves(memory: Memory, config: RunnableConfig) -> None:
-    """Warn once per `memory` when the hook runs in a graph whose checkpointer is not memory's
-    (nothing would save the turn, and the next thread would recall nothing)."""
+def warn_if_nothing_saves(
+    memory: Memory, config: RunnableConfig, shape: str = "memory.pre_model_hook()"
+) -> None:
+    """Warn once per `memory` when `shape` runs in a graph whose checkpointer is not memory's,
+    so nothing saves the conversation (the next thread would recall nothing): the hook in any
+    graph; either shape inside a subgraph (whose turns they never save), unless deepagents
+    marks it as a sub-agent (``ls_agent_type``): its parent's shapes keep the conversation."""
     from .checkpointer import MemoryCheckpointer
 
     configurable = config.get("configurable") or {}
-    if CONFIG_KEY_CHECKPOINTER not in configurable or in_subgraph(config):
-        return  # not inside a graph run, or inside a sub-agent (its turns are never saved)
+    if CONFIG_KEY_CHECKPOINTER not in configurable:
+        return  # not inside a graph run
     saver = configurable[CONFIG_KEY_CHECKPOINTER]
-    if isinstance(saver, MemoryCheckpointer) or getattr(memory, "_warned_unsaved", False):
+    nested = in_subgraph(config)
+    if (
+        isinstance(saver, MemoryCheckpointer)
+        or (nested and configurable.get("ls_agent_type") == "subagent")
+        or getattr(memory, "_warned_unsaved", False)
+    ):
         return
     memory._warned_unsaved = True  # type: ignore[attr-defined]
     found = "no checkpointer" if saver is None else f"checkpointer {type(saver).__name__}"
+    where = "a subgraph (a graph run from another graph's node or tool) of" if nested else "a"
     msg = (
-        f"memory.pre_model_hook() runs in a graph with {found}: nothing saves the conversation "
-        "into memory, so later turns and threads recall nothing. Compile the graph with "
+        f"{shape} runs in {where} graph with {found}: nothing saves the conversation into "
+        "memory (a subgraph's turns are not the user's conversation; the root graph's are), so "
+        "later turns and threads recall nothing. Compile the root graph with "
         "checkpointer=memory.checkpointer(your_saver) (it wraps any LangGraph saver)."
     )
     logger.warning(msg)

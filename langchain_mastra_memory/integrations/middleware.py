@@ -28,7 +28,13 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.config import get_config
 
 from ..provider_rules import merge_system_messages
-from .graph import in_subgraph, saved_by_checkpointer, state_messages, turn_plan
+from .graph import (
+    in_subgraph,
+    saved_by_checkpointer,
+    state_messages,
+    turn_plan,
+    warn_if_nothing_saves,
+)
 from .model_budget import input_budget, tools_tokens, within_budget
 
 if TYPE_CHECKING:
@@ -47,9 +53,7 @@ def _sent(request: ModelRequest, context: list[BaseMessage]) -> ModelRequest:
     budget = input_budget(request.model, request.model_settings)
     if budget is not None:
         caller = [request.system_message] if request.system_message is not None else []
-        fixed = tools_tokens(request.tools) + (
-            count_tokens_approximately(caller) if caller else 0
-        )
+        fixed = tools_tokens(request.tools) + (count_tokens_approximately(caller) if caller else 0)
         context = within_budget(context, request.messages, budget=budget, fixed=fixed)
     return _merge(request, context)
 
@@ -109,8 +113,11 @@ class MemoryMiddleware(AgentMiddleware):
         """The thread and owner to save under after a model call; None when the run's own
         checkpointer is memory's (it saves with each checkpoint instead)."""
         config = get_config()
-        if in_subgraph(config) or saved_by_checkpointer(self.memory, config):
-            return None  # a sub-agent's turns are not the user's conversation
+        if in_subgraph(config):  # a sub-agent's turns are not the user's conversation
+            warn_if_nothing_saves(self.memory, config, "memory.middleware()")
+            return None
+        if saved_by_checkpointer(self.memory, config):
+            return None
         return self.memory.ids(config, context=_context(runtime))
 
     def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:

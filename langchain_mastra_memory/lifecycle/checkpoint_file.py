@@ -44,9 +44,9 @@ def default_saver(storage: Any) -> BaseCheckpointSaver:
         return saver
     from langgraph.checkpoint.memory import InMemorySaver
 
-    saver = InMemorySaver()
-    warn_if_volatile(storage, saver)
-    return saver
+    volatile = InMemorySaver()
+    warn_if_volatile(storage, volatile)
+    return volatile
 
 
 def warn_if_volatile(storage: Any, saver: Any) -> None:

@@ -125,7 +125,7 @@ class PostgresStorage(SQLStorage):
         import psycopg
 
         try:
-            psycopg.connect(self.conninfo, **self._options).close()
+            psycopg.connect(self.conninfo, **self._options).close()  # type: ignore[arg-type]
         except psycopg.Error as exc:
             cause = " ".join(str(exc).split()) or type(exc).__name__
             msg = f"cannot connect to PostgreSQL at {self.where()}: {cause}"
