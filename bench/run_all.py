@@ -14,6 +14,7 @@ BENCHES = [
     "recall_bench.py",
     "cold_recall_bench.py",
     "turn_bench.py",
+    "deep_agent_budget.py",
 ]
 
 if __name__ == "__main__":
