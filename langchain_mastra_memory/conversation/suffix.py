@@ -253,7 +253,7 @@ class _Walk:
 def _times_between(
     storage: MemoryStorage, thread_id: str, after: str | None, before: str | None,
     inserted: Sequence[BaseMessage],
-) -> Steps[list[datetime]]:  # fmt: skip
+) -> Steps[list[datetime | None]]:  # fmt: skip
     """Times for `inserted` that order them between the held messages `after` and `before`:
     evenly spaced in the gap, or all at `after`'s time when the gap is too small (stored order
     then follows the insertion's sequence number, after `after`'s)."""
@@ -265,9 +265,9 @@ def _times_between(
         for s in stored if s.thread_id == thread_id
     }  # fmt: skip
     start, stop = times.get(after or ""), times.get(before or "")
-    if start is None:
-        return [None] * len(inserted)  # type: ignore[list-item]  # appended: nothing to go after
     count = len(inserted)
+    if start is None:
+        return [None] * count  # appended: nothing to go after
     if stop is None or stop - start <= ONE_MICROSECOND * count:
         return [start] * count
     step = (stop - start) / (count + 1)

@@ -73,21 +73,23 @@ def within_budget(
     kept = list(context)
     if count(kept) + fixed <= budget:
         return kept
-    theirs = {id(m) for m in given} | {m.id for m in given if m.id}
-    for share in _shares(kept, theirs):
+    for share in _shares(kept, given):
         if count(kept) + fixed <= budget:
             break
         kept = [m for m in kept if id(m) not in share]
     return kept
 
 
-def _shares(context: list[BaseMessage], theirs: set[Any]) -> list[set[int]]:
-    """Memory's additions to `context`, as the groups to leave out first to last (object ids)."""
+def _shares(context: list[BaseMessage], given: Sequence[BaseMessage]) -> list[set[int]]:
+    """Memory's additions to `context` (neither injected nor `given`, by id or identity), as
+    the groups to leave out first to last (object ids)."""
+    given_ids = {m.id for m in given if m.id}
+    given_objects = {id(m) for m in given}
     mine = [m for m in context if is_injected(m)]
     recalled = {id(m) for m in mine if source_of(m) == "semantic_recall"}
     brought = [
         m for m in context
-        if not is_injected(m) and id(m) not in theirs and m.id not in theirs
+        if not is_injected(m) and id(m) not in given_objects and m.id not in given_ids
     ]  # fmt: skip
     blocks = [{id(m)} for m in reversed(mine) if id(m) not in recalled]
     return [recalled, *(set(map(id, unit)) for unit in droppable_units(brought)), *blocks]
