@@ -617,3 +617,46 @@ def test_the_strict_model_accepts_what_both_providers_send_as_pairs(
     repaired = repair_history(messages)  # what memory sends of such a remembered history
     assert provider_violations(repaired) == []
     assert openai_pairs_calls(repaired) and anthropic_pairs_calls(repaired)
+
+
+# -- every backend, and a second tenant ------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_an_insertion_is_stored_in_its_place_on_every_backend(storage: Any, mode: str) -> None:
+    """SQLite (file and in-process) and PostgreSQL, with the checkpointer's default saver on
+    each: the patch ToolMessage lands between the call and the next question, by time."""
+    memory = Memory(storage=storage)
+    model = strict_model(malformed_call(), AIMessage("second"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an in-process SQLite's checkpoints are volatile
+        agent = deepagents.create_deep_agent(
+            model, tools=[], system_prompt="Be brief.", checkpointer=memory.checkpointer()
+        )
+    run(agent, {"messages": [HumanMessage("first")]}, mode)
+    run(agent, {"messages": [HumanMessage("again")]}, mode)
+    assert_memory_is_the_state(memory, agent)
+    stored, total = storage.page_messages("t", limit=10)
+    assert total == 5 and [s.message.type for s in stored][2] == "tool"
+    times = [s.created_at for s in stored]
+    assert times == sorted(times) and len(set(times)) == 5
+
+
+def test_a_subagent_reads_only_its_own_users_memory(tmp_path: Any) -> None:
+    """Two users, one agent: bob's sub-agent is given bob's memory, none of alice's, and each
+    thread holds its own user's turn."""
+    memory = memory_on(tmp_path)  # alice's working memory says Lisbon
+    memory.update_working_memory("# User\n- Name: Bob\n- City: Oslo", resource_id="bob")
+    model = strict_model(*[m for _ in range(2) for m in subagent_script().responses])
+    subagent = {"name": "helper", "description": "Lists files.", "system_prompt": "Help.",
+                "middleware": [memory.middleware()]}  # fmt: skip
+    agent = deepagents.create_deep_agent(
+        model, tools=[], system_prompt="Be brief.", subagents=[subagent], **wired(memory, "both")
+    )
+    bob = {"configurable": {"thread_id": "b", "user_id": "bob"}}
+    run(agent, {"messages": [HumanMessage("What is in my folder?")]}, "invoke")
+    run(agent, {"messages": [HumanMessage("What is in my folder, please?")]}, "invoke", bob)
+    bobs = [s for s in model.seen[4:] if "List the files, then report." in text(s)]
+    assert len(bobs) == 2
+    assert all("Oslo" in text(s) and "Lisbon" not in text(s) for s in bobs)
+    assert [t.id for t in memory.list_threads(resource_id="bob")] == ["b"]
+    assert str(memory.get_messages(thread_id="b")[0].content) == "What is in my folder, please?"
+    assert NOTE not in text(memory.get_messages(thread_id="b"))

@@ -136,3 +136,27 @@ def test_a_bad_budget_is_a_configuration_error_naming_it(value: Any) -> None:
 
 def test_the_default_removal_is_a_quarter_of_the_budget() -> None:
     assert MessageTokens.parse({"max_tokens": 1000}).at_max_remove_tokens == 250
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_read_only_context_leaves_the_boundary_where_it_is(
+    storage: MemoryStorage, mode: str
+) -> None:
+    """``memory.context(..., read_only=True)`` (a sub-agent's context) fits the budget as any
+    turn does, and changes nothing of the thread: the boundary a plain call would move stays."""
+    memory = Memory(storage=storage, options={"message_tokens": BUDGET})
+    ref = {"thread_id": "t", "resource_id": "alice"}
+    for i in range(30):
+        memory.save_turn(turn(i), **ref)
+    new = [HumanMessage("And the parks of city 3?")]
+
+    def context(**extra: Any) -> list[BaseMessage]:
+        if mode == "sync":
+            return memory.context(new, **ref, **extra)
+        return asyncio.run(memory.acontext(new, **ref, **extra))
+
+    sent = context(read_only=True)
+    assert COUNTER.count_all(sent) <= BUDGET["max_tokens"]
+    assert boundary(memory) is None  # over the budget, yet nothing written
+    assert context() == sent  # the same context a writing call builds ...
+    assert boundary(memory) is not None  # ... which moves the boundary
