@@ -85,3 +85,19 @@ def drop_milvus_collections(uri: str) -> None:
     for name in client.list_collections():
         client.drop_collection(name)
     client.close()
+
+
+def listed_messages(checkpoint: dict, storage: Any, thread_id: str) -> list:
+    """The ``messages`` list of a checkpoint as a saver is given it: the list itself, or the
+    list memory keeps for it (`checkpoint_refs`), read back from `storage`."""
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    from langchain_mastra_memory.integrations.checkpoint_refs import MessageRefs, referenced_at
+    from langchain_mastra_memory.twins import run_sync
+
+    value = checkpoint["channel_values"].get("messages")
+    at = referenced_at(value)
+    if at is None:
+        return list(value or [])
+    refs = MessageRefs(None, storage, JsonPlusSerializer(), "messages", enabled=True)
+    return run_sync(refs.messages(thread_id, "", at, checkpoint["id"]))

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from helpers import echo_graph
+from helpers import echo_graph, listed_messages
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -191,7 +191,7 @@ class SaverWaitingForMemory(InMemorySaver):
         self.memory, self.saw_turns_saved = memory, []
 
     def _wait(self, checkpoint) -> None:
-        newest = (checkpoint["channel_values"].get("messages") or [None])[-1]
+        newest = (listed_messages(checkpoint, self.memory.storage, "t1") or [None])[-1]
         if newest is not None and checkpoint["channel_versions"]:
             deadline = threading.Event()
             for _ in range(200):  # up to 10 s, then the write goes on and the test fails
@@ -225,12 +225,13 @@ def test_new_turns_are_saved_while_the_saver_writes(call) -> None:
 class SaverFailingOnce(InMemorySaver):
     """A real saver whose storage fails once, on the checkpoint holding `fail_on`."""
 
-    def __init__(self) -> None:
+    def __init__(self, memory: Memory) -> None:
         super().__init__()
+        self.memory = memory
         self.fail_on: str | None = None
 
     def _check(self, checkpoint) -> None:
-        messages = checkpoint["channel_values"].get("messages") or []
+        messages = listed_messages(checkpoint, self.memory.storage, "t1")
         if self.fail_on and any(m.content == self.fail_on for m in messages):
             self.fail_on = None
             raise OSError("disk full")
@@ -240,13 +241,13 @@ class SaverFailingOnce(InMemorySaver):
         return super().put(config, checkpoint, metadata, new_versions)
 
     async def aput(self, config, checkpoint, metadata, new_versions):
-        self._check(checkpoint)
-        return await super().aput(config, checkpoint, metadata, new_versions)
+        await asyncio.to_thread(self._check, checkpoint)  # (it reads memory's storage)
+        return InMemorySaver.put(self, config, checkpoint, metadata, new_versions)
 
 
 def test_turns_saved_beside_a_checkpoint_the_saver_refused_are_taken_back(call) -> None:
     memory = Memory(storage=SQLiteStorage(":memory:"))
-    saver = SaverFailingOnce()
+    saver = SaverFailingOnce(memory)
     app = echo_graph(memory.checkpointer(saver))
     call(app, "invoke", {"messages": [HumanMessage("one")]}, ALICE)
     saver.fail_on = "two"

@@ -23,6 +23,8 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langchain_mastra_memory import Memory, SQLiteStorage
 from langchain_mastra_memory.testing import strict_model
 
+from helpers import listed_messages
+
 
 class FailsOnceWithAReply(SqliteSaver):
     """LangGraph's SQLite saver, failing the first put whose state holds an AI reply, after a
@@ -30,9 +32,11 @@ class FailsOnceWithAReply(SqliteSaver):
     the background by default), and the middleware's `after_model` runs."""
 
     failed = False
+    storage: Any = None  # memory's, to read a list it keeps for a checkpoint
 
     def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
-        messages = checkpoint["channel_values"].get("messages", [])
+        thread_id = config["configurable"]["thread_id"]
+        messages = listed_messages(checkpoint, self.storage, thread_id)
         if not self.failed and any(isinstance(m, AIMessage) for m in messages):
             FailsOnceWithAReply.failed = True
             time.sleep(0.5)
@@ -67,6 +71,7 @@ def test_a_failed_runs_reply_is_not_kept(
     memory = Memory(storage=SQLiteStorage(path))
     saver = FailsOnceWithAReply(sqlite3.connect(path, check_same_thread=False))
     saver.setup()
+    saver.storage = memory.storage
     agent = agent_with(shape, memory, saver)
     config = {"configurable": {"thread_id": "t1", "resource_id": "alice"}}
     question = {"messages": [HumanMessage("Where is my passport?", id="q1")]}

@@ -140,12 +140,15 @@ class Mirroring(TypedDict, total=False):
     """`Memory.checkpointer`: the state channel to mirror, the owner of threads whose config
     names none (it becomes the memory's `default_resource_id`, so every shape agrees),
     whether messages removed from the state are deleted from memory too (default False), and
-    whether a read naming no owner is the stored owner's (LangGraph Server; default False)."""
+    whether a read naming no owner is the stored owner's (LangGraph Server; default False),
+    and whether checkpoints refer to memory's stored messages instead of repeating the list
+    (default True; False: the saver's own format)."""
 
     messages_key: str
     default_resource_id: str | None
     mirror_deletes: bool
     trust_thread_reads: bool
+    reference_messages: bool
 
 
 class ToolIds(TypedDict, total=False):

@@ -36,6 +36,7 @@ from ..errors import InvalidMessageError
 from ..messages import ensure_messages
 from ..twins import Steps, call
 from .checkpoint_configs import Messages
+from .checkpoint_refs import MessageRefs, referenced_at
 
 try:  # langgraph-checkpoint 4.1+ (older releases have no delta channels)
     from langgraph.checkpoint.serde.types import _DeltaSnapshot as DeltaSnapshot
@@ -127,9 +128,10 @@ class CheckpointMessages:
     """Reads a checkpointer's ``messages`` channel from checkpoints, list or delta (`io` has
     ``get_tuple`` and ``delta_history`` with their async twins: `CheckpointerIO`)."""
 
-    def __init__(self, io: Any, key: str) -> None:
+    def __init__(self, io: Any, key: str, refs: MessageRefs | None = None) -> None:
         self.io = io
         self.key = key
+        self.refs = refs  # lists memory keeps for the saver (`checkpoint_refs`)
         self._latest: OrderedDict[str, tuple[str, Messages]] = OrderedDict()
         self._putting: dict[str, tuple[str, Messages]] = {}  # a put's value, until it is written
 
@@ -180,6 +182,10 @@ class CheckpointMessages:
         """`stored`, as the graph holds it (messages LangGraph gave no id still have none)."""
         checkpoint = found.checkpoint
         values = checkpoint.get("channel_values") or {}
+        if self.refs is not None and (at := referenced_at(values.get(self.key))) is not None:
+            ns = str(found.config["configurable"].get("checkpoint_ns") or "")
+            listed = yield from self.refs.messages(thread_id, ns, at, checkpoint["id"])
+            return self.value(listed)
         if self.key in values:
             return self.value(values[self.key])
         if not self.is_delta(checkpoint):

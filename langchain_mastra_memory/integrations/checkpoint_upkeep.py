@@ -95,6 +95,7 @@ class ThreadUpkeep:
     _io: Any
     mirror: Any
     _channel: Any
+    _refs: Any
 
     # -- copy ----------------------------------------------------------------------------------
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
@@ -118,6 +119,11 @@ class ThreadUpkeep:
         if source is not None and target is None:
             yield call(self.memory, "clone_thread", source_thread_id,
                        new_thread_id=target_thread_id, carry_ids=True)  # fmt: skip
+        if source is not None:  # the copied checkpoints' lists (`checkpoint_refs`)
+            try:
+                yield call(storage, "copy_checkpoint_lists", source_thread_id, target_thread_id)
+            except NotImplementedError:  # a storage without lists: none were referenced
+                pass
 
     # -- a cancelled run, rolled back -------------------------------------------------------------
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
@@ -211,3 +217,4 @@ class ThreadUpkeep:
     def _forget_caches(self, thread_id: str) -> None:
         self.mirror.forget(thread_id)
         self._channel.forget(thread_id)
+        self._refs.forget(thread_id)

@@ -55,6 +55,7 @@ from .checkpoint_io import CheckpointerIO, overrides
 from .checkpoint_messages import CheckpointMessages
 from .checkpoint_one_file import OneFileWrites
 from .checkpoint_owners import ThreadOwners
+from .checkpoint_refs import MessageRefs
 from .checkpoint_upkeep import ThreadUpkeep
 
 if TYPE_CHECKING:
@@ -90,6 +91,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         default_resource_id: str | None = None,
         mirror_deletes: bool = False,
         trust_thread_reads: bool = False,
+        reference_messages: bool = True,
     ) -> None:
         self.memory = memory
         if saver is None:
@@ -111,7 +113,11 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
             memory.default_resource_id = default_resource_id
         self.mirror = ThreadMirror(memory, messages_key=messages_key, mirror_deletes=mirror_deletes)
         self._io = CheckpointerIO(self)
-        self._channel = CheckpointMessages(self._io, messages_key)  # list or DeltaChannel
+        self._refs = MessageRefs(
+            self._io, memory.storage, self.saver.serde, messages_key,
+            enabled=reference_messages and not memory.synced.read_only,
+        )  # fmt: skip  # each message once: the list in memory, a reference in the checkpoint
+        self._channel = CheckpointMessages(self._io, messages_key, self._refs)  # list or delta
         self._one_file = OneFileWrites.of(self.saver, memory)  # one transaction for a turn
         memory.checkpointers.add(self)  # memory.delete_thread deletes the checkpoints too
 
@@ -202,7 +208,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         owner = self._check_owner(thread_id, resource_id)
         found = None if owner is None else self.saver.get_tuple(config)
         self._saw(thread_id, config, found)
-        return configs.stamped(found, owner)
+        return configs.stamped(run_sync(self._refs.resolved(found)), owner)
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -252,8 +258,9 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
     ) -> Iterator[CheckpointTuple]:
         if target := self._read_target(config):
             if (owner := self._check_owner(*target)) is not None:  # else orphaned: nobody's
+                scratch: dict = {}  # values read for one checkpoint serve the next
                 for item in self.saver.list(config, filter=filter, before=before, limit=limit):
-                    yield configs.stamped(item, owner)
+                    yield configs.stamped(run_sync(self._refs.resolved(item, scratch)), owner)
             return
         owner = self._list_owner(config)
         count = 0
@@ -269,7 +276,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
                 owners[thread_id] = self._owner(thread_id)
             if (found := owners[thread_id]) == owner or owner is None:
                 count += 1
-                yield configs.stamped(item, found)
+                yield configs.stamped(run_sync(self._refs.resolved(item)), found)
 
     def put(
         self,
@@ -329,7 +336,8 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
                            thread_id=thread_id, resource_id=resource_id)  # fmt: skip
             self.mirror.thread(thread_id).warm = False  # the next walk reads what was withheld
             plan = None
-        args = (config, checkpoint, metadata, new_versions)
+        stored = yield from self._refs.encoded(config, checkpoint, new_versions)
+        args = (config, stored, metadata, new_versions)
         beside = plan if plan is not None and plan.appends_only else None  # new turns: saved
         together = beside is not None and self._one_file is not None
         try:  # while the saver writes, or in its transaction
@@ -389,12 +397,14 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         self.saver.delete_thread(thread_id)
         self.mirror.forget(thread_id)
         self._channel.forget(thread_id)
+        self._refs.forget(thread_id)
 
     async def aforget(self, thread_id: str) -> None:
         """Async `forget`."""
         await self._inner("delete_thread", thread_id)
         self.mirror.forget(thread_id)
         self._channel.forget(thread_id)
+        self._refs.forget(thread_id)
 
     def delete_thread(self, thread_id: str) -> None:
         self.forget(thread_id)  # also when memory holds no such thread
@@ -414,7 +424,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         owner = await self._acheck_owner(thread_id, resource_id)
         found = None if owner is None else await self._inner("get_tuple", config)
         self._saw(thread_id, config, found)
-        return configs.stamped(found, owner)
+        return configs.stamped(await run_async(self._refs.resolved(found)), owner)
 
     async def _inner_alist(
         self,
@@ -448,8 +458,10 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
     ) -> AsyncIterator[CheckpointTuple]:
         if target := self._read_target(config):
             if (owner := await self._acheck_owner(*target)) is not None:  # else orphaned
+                scratch: dict = {}
                 async for item in self._inner_alist(config, filter, before, limit):
-                    yield configs.stamped(item, owner)
+                    resolved = await run_async(self._refs.resolved(item, scratch))
+                    yield configs.stamped(resolved, owner)
             return
         owner = self._list_owner(config)
         count = 0
@@ -463,7 +475,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
                 owners[thread_id] = await self._aowner(thread_id)
             if (found := owners[thread_id]) == owner or owner is None:
                 count += 1
-                yield configs.stamped(item, found)
+                yield configs.stamped(await run_async(self._refs.resolved(item)), found)
 
     async def aput(
         self,

@@ -66,7 +66,8 @@ _SYNC_IO = (
     "nearest_items",
     "working_memories", "observation_log", "unobserved_messages", "unobserved_tokens",
     "claim_observation", "release_observation", "commit_observation", "activate_observations",
-    "commit_reflection",
+    "commit_reflection", "save_checkpoint_list", "read_checkpoint_list", "copy_checkpoint_lists",
+    "blank_checkpoint_values", "sweep_checkpoint_lists",
 )  # fmt: skip
 
 

@@ -5,12 +5,12 @@ memory's log. A backend without them raises `NotImplementedError` naming what ne
 from __future__ import annotations
 
 from abc import ABC
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
 from .blocking import off_loop
-from .records import ItemWrite, ObservationGroup, StoredItem, StoredMessage
+from .records import CheckpointList, CheckpointValue, ItemWrite, ObservationGroup, StoredItem, StoredMessage
 
 _NO_LOG = (
     "{} does not keep an observational-memory log; observational memory needs SQLiteStorage "
@@ -19,6 +19,10 @@ _NO_LOG = (
 _NO_ITEMS = (
     "{} does not keep LangGraph store items; memory.store() needs SQLiteStorage or "
     "PostgresStorage (or a storage implementing put_items/get_items/search_items)"
+)
+_NO_LISTS = (
+    "{} does not keep checkpoint message lists (MemoryCheckpointer stores each message once in "
+    "SQLiteStorage or PostgresStorage; elsewhere the saver keeps whole lists)"
 )
 _NO_WITHHELD = (
     "{} cannot remember the messages of read-only turns (read_only needs SQLiteStorage or "
@@ -134,6 +138,69 @@ class DerivedRecords(ABC):  # noqa: B024 - every method has a default
     async def awithheld_ids(self, message_ids: Sequence[str], *, thread_id: str) -> set[str]:
         """Async `withheld_ids`."""
         return await off_loop(self.withheld_ids, message_ids, thread_id=thread_id)
+
+    # -- a graph's message lists, each value once (`sql.checkpoint_lists`) ------------------
+    def save_checkpoint_list(
+        self, entry: CheckpointList, values: Sequence[CheckpointValue] = ()
+    ) -> None:
+        """Store the values a checkpoint's message list adds, and the list."""
+        raise NotImplementedError(_NO_LISTS.format(type(self).__name__))
+
+    def read_checkpoint_list(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        *,
+        known: Collection[str] | None = None,
+    ) -> tuple[list[str], int, dict[str, CheckpointValue]] | None:
+        """A checkpoint's stored list: its keys, depth and the values not `known`."""
+        raise NotImplementedError(_NO_LISTS.format(type(self).__name__))
+
+    def copy_checkpoint_lists(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Give a thread copy the source thread's lists and values."""
+        raise NotImplementedError(_NO_LISTS.format(type(self).__name__))
+
+    def blank_checkpoint_values(self, thread_id: str, message_ids: Sequence[str]) -> int:
+        """Blank these messages' values in the thread's lists (retention)."""
+        raise NotImplementedError(_NO_LISTS.format(type(self).__name__))
+
+    def sweep_checkpoint_lists(self, thread_id: str, keep: Collection[tuple[str, str]]) -> int:
+        """Delete the list rows no kept checkpoint reaches, and unused values."""
+        raise NotImplementedError(_NO_LISTS.format(type(self).__name__))
+
+    async def asave_checkpoint_list(
+        self, entry: CheckpointList, values: Sequence[CheckpointValue] = ()
+    ) -> None:
+        """Async `save_checkpoint_list`."""
+        await off_loop(self.save_checkpoint_list, entry, values)
+
+    async def aread_checkpoint_list(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        *,
+        known: Collection[str] | None = None,
+    ) -> tuple[list[str], int, dict[str, CheckpointValue]] | None:
+        """Async `read_checkpoint_list`."""
+        return await off_loop(
+            self.read_checkpoint_list, thread_id, checkpoint_ns, checkpoint_id, known=known
+        )
+
+    async def acopy_checkpoint_lists(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Async `copy_checkpoint_lists`."""
+        await off_loop(self.copy_checkpoint_lists, source_thread_id, target_thread_id)
+
+    async def ablank_checkpoint_values(self, thread_id: str, message_ids: Sequence[str]) -> int:
+        """Async `blank_checkpoint_values`."""
+        return await off_loop(self.blank_checkpoint_values, thread_id, message_ids)
+
+    async def asweep_checkpoint_lists(
+        self, thread_id: str, keep: Collection[tuple[str, str]]
+    ) -> int:
+        """Async `sweep_checkpoint_lists`."""
+        return await off_loop(self.sweep_checkpoint_lists, thread_id, keep)
 
     # -- observational memory's log; the SQL backends keep it ----------------------------------
     def observation_log(self, key: str, *, buffered: bool = False) -> list[ObservationGroup]:

@@ -87,6 +87,31 @@ class Neighbour:
 
 
 @dataclass(frozen=True)
+class CheckpointValue:
+    """One value of a graph's message list, stored once (`key`: a digest of its bytes);
+    ``type`` and ``data`` are the saver's serialization, None once retention blanked it."""
+
+    key: str
+    message_id: str | None
+    type: str | None
+    data: bytes | None
+
+
+@dataclass(frozen=True)
+class CheckpointList:
+    """A checkpoint's message list as stored: the first `keep` keys of its base's list
+    (``base_id``: the checkpoint whose list it builds on; None: a whole list), then `tail`."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    base_id: str | None
+    keep: int
+    tail: list[str]
+    depth: int
+
+
+@dataclass(frozen=True)
 class MessageRow:
     """The column values of one message, ready to bind."""
 

@@ -36,6 +36,7 @@ from ..records import (
     stored_message,
     thread_from_row,
 )
+from .checkpoint_lists import CheckpointListTable
 from .items import ItemTable
 from .messages import MessageTable
 from .observations import ObservationTable
@@ -99,6 +100,7 @@ class SQLStorage(
     ObservationTable,
     ItemTable,
     WithheldTable,
+    CheckpointListTable,
 ):
     """A `MemoryStorage` over a SQL engine: every algorithm here, once.
 

@@ -66,6 +66,32 @@ WITHHELD_TABLE = """
     CREATE INDEX memory_withheld_by_resource ON memory_withheld_messages(resource_id);
 """
 
+# a graph's message lists, each value once (`checkpoint_lists`): both dialects' migration, with
+# the value column's type (BLOB, BYTEA) and the time column's (TEXT, TIMESTAMPTZ) filled in
+CHECKPOINT_LISTS_TABLES = """
+    CREATE TABLE memory_checkpoint_values (
+        thread_id TEXT NOT NULL REFERENCES memory_threads(id) ON DELETE CASCADE,
+        key TEXT NOT NULL,
+        message_id TEXT,
+        type TEXT,
+        value {bytes},
+        created_at {time} NOT NULL,
+        PRIMARY KEY (thread_id, key)
+    );
+    CREATE INDEX memory_checkpoint_values_by_message
+        ON memory_checkpoint_values(thread_id, message_id);
+    CREATE TABLE memory_checkpoint_lists (
+        thread_id TEXT NOT NULL REFERENCES memory_threads(id) ON DELETE CASCADE,
+        checkpoint_ns TEXT NOT NULL,
+        checkpoint_id TEXT NOT NULL,
+        base_id TEXT,
+        keep INTEGER NOT NULL,
+        tail TEXT NOT NULL,
+        depth INTEGER NOT NULL,
+        PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
+    );
+"""
+
 
 class TextMatch(NamedTuple):
     """A dialect's full-text search: ``statement`` is ``SELECT m.id, m.thread_id, <score> AS

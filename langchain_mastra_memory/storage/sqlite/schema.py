@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..sql.statements import WITHHELD_TABLE
+from ..sql.statements import CHECKPOINT_LISTS_TABLES, WITHHELD_TABLE
 
 MIGRATIONS: list[str] = [
     # 1: resources, threads, messages
@@ -158,6 +158,8 @@ MIGRATIONS: list[str] = [
     """,
     # 9: ids of messages read-only turns left in a graph's state, never to be stored (`withheld`)
     WITHHELD_TABLE,
+    # 10: a graph's message lists, each value stored once (`checkpoint_lists`)
+    CHECKPOINT_LISTS_TABLES.format(bytes='BLOB', time='TEXT'),
 ]
 
 

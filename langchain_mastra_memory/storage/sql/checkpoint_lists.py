@@ -1,0 +1,206 @@
+"""The checkpoint-list room of `SQLStorage`: a graph's message lists, each value stored once.
+
+`MemoryCheckpointer` stores a checkpoint's ``messages`` list here instead of in the wrapped
+saver (which keeps a small reference, `integrations.checkpoint_refs`). Two tables, keyed by
+thread (they go with it):
+
+- ``memory_checkpoint_values``: each distinct value once (the saver's own serialization, keyed
+  by a digest of it), with the id of the message it is, so retention can blank it
+  (``value`` NULL: pruned, and skipped by every list that held it);
+- ``memory_checkpoint_lists``: per checkpoint that changed the list, the list as its base's
+  first ``keep`` keys and then ``tail``; a row with no base is a whole list (a snapshot), so a
+  read follows a chain of at most `SNAPSHOT_EVERY` rows.
+
+A list is read in one transaction: its chain (a recursive query), then the values not already
+known. Writes are idempotent (a put retried, a second process writing the same value).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from ..records import CheckpointList, CheckpointValue, now_utc
+from ..validation import check_id
+from .statements import SQLRoom
+
+SNAPSHOT_EVERY = 32  # a list row with this many rows below it is written whole
+KEY_SEP = " "  # keys are digests in URL-safe base64: no spaces
+
+CHAIN = """
+    WITH RECURSIVE chain(checkpoint_id, base_id, keep, tail, depth, n) AS (
+        SELECT checkpoint_id, base_id, keep, tail, depth, 0 FROM memory_checkpoint_lists
+        WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?
+        UNION ALL
+        SELECT l.checkpoint_id, l.base_id, l.keep, l.tail, l.depth, c.n + 1
+        FROM memory_checkpoint_lists l JOIN chain c ON l.checkpoint_id = c.base_id
+        WHERE l.thread_id = ? AND l.checkpoint_ns = ? AND c.n < ?
+    )
+    SELECT base_id, keep, tail, depth FROM chain ORDER BY n DESC
+"""
+
+
+def split_keys(tail: str) -> list[str]:
+    return tail.split(KEY_SEP) if tail else []
+
+
+class CheckpointListTable(SQLRoom):
+    """A room of `SQLStorage` (see `SQLRoom`)."""
+
+    def save_checkpoint_list(
+        self, entry: CheckpointList, values: Sequence[CheckpointValue] = ()
+    ) -> None:
+        """Store `values` (those already stored are left as they are) and the list `entry`."""
+        check_id(entry.thread_id, "thread_id")
+        now = self._time(now_utc())
+        with self._transaction(write=True) as conn:
+            for value in values:
+                self._run(
+                    conn,
+                    "INSERT INTO memory_checkpoint_values (thread_id, key, message_id, type, "
+                    "value, created_at) VALUES (?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (thread_id, key) DO NOTHING",
+                    (entry.thread_id, value.key, value.message_id, value.type, value.data, now),
+                )
+            self._run(
+                conn,
+                "INSERT INTO memory_checkpoint_lists (thread_id, checkpoint_ns, checkpoint_id, "
+                "base_id, keep, tail, depth) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET "
+                "base_id = excluded.base_id, keep = excluded.keep, tail = excluded.tail, "
+                "depth = excluded.depth",
+                (
+                    entry.thread_id, entry.checkpoint_ns, entry.checkpoint_id, entry.base_id,
+                    entry.keep, KEY_SEP.join(entry.tail), entry.depth,
+                ),
+            )  # fmt: skip
+
+    def read_checkpoint_list(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        *,
+        known: Collection[str] | None = None,
+    ) -> tuple[list[str], int, dict[str, CheckpointValue]] | None:
+        """The keys of the list stored for a checkpoint, its depth (rows below it), and the
+        values of its keys not in `known` (a pruned one with ``data`` None; ``known=None``:
+        no values); None when no list is stored for it."""
+        check_id(thread_id, "thread_id")
+        with self._transaction(write=False) as conn:
+            rows = self._run(
+                conn,
+                CHAIN,
+                (thread_id, checkpoint_ns, checkpoint_id, thread_id, checkpoint_ns,
+                 SNAPSHOT_EVERY * 4),
+            ).fetchall()  # fmt: skip
+            if not rows or rows[0][0] is not None:  # none, or a chain whose snapshot is gone
+                return None
+            keys: list[str] = []
+            for _base, keep, tail, _depth in rows:
+                keys = keys[:keep] + split_keys(tail)
+            depth = int(rows[-1][3])
+            if known is None:
+                return keys, depth, {}
+            wanted = [key for key in dict.fromkeys(keys) if key not in known]
+            found: dict[str, CheckpointValue] = {}
+            for condition, params in self.dialect.ids_in("key", wanted):
+                for key, message_id, kind, data in self._run(
+                    conn,
+                    "SELECT key, message_id, type, value FROM memory_checkpoint_values "
+                    f"WHERE thread_id = ? AND {condition}",
+                    [thread_id, *params],
+                ).fetchall():
+                    found[key] = CheckpointValue(key, message_id, kind, _bytes(data))
+        return keys, depth, found
+
+    def copy_checkpoint_lists(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Give `target_thread_id` the lists and values of `source_thread_id` (a thread copy
+        whose checkpoints keep their ids)."""
+        check_id(source_thread_id, "thread_id")
+        check_id(target_thread_id, "thread_id")
+        with self._transaction(write=True) as conn:
+            self._run(
+                conn,
+                "INSERT INTO memory_checkpoint_values (thread_id, key, message_id, type, value, "
+                "created_at) SELECT ?, key, message_id, type, value, created_at "
+                "FROM memory_checkpoint_values WHERE thread_id = ? "
+                "ON CONFLICT (thread_id, key) DO NOTHING",
+                (target_thread_id, source_thread_id),
+            )
+            self._run(
+                conn,
+                "INSERT INTO memory_checkpoint_lists (thread_id, checkpoint_ns, checkpoint_id, "
+                "base_id, keep, tail, depth) SELECT ?, checkpoint_ns, checkpoint_id, base_id, "
+                "keep, tail, depth FROM memory_checkpoint_lists WHERE thread_id = ? "
+                "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO NOTHING",
+                (target_thread_id, source_thread_id),
+            )
+
+    def blank_checkpoint_values(self, thread_id: str, message_ids: Sequence[str]) -> int:
+        """Blank the stored values of these messages in the thread's lists (retention: the
+        lists that held them read on without them); how many were blanked."""
+        check_id(thread_id, "thread_id")
+        count = 0
+        with self._transaction(write=True) as conn:
+            for condition, params in self.dialect.ids_in("message_id", list(message_ids)):
+                cursor = self._run(
+                    conn,
+                    "UPDATE memory_checkpoint_values SET value = NULL, type = NULL "
+                    f"WHERE thread_id = ? AND value IS NOT NULL AND {condition}",
+                    [thread_id, *params],
+                )
+                count += max(getattr(cursor, "rowcount", 0) or 0, 0)
+        return count
+
+    def sweep_checkpoint_lists(self, thread_id: str, keep: Collection[tuple[str, str]]) -> int:
+        """Delete the thread's list rows that no checkpoint in `keep` ((namespace, id) of the
+        rows the kept checkpoints name) reaches, and the values no remaining row holds; how
+        many rows went. Run after checkpoints were pruned."""
+        check_id(thread_id, "thread_id")
+        with self._transaction(write=True) as conn:
+            rows = self._run(
+                conn,
+                "SELECT checkpoint_ns, checkpoint_id, base_id, keep, tail "
+                "FROM memory_checkpoint_lists WHERE thread_id = ?",
+                (thread_id,),
+            ).fetchall()
+            by_id = {(ns, cid): (base, tail) for ns, cid, base, _keep, tail in rows}
+            reached: set[tuple[str, str]] = set()
+            for start in keep:
+                node: tuple[str, str] | None = start
+                while node is not None and node in by_id and node not in reached:
+                    reached.add(node)
+                    base = by_id[node][0]
+                    node = (node[0], base) if base is not None else None
+            gone = [node for node in by_id if node not in reached]
+            for ns, cid in gone:
+                self._run(
+                    conn,
+                    "DELETE FROM memory_checkpoint_lists "
+                    "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+                    (thread_id, ns, cid),
+                )
+            if gone:
+                used = {key for node in reached for key in split_keys(by_id[node][1])}
+                stored = [
+                    str(r[0])
+                    for r in self._run(
+                        conn,
+                        "SELECT key FROM memory_checkpoint_values WHERE thread_id = ?",
+                        (thread_id,),
+                    ).fetchall()
+                ]
+                unused = [key for key in stored if key not in used]
+                for condition, params in self.dialect.ids_in("key", unused):
+                    self._run(
+                        conn,
+                        f"DELETE FROM memory_checkpoint_values WHERE thread_id = ? AND {condition}",
+                        [thread_id, *params],
+                    )
+        return len(gone)
+
+
+def _bytes(data: object) -> bytes | None:
+    if data is None:
+        return None
+    return bytes(data)  # type: ignore[call-overload]  # sqlite: bytes; psycopg: bytes/memoryview
