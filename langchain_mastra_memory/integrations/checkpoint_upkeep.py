@@ -21,9 +21,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
 from ..errors import ConfigurationError, ResourceMismatchError
+from ..pools import in_io_pool
 from ..twins import Steps, call, run_async, run_sync
 from . import checkpoint_configs as configs
 from .checkpoint_io import overrides
@@ -65,6 +66,34 @@ def put_back(io: Any, items: Sequence[CheckpointTuple], thread_id: str) -> Steps
             by_task.setdefault(task_id, []).append((channel, value))
         for task_id, writes in by_task.items():
             yield call(io, "put_writes", stored, writes, task_id)
+
+
+class SaverIO:
+    """Another saver's writes as twins, for `put_back` (its async methods where it has
+    them, else its sync ones on memory's I/O threads)."""
+
+    def __init__(self, saver: BaseCheckpointSaver) -> None:
+        self.saver = saver
+
+    def put(self, *args: Any) -> RunnableConfig:
+        return self.saver.put(*args)
+
+    def put_writes(self, *args: Any) -> None:
+        self.saver.put_writes(*args)
+
+    async def aput(self, *args: Any) -> RunnableConfig:
+        return await self._async("put", *args)  # type: ignore[no-any-return]
+
+    async def aput_writes(self, *args: Any) -> None:
+        await self._async("put_writes", *args)
+
+    async def _async(self, method: str, *args: Any) -> Any:
+        if overrides(self.saver, "a" + method):
+            try:
+                return await getattr(self.saver, "a" + method)(*args)
+            except NotImplementedError:  # e.g. SqliteSaver: sync only
+                pass
+        return await in_io_pool(getattr(self.saver, method), *args)
 
 
 def keep_for_latest(items: Sequence[CheckpointTuple]) -> list[CheckpointTuple]:
@@ -178,6 +207,47 @@ class ThreadUpkeep:
         mine = [s.message.id for s in stored if s.thread_id == thread_id]
         if mine:
             yield call(self.memory, "delete_messages", mine, **ref)
+
+    # -- the saver's own format -------------------------------------------------------------------
+    def write_back(self, thread_id: str, *, saver: BaseCheckpointSaver | None = None) -> int:
+        """Write a thread's checkpoints in the saver's own format, each ``messages`` list
+        whole (memory keeps them once, `checkpoint_refs`): in place, or into another `saver`
+        (leaving the package, or a copy for LangGraph alone). Checkpoint ids, parents,
+        metadata and pending writes stay; returns how many checkpoints were written.
+
+        Examples:
+            >>> from langgraph.checkpoint.memory import InMemorySaver
+            >>> from langchain_mastra_memory import Memory, SQLiteStorage
+            >>> checkpointer = Memory(storage=SQLiteStorage(":memory:")).checkpointer()
+            >>> checkpointer.write_back("no-such-thread", saver=InMemorySaver())
+            0
+        """
+        return run_sync(self._write_back(thread_id, saver))
+
+    async def awrite_back(
+        self, thread_id: str, *, saver: BaseCheckpointSaver | None = None
+    ) -> int:
+        """Async `write_back`."""
+        result: int = await run_async(self._write_back(thread_id, saver))
+        return result
+
+    def _write_back(self, thread_id: str, saver: BaseCheckpointSaver | None) -> Steps[int]:
+        items = yield call(self._io, "list_all", _thread(thread_id))
+        scratch: dict[str, Any] = {}
+        whole = []
+        for item in items:
+            whole.append((yield from self._refs.resolved(item, scratch)))
+        if saver is not None:
+            yield from put_back(SaverIO(saver), whole, thread_id)
+            return len(whole)
+        yield call(self._io, "saver_call", "delete_thread", thread_id)
+        yield from put_back(self._io, whole, thread_id)
+        self._forget_caches(thread_id)
+        try:  # no checkpoint refers to memory's lists any more
+            yield call(self.memory.storage, "sweep_checkpoint_lists", thread_id, set())
+        except NotImplementedError:
+            pass
+        return len(whole)
 
     # -- pruning ---------------------------------------------------------------------------------
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
