@@ -19,6 +19,7 @@ from .config import params as kw
 from .config.options import MemoryOptions
 from .conversation.branches import branches_of, new_branch
 from .lifecycle import Erasure
+from .lifecycle.retention import PruneReport, Pruner, RetentionPolicy
 from .messages import MessageList
 from .observational.service import ObservationalMemory
 from .recall.index import RecallIndex, RecallOptions
@@ -108,6 +109,7 @@ class Memory:
                                  processors, om)  # fmt: skip
         self.queries = ThreadQueries(self.storage, self.synced)
         self.erasure = Erasure(self.storage, self.synced, self.checkpointers)
+        self.pruner = Pruner(self, RetentionPolicy.parse(self.options.retention))
         settle()  # once per process: what the first turns would otherwise pay
 
     def __repr__(self) -> str:
@@ -191,6 +193,18 @@ class Memory:
     async def adelete_thread(self, thread_id: str, *, resource_id: str | None = None) -> bool:
         """Async `delete_thread`."""
         return await self.erasure.adelete_thread(thread_id, resource_id)
+
+    def prune(self, *, max_seconds: float | None = 30.0, batch_size: int = 500) -> PruneReport:
+        """Apply ``options["retention"]``: delete what is older than its kind's age, in
+        batches, for up to `max_seconds` (``report.done`` False: call again to go on).
+        Safe beside live turns and other processes pruning (`lifecycle.retention`)."""
+        return self.pruner.prune(max_seconds=max_seconds, batch_size=batch_size)
+
+    async def aprune(
+        self, *, max_seconds: float | None = 30.0, batch_size: int = 500
+    ) -> PruneReport:
+        """Async `prune`."""
+        return await self.pruner.aprune(max_seconds=max_seconds, batch_size=batch_size)
 
     def delete_resource(self, resource_id: str) -> bool:
         """Erase a resource (a user's right to erasure): every thread, message, vector,

@@ -43,6 +43,9 @@ class MemoryOptions(BaseModel):
       ``messageTokens``: a token budget for what memory sends, the oldest history dropped in
       chunks behind a stored boundary (`conversation.token_budget`); ``last_messages``, when
       given too, caps the count on top.
+    - ``retention``: an age per kind (``messages``, ``threads``, ``checkpoints``,
+      ``observations``, ``items``), Mastra's ``storage.retention``; ``memory.prune()``
+      applies it (`lifecycle.retention`). Nothing is pruned unless configured.
 
     Examples:
         >>> MemoryOptions.parse({"last_messages": 10}).last_messages
@@ -61,6 +64,7 @@ class MemoryOptions(BaseModel):
     cache_breakpoints: bool = False
     read_only: bool = False
     message_tokens: dict[str, Any] | None = None
+    retention: dict[str, Any] | None = None
 
     @field_validator("last_messages", mode="before")
     @classmethod
@@ -78,6 +82,14 @@ class MemoryOptions(BaseModel):
             "at_max_remove_tokens": parsed.at_max_remove_tokens,
             "encoding": parsed.encoding,
         }  # fmt: skip
+
+    @field_validator("retention", mode="before")
+    @classmethod
+    def _check_retention(cls, value: Any) -> Any:
+        from ..lifecycle.retention import RetentionPolicy
+
+        RetentionPolicy.parse(value)  # a ConfigurationError naming the option, or fine
+        return value
 
     def history_cap(self) -> int | Literal[False] | None:
         """``last_messages`` as a count cap: None when ``message_tokens`` governs alone (it was

@@ -9,6 +9,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
 from ..pools import in_io_pool
+from .checkpoint_deletes import delete_checkpoints
 
 
 def overrides(saver: BaseCheckpointSaver, method: str) -> bool:
@@ -77,6 +78,13 @@ class CheckpointerIO:
 
     async def asaver_call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         return await self.cp._inner(method, *args, **kwargs)
+
+    def delete_checkpoints(self, thread_id: str, doomed: Any) -> None:
+        """Some checkpoints of a thread, deleted in the saver's own rows (`checkpoint_deletes`)."""
+        delete_checkpoints(self.cp.saver, thread_id, doomed)
+
+    async def adelete_checkpoints(self, thread_id: str, doomed: Any) -> None:
+        await in_io_pool(delete_checkpoints, self.cp.saver, thread_id, doomed)
 
     def delta_history(self, config: RunnableConfig, channels: Sequence[str]) -> Any:
         """The saver's `get_delta_channel_history` (its own fast query where it has one)."""

@@ -18,6 +18,7 @@ conversation, as it does under compaction).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
@@ -25,9 +26,12 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
 from ..errors import ConfigurationError, ResourceMismatchError
 from ..pools import in_io_pool
+from ..storage.records import from_iso
 from ..twins import Steps, call, run_async, run_sync
 from . import checkpoint_configs as configs
+from .checkpoint_deletes import deletes_in_place
 from .checkpoint_io import overrides
+from .checkpoint_refs import referenced_at
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -99,11 +103,35 @@ class SaverIO:
 def keep_for_latest(items: Sequence[CheckpointTuple]) -> list[CheckpointTuple]:
     """The checkpoints ``keep_latest`` keeps: each namespace's newest, and its ancestors back
     to one that holds a value for every channel the newest leaves to a delta replay."""
+    return keep_with_ancestors(items, keep_newest(items, before=None, count=1))
+
+
+def keep_newest(
+    items: Sequence[CheckpointTuple], *, before: datetime | None, count: int | None
+) -> list[CheckpointTuple]:
+    """Per namespace: its newest checkpoint, the newest `count`, and those written at or
+    after `before` (retention's choice; None: no such rule)."""
+    chosen = []
+    for namespace in {_namespace(i) for i in items}:
+        mine = sorted(
+            (i for i in items if _namespace(i) == namespace),
+            key=lambda i: i.checkpoint["id"], reverse=True,
+        )  # fmt: skip
+        for rank, item in enumerate(mine):
+            young = before is not None and from_iso(item.checkpoint["ts"]) >= before
+            if rank == 0 or (count is not None and rank < count) or young:
+                chosen.append(item)
+    return chosen
+
+
+def keep_with_ancestors(
+    items: Sequence[CheckpointTuple], chosen: Sequence[CheckpointTuple]
+) -> list[CheckpointTuple]:
+    """`chosen`, each with its ancestors back to one holding a value for every channel it
+    leaves to a delta replay (so each still reads)."""
     by_id = {i.checkpoint["id"]: i for i in items}
     kept: dict[str, CheckpointTuple] = {}
-    for namespace in {_namespace(i) for i in items}:
-        mine = [i for i in items if _namespace(i) == namespace]
-        newest = max(mine, key=lambda i: i.checkpoint["id"])
+    for newest in chosen:
         values = newest.checkpoint.get("channel_values") or {}
         waiting = {c for c in newest.checkpoint.get("channel_versions") or {} if c not in values}
         cursor: CheckpointTuple | None = newest
@@ -248,6 +276,48 @@ class ThreadUpkeep:
         except NotImplementedError:
             pass
         return len(whole)
+
+    # -- retention: checkpoints older than an age, or beyond the newest N --------------------------
+    def prune_checkpoints(
+        self, thread_id: str, *, before: datetime | None = None, keep: int | None = None
+    ) -> int:
+        """Delete the thread's checkpoints written before `before` and not among each
+        namespace's newest `keep` (never a namespace's newest, nor an ancestor a kept one
+        reads through); memory's lists follow. How many went."""
+        return run_sync(self._prune_checkpoints(thread_id, before, keep))
+
+    async def aprune_checkpoints(
+        self, thread_id: str, *, before: datetime | None = None, keep: int | None = None
+    ) -> int:
+        """Async `prune_checkpoints`."""
+        result: int = await run_async(self._prune_checkpoints(thread_id, before, keep))
+        return result
+
+    def _prune_checkpoints(
+        self, thread_id: str, before: datetime | None, keep: int | None
+    ) -> Steps[int]:
+        items = yield call(self._io, "list_all", _thread(thread_id))
+        kept = keep_with_ancestors(items, keep_newest(items, before=before, count=keep))
+        kept_ids = {i.checkpoint["id"] for i in kept}
+        doomed = [(_namespace(i), i.checkpoint["id"]) for i in items if i.checkpoint["id"]
+                  not in kept_ids]  # fmt: skip
+        if not doomed:
+            return 0
+        if deletes_in_place(self.saver):
+            yield call(self._io, "delete_checkpoints", thread_id, doomed)
+        else:
+            yield from self._rewrite(thread_id, kept)
+        rows = {
+            (_namespace(i), at)
+            for i in kept
+            if (at := referenced_at((i.checkpoint.get("channel_values") or {}).get(
+                self._refs.key))) is not None
+        }  # fmt: skip
+        try:
+            yield call(self.memory.storage, "sweep_checkpoint_lists", thread_id, rows, set(doomed))
+        except NotImplementedError:
+            pass
+        return len(doomed)
 
     # -- pruning ---------------------------------------------------------------------------------
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:

@@ -24,6 +24,7 @@ _NO_LISTS = (
     "{} does not keep checkpoint message lists (MemoryCheckpointer stores each message once in "
     "SQLiteStorage or PostgresStorage; elsewhere the saver keeps whole lists)"
 )
+_NO_RETENTION = "{} does not support retention (memory.prune() needs SQLiteStorage or PostgresStorage)"
 _NO_WITHHELD = (
     "{} cannot remember the messages of read-only turns (read_only needs SQLiteStorage or "
     "PostgresStorage, or a storage implementing withhold_messages/withheld_ids)"
@@ -165,7 +166,12 @@ class DerivedRecords(ABC):  # noqa: B024 - every method has a default
         """Blank these messages' values in the thread's lists (retention)."""
         raise NotImplementedError(_NO_LISTS.format(type(self).__name__))
 
-    def sweep_checkpoint_lists(self, thread_id: str, keep: Collection[tuple[str, str]]) -> int:
+    def sweep_checkpoint_lists(
+        self,
+        thread_id: str,
+        keep: Collection[tuple[str, str]],
+        doomed: Collection[tuple[str, str]] | None = None,
+    ) -> int:
         """Delete the list rows no kept checkpoint reaches, and unused values."""
         raise NotImplementedError(_NO_LISTS.format(type(self).__name__))
 
@@ -197,10 +203,63 @@ class DerivedRecords(ABC):  # noqa: B024 - every method has a default
         return await off_loop(self.blank_checkpoint_values, thread_id, message_ids)
 
     async def asweep_checkpoint_lists(
-        self, thread_id: str, keep: Collection[tuple[str, str]]
+        self,
+        thread_id: str,
+        keep: Collection[tuple[str, str]],
+        doomed: Collection[tuple[str, str]] | None = None,
     ) -> int:
         """Async `sweep_checkpoint_lists`."""
-        return await off_loop(self.sweep_checkpoint_lists, thread_id, keep)
+        return await off_loop(self.sweep_checkpoint_lists, thread_id, keep, doomed)
+
+    # -- what is older than an age, for retention (`sql.retention`) -----------------------------
+    def aged_messages(self, before: datetime, limit: int) -> list[tuple[str, str, str]]:
+        """Messages created before `before`, oldest first: (id, thread, owner)."""
+        raise NotImplementedError(_NO_RETENTION.format(type(self).__name__))
+
+    def idle_threads(self, before: datetime, limit: int) -> list[tuple[str, str]]:
+        """Threads last active before `before`: (id, owner)."""
+        raise NotImplementedError(_NO_RETENTION.format(type(self).__name__))
+
+    def delete_aged_observations(self, before: datetime, limit: int) -> int:
+        """Delete observation groups written before `before`; how many went."""
+        raise NotImplementedError(_NO_RETENTION.format(type(self).__name__))
+
+    def aged_items(self, before: datetime, limit: int) -> list[tuple[tuple[str, ...], str]]:
+        """Store items with no time to live, last written before `before`."""
+        raise NotImplementedError(_NO_RETENTION.format(type(self).__name__))
+
+    def drop_observation_sources(
+        self, message_ids: list[str], *, thread_id: str, resource_id: str
+    ) -> int:
+        """Take pruned messages out of their logs' provenance."""
+        raise NotImplementedError(_NO_RETENTION.format(type(self).__name__))
+
+    async def adrop_observation_sources(
+        self, message_ids: list[str], *, thread_id: str, resource_id: str
+    ) -> int:
+        """Async `drop_observation_sources`."""
+        return await off_loop(
+            self.drop_observation_sources, message_ids, thread_id=thread_id,
+            resource_id=resource_id,
+        )  # fmt: skip
+
+    async def aaged_messages(self, before: datetime, limit: int) -> list[tuple[str, str, str]]:
+        """Async `aged_messages`."""
+        return await off_loop(self.aged_messages, before, limit)
+
+    async def aidle_threads(self, before: datetime, limit: int) -> list[tuple[str, str]]:
+        """Async `idle_threads`."""
+        return await off_loop(self.idle_threads, before, limit)
+
+    async def adelete_aged_observations(self, before: datetime, limit: int) -> int:
+        """Async `delete_aged_observations`."""
+        return await off_loop(self.delete_aged_observations, before, limit)
+
+    async def aaged_items(
+        self, before: datetime, limit: int
+    ) -> list[tuple[tuple[str, ...], str]]:
+        """Async `aged_items`."""
+        return await off_loop(self.aged_items, before, limit)
 
     # -- observational memory's log; the SQL backends keep it ----------------------------------
     def observation_log(self, key: str, *, buffered: bool = False) -> list[ObservationGroup]:

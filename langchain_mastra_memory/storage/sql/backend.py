@@ -39,6 +39,7 @@ from ..records import (
 from .checkpoint_lists import CheckpointListTable
 from .items import ItemTable
 from .messages import MessageTable
+from .retention import RetentionTable
 from .observations import ObservationTable
 from .search import SearchTable
 from .statements import (
@@ -101,6 +102,7 @@ class SQLStorage(
     ItemTable,
     WithheldTable,
     CheckpointListTable,
+    RetentionTable,
 ):
     """A `MemoryStorage` over a SQL engine: every algorithm here, once.
 

@@ -152,10 +152,16 @@ class CheckpointListTable(SQLRoom):
                 count += max(getattr(cursor, "rowcount", 0) or 0, 0)
         return count
 
-    def sweep_checkpoint_lists(self, thread_id: str, keep: Collection[tuple[str, str]]) -> int:
+    def sweep_checkpoint_lists(
+        self,
+        thread_id: str,
+        keep: Collection[tuple[str, str]],
+        doomed: Collection[tuple[str, str]] | None = None,
+    ) -> int:
         """Delete the thread's list rows that no checkpoint in `keep` ((namespace, id) of the
         rows the kept checkpoints name) reaches, and the values no remaining row holds; how
-        many rows went. Run after checkpoints were pruned."""
+        many rows went. Run after checkpoints were pruned; with `doomed` (the pruned
+        checkpoints), only their rows may go (a turn's new row, written meanwhile, stays)."""
         check_id(thread_id, "thread_id")
         with self._transaction(write=True) as conn:
             rows = self._run(
@@ -172,7 +178,10 @@ class CheckpointListTable(SQLRoom):
                     reached.add(node)
                     base = by_id[node][0]
                     node = (node[0], base) if base is not None else None
-            gone = [node for node in by_id if node not in reached]
+            gone = [
+                node for node in by_id
+                if node not in reached and (doomed is None or node in doomed)
+            ]  # fmt: skip
             for ns, cid in gone:
                 self._run(
                     conn,
@@ -181,7 +190,9 @@ class CheckpointListTable(SQLRoom):
                     (thread_id, ns, cid),
                 )
             if gone:
-                used = {key for node in reached for key in split_keys(by_id[node][1])}
+                used = {
+                    key for node in by_id if node not in gone for key in split_keys(by_id[node][1])
+                }  # fmt: skip
                 stored = [
                     str(r[0])
                     for r in self._run(

@@ -66,9 +66,13 @@ WITHHELD_TABLE = """
     CREATE INDEX memory_withheld_by_resource ON memory_withheld_messages(resource_id);
 """
 
-# a graph's message lists, each value once (`checkpoint_lists`): both dialects' migration, with
-# the value column's type (BLOB, BYTEA) and the time column's (TEXT, TIMESTAMPTZ) filled in
+# a graph's message lists, each value once (`checkpoint_lists`), and retention's reads by age
+# (`retention`): both dialects' migration, with the value column's type (BLOB, BYTEA) and the
+# time column's (TEXT, TIMESTAMPTZ) filled in
 CHECKPOINT_LISTS_TABLES = """
+    CREATE INDEX memory_messages_by_age ON memory_messages(created_at);
+    CREATE INDEX memory_threads_by_activity ON memory_threads(updated_at);
+    CREATE INDEX memory_observation_groups_by_age ON memory_observation_groups(created_at);
     CREATE TABLE memory_checkpoint_values (
         thread_id TEXT NOT NULL REFERENCES memory_threads(id) ON DELETE CASCADE,
         key TEXT NOT NULL,
