@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import sqlite3
-import statistics
 import tempfile
 import time
 import uuid

@@ -19,7 +19,7 @@ from .config import params as kw
 from .config.options import MemoryOptions
 from .conversation.branches import branches_of, new_branch
 from .lifecycle import Erasure
-from .lifecycle.retention import PruneReport, Pruner, RetentionPolicy
+from .lifecycle.retention import Pruner, PruneReport, RetentionPolicy
 from .messages import MessageList
 from .observational.service import ObservationalMemory
 from .recall.index import RecallIndex, RecallOptions

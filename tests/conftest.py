@@ -98,4 +98,3 @@ def milvus_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield uri
     finally:
         server.stop()
-

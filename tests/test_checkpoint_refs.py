@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import make_storage
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, message_to_dict
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -27,9 +28,9 @@ from langchain_mastra_memory import Memory, SQLiteStorage
 from langchain_mastra_memory.errors import StorageError
 from langchain_mastra_memory.integrations.checkpoint_refs import referenced_at
 
-from conftest import make_storage
-
-pytestmark = pytest.mark.filterwarnings("ignore::langchain_mastra_memory.errors.VolatileCheckpointsWarning")
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::langchain_mastra_memory.errors.VolatileCheckpointsWarning"
+)
 
 TEXT = "x" * 150
 
@@ -132,10 +133,7 @@ def test_every_checkpoint_reads_as_the_bare_savers(kind: str, mode: str, tmp_pat
     assert raw and all(referenced_at(value) is not None for value in raw)  # no list repeated
     with memory.storage._transaction(write=False) as conn:
         count = conn.execute("SELECT count(*) FROM memory_checkpoint_values").fetchone()[0]
-    values = {
-        (m["type"], str(m["data"]))
-        for row in expected if row[3] for m in row[3]
-    }
+    values = {(m["type"], str(m["data"])) for row in expected if row[3] for m in row[3]}
     assert count == len(values)  # each distinct value (an edit is a new one) stored once
 
 
@@ -221,6 +219,7 @@ def test_write_back_leaves_the_saver_s_own_format(mode: str, tmp_path: Path) -> 
 
 def test_300_turns_take_a_tenth_of_the_bare_savers_file(tmp_path: Path) -> None:
     """The issue's measure: a plain ``add_messages`` graph, ~200-byte messages, one thread."""
+
     def one_node(checkpointer: Any) -> Any:
         g = StateGraph(MessagesState)
         g.add_node("reply", lambda s: {"messages": [AIMessage(f"r{len(s['messages'])} {TEXT}")]})
@@ -254,7 +253,7 @@ def test_a_list_memory_no_longer_holds_is_a_clear_error(tmp_path: Path) -> None:
     with memory.storage._transaction(write=True) as conn:
         conn.execute("DELETE FROM memory_checkpoint_lists")
     fresh = Memory(storage=SQLiteStorage(tmp_path / "m.db")).checkpointer()
-    with pytest.raises(StorageError, match="t1.*no longer holds"):
+    with pytest.raises(StorageError, match=r"t1.*no longer holds"):
         fresh.get_tuple(config)
 
 

@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import listed_messages
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langchain_mastra_memory import Memory, SQLiteStorage
 from langchain_mastra_memory.testing import strict_model
-
-from helpers import listed_messages
 
 
 class FailsOnceWithAReply(SqliteSaver):

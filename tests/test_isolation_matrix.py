@@ -571,6 +571,12 @@ NOT_READS = {
     "MemoryCheckpointer.delete_for_runs": "deletes by run id, returns nothing",
     "MemoryCheckpointer.prune": "deletes old checkpoints, returns nothing",
     "MemoryCheckpointer.forget": "deletes a thread's checkpoints, returns nothing",
+    "MemoryCheckpointer.write_back": "rewrites a thread's checkpoints in the saver's format; "
+    "returns a count (its reads resolve lists of that thread only: tests/test_checkpoint_refs.py)",
+    "MemoryCheckpointer.prune_checkpoints": "deletes a thread's old checkpoints; returns a count",
+    "Memory.prune": "deletes by age alone across resources and returns counts only "
+    "(tests/test_retention.py: each resource's old messages go, nothing newer, recall per owner)",
+    "cli prune": "the operator's retention run; prints counts (tests/test_retention.py)",
     "MemoryCheckpointer.get_next_version": "a version counter",
     "MemoryCheckpointer.with_allowlist": "configures serialization",
     "MemoryChatMessageHistory.add_message": "a write to the history's own thread, checked",

@@ -17,6 +17,7 @@ from .shared import (
     app,
     console,
     embed_with_progress,
+    embedder,
     err_console,
     guard,
     import_with_progress,
@@ -150,6 +151,60 @@ def backlog(db: Db = DEFAULT_DB) -> None:
     console.print(f"{pending} messages wait for their vectors")
     if pending:
         console.print(f"write them: langchain-mastra-memory reindex --db {db}")
+
+
+@app.command()
+def prune(
+    db: Db = DEFAULT_DB,
+    messages: Annotated[
+        str | None, typer.Option(help="Delete messages older than this, e.g. 90d.")
+    ] = None,
+    threads: Annotated[
+        str | None, typer.Option(help="Delete threads idle longer than this.")
+    ] = None,
+    checkpoints: Annotated[
+        str | None, typer.Option(help="Delete checkpoints older than this.")
+    ] = None,
+    keep_checkpoints: Annotated[
+        int | None, typer.Option(help="Keep each thread's newest N checkpoints.")
+    ] = None,
+    observations: Annotated[
+        str | None, typer.Option(help="Delete observations older than this.")
+    ] = None,
+    items: Annotated[
+        str | None, typer.Option(help="Delete store items (no TTL) older than this.")
+    ] = None,
+    max_seconds: Annotated[
+        float, typer.Option(help="Stop after this long (run again to go on).")
+    ] = 300.0,
+) -> None:
+    """Apply a retention policy once (ages like 90d, 12h, 2w): what is older goes from
+    storage, keyword and vector search and the checkpoints. Schedule it (cron, a k8s CronJob)."""
+    from ..memory import Memory
+
+    ages = {"messages": messages, "threads": threads, "observations": observations, "items": items}
+    retention: dict[str, object] = {kind: age for kind, age in ages.items() if age is not None}
+    if checkpoints is not None or keep_checkpoints is not None:
+        retention["checkpoints"] = {
+            **({"max_age": checkpoints} if checkpoints else {}),
+            **({"keep": keep_checkpoints} if keep_checkpoints is not None else {}),
+        }
+    if not retention:
+        raise typer.BadParameter("name at least one kind and its age, e.g. --messages 90d")
+    memory = guard(lambda: Memory(
+        storage=storage_at(db), embedder=embedder(),
+        options={"semantic_recall": True, "retention": retention},
+    ))  # fmt: skip
+    report = guard(lambda: memory.prune(max_seconds=max_seconds))
+    removed = ", ".join(
+        f"{getattr(report, kind)} {kind}"
+        for kind in ("messages", "threads", "checkpoints", "observations", "items")
+    )
+    console.print(f"removed {removed}")
+    for error in report.errors:
+        console.print(f"[yellow]{error}[/]")
+    if not report.done:
+        console.print("time is up: run it again to go on")
 
 
 @app.command("import")

@@ -27,7 +27,7 @@ import hashlib
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
@@ -95,7 +95,7 @@ class MessageRefs:
         self._held: OrderedDict[tuple[str, str], Held] = OrderedDict()
         self._held_values = 0
 
-    # -- put ---------------------------------------------------------------------------------------
+    # -- put ------------------------------------------------------------------------------------
     def encoded(
         self, config: RunnableConfig, checkpoint: Checkpoint, new_versions: Any
     ) -> Steps[Checkpoint]:
@@ -112,7 +112,9 @@ class MessageRefs:
         if held is None and parent_id:  # not read here: the parent's list from storage
             held = yield from self._parent(config, thread_id, ns, parent_id)
         try:
-            at, depth, keys = yield from self._store(checkpoint["id"], thread_id, ns, messages, held)
+            at, depth, keys = yield from self._store(
+                checkpoint["id"], thread_id, ns, messages, held
+            )
         except (StorageError, NotImplementedError) as exc:  # the saver keeps it whole
             if isinstance(exc, NotImplementedError):
                 self.enabled = False  # a storage without lists: never again
@@ -171,7 +173,7 @@ class MessageRefs:
             limit = min(len(keys), len(held.keys))
             while keep < limit and keys[keep] == held.keys[keep]:
                 keep += 1
-        base = held.at if keep else None
+        base = held.at if keep and held is not None else None
         depth = held.depth + 1 if base is not None and held is not None else 0
         entry = CheckpointList(thread_id, ns, checkpoint_id, base, keep, keys[keep:], depth)
         yield call(self.storage, "save_checkpoint_list", entry, list(new.values()))
@@ -192,7 +194,7 @@ class MessageRefs:
         thread_id, ns, _ = _where(found.config)
         messages = yield from self.messages(thread_id, ns, at, found.checkpoint["id"], scratch)
         checkpoint = {**found.checkpoint, "channel_values": {**values, self.key: messages}}
-        return found._replace(checkpoint=checkpoint)
+        return found._replace(checkpoint=cast(Checkpoint, checkpoint))
 
     def messages(
         self,
@@ -228,16 +230,14 @@ class MessageRefs:
             self._hold(thread_id, ns, Held(checkpoint_id, at, depth, keys, messages))
         return messages
 
-    # -- the per-thread lists ------------------------------------------------------------------------
+    # -- the per-thread lists -------------------------------------------------------------------
     def _hold(self, thread_id: str, ns: str, held: Held) -> None:
         previous = self._held.pop((thread_id, ns), None)
         if previous is not None:
             self._held_values -= len(previous.values)
         self._held[(thread_id, ns)] = held
         self._held_values += len(held.values)
-        while self._held and (
-            self._held_values > HELD_VALUES or len(self._held) > HELD_THREADS
-        ):
+        while self._held and (self._held_values > HELD_VALUES or len(self._held) > HELD_THREADS):
             _, dropped = self._held.popitem(last=False)
             self._held_values -= len(dropped.values)
 

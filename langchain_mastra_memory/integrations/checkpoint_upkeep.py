@@ -18,6 +18,7 @@ conversation, as it does under compaction).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import suppress
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -86,7 +87,8 @@ class SaverIO:
         self.saver.put_writes(*args)
 
     async def aput(self, *args: Any) -> RunnableConfig:
-        return await self._async("put", *args)  # type: ignore[no-any-return]
+        config: RunnableConfig = await self._async("put", *args)
+        return config
 
     async def aput_writes(self, *args: Any) -> None:
         await self._async("put_writes", *args)
@@ -176,11 +178,9 @@ class ThreadUpkeep:
         if source is not None and target is None:
             yield call(self.memory, "clone_thread", source_thread_id,
                        new_thread_id=target_thread_id, carry_ids=True)  # fmt: skip
-        if source is not None:  # the copied checkpoints' lists (`checkpoint_refs`)
-            try:
+        if source is not None:  # the copied checkpoints' lists (`checkpoint_refs`); a storage
+            with suppress(NotImplementedError):  # without lists referenced none
                 yield call(storage, "copy_checkpoint_lists", source_thread_id, target_thread_id)
-            except NotImplementedError:  # a storage without lists: none were referenced
-                pass
 
     # -- a cancelled run, rolled back -------------------------------------------------------------
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
@@ -252,9 +252,7 @@ class ThreadUpkeep:
         """
         return run_sync(self._write_back(thread_id, saver))
 
-    async def awrite_back(
-        self, thread_id: str, *, saver: BaseCheckpointSaver | None = None
-    ) -> int:
+    async def awrite_back(self, thread_id: str, *, saver: BaseCheckpointSaver | None = None) -> int:
         """Async `write_back`."""
         result: int = await run_async(self._write_back(thread_id, saver))
         return result
@@ -271,10 +269,8 @@ class ThreadUpkeep:
         yield call(self._io, "saver_call", "delete_thread", thread_id)
         yield from put_back(self._io, whole, thread_id)
         self._forget_caches(thread_id)
-        try:  # no checkpoint refers to memory's lists any more
+        with suppress(NotImplementedError):  # no checkpoint refers to memory's lists any more
             yield call(self.memory.storage, "sweep_checkpoint_lists", thread_id, set())
-        except NotImplementedError:
-            pass
         return len(whole)
 
     # -- retention: checkpoints older than an age, or beyond the newest N --------------------------
@@ -313,10 +309,8 @@ class ThreadUpkeep:
             if (at := referenced_at((i.checkpoint.get("channel_values") or {}).get(
                 self._refs.key))) is not None
         }  # fmt: skip
-        try:
+        with suppress(NotImplementedError):
             yield call(self.memory.storage, "sweep_checkpoint_lists", thread_id, rows, set(doomed))
-        except NotImplementedError:
-            pass
         return len(doomed)
 
     # -- pruning ---------------------------------------------------------------------------------

@@ -163,15 +163,15 @@ class Pruner:
         for kind, setting, step in steps:
             if setting is None:
                 continue
-            before = now - setting if isinstance(setting, timedelta) else None
-            while True:
-                if deadline is not None and time.monotonic() >= deadline:
-                    report.done = False
-                    return report
+            before: Any = now - setting if isinstance(setting, timedelta) else None
+            while True:  # at least one batch a kind per call, so every call makes progress
                 removed, more = yield from step(before, batch_size, report)
                 setattr(report, kind, getattr(report, kind) + removed)
                 if not more:
                     break
+                if deadline is not None and time.monotonic() >= deadline:
+                    report.done = False
+                    return report
         return report
 
     # -- each kind: one batch; (how many went, whether more may be left) ---------------------------
@@ -210,7 +210,10 @@ class Pruner:
     ) -> Steps[tuple[int, bool]]:
         """Every thread's checkpoints, through each checkpointer this memory made (or, with
         none, one on memory's own database)."""
-        checkpointers = list(self.memory.checkpointers) or [self.memory.checkpointer()]
+        checkpointers = list(self.memory.checkpointers)
+        if not checkpointers:  # (kept: a checkpointer on memory's database, made once)
+            self._own = getattr(self, "_own", None) or self.memory.checkpointer()
+            checkpointers = [self._own]
         keep = self.policy.checkpoints_keep
         gone = 0
         offset = getattr(self, "_thread_offset", 0)
@@ -233,9 +236,7 @@ class Pruner:
         gone = yield call(self.memory.storage, "delete_aged_observations", before, limit)
         return gone, gone == limit
 
-    def _items(
-        self, before: datetime, limit: int, report: PruneReport
-    ) -> Steps[tuple[int, bool]]:
+    def _items(self, before: datetime, limit: int, report: PruneReport) -> Steps[tuple[int, bool]]:
         aged = yield call(self.memory.storage, "aged_items", before, limit)
         if aged:
             yield call(self.memory.storage, "put_items",

@@ -10,7 +10,14 @@ from datetime import datetime
 from typing import Any
 
 from .blocking import off_loop
-from .records import CheckpointList, CheckpointValue, ItemWrite, ObservationGroup, StoredItem, StoredMessage
+from .records import (
+    CheckpointList,
+    CheckpointValue,
+    ItemWrite,
+    ObservationGroup,
+    StoredItem,
+    StoredMessage,
+)
 
 _NO_LOG = (
     "{} does not keep an observational-memory log; observational memory needs SQLiteStorage "
@@ -24,7 +31,9 @@ _NO_LISTS = (
     "{} does not keep checkpoint message lists (MemoryCheckpointer stores each message once in "
     "SQLiteStorage or PostgresStorage; elsewhere the saver keeps whole lists)"
 )
-_NO_RETENTION = "{} does not support retention (memory.prune() needs SQLiteStorage or PostgresStorage)"
+_NO_RETENTION = (
+    "{} does not support retention (memory.prune() needs SQLiteStorage or PostgresStorage)"
+)
 _NO_WITHHELD = (
     "{} cannot remember the messages of read-only turns (read_only needs SQLiteStorage or "
     "PostgresStorage, or a storage implementing withhold_messages/withheld_ids)"
@@ -255,9 +264,7 @@ class DerivedRecords(ABC):  # noqa: B024 - every method has a default
         """Async `delete_aged_observations`."""
         return await off_loop(self.delete_aged_observations, before, limit)
 
-    async def aaged_items(
-        self, before: datetime, limit: int
-    ) -> list[tuple[tuple[str, ...], str]]:
+    async def aaged_items(self, before: datetime, limit: int) -> list[tuple[tuple[str, ...], str]]:
         """Async `aged_items`."""
         return await off_loop(self.aged_items, before, limit)
 

@@ -134,5 +134,5 @@ MIGRATIONS: list[str] = [
     # 10: ids of messages read-only turns left in a graph's state, never to be stored (`withheld`)
     WITHHELD_TABLE,
     # 11: a graph's message lists, each value stored once (`checkpoint_lists`)
-    CHECKPOINT_LISTS_TABLES.format(bytes='BYTEA', time='TIMESTAMPTZ'),
+    CHECKPOINT_LISTS_TABLES.format(bytes="BYTEA", time="TIMESTAMPTZ"),
 ]

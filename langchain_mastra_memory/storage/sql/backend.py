@@ -39,8 +39,8 @@ from ..records import (
 from .checkpoint_lists import CheckpointListTable
 from .items import ItemTable
 from .messages import MessageTable
-from .retention import RetentionTable
 from .observations import ObservationTable
+from .retention import RetentionTable
 from .search import SearchTable
 from .statements import (
     INSERT_RESOURCE,

@@ -170,14 +170,21 @@ class CheckpointListTable(SQLRoom):
                 "FROM memory_checkpoint_lists WHERE thread_id = ?",
                 (thread_id,),
             ).fetchall()
-            by_id = {(ns, cid): (base, tail) for ns, cid, base, _keep, tail in rows}
-            reached: set[tuple[str, str]] = set()
-            for start in keep:
-                node: tuple[str, str] | None = start
-                while node is not None and node in by_id and node not in reached:
-                    reached.add(node)
-                    base = by_id[node][0]
-                    node = (node[0], base) if base is not None else None
+            by_id = {(ns, cid): (base, keep_, tail) for ns, cid, base, keep_, tail in rows}
+            if doomed:  # a kept list built on pruned ones becomes whole, so they can go
+                for start in keep:
+                    chain = _chain(by_id, start)
+                    if any(node in doomed for node in chain[1:]):
+                        whole = _keys(by_id, chain)
+                        by_id[start] = (None, 0, KEY_SEP.join(whole))
+                        self._run(
+                            conn,
+                            "UPDATE memory_checkpoint_lists SET base_id = NULL, keep = 0, "
+                            "tail = ?, depth = 0 WHERE thread_id = ? AND checkpoint_ns = ? "
+                            "AND checkpoint_id = ?",
+                            (by_id[start][2], thread_id, *start),
+                        )
+            reached = {node for start in keep for node in _chain(by_id, start)}
             gone = [
                 node for node in by_id
                 if node not in reached and (doomed is None or node in doomed)
@@ -191,7 +198,7 @@ class CheckpointListTable(SQLRoom):
                 )
             if gone:
                 used = {
-                    key for node in by_id if node not in gone for key in split_keys(by_id[node][1])
+                    key for node in by_id if node not in gone for key in split_keys(by_id[node][2])
                 }  # fmt: skip
                 stored = [
                     str(r[0])
@@ -209,6 +216,29 @@ class CheckpointListTable(SQLRoom):
                         [thread_id, *params],
                     )
         return len(gone)
+
+
+Rows = dict[tuple[str, str], tuple[str | None, int, str]]  # (ns, id) -> base, keep, tail
+
+
+def _chain(by_id: Rows, start: tuple[str, str]) -> list[tuple[str, str]]:
+    """`start` and the rows it builds on, newest first (as far as they are stored)."""
+    chain: list[tuple[str, str]] = []
+    node: tuple[str, str] | None = start
+    while node is not None and node in by_id and node not in chain:
+        chain.append(node)
+        base = by_id[node][0]
+        node = (node[0], base) if base is not None else None
+    return chain
+
+
+def _keys(by_id: Rows, chain: list[tuple[str, str]]) -> list[str]:
+    """The whole key list of `chain`'s first row."""
+    keys: list[str] = []
+    for node in reversed(chain):
+        _base, keep, tail = by_id[node]
+        keys = keys[:keep] + split_keys(tail)
+    return keys
 
 
 def _bytes(data: object) -> bytes | None:

@@ -159,7 +159,7 @@ MIGRATIONS: list[str] = [
     # 9: ids of messages read-only turns left in a graph's state, never to be stored (`withheld`)
     WITHHELD_TABLE,
     # 10: a graph's message lists, each value stored once (`checkpoint_lists`)
-    CHECKPOINT_LISTS_TABLES.format(bytes='BLOB', time='TEXT'),
+    CHECKPOINT_LISTS_TABLES.format(bytes="BLOB", time="TEXT"),
 ]
 
 
