@@ -413,3 +413,25 @@ def test_the_library_refuses_a_page_no_database_can_reach() -> None:
                  lambda: memory.search_messages("x", resource_id="alice", page=10**30)):  # fmt: skip
         with pytest.raises(ConfigurationError, match="page must be an int"):
             call()
+
+
+def test_every_page_says_the_retention_and_what_waits_for_a_prune(tmp_path: Path) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    plain = Memory(storage=SQLiteStorage(tmp_path / "plain.db"))
+    assert "retention: none (nothing is pruned)" in local(create_app(plain)).get("/").text
+    memory = Memory(
+        storage=SQLiteStorage(tmp_path / "kept.db"),
+        options={"retention": {"messages": "90d", "checkpoints": {"keep": 20}}},
+    )
+    memory.create_thread(thread_id="t1", resource_id="alice")
+    memory.save_messages([HumanMessage("old", id="o1"), HumanMessage("new", id="n1")],
+                         thread_id="t1", resource_id="alice")  # fmt: skip
+    old = memory.storage._time(datetime.now(timezone.utc) - timedelta(days=200))
+    with memory.storage._transaction(write=True) as conn:
+        conn.execute("UPDATE memory_messages SET created_at = ? WHERE id = 'o1'", (old,))
+    line = "retention: messages 90d, checkpoints: newest 20 kept; 1 message past their age"
+    assert line in local(create_app(memory)).get("/r/alice").text
+    memory.prune()
+    shown = local(create_app(memory)).get("/").text
+    assert "retention: messages 90d" in shown and "past their age" not in shown

@@ -130,12 +130,47 @@ class PruneReport:
         return self.messages + self.threads + self.checkpoints + self.observations + self.items
 
 
+def _age(age: timedelta) -> str:
+    seconds = age.total_seconds()
+    for unit in ("w", "d", "h", "m"):
+        if seconds >= UNITS[unit] and seconds % UNITS[unit] == 0:
+            return f"{int(seconds // UNITS[unit])}{unit}"
+    return f"{seconds:g}s"
+
+
 class Pruner:
     """`Memory.prune`: the policy applied in batches (see the module)."""
 
     def __init__(self, memory: Memory, policy: RetentionPolicy) -> None:
         self.memory = memory
         self.policy = policy
+
+    def summary(self) -> str:
+        """One line for the explorer: the policy, and how many messages wait for a prune.
+
+        Examples:
+            >>> from langchain_mastra_memory import Memory, SQLiteStorage
+            >>> Memory(storage=SQLiteStorage(":memory:")).pruner.summary()
+            'retention: none (nothing is pruned)'
+        """
+        policy = self.policy
+        if not policy.configured:
+            return "retention: none (nothing is pruned)"
+        parts = [
+            f"{kind} {_age(age)}"
+            for kind in ("messages", "threads", "checkpoints", "observations", "items")
+            if (age := getattr(policy, kind)) is not None
+        ]
+        if policy.checkpoints_keep is not None:
+            parts.append(f"checkpoints: newest {policy.checkpoints_keep} kept")
+        line = "retention: " + ", ".join(parts)
+        if policy.messages is not None:
+            due = self.memory.storage.aged_messages(now_utc() - policy.messages, 1001)
+            if due:
+                count = "1,000+" if len(due) > 1000 else str(len(due))
+                noun = "message" if count == "1" else "messages"
+                line += f"; {count} {noun} past their age wait for prune()"
+        return line
 
     def prune(self, *, max_seconds: float | None = 30.0, batch_size: int = 500) -> PruneReport:
         return run_sync(self._prune(max_seconds, batch_size))

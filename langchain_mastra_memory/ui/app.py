@@ -77,8 +77,9 @@ def create_app(
     def page(request: Request, name: str, status: int = 200, **data: Any) -> HTMLResponse:
         csrf = request.scope.get("state", {}).get("csrf_token", "")
         backlog = memory.vector_backlog()
+        retention = memory.pruner.summary()
         html = env.get_template(name).render(
-            request=request, write=write, csrf=csrf, backlog=backlog, **data
+            request=request, write=write, csrf=csrf, backlog=backlog, retention=retention, **data
         )
         response = HTMLResponse(html, status_code=status)
         given = request.query_params.get("token")
