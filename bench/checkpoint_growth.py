@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import sqlite3
 import tempfile
 import time
@@ -35,13 +36,30 @@ from langgraph.graph import START, MessagesState, StateGraph
 
 from langchain_mastra_memory import Memory, PostgresStorage, SQLiteStorage
 
-TEXT = "x" * 180  # with the turn's words, ~200 bytes of content a message
+WORDS = random.Random(7).choices(
+    "the a of to and in is it you that was for on are with as his they be at one have this "
+    "from or had by hot word but what some we can out other were all there when up use your "
+    "how said an each she which do their time if will way about many then them write would "
+    "like so these her long make thing see him two has look more day could go come did number "
+    "sound no most people my over know water than call first who may down side been now find"
+    .split(), k=20_000)  # fmt: skip
+
+
+def text(n: int) -> str:
+    """~180 bytes of English-like words (varied: PostgreSQL compresses repeated text away)."""
+    start = (n * 37) % (len(WORDS) - 40)
+    return " ".join(WORDS[start : start + 40])[:180]
+
+
 OPTIONS = {"semantic_recall": False, "last_messages": 10}
 
 
 def one_node(checkpointer: Any) -> Any:
     graph = StateGraph(MessagesState)
-    graph.add_node("reply", lambda s: {"messages": [AIMessage(f"r{len(s['messages'])} {TEXT}")]})
+    graph.add_node(
+        "reply",
+        lambda s: {"messages": [AIMessage(f"r{len(s['messages'])} {text(len(s['messages']))}")]},
+    )
     graph.add_edge(START, "reply")
     return graph.compile(checkpointer=checkpointer)
 
@@ -74,7 +92,7 @@ def sizes_sqlite(turns: int, every: int) -> list[tuple[int, int, int]]:
     config = {"configurable": {"thread_id": "t1", "resource_id": "alice"}}
     rows = []
     for turn in range(1, turns + 1):
-        message = {"messages": [HumanMessage(f"turn {turn} {TEXT}")]}
+        message = {"messages": [HumanMessage(f"turn {turn} {text(turn)}")]}
         for app in (bare, wrapped) if turn % 2 else (wrapped, bare):
             app.invoke(message, config)
         if turn % every == 0:
@@ -102,7 +120,7 @@ def sizes_postgres(dsn: str, turns: int, every: int) -> list[tuple[int, int, int
     rows = []
     try:
         for turn in range(1, turns + 1):
-            message = {"messages": [HumanMessage(f"turn {turn} {TEXT}")]}
+            message = {"messages": [HumanMessage(f"turn {turn} {text(turn)}")]}
             for app in (bare, wrapped) if turn % 2 else (wrapped, bare):
                 app.invoke(message, config)
             if turn % every == 0:
@@ -118,7 +136,7 @@ def sizes_postgres(dsn: str, turns: int, every: int) -> list[tuple[int, int, int
 
 def conversation(n: int, start: int = 0) -> list[Any]:
     return [
-        (HumanMessage if i % 2 == 0 else AIMessage)(f"message {i} {TEXT}", id=f"m{i}")
+        (HumanMessage if i % 2 == 0 else AIMessage)(f"message {i} {text(i)}", id=f"m{i}")
         for i in range(start, start + n)
     ]
 

@@ -27,6 +27,7 @@ import hashlib
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass
+from operator import is_
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -71,6 +72,13 @@ class Held:
         if not self.values:  # keys read from storage alone
             return {}
         return {id(value): key for value, key in zip(self.values, self.keys, strict=True)}
+
+    def extended_by(self, messages: list[Any]) -> bool:
+        """Whether `messages` starts with this list's very objects (checked in C)."""
+        n = len(self.values)
+        return (
+            bool(self.values) and len(messages) >= n and all(map(is_, messages[:n], self.values))
+        )
 
 
 def _where(config: RunnableConfig) -> tuple[str, str, str | None]:
@@ -154,25 +162,30 @@ class MessageRefs:
     ) -> Steps[tuple[str, int, list[str]]]:
         """Store `messages` as a list building on `held` (the parent's); returns the
         checkpoint whose row holds it, that row's depth, and the keys."""
-        known = held.key_of() if held is not None else {}
-        keys: list[str] = []
         new: dict[str, CheckpointValue] = {}
-        stored = set(held.keys) if held is not None else set()
-        for message in messages:
-            key = known.get(id(message))
-            if key is None:
-                kind, data = self.serde.dumps_typed(message)
-                key = digest(kind, data)
-                if key not in stored and key not in new:
-                    new[key] = CheckpointValue(key, getattr(message, "id", None), kind, data)
-            keys.append(key)
-        if held is not None and keys == held.keys:  # unchanged: the parent's row holds it
+
+        def key_of(message: Any) -> str:
+            kind, data = self.serde.dumps_typed(message)
+            key = digest(kind, data)
+            if key not in new:  # (a value stored before is left as it is: ON CONFLICT)
+                new[key] = CheckpointValue(key, getattr(message, "id", None), kind, data)
+            return key
+
+        if held is not None and held.extended_by(messages):  # appends only: the usual turn
+            keep = len(held.keys)
+            keys = [*held.keys, *map(key_of, messages[keep:])]
+        else:
+            known = held.key_of() if held is not None else {}
+            keys = [known.get(id(m)) or key_of(m) for m in messages]
+            keep = 0
+            if held is not None:
+                limit = min(len(keys), len(held.keys))
+                while keep < limit and keys[keep] == held.keys[keep]:
+                    keep += 1
+        if held is not None and keep == len(keys) == len(held.keys):  # unchanged
             return held.at, held.depth, keys
-        keep = 0
-        if held is not None and held.depth + 1 < SNAPSHOT_EVERY:
-            limit = min(len(keys), len(held.keys))
-            while keep < limit and keys[keep] == held.keys[keep]:
-                keep += 1
+        if held is None or held.depth + 1 >= SNAPSHOT_EVERY:
+            keep = 0  # a whole list: reads follow at most SNAPSHOT_EVERY rows
         base = held.at if keep and held is not None else None
         depth = held.depth + 1 if base is not None and held is not None else 0
         entry = CheckpointList(thread_id, ns, checkpoint_id, base, keep, keys[keep:], depth)
