@@ -141,11 +141,32 @@ def conversation(n: int, start: int = 0) -> list[Any]:
     ]
 
 
-def put_times(size: int, puts: int) -> dict[str, list[float]]:
-    """Seconds per put (and per read of the latest) at a state of `size` messages."""
-    folder = Path(tempfile.mkdtemp(prefix="lmm-puts-"))
-    bare = SqliteSaver(sqlite3.connect(folder / "bare.db", check_same_thread=False))
-    memory = Memory(storage=SQLiteStorage(folder / "memory.db"), options=OPTIONS)
+def put_times(size: int, puts: int, dsn: str | None = None) -> dict[str, list[float]]:
+    """Seconds per put (and per read of the latest) at a state of `size` messages: SQLite,
+    or with `dsn` PostgreSQL (`PostgresSaver` in a schema of its own against memory's)."""
+    cleanup: list[Any] = []
+    if dsn is None:
+        folder = Path(tempfile.mkdtemp(prefix="lmm-puts-"))
+        bare: Any = SqliteSaver(sqlite3.connect(folder / "bare.db", check_same_thread=False))
+        memory = Memory(storage=SQLiteStorage(folder / "memory.db"), options=OPTIONS)
+    else:
+        import psycopg
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from psycopg.rows import dict_row
+
+        schema = f"puts_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute(f"CREATE SCHEMA {schema}")
+        conn = psycopg.connect(
+            dsn, autocommit=True, row_factory=dict_row, options=f"-c search_path={schema}"
+        )
+        bare = PostgresSaver(conn)
+        bare.setup()
+        storage = PostgresStorage(dsn, schema=f"m{schema}")
+        memory = Memory(storage=storage, options=OPTIONS)
+        cleanup = [conn.close, storage.drop_schema, storage.close,
+                   lambda: psycopg.connect(dsn, autocommit=True).execute(
+                       f"DROP SCHEMA {schema} CASCADE")]  # fmt: skip
     wrapped = memory.checkpointer()
     savers = {"bare": bare, "wrapped": wrapped}
     configs: dict[str, Any] = {}
@@ -174,7 +195,8 @@ def put_times(size: int, puts: int) -> dict[str, list[float]]:
             times[f"{name}_put"].append(time.perf_counter() - start)
             config["configurable"]["resource_id"] = "a"
             configs[name] = config
-    memory.storage.close()
+    for step in cleanup or [memory.storage.close]:
+        step()
     return times
 
 
@@ -199,6 +221,7 @@ def main() -> None:
 
     print(f"### Bytes by turn (one thread, {args.turns} turns)\n")
     tables = {"SQLite file": sizes_sqlite(args.turns, args.every)}
+    dsn = None
     if not args.no_postgres:
         from langchain_mastra_memory.testing import throwaway_postgres
 
@@ -210,16 +233,19 @@ def main() -> None:
         for turn, bare, mine in rows:
             print(f"| {turn} | {mb(bare)} | {mb(mine)} | {bare / mine:.0f}x |")
         print()
-    print("### Put and read of the latest, ms (SqliteSaver; p50 / p95)\n")
-    print("| messages in the state | bare put | wrapped put | bare read | wrapped read |")
-    print("|---|---|---|---|---|")
-    for size in args.sizes:
-        t = put_times(size, args.puts)
-        cells = [
-            f"{pct(t[key], 0.5):.2f} / {pct(t[key], 0.95):.2f}"
-            for key in ("bare_put", "wrapped_put", "bare_get", "wrapped_get")
-        ]
-        print(f"| {size:,} | " + " | ".join(cells) + " |")
+    sides = {"SqliteSaver": None} | ({} if args.no_postgres else {"PostgresSaver": dsn})
+    for saver, where in sides.items():
+        print(f"### Put and read of the latest, ms ({saver}; p50 / p95)\n")
+        print("| messages in the state | bare put | wrapped put | bare read | wrapped read |")
+        print("|---|---|---|---|---|")
+        for size in args.sizes:
+            t = put_times(size, args.puts, where)
+            cells = [
+                f"{pct(t[key], 0.5):.2f} / {pct(t[key], 0.95):.2f}"
+                for key in ("bare_put", "wrapped_put", "bare_get", "wrapped_get")
+            ]
+            print(f"| {size:,} | " + " | ".join(cells) + " |")
+        print()
 
 
 if __name__ == "__main__":

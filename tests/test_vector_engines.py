@@ -271,3 +271,28 @@ def test_qdrant_edge_builds_its_graph_behind_the_writes_and_searches_meanwhile(
     assert automatic._shard(automatic._existing("demo")).info().indexed_vectors_count > 0
     for made in (store, automatic):
         made.close()
+
+
+@pytest.mark.parametrize("kind", ENGINES)
+def test_a_pruned_message_leaves_every_engine(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    """Retention (`memory.prune()`): old messages' vectors go, new ones stay, per resource."""
+    from datetime import datetime, timedelta, timezone
+
+    vectors = engine(kind, tmp_path, request)
+    memory = Memory(storage=SQLiteStorage(tmp_path / "memory.db"), vector=vectors,
+                    options={"semantic_recall": {"mode": "vector"},
+                             "retention": {"messages": "90d"}})  # fmt: skip
+    garden(memory)  # alice's two garden messages and bob's locker code
+    name = memory.recall_index.index_name()
+    old = [m.id for m in memory.get_messages(thread_id="g1")][:1]
+    when = memory.storage._time(datetime.now(timezone.utc) - timedelta(days=200))
+    with memory.storage._transaction(write=True) as conn:
+        conn.execute("UPDATE memory_messages SET created_at = ? WHERE id = ?", (when, old[0]))
+    assert memory.prune().messages == 1
+    assert vectors.vectors(name, "alice", old) == {}
+    kept = [m.id for m in memory.get_messages(thread_id="g1")]
+    assert kept and set(vectors.vectors(name, "alice", kept)) == set(kept)
+    assert vectors.count(name, 384, "bob") >= 1
+    vectors.close()
