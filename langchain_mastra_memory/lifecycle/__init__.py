@@ -7,6 +7,8 @@ own file as LangGraph's checkpoint store.
   `Memory`, the MCP server, the CLI and the explorer all come here through `Memory`.
 - `checkpoint_file`: the default saver beside memory's own SQLite file, and a thread's
   checkpoints removed from it.
+- `retention`: ``options["retention"]`` (an age per kind) and `Pruner` (``memory.prune()``),
+  which deletes what is older in bounded, resumable batches through the parts that own it.
 
 Below `Memory` and the shapes, above storage and recall: it imports `storage`, `recall`'s
 `SyncedStorage` and `conversation.branches`; a checkpointer reaches it only through the
