@@ -10,6 +10,12 @@ nothing (unless ``mirror_deletes=True``), an edit by id updates the stored messa
 or replay from an earlier checkpoint moves the abandoned messages to a branch thread.
 ``delete_thread`` deletes the memory thread too.
 
+Each message is stored once: the ``messages`` list of a checkpoint goes to memory's storage
+(`checkpoint_refs`: each value once, each list as its parent's plus what changed) and the
+wrapped saver stores a small reference, put back on every read, so the saver's bytes grow
+with the thread, not its square. ``reference_messages=False`` keeps the saver's own format,
+and `write_back` rewrites a thread in it (in place or into another saver).
+
 Isolation holds both ways: a put, and a read (``get_tuple``, ``list`` with a thread, so
 ``get_state``, ``invoke`` and ``stream`` too), of a thread owned by another resource raises
 `ResourceMismatchError` before any checkpoint is written or returned; ``list`` without a thread
