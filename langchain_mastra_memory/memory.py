@@ -109,7 +109,10 @@ class Memory:
                                  processors, om)  # fmt: skip
         self.queries = ThreadQueries(self.storage, self.synced)
         self.erasure = Erasure(self.storage, self.synced, self.checkpointers)
-        self.pruner = Pruner(self, RetentionPolicy.parse(self.options.retention))
+        self.pruner = Pruner(
+            self.storage, self.synced, self.erasure, self.checkpointers, self.checkpointer,
+            RetentionPolicy.parse(self.options.retention),
+        )  # fmt: skip
         settle()  # once per process: what the first turns would otherwise pay
 
     def __repr__(self) -> str:

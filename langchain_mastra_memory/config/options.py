@@ -86,7 +86,7 @@ class MemoryOptions(BaseModel):
     @field_validator("retention", mode="before")
     @classmethod
     def _check_retention(cls, value: Any) -> Any:
-        from ..lifecycle.retention import RetentionPolicy
+        from .retention import RetentionPolicy
 
         RetentionPolicy.parse(value)  # a ConfigurationError naming the option, or fine
         return value

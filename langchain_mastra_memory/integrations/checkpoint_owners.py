@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.runnables import RunnableConfig
 
 from ..threads.ids import explicit_resource_id, resolve_ids, verify_owner
+from .checkpoint_configs import root_config
 
 if TYPE_CHECKING:
     from ..conversation.mirroring import ThreadMirror
@@ -32,6 +33,21 @@ class ThreadOwners:
     default_resource_id: str | None
     trust_thread_reads: bool
     _channel: Any  # `CheckpointMessages`: its cache follows the thread's life too
+    saver: Any
+    _inner: Any
+
+    # -- checkpoints nobody owns ---------------------------------------------------------------
+    def _purge_orphans(self, thread_id: str) -> None:
+        """Before a thread memory does not hold gets its first checkpoint: delete checkpoints
+        left under that id (its memory thread was deleted elsewhere, by another process or the
+        CLI), so the new owner starts empty and never reads the old one's state."""
+        if self.saver.get_tuple(root_config(thread_id)):
+            self.saver.delete_thread(thread_id)
+
+    async def _apurge_orphans(self, thread_id: str) -> None:
+        """Async `_purge_orphans`."""
+        if await self._inner("get_tuple", root_config(thread_id)):
+            await self._inner("delete_thread", thread_id)
 
     # -- ids and owners ------------------------------------------------------------------------
     def _ids(self, config: RunnableConfig) -> tuple[str, str]:

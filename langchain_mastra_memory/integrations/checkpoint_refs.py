@@ -76,9 +76,7 @@ class Held:
     def extended_by(self, messages: list[Any]) -> bool:
         """Whether `messages` starts with this list's very objects (checked in C)."""
         n = len(self.values)
-        return (
-            bool(self.values) and len(messages) >= n and all(map(is_, messages[:n], self.values))
-        )
+        return bool(self.values) and len(messages) >= n and all(map(is_, messages[:n], self.values))
 
 
 def _where(config: RunnableConfig) -> tuple[str, str, str | None]:

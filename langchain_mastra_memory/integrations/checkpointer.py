@@ -10,11 +10,9 @@ nothing (unless ``mirror_deletes=True``), an edit by id updates the stored messa
 or replay from an earlier checkpoint moves the abandoned messages to a branch thread.
 ``delete_thread`` deletes the memory thread too.
 
-Each message is stored once: the ``messages`` list of a checkpoint goes to memory's storage
-(`checkpoint_refs`: each value once, each list as its parent's plus what changed) and the
-wrapped saver stores a small reference, put back on every read, so the saver's bytes grow
-with the thread, not its square. ``reference_messages=False`` keeps the saver's own format,
-and `write_back` rewrites a thread in it (in place or into another saver).
+Each message is stored once: a checkpoint's ``messages`` list goes to memory (`checkpoint_refs`)
+and the saver keeps a reference, put back on read (``reference_messages=False``: the saver's
+own format; `write_back` rewrites a thread in it).
 
 Isolation holds both ways: a put, and a read (``get_tuple``, ``list`` with a thread, so
 ``get_state``, ``invoke`` and ``stream`` too), of a thread owned by another resource raises
@@ -119,10 +117,10 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
             memory.default_resource_id = default_resource_id
         self.mirror = ThreadMirror(memory, messages_key=messages_key, mirror_deletes=mirror_deletes)
         self._io = CheckpointerIO(self)
+        refs = reference_messages and not memory.synced.read_only  # each message once
         self._refs = MessageRefs(
-            self._io, memory.storage, self.saver.serde, messages_key,
-            enabled=reference_messages and not memory.synced.read_only,
-        )  # fmt: skip  # each message once: the list in memory, a reference in the checkpoint
+            self._io, memory.storage, self.saver.serde, messages_key, enabled=refs
+        )
         self._channel = CheckpointMessages(self._io, messages_key, self._refs)  # list or delta
         self._one_file = OneFileWrites.of(self.saver, memory)  # one transaction for a turn
         memory.checkpointers.add(self)  # memory.delete_thread deletes the checkpoints too
@@ -384,18 +382,6 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
     def _read_only(self, config: RunnableConfig) -> bool:
         """Whether the run saves nothing (a read-only memory, or ``memory_options``)."""
         return self.memory.synced.read_only or bool(call_options.of(config).read_only)
-
-    def _purge_orphans(self, thread_id: str) -> None:
-        """Before a thread memory does not hold gets its first checkpoint: delete checkpoints
-        left under that id (its memory thread was deleted elsewhere, by another process or the
-        CLI), so the new owner starts empty and never reads the old one's state."""
-        if self.saver.get_tuple(configs.root_config(thread_id)):
-            self.saver.delete_thread(thread_id)
-
-    async def _apurge_orphans(self, thread_id: str) -> None:
-        """Async `_purge_orphans`."""
-        if await self._inner("get_tuple", configs.root_config(thread_id)):
-            await self._inner("delete_thread", thread_id)
 
     def forget(self, thread_id: str) -> None:
         """Delete the thread's checkpoints from the wrapped saver (not its memory thread:

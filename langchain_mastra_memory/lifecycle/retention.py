@@ -18,99 +18,40 @@ time is up (``max_seconds``) and says so (``done`` False): calling again resumes
 what is left is still what is old. Two processes pruning at once overlap harmlessly (every
 delete is idempotent), and turns go on meanwhile.
 
-Examples:
-    >>> RetentionPolicy.parse({"messages": "90d", "checkpoints": {"keep": 20}}).messages
-    datetime.timedelta(days=90)
+Below `Memory`: it reaches the checkpointers through the `PrunesCheckpoints` protocol and
+deletes threads through `Erasure`, messages through `SyncedStorage` (vectors with them).
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from ..config.retention import UNITS, RetentionPolicy
 from ..errors import ConfigurationError, StorageError
+from ..storage.base import MemoryStorage
 from ..storage.records import ItemWrite, now_utc
 from ..twins import Steps, call, run_async, run_sync
 
 if TYPE_CHECKING:
-    from ..memory import Memory
-
-KINDS = ("messages", "threads", "checkpoints", "observations", "items")
-UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+    from ..recall.synced import SyncedStorage
+    from .erasure import Erasure
 
 
-def parse_age(value: Any, where: str) -> timedelta:
-    """A positive duration: ``"90d"``, ``"12h"``, ``"30m"``, ``"45s"``, ``"2w"``, or a
-    ``timedelta``; anything else a `ConfigurationError` naming `where`."""
-    if isinstance(value, timedelta):
-        age = value
-    elif isinstance(value, str) and (match := _DURATION.match(value)):
-        age = timedelta(seconds=float(match[1]) * UNITS[match[2]])
-    else:
-        msg = (
-            f"{where}: {value!r} is not a duration; give one like '90d', '12h', '30m', '45s', "
-            "'2w' or a datetime.timedelta"
-        )
-        raise ConfigurationError(msg)
-    if age <= timedelta(0):
-        raise ConfigurationError(f"{where}: {value!r} must be longer than zero")
-    return age
+class PrunesCheckpoints(Protocol):
+    """What a prune asks of a checkpointer (`MemoryCheckpointer.prune_checkpoints`)."""
 
+    def prune_checkpoints(
+        self, thread_id: str, *, before: datetime | None = None, keep: int | None = None
+    ) -> int: ...
 
-@dataclass(frozen=True)
-class RetentionPolicy:
-    """How old each kind may grow (None: kept forever)."""
-
-    messages: timedelta | None = None
-    threads: timedelta | None = None
-    checkpoints: timedelta | None = None
-    checkpoints_keep: int | None = None
-    observations: timedelta | None = None
-    items: timedelta | None = None
-
-    @property
-    def configured(self) -> bool:
-        return any(getattr(self, name) is not None for name in self.__dataclass_fields__)
-
-    @classmethod
-    def parse(cls, value: Any) -> RetentionPolicy:
-        """``{"messages": "90d", "checkpoints": {"max_age": "30d", "keep": 20}, ...}``;
-        each kind an age or ``{"max_age": age}`` (Mastra's ``maxAge`` too)."""
-        where = "options['retention']"
-        if value is None:
-            return cls()
-        if not isinstance(value, dict):
-            raise ConfigurationError(f"{where} must be a dict of ages by kind, got {value!r}")
-        ages: dict[str, Any] = {}
-        for kind, setting in value.items():
-            if kind not in KINDS:
-                msg = f"{where}: unknown kind {kind!r}; use {', '.join(map(repr, KINDS))}"
-                raise ConfigurationError(msg)
-            here = f"{where}[{kind!r}]"
-            if isinstance(setting, dict):
-                allowed = {"max_age", "maxAge"} | ({"keep"} if kind == "checkpoints" else set())
-                if unknown := set(setting) - allowed:
-                    msg = f"{here}: unknown option(s) {sorted(unknown)}; use {sorted(allowed)}"
-                    raise ConfigurationError(msg)
-                age = setting.get("max_age", setting.get("maxAge"))
-                if "keep" in setting:
-                    keep = setting["keep"]
-                    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
-                        msg = f"{here}['keep']: {keep!r} must be a whole number of at least 1"
-                        raise ConfigurationError(msg)
-                    ages["checkpoints_keep"] = keep
-                if age is None and "keep" not in setting:
-                    raise ConfigurationError(f"{here}: give 'max_age'")
-                if age is not None:
-                    ages[kind] = parse_age(age, f"{here}['max_age']")
-            else:
-                ages[kind] = parse_age(setting, here)
-        return cls(**ages)
+    async def aprune_checkpoints(
+        self, thread_id: str, *, before: datetime | None = None, keep: int | None = None
+    ) -> int: ...
 
 
 @dataclass
@@ -141,9 +82,21 @@ def _age(age: timedelta) -> str:
 class Pruner:
     """`Memory.prune`: the policy applied in batches (see the module)."""
 
-    def __init__(self, memory: Memory, policy: RetentionPolicy) -> None:
-        self.memory = memory
+    def __init__(
+        self,
+        storage: MemoryStorage,
+        synced: SyncedStorage,
+        erasure: Erasure,
+        checkpointers: Iterable[PrunesCheckpoints],
+        make_checkpointer: Callable[[], PrunesCheckpoints],
+        policy: RetentionPolicy,
+    ) -> None:
+        self.storage, self.synced, self.erasure = storage, synced, erasure
+        self.checkpointers = checkpointers  # those over this memory (read at each prune)
+        self.make_checkpointer = make_checkpointer  # else one on its database, made once
+        self._own: PrunesCheckpoints | None = None
         self.policy = policy
+        self._thread_offset = 0  # where the checkpoints' walk over threads goes on
 
     def summary(self) -> str:
         """One line for the explorer: the policy, and how many messages wait for a prune.
@@ -165,7 +118,7 @@ class Pruner:
             parts.append(f"checkpoints: newest {policy.checkpoints_keep} kept")
         line = "retention: " + ", ".join(parts)
         if policy.messages is not None:
-            due = self.memory.storage.aged_messages(now_utc() - policy.messages, 1001)
+            due = self.storage.aged_messages(now_utc() - policy.messages, 1001)
             if due:
                 count = "1,000+" if len(due) > 1000 else str(len(due))
                 noun = "message" if count == "1" else "messages"
@@ -213,28 +166,27 @@ class Pruner:
     def _threads(
         self, before: datetime, limit: int, report: PruneReport
     ) -> Steps[tuple[int, bool]]:
-        storage = self.memory.storage
-        idle = yield call(storage, "idle_threads", before, limit)
+        idle = yield call(self.storage, "idle_threads", before, limit)
         gone = 0
         for thread_id, owner in idle:
-            thread = yield call(storage, "get_thread", thread_id)  # a turn may have come since
-            if thread is None or thread.updated_at >= before:
+            thread = yield call(self.storage, "get_thread", thread_id)  # a turn may have come
+            if thread is None or thread.updated_at >= before:  # since
                 continue
-            if (yield call(self.memory, "delete_thread", thread_id, resource_id=owner)):
+            if (yield call(self.erasure, "delete_thread", thread_id, owner)):
                 gone += 1
         return gone, len(idle) == limit
 
     def _messages(
         self, before: datetime, limit: int, report: PruneReport
     ) -> Steps[tuple[int, bool]]:
-        storage = self.memory.storage
+        storage = self.storage
         aged = yield call(storage, "aged_messages", before, limit)
         by_thread: dict[tuple[str, str], list[str]] = defaultdict(list)
         for message_id, thread_id, owner in aged:
             by_thread[(thread_id, owner)].append(message_id)
         gone = 0
         for (thread_id, owner), ids in by_thread.items():
-            gone += yield call(self.memory, "delete_messages", ids, resource_id=owner)
+            gone += yield call(self.synced, "delete", ids, resource_id=owner)
             yield call(storage, "drop_observation_sources", ids, thread_id=thread_id,
                        resource_id=owner)  # fmt: skip
             yield call(storage, "blank_checkpoint_values", thread_id, ids)
@@ -245,14 +197,14 @@ class Pruner:
     ) -> Steps[tuple[int, bool]]:
         """Every thread's checkpoints, through each checkpointer this memory made (or, with
         none, one on memory's own database)."""
-        checkpointers = list(self.memory.checkpointers)
-        if not checkpointers:  # (kept: a checkpointer on memory's database, made once)
-            self._own = getattr(self, "_own", None) or self.memory.checkpointer()
+        checkpointers = list(self.checkpointers)
+        if not checkpointers:
+            self._own = self._own or self.make_checkpointer()
             checkpointers = [self._own]
         keep = self.policy.checkpoints_keep
         gone = 0
-        offset = getattr(self, "_thread_offset", 0)
-        threads = yield call(self.memory.storage, "list_threads", order_by="created_at",
+        offset = self._thread_offset
+        threads = yield call(self.storage, "list_threads", order_by="created_at",
                              descending=False, limit=limit, offset=offset)  # fmt: skip
         for thread in threads:
             for checkpointer in checkpointers:
@@ -268,12 +220,12 @@ class Pruner:
     def _observations(
         self, before: datetime, limit: int, report: PruneReport
     ) -> Steps[tuple[int, bool]]:
-        gone = yield call(self.memory.storage, "delete_aged_observations", before, limit)
+        gone = yield call(self.storage, "delete_aged_observations", before, limit)
         return gone, gone == limit
 
     def _items(self, before: datetime, limit: int, report: PruneReport) -> Steps[tuple[int, bool]]:
-        aged = yield call(self.memory.storage, "aged_items", before, limit)
+        aged = yield call(self.storage, "aged_items", before, limit)
         if aged:
-            yield call(self.memory.storage, "put_items",
+            yield call(self.storage, "put_items",
                        [ItemWrite(namespace, key, None) for namespace, key in aged])  # fmt: skip
         return len(aged), len(aged) == limit
