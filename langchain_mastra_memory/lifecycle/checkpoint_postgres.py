@@ -40,6 +40,8 @@ def _made(storage: PostgresStorage) -> PostgresSaver:
     from psycopg.rows import dict_row
     from psycopg_pool import ConnectionPool
 
+    from ..storage.postgres.backend import check_alive
+
     options = storage.connection_options()
     pool = ConnectionPool(
         storage.conninfo,
@@ -47,7 +49,7 @@ def _made(storage: PostgresStorage) -> PostgresSaver:
         max_size=storage.max_connections,
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
                 "options": options["options"], "connect_timeout": options["connect_timeout"]},
-        check=ConnectionPool.check_connection,  # a connection dead since a restart: replaced
+        check=check_alive,  # a connection dead since a restart: replaced (no round trip)
         timeout=storage.pool_timeout,
         open=False,
     )  # fmt: skip

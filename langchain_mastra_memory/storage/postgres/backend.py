@@ -33,6 +33,26 @@ def _aborted_by_conflict(exc: BaseException) -> bool:
     return getattr(cause, "sqlstate", None) in ("40P01", "40001")
 
 
+def check_alive(conn: Any) -> None:
+    """A pool's check of a connection before it is handed out, without a round trip: an
+    idle connection the server closed (a restart, a failover, an idle timeout) has its
+    goodbye waiting on the socket; reading it marks the connection bad, and this raises (the
+    pool then drops it and takes another). LangGraph's savers on memory's database use it too.
+    """
+    import select
+
+    import psycopg
+    from psycopg.pq import ConnStatus
+
+    if conn.closed:
+        raise psycopg.OperationalError("the connection is closed")
+    readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    if readable:  # a healthy idle connection has nothing to say (but a notification)
+        conn.pgconn.consume_input()
+        if conn.pgconn.status != ConnStatus.OK:
+            raise psycopg.OperationalError("the server closed the connection")
+
+
 def _whole(script: str) -> list[str]:
     """PostgreSQL runs a multi-statement migration as one."""
     return [script]
@@ -93,7 +113,8 @@ class PostgresStorage(SQLStorage):
             conninfo,
             min_size=1,
             max_size=max_connections,
-            kwargs=dict(self._options),
+            kwargs={**self._options, "autocommit": True},  # a read is one statement
+            check=check_alive,
             timeout=pool_timeout,
             open=False,
         )
@@ -134,16 +155,17 @@ class PostgresStorage(SQLStorage):
     # -- plumbing ------------------------------------------------------------------------------
     @contextmanager
     def _transaction(self, *, write: bool) -> Iterator[Any]:
-        """One transaction on a pooled connection (writers lock rows with ``FOR UPDATE``).
+        """A pooled connection: for a write, one transaction (writers lock rows with ``FOR
+        UPDATE``); for a read, each statement on its own (autocommit: no BEGIN / COMMIT).
 
         A pooled connection the server closed meanwhile (a restart, a failover, an idle
-        timeout) fails at the transaction's BEGIN, before anything of the caller's is sent:
-        it is dropped and the next one taken, so nothing is retried that could have been
-        applied."""
+        timeout) is found before anything of the caller's is sent (`check_alive`, or a
+        failed BEGIN): it is dropped and the next one taken, so nothing is retried that
+        could have been applied."""
         import psycopg
 
         try:
-            with self._live_connection() as conn:
+            with self._live_connection(write) as conn:
                 yield conn
         except psycopg.OperationalError as exc:
             raise StorageError(f"PostgreSQL is unavailable: {exc}") from exc
@@ -151,21 +173,22 @@ class PostgresStorage(SQLStorage):
             raise StorageError(f"PostgreSQL refused the operation: {exc}") from exc
 
     @contextmanager
-    def _live_connection(self) -> Iterator[Any]:
-        """A pooled connection with its transaction begun. Every idle connection may have
-        died with the server: one that fails its BEGIN goes back to the pool (which discards
-        a broken one) and the next is taken, up to the pool's size plus one."""
+    def _live_connection(self, write: bool) -> Iterator[Any]:
+        """A pooled connection (checked by the pool: `check_alive`), with a write's
+        transaction begun. One whose BEGIN fails all the same goes back to the pool (which
+        discards a broken one) and the next is taken, up to the pool's size plus one."""
         import psycopg
 
         for attempt in range(self._pool.max_size + 1):
             with ExitStack() as stack:
                 conn = stack.enter_context(self._pool.connection())
-                try:
-                    stack.enter_context(conn.transaction())
-                except psycopg.OperationalError:
-                    if not conn.broken or attempt == self._pool.max_size:
-                        raise
-                    continue
+                if write:
+                    try:
+                        stack.enter_context(conn.transaction())
+                    except psycopg.OperationalError:
+                        if not conn.broken or attempt == self._pool.max_size:
+                            raise
+                        continue
                 yield conn
                 return
 

@@ -1,0 +1,156 @@
+"""Benchmark: the statements and transactions memory adds to an agent turn on PostgreSQL,
+counted from the server's own statement log (``log_statement = all``).
+
+`create_agent` with a scripted model, `memory.middleware()` and `memory.checkpointer()`
+(LangGraph's `PostgresSaver` in memory's database), semantic recall on (pgvector), against the
+same turns on the bare `PostgresSaver` alone. Each side runs `--warmup` turns, then `--turns`
+counted turns on a thread of its own; memory's embedding backlog is drained after each turn, so
+what it writes behind a turn is counted with that turn. A ``SELECT`` naming each phase marks
+the log; statements (simple and extended protocol) and ``BEGIN`` blocks are counted between
+the marks, per turn.
+
+    python bench/pg_statements.py [--turns 20] [--warmup 4] [--show 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import re
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+STATEMENT = re.compile(r"LOG:  (?:statement|execute [^:]*): (.*)")
+
+
+def start_server() -> tuple[str, Path]:
+    """A throwaway PostgreSQL logging every statement: (its URI, its log file)."""
+    import pgserver
+
+    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
+    server = pgserver.get_server(tempfile.mkdtemp(prefix="lmm-pgstat-"), cleanup_mode="delete")
+    server.psql("ALTER SYSTEM SET fsync = off; ALTER SYSTEM SET synchronous_commit = off;")
+    server.psql("ALTER SYSTEM SET log_statement = 'all';")
+    server.psql("SELECT pg_reload_conf();")
+    return str(server.get_uri()), Path(server.log)
+
+
+def mark(dsn: str, label: str) -> None:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"SELECT 'lmm-mark-{label}'")
+
+
+def between(log: Path, start: str, end: str) -> list[str]:
+    """The statements the server logged between two marks (the marks excluded)."""
+    lines: list[str] = []
+    inside = False
+    for line in log.read_text(errors="replace").splitlines():
+        if f"lmm-mark-{start}" in line:
+            inside = True
+            continue
+        if f"lmm-mark-{end}" in line:
+            break
+        if not inside:
+            continue
+        if found := STATEMENT.search(line):
+            lines.append(found[1].strip())
+        elif line.startswith("\t") and lines and not lines[-1].endswith(";"):  # a statement
+            lines[-1] = (lines[-1] + " " + line.strip()).strip()  # over several lines
+    return lines
+
+
+def agent(model_replies: int, checkpointer: Any, middleware: list[Any]) -> Any:
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage
+
+    from langchain_mastra_memory.testing import strict_model
+
+    replies = [AIMessage(f"noted, answer {i}") for i in range(model_replies)]
+    return create_agent(strict_model(*replies), middleware=middleware, checkpointer=checkpointer)
+
+
+def run_side(name: str, dsn: str, log: Path, warmup: int, turns: int) -> list[str]:
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg import Connection
+    from psycopg.rows import dict_row
+
+    from langchain_mastra_memory import Memory, PostgresStorage
+
+    thread = f"{name}-{uuid.uuid4().hex[:8]}"
+    config = {"configurable": {"thread_id": thread, "resource_id": "alice"}}
+    closers: list[Any] = []
+    if name == "memory":
+        storage = PostgresStorage(dsn, schema="bench_memory")
+        memory = Memory(storage=storage, options={"semantic_recall": True})
+        app = agent(warmup + turns, memory.checkpointer(), [memory.middleware()])
+        settle = memory.flush
+        closers.append(storage.close)
+    else:
+        conn = Connection.connect(dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+        saver = PostgresSaver(conn)
+        saver.setup()
+        app = agent(warmup + turns, saver, [])
+        settle = lambda *_: None  # noqa: E731
+        closers.append(conn.close)
+    for i in range(warmup):
+        app.invoke({"messages": [HumanMessage(f"warm-up question {i} about my garden")]}, config)
+        settle(60)
+    mark(dsn, f"{name}-start")
+    for i in range(turns):
+        app.invoke({"messages": [HumanMessage(f"question {i}: what grows on my balcony?")]},
+                   config)  # fmt: skip
+        settle(60)
+    mark(dsn, f"{name}-end")
+    for close in closers:
+        close()
+    return between(log, f"{name}-start", f"{name}-end")
+
+
+def shape(statement: str) -> str:
+    """A statement's first words, for the table of what is sent."""
+    words = re.sub(r"\s+", " ", statement).split(" ")
+    return " ".join(words[:9])[:100]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=4)
+    parser.add_argument("--show", type=int, default=15, help="the most frequent statements")
+    parser.add_argument("--trace", action="store_true", help="print one turn's statements")
+    args = parser.parse_args()
+    dsn, log = start_server()
+    counted = {
+        side: run_side(side, dsn, log, args.warmup, args.turns) for side in ("bare", "memory")
+    }
+    per_turn = {
+        side: (
+            len(lines) / args.turns,
+            sum(1 for s in lines if s.upper().startswith("BEGIN")) / args.turns,
+        )
+        for side, lines in counted.items()
+    }
+    (bare_n, bare_b), (mem_n, mem_b) = per_turn["bare"], per_turn["memory"]
+    print(f"| side | statements a turn | BEGIN a turn |\n|---|---:|---:|")
+    print(f"| bare PostgresSaver | {bare_n:.1f} | {bare_b:.1f} |")
+    print(f"| memory (middleware + checkpointer + recall) | {mem_n:.1f} | {mem_b:.1f} |")
+    print(f"| **memory adds** | **{mem_n - bare_n:.1f}** | **{mem_b - bare_b:.1f}** |\n")
+    common = collections.Counter(shape(s) for s in counted["memory"]).most_common(args.show)
+    print("memory's most frequent statements (a turn):")
+    for text, count in common:
+        print(f"  {count / args.turns:5.1f}  {text}")
+    if args.trace:
+        last = len(counted["memory"]) // args.turns
+        print("\none turn (the last), in order:")
+        for statement in counted["memory"][-last:]:
+            print("   ", shape(statement))
+
+
+if __name__ == "__main__":
+    main()
