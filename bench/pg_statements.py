@@ -137,7 +137,7 @@ def main() -> None:
         for side, lines in counted.items()
     }
     (bare_n, bare_b), (mem_n, mem_b) = per_turn["bare"], per_turn["memory"]
-    print(f"| side | statements a turn | BEGIN a turn |\n|---|---:|---:|")
+    print("| side | statements a turn | BEGIN a turn |\n|---|---:|---:|")
     print(f"| bare PostgresSaver | {bare_n:.1f} | {bare_b:.1f} |")
     print(f"| memory (middleware + checkpointer + recall) | {mem_n:.1f} | {mem_b:.1f} |")
     print(f"| **memory adds** | **{mem_n - bare_n:.1f}** | **{mem_b - bare_b:.1f}** |\n")
