@@ -103,10 +103,15 @@ class MessageRefs:
 
     # -- put ------------------------------------------------------------------------------------
     def encoded(
-        self, config: RunnableConfig, checkpoint: Checkpoint, new_versions: Any
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        new_versions: Any,
+        resource_id: str | None = None,
     ) -> Steps[Checkpoint]:
-        """`checkpoint` as the saver should store it: its list stored in memory, a reference
-        in its place (unchanged when the list cannot or need not be referenced)."""
+        """`checkpoint` as the saver should store it: its list stored in memory (in a thread
+        `resource_id` owns: checked in the same statement), a reference in its place
+        (unchanged when the list cannot or need not be referenced)."""
         values = checkpoint.get("channel_values") or {}
         messages = values.get(self.key)
         if not self.enabled or not isinstance(messages, list) or not messages:
@@ -156,7 +161,13 @@ class MessageRefs:
         return Held(parent_id, at, depth, keys, [])
 
     def _store(
-        self, checkpoint_id: str, thread_id: str, ns: str, messages: list[Any], held: Held | None
+        self,
+        checkpoint_id: str,
+        thread_id: str,
+        ns: str,
+        messages: list[Any],
+        held: Held | None,
+        resource_id: str | None = None,
     ) -> Steps[tuple[str, int, list[str]]]:
         """Store `messages` as a list building on `held` (the parent's); returns the
         checkpoint whose row holds it, that row's depth, and the keys."""
@@ -187,7 +198,8 @@ class MessageRefs:
         base = held.at if keep and held is not None else None
         depth = held.depth + 1 if base is not None and held is not None else 0
         entry = CheckpointList(thread_id, ns, checkpoint_id, base, keep, keys[keep:], depth)
-        yield call(self.storage, "save_checkpoint_list", entry, list(new.values()))
+        yield call(self.storage, "save_checkpoint_list", entry, list(new.values()),
+                   resource_id=resource_id)  # fmt: skip
         return checkpoint_id, depth, keys
 
     # -- read ------------------------------------------------------------------------------------

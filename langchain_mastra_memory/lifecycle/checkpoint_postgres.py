@@ -54,7 +54,7 @@ def _made(storage: PostgresStorage) -> PostgresSaver:
         open=False,
     )  # fmt: skip
     pool.open(wait=True, timeout=storage.pool_timeout)
-    saver = PostgresSaver(pool)  # type: ignore[arg-type]
+    saver = PostgresSaver(pool)
     with psycopg.connect(storage.conninfo, autocommit=True, **options) as conn:
         conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (SETUP_LOCK,))
         try:

@@ -151,9 +151,14 @@ class DerivedRecords(ABC):  # noqa: B024 - every method has a default
 
     # -- a graph's message lists, each value once (`sql.checkpoint_lists`) ------------------
     def save_checkpoint_list(
-        self, entry: CheckpointList, values: Sequence[CheckpointValue] = ()
+        self,
+        entry: CheckpointList,
+        values: Sequence[CheckpointValue] = (),
+        *,
+        resource_id: str | None = None,
     ) -> None:
-        """Store the values a checkpoint's message list adds, and the list."""
+        """Store a checkpoint's message list and the values it adds (in a thread of
+        `resource_id`, when given)."""
         raise NotImplementedError(_NO_LISTS.format(type(self).__name__))
 
     def read_checkpoint_list(
@@ -185,10 +190,14 @@ class DerivedRecords(ABC):  # noqa: B024 - every method has a default
         raise NotImplementedError(_NO_LISTS.format(type(self).__name__))
 
     async def asave_checkpoint_list(
-        self, entry: CheckpointList, values: Sequence[CheckpointValue] = ()
+        self,
+        entry: CheckpointList,
+        values: Sequence[CheckpointValue] = (),
+        *,
+        resource_id: str | None = None,
     ) -> None:
         """Async `save_checkpoint_list`."""
-        await off_loop(self.save_checkpoint_list, entry, values)
+        await off_loop(self.save_checkpoint_list, entry, values, resource_id=resource_id)
 
     async def aread_checkpoint_list(
         self,

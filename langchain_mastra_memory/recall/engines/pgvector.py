@@ -147,9 +147,9 @@ class PgVectorStore(AsyncTwinsWithVectors):
 
     # -- plumbing ------------------------------------------------------------------------------
     @contextmanager
-    def _transaction(self, what: str) -> Iterator[Any]:
+    def _transaction(self, what: str, *, atomic: bool = True) -> Iterator[Any]:
         try:
-            with self.storage._transaction(write=True) as conn:
+            with self.storage._transaction(write=True, atomic=atomic) as conn:
                 yield conn
         except StorageError as exc:
             if backend_died(exc.__cause__):
@@ -295,18 +295,24 @@ class PgVectorStore(AsyncTwinsWithVectors):
             )
             for r in records
         )  # fmt: skip
-        statement = (
-            f"INSERT INTO {table} (id, message_id, thread_id, resource_id, role, created_at, "
-            f"embedding) VALUES (%s, %s, %s, %s, %s, %s, %s::{self._type(len(records[0].vector))})"
-            " ON CONFLICT (id) DO UPDATE SET message_id = EXCLUDED.message_id, "
-            "thread_id = EXCLUDED.thread_id, resource_id = EXCLUDED.resource_id, "
-            "role = EXCLUDED.role, created_at = EXCLUDED.created_at, "
-            "embedding = EXCLUDED.embedding"
-        )
+        kind = self._type(len(records[0].vector))
 
-        def write() -> None:
-            with self._transaction("upsert") as conn, conn.cursor() as cursor:
-                cursor.executemany(statement, rows)
+        def statement(count: int) -> str:
+            values = ", ".join([f"(%s, %s, %s, %s, %s, %s, %s::{kind})"] * count)
+            return (
+                f"INSERT INTO {table} (id, message_id, thread_id, resource_id, role, "
+                f"created_at, embedding) VALUES {values}"
+                " ON CONFLICT (id) DO UPDATE SET message_id = EXCLUDED.message_id, "
+                "thread_id = EXCLUDED.thread_id, resource_id = EXCLUDED.resource_id, "
+                "role = EXCLUDED.role, created_at = EXCLUDED.created_at, "
+                "embedding = EXCLUDED.embedding"
+            )
+
+        def write() -> None:  # a statement of up to 5,000 rows (PostgreSQL takes 65,535
+            with self._transaction("upsert", atomic=False) as conn:  # parameters): each
+                for start in range(0, len(rows), 5000):  # atomic alone, idempotent
+                    chunk = rows[start : start + 5000]
+                    conn.execute(statement(len(chunk)), [v for row in chunk for v in row])
 
         self._retried("upsert", write)
 

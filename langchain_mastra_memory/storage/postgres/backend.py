@@ -154,9 +154,10 @@ class PostgresStorage(SQLStorage):
 
     # -- plumbing ------------------------------------------------------------------------------
     @contextmanager
-    def _transaction(self, *, write: bool) -> Iterator[Any]:
+    def _transaction(self, *, write: bool, atomic: bool = True) -> Iterator[Any]:
         """A pooled connection: for a write, one transaction (writers lock rows with ``FOR
-        UPDATE``); for a read, each statement on its own (autocommit: no BEGIN / COMMIT).
+        UPDATE``); for a read, or a write whose statements stand each on its own
+        (``atomic=False``), each statement on its own (autocommit: no BEGIN / COMMIT).
 
         A pooled connection the server closed meanwhile (a restart, a failover, an idle
         timeout) is found before anything of the caller's is sent (`check_alive`, or a
@@ -165,7 +166,7 @@ class PostgresStorage(SQLStorage):
         import psycopg
 
         try:
-            with self._live_connection(write) as conn:
+            with self._live_connection(write and atomic) as conn:
                 yield conn
         except psycopg.OperationalError as exc:
             raise StorageError(f"PostgreSQL is unavailable: {exc}") from exc

@@ -18,11 +18,9 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 from ...errors import (
-    ResourceMismatchError,
     SchemaVersionError,
     StorageError,
     ThreadExistsError,
-    ThreadNotFoundError,
 )
 from ...messages import message_from_json
 from ...threads.thread import Thread
@@ -51,6 +49,7 @@ from .statements import (
     Connection,
     Cursor,
     TextMatch,
+    check_thread_owner,
 )
 from .threads import ThreadTable
 from .withheld import WithheldTable
@@ -114,8 +113,11 @@ class SQLStorage(
     dialect: Dialect
 
     @abstractmethod
-    def _transaction(self, *, write: bool) -> AbstractContextManager[Connection]:
-        """One transaction on a connection."""
+    def _transaction(
+        self, *, write: bool, atomic: bool = True
+    ) -> AbstractContextManager[Connection]:
+        """One transaction on a connection (``atomic=False``: a write whose statements may
+        stand each on its own, which an engine may run without a transaction block)."""
 
     @abstractmethod
     def _text_match(
@@ -190,7 +192,7 @@ class SQLStorage(
         self, conn: Connection, thread_id: str, resource_id: str | None, *, lock: bool = False
     ) -> Thread:
         row = self._thread_row(conn, THREAD_COLUMNS, thread_id, lock=lock)
-        _check_owner(thread_id, resource_id, row and row[1])
+        check_thread_owner(thread_id, resource_id, row and row[1])
         return thread_from_row(row)
 
     def _check_thread(
@@ -198,7 +200,7 @@ class SQLStorage(
     ) -> None:
         """`_owned_thread` for a caller that only needs the check (no thread built)."""
         row = self._thread_row(conn, "resource_id", thread_id, lock=lock)
-        _check_owner(thread_id, resource_id, row and row[0])
+        check_thread_owner(thread_id, resource_id, row and row[0])
 
     def _thread_row(self, conn: Connection, columns: str, thread_id: str, *, lock: bool) -> Any:
         """The thread's `columns` (locked for the transaction with `lock`), or None."""
@@ -289,11 +291,3 @@ class SQLStorage(
             (thread_id,),
         ).fetchall()
         return [call_id for (ids,) in rows for call_id in ids.split(" ")]
-
-
-def _check_owner(thread_id: str, resource_id: str | None, owner: str | None) -> None:
-    """A thread found (`owner`: its resource) and, when `resource_id` is given, owned by it."""
-    if owner is None:
-        raise ThreadNotFoundError(f"no thread {thread_id!r}; create it with create_thread()")
-    if resource_id is not None and owner != resource_id:
-        raise ResourceMismatchError.for_thread(thread_id, resource_id)

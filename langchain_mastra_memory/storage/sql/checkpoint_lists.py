@@ -21,7 +21,7 @@ from collections.abc import Collection, Sequence
 
 from ..records import CheckpointList, CheckpointValue, now_utc
 from ..validation import check_id
-from .statements import SQLRoom
+from .statements import SQLRoom, check_thread_owner
 
 SNAPSHOT_EVERY = 32  # a list row with this many rows below it is written whole
 KEY_SEP = " "  # keys are digests in URL-safe base64: no spaces
@@ -47,32 +47,53 @@ class CheckpointListTable(SQLRoom):
     """A room of `SQLStorage` (see `SQLRoom`)."""
 
     def save_checkpoint_list(
-        self, entry: CheckpointList, values: Sequence[CheckpointValue] = ()
+        self,
+        entry: CheckpointList,
+        values: Sequence[CheckpointValue] = (),
+        *,
+        resource_id: str | None = None,
     ) -> None:
-        """Store `values` (those already stored are left as they are) and the list `entry`."""
+        """Store the list `entry` and its new `values` (those already stored are left as they
+        are). With `resource_id`, only in a thread it owns (else `ResourceMismatchError` or
+        `ThreadNotFoundError`, nothing written). Two statements, each standing on its own: the
+        list first (a reader reaches it only once the saver has the checkpoint naming it,
+        after both), then the values; a retry writes the same."""
         check_id(entry.thread_id, "thread_id")
         now = self._time(now_utc())
-        with self._transaction(write=True) as conn:
-            for value in values:
+        owned = "" if resource_id is None else " AND resource_id = ?"
+        with self._transaction(write=True, atomic=False) as conn:
+            written = self._run(
+                conn,
+                "INSERT INTO memory_checkpoint_lists (thread_id, checkpoint_ns, checkpoint_id, "
+                "base_id, keep, tail, depth) SELECT ?, ?, ?, ?, ?, ?, ? "
+                f"WHERE EXISTS (SELECT 1 FROM memory_threads WHERE id = ?{owned}) "
+                "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET "
+                "base_id = excluded.base_id, keep = excluded.keep, tail = excluded.tail, "
+                "depth = excluded.depth RETURNING 1",
+                (
+                    entry.thread_id, entry.checkpoint_ns, entry.checkpoint_id, entry.base_id,
+                    entry.keep, KEY_SEP.join(entry.tail), entry.depth, entry.thread_id,
+                    *(() if resource_id is None else (resource_id,)),
+                ),
+            ).fetchone()  # fmt: skip
+            if written is None:  # not that owner's thread (or no such thread): why, and stop
+                owner = self._run(
+                    conn, "SELECT resource_id FROM memory_threads WHERE id = ?", (entry.thread_id,)
+                ).fetchone()
+                check_thread_owner(entry.thread_id, resource_id, owner and owner[0])
+                check_thread_owner(entry.thread_id, resource_id, None)
+            if values:
+                rows = ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(values))
                 self._run(
                     conn,
                     "INSERT INTO memory_checkpoint_values (thread_id, key, message_id, type, "
-                    "value, created_at) VALUES (?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT (thread_id, key) DO NOTHING",
-                    (entry.thread_id, value.key, value.message_id, value.type, value.data, now),
+                    f"value, created_at) VALUES {rows} ON CONFLICT (thread_id, key) DO NOTHING",
+                    [
+                        item
+                        for v in values
+                        for item in (entry.thread_id, v.key, v.message_id, v.type, v.data, now)
+                    ],
                 )
-            self._run(
-                conn,
-                "INSERT INTO memory_checkpoint_lists (thread_id, checkpoint_ns, checkpoint_id, "
-                "base_id, keep, tail, depth) VALUES (?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET "
-                "base_id = excluded.base_id, keep = excluded.keep, tail = excluded.tail, "
-                "depth = excluded.depth",
-                (
-                    entry.thread_id, entry.checkpoint_ns, entry.checkpoint_id, entry.base_id,
-                    entry.keep, KEY_SEP.join(entry.tail), entry.depth,
-                ),
-            )  # fmt: skip
 
     def read_checkpoint_list(
         self,

@@ -45,6 +45,7 @@ from .statements import (
     TOUCH_THREAD,
     Connection,
     SQLRoom,
+    check_thread_owner,
 )
 
 
@@ -64,11 +65,20 @@ class MessageTable(SQLRoom):
         check_id(resource_id, "resource_id")  # required: saving checks ownership
         rows = message_rows(messages, created_at)
         with self._transaction(write=True) as conn:
-            self._check_thread(conn, thread_id, resource_id, lock=True)
-            return self._save_rows(conn, rows, thread_id, resource_id)
+            owner = self._run(  # locks the thread, checks its owner and touches it: one trip
+                conn, TOUCH_THREAD + " RETURNING resource_id", (self._time(now_utc()), thread_id)
+            ).fetchone()
+            check_thread_owner(thread_id, resource_id, owner and owner[0])
+            return self._save_rows(conn, rows, thread_id, resource_id, touched=True)
 
     def _save_rows(
-        self, conn: Connection, rows: list[MessageRow], thread_id: str, resource_id: str
+        self,
+        conn: Connection,
+        rows: list[MessageRow],
+        thread_id: str,
+        resource_id: str,
+        *,
+        touched: bool = False,
     ) -> list[StoredMessage]:
         """Insert (or, by id, update) rows in an owned thread, in the caller's transaction.
         The owner's row is locked first: a resource's writers take turns, so its messages
@@ -76,18 +86,16 @@ class MessageTable(SQLRoom):
         SQLite has one writer anyway)."""
         if not rows:
             return []
-        if self.dialect.row_lock:  # (SQLite's write transaction is the one lock already)
-            self._run(
-                conn, f"SELECT id FROM memory_resources WHERE id = ?{self.dialect.row_lock}",
-                (resource_id,),
-            )  # fmt: skip
+        last = self._run(  # the owner's row locked with the same trip (SQLite's write
+            conn,  # transaction is the one lock already)
+            "SELECT (SELECT MAX(created_at) FROM memory_messages WHERE thread_id = ?) "
+            f"FROM memory_resources WHERE id = ?{self.dialect.row_lock}",
+            (thread_id, resource_id),
+        ).fetchone()[0]
         existing = self._existing(conn, [r.id for r in rows])
         check_conflicts(rows, existing, thread_id)
         has_results = any(isinstance(r.message, ToolMessage) for r in rows)
         known_calls = self._known_calls(conn, thread_id) if has_results else []
-        last = self._run(
-            conn, "SELECT MAX(created_at) FROM memory_messages WHERE thread_id = ?", (thread_id,)
-        ).fetchone()[0]
         fresh = [r for r in rows if r.id not in existing and r.created_at is None]
         times = dict(
             zip(
@@ -109,7 +117,8 @@ class MessageTable(SQLRoom):
                         self._time(row.created_at or times[row.id]),
                     ),
                 )  # fmt: skip
-        self._run(conn, TOUCH_THREAD, (self._time(now_utc()), thread_id))
+        if not touched:
+            self._run(conn, TOUCH_THREAD, (self._time(now_utc()), thread_id))
         report_orphans(orphan_tool_results([r.message for r in rows], known_calls), thread_id)
         return saved_messages(rows, existing, times, thread_id, resource_id)
 

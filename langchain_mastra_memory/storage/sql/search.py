@@ -133,7 +133,7 @@ class SearchTable(SQLRoom):
 
     def mark_embedded(self, message_ids: Sequence[str], *, embedded: bool = True) -> None:
         ids = check_ids(message_ids, "message_ids")
-        with self._transaction(write=True) as conn:
+        with self._transaction(write=True, atomic=False) as conn:  # each chunk stands alone
             for condition, params in self.dialect.ids_in("id", ids):
                 self._run(
                     conn,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol
 
+from ...errors import ResourceMismatchError, ThreadNotFoundError
 from ..base import MemoryStorage
 from ..records import MESSAGE_COLUMNS
 
@@ -141,3 +142,11 @@ class SQLRoom(MemoryStorage):
     _forget_observed: Any
     _delete_observations: Any
     dialect: Any
+
+
+def check_thread_owner(thread_id: str, resource_id: str | None, owner: str | None) -> None:
+    """A thread found (`owner`: its resource) and, when `resource_id` is given, owned by it."""
+    if owner is None:
+        raise ThreadNotFoundError(f"no thread {thread_id!r}; create it with create_thread()")
+    if resource_id is not None and owner != resource_id:
+        raise ResourceMismatchError.for_thread(thread_id, resource_id)

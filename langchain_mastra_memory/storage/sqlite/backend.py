@@ -210,11 +210,12 @@ class SQLiteStorage(SQLStorage):
 
     # -- plumbing ------------------------------------------------------------------------------
     @contextmanager
-    def _transaction(self, *, write: bool) -> Iterator[sqlite3.Connection]:
+    def _transaction(self, *, write: bool, atomic: bool = True) -> Iterator[sqlite3.Connection]:
         """Writes: one ``BEGIN IMMEDIATE`` transaction (the database's write lock serializes
-        writers across processes). Reads: autocommit statements on this thread's read-only
-        connection (on the writing one, under its lock, for ":memory:" and for a read inside
-        this thread's own write, which must see what it wrote)."""
+        writers across processes; ``atomic=False`` changes nothing here). Reads: autocommit
+        statements on this thread's read-only connection (on the writing one, under its lock,
+        for ":memory:" and for a read inside this thread's own write, which must see what it
+        wrote)."""
         borrowed = getattr(self._local, "borrowed", None)
         if borrowed is not None:  # inside another connection's transaction (`borrowing`)
             with _faults_as_storage_errors(self.path):
