@@ -18,6 +18,7 @@ POSTGRES = Dialect(
     row_lock=" FOR UPDATE",
     json_cast="::jsonb",
     id_chunk=None,
+    lateral_windows=True,
     no_limit=None,
     metadata_equals="metadata -> ? = ?::jsonb",
     metadata_key=lambda key: key,

@@ -68,6 +68,7 @@ class Dialect:
     row_lock: str = ""  # appended to a SELECT that must lock its rows until commit
     json_cast: str = ""  # appended to a placeholder bound to a JSON column
     id_chunk: int | None = 500  # ids per IN (...) list; None: bind one array with = ANY(?)
+    lateral_windows: bool = False  # neighbour windows as one array-bound LATERAL statement
     no_limit: Any = -1  # the LIMIT value meaning "no limit"
     metadata_equals: str = "json_extract(metadata, ?) IS json_extract(?, '$')"
     metadata_key: Callable[[str], str] = field(default=lambda key: f'$."{key}"')

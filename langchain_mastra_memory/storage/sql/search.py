@@ -20,6 +20,7 @@ from ..validation import (
 )
 from .statements import (
     SQLRoom,
+    lateral_window_sql,
     window_sql,
 )
 
@@ -85,6 +86,17 @@ class SearchTable(SQLRoom):
                 rows = self._run(conn, match.unpooled + where + order, [*params, limit]).fetchall()
         return [(r[0], r[1], float(r[2])) for r in rows]
 
+    def _windows(
+        self, conn: Any, ids: list[str], resource_id: str, before: int, after: int, columns: str
+    ) -> list[Any]:
+        """Each hit's neighbour window (`window_sql`'s rows): one statement, bound by an
+        array where the engine has them (`lateral_window_sql`)."""
+        if self.dialect.lateral_windows:
+            params: list[Any] = [ids, resource_id, before, after]
+            return self._run(conn, lateral_window_sql(columns), params).fetchall()
+        params = [p for i in ids for p in (i, resource_id, before, i, resource_id, after)]
+        return self._run(conn, window_sql(len(ids), columns), params).fetchall()
+
     def message_windows(
         self, message_ids: Sequence[str], *, before: int, after: int, resource_id: str
     ) -> list[StoredMessage]:
@@ -92,9 +104,8 @@ class SearchTable(SQLRoom):
         ids = list(dict.fromkeys(check_ids(message_ids, "message_ids")))
         if not ids:
             return []
-        params = [p for i in ids for p in (i, resource_id, before, i, resource_id, after + 1)]
         with self._transaction(write=False) as conn:
-            rows = self._run(conn, window_sql(len(ids)), params).fetchall()
+            rows = self._windows(conn, ids, resource_id, before, after + 1, MESSAGE_COLUMNS)
         ordered = sorted({row[0]: row for row in rows}.values(), key=lambda r: (r[1], r[4], r[6]))
         return [self._stored(row[:6]) for row in ordered]  # by thread, then time and seq
 
@@ -105,9 +116,8 @@ class SearchTable(SQLRoom):
         ids = list(dict.fromkeys(check_ids(message_ids, "message_ids")))
         if not ids:
             return []
-        params = [p for i in ids for p in (i, resource_id, 1, i, resource_id, 2)]
         with self._transaction(write=False) as conn:  # (no content read, no message built)
-            rows = self._run(conn, window_sql(len(ids), NEIGHBOUR_COLUMNS), params).fetchall()
+            rows = self._windows(conn, ids, resource_id, 1, 2, NEIGHBOUR_COLUMNS)
         ordered = sorted({row[0]: row for row in rows}.values(), key=lambda r: (r[1], r[4], r[5]))
         return [Neighbour(*row[:4]) for row in ordered]  # by thread, then time and seq
 

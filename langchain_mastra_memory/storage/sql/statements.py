@@ -56,6 +56,25 @@ def window_sql(hits: int, columns: str = MESSAGE_COLUMNS) -> str:
     return " UNION ALL ".join(blocks)
 
 
+def lateral_window_sql(columns: str = MESSAGE_COLUMNS) -> str:
+    """`window_sql` as one statement whose text does not depend on the number of hits, for an
+    engine with arrays and ``LATERAL`` (PostgreSQL): the same rows, from the parameters (the
+    ids as an array, resource id, before, after + 1), so the driver prepares it once and the
+    server plans it once per connection."""
+    qualified = ", ".join("m." + c for c in columns.split(", "))
+    side = (
+        f"(SELECT {qualified}, m.seq FROM memory_messages m WHERE m.thread_id = a.thread_id "
+        "AND (m.created_at, m.seq) {op} (a.created_at, a.seq) "
+        "ORDER BY m.created_at {order}, m.seq {order} LIMIT ?)"
+    )
+    return (
+        "SELECT w.* FROM unnest(?::text[]) AS h(id) "
+        "JOIN memory_messages a ON a.id = h.id AND a.resource_id = ? "
+        f"CROSS JOIN LATERAL ({side.format(op='<', order='DESC')} UNION ALL "
+        f"{side.format(op='>=', order='ASC')}) AS w"
+    )
+
+
 # ids of messages read-only turns left in a graph's state (`withheld`): both dialects' migration
 WITHHELD_TABLE = """
     CREATE TABLE memory_withheld_messages (
