@@ -29,7 +29,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from ...errors import ConfigurationError, StorageError, VectorStoreError
@@ -346,23 +346,26 @@ class PgVectorStore(AsyncTwinsWithVectors):
             where, params = where + " AND created_at >= %s", (*params, window.start)
         if window is not None and window.end is not None:
             where, params = where + " AND created_at < %s", (*params, window.end)
-        with self._transaction("query") as conn:
-            rows = nearest_rows(
-                conn,
-                lambda nearest: conn.execute(
-                    f"WITH found AS MATERIALIZED ({nearest}) SELECT id, d FROM found ORDER BY d",
-                    (literal, *params, top_k),
-                ).fetchall(),
-                wanted=top_k,
-                exact=self._exact(conn, table, where, params, top_k),
-                iterative=self.features.iterative_scan,
-                source=table,
-                columns="id",
-                distance=f"embedding {self._op()} %s::{kind}",
-                where=where,
-                beam=top_k,
-                ef_search=self.ef_search,
-            )
+        with self._transaction("query", atomic=False) as conn:  # an exact scan: one statement
+            exact = self._exact(conn, table, where, params, top_k)
+            with nullcontext() if exact else conn.transaction():  # the graph's SET LOCALs
+                rows = nearest_rows(
+                    conn,
+                    lambda nearest: conn.execute(
+                        f"WITH found AS MATERIALIZED ({nearest}) SELECT id, d FROM found "
+                        "ORDER BY d",
+                        (literal, *params, top_k),
+                    ).fetchall(),
+                    wanted=top_k,
+                    exact=exact,
+                    iterative=self.features.iterative_scan,
+                    source=table,
+                    columns="id",
+                    distance=f"embedding {self._op()} %s::{kind}",
+                    where=where,
+                    beam=top_k,
+                    ef_search=self.ef_search,
+                )
         return [VectorHit(str(i).split("#", 1)[0], resource_id, 1.0 - float(d)) for i, d in rows]
 
     def warm(self, index_name: str, resource_id: str) -> bool:
@@ -406,7 +409,7 @@ class PgVectorStore(AsyncTwinsWithVectors):
         table = self._known(index_name)
         if table is None or not message_ids:
             return set()
-        with self._transaction("present") as conn:
+        with self._transaction("present", atomic=False) as conn:  # one read
             rows = conn.execute(
                 f"SELECT id FROM {table} WHERE resource_id = %s AND id = ANY(%s)",
                 (resource_id, list(message_ids)),
@@ -422,7 +425,7 @@ class PgVectorStore(AsyncTwinsWithVectors):
         table = self._known(index_name)
         if table is None or not message_ids:
             return {}
-        with self._transaction("vectors") as conn:
+        with self._transaction("vectors", atomic=False) as conn:  # one read
             rows = (
                 conn.cursor(binary=True)  # (halfvec read as vector: float32 either way)
                 .execute(
@@ -440,7 +443,7 @@ class PgVectorStore(AsyncTwinsWithVectors):
         if table is None:
             return 0
         where, params = ("WHERE resource_id = %s", (resource_id,)) if resource_id else ("", ())
-        with self._transaction("count") as conn:
+        with self._transaction("count", atomic=False) as conn:  # one read
             return int(conn.execute(f"SELECT count(*) FROM {table} {where}", params).fetchone()[0])
 
     def _known(self, index_name: str) -> str | None:
