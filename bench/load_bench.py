@@ -255,24 +255,24 @@ def audit(dsn: str, run: str) -> dict[str, int]:
 
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-    from langchain_mastra_memory import PostgresStorage
+    from langchain_mastra_memory import Memory, PostgresStorage
 
     storage = PostgresStorage(dsn, schema=SCHEMA)
     lost = duplicated = checked = 0
 
     with storage._transaction(write=False) as conn:
-        threads = [
-            r[0]
-            for r in conn.execute(
-                "SELECT id FROM memory_threads WHERE resource_id LIKE %s", (f"mem-{run}-%",)
-            ).fetchall()
-        ]
+        threads = conn.execute(
+            "SELECT id, resource_id FROM memory_threads WHERE resource_id LIKE %s",
+            (f"mem-{run}-%",),
+        ).fetchall()
 
     async def states() -> dict[str, list[Any]]:
         found: dict[str, list[Any]] = {}
         async with AsyncPostgresSaver.from_conn_string(dsn) as saver:
-            for thread in threads:
-                got = await saver.aget_tuple({"configurable": {"thread_id": thread}})
+            checkpointer = Memory(storage=storage).checkpointer(saver)  # (lists put back)
+            for thread, owner in threads:
+                ref = {"configurable": {"thread_id": thread, "resource_id": owner}}
+                got = await checkpointer.aget_tuple(ref)
                 if got is not None:
                     found[thread] = got.checkpoint["channel_values"].get("messages", [])
         return found
