@@ -16,10 +16,11 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.base import BaseCheckpointSaver, Checkpoint
 
 from ..conversation.mirroring import MirrorPlan, ThreadMirror
 from ..errors import MastraMemoryError
@@ -69,8 +70,16 @@ class OneFileWrites:
             return None
         return cls(saver, memory) if same else None
 
-    def put(self, mirror: ThreadMirror, plan: MirrorPlan, *args: Any) -> RunnableConfig:
-        """``saver.put(*args)`` with `plan`'s new turns saved in the same transaction."""
+    def put(
+        self,
+        mirror: ThreadMirror,
+        plan: MirrorPlan,
+        config: RunnableConfig,
+        encode: Callable[[], Checkpoint],
+        *args: Any,
+    ) -> RunnableConfig:
+        """``saver.put(config, encode(), *args)`` with `plan`'s new turns saved, and the
+        checkpoint's list stored (`encode`: `checkpoint_refs`), in the same transaction."""
         saver, conn = self.saver, self.saver.conn
         held: list[list[StoredMessage]] = []
         with saver.lock:
@@ -85,7 +94,9 @@ class OneFileWrites:
                     conn.rollback()
                     held.clear()
                     mirror.failed(exc, plan.thread_id)
-                result = saver.put(*args)  # its INSERT, then its commit: both
+                with self.storage.borrowing(conn):
+                    checkpoint = encode()  # the list (its failure keeps the list whole)
+                result = saver.put(config, checkpoint, *args)  # its INSERT, its commit: all
             except BaseException:
                 if conn.in_transaction:
                     conn.rollback()

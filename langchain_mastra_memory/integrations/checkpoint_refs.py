@@ -124,7 +124,7 @@ class MessageRefs:
             held = yield from self._parent(config, thread_id, ns, parent_id)
         try:
             at, depth, keys = yield from self._store(
-                checkpoint["id"], thread_id, ns, messages, held
+                checkpoint["id"], thread_id, ns, messages, held, resource_id
             )
         except (StorageError, NotImplementedError) as exc:  # the saver keeps it whole
             if isinstance(exc, NotImplementedError):

@@ -340,10 +340,13 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
                            thread_id=thread_id, resource_id=resource_id)  # fmt: skip
             self.mirror.thread(thread_id).warm = False  # the next walk reads what was withheld
             plan = None
-        stored = yield from self._refs.encoded(config, checkpoint, new_versions, resource_id)
-        args = (config, stored, metadata, new_versions)
         beside = plan if plan is not None and plan.appends_only else None  # new turns: saved
         together = beside is not None and self._one_file is not None
+        encoded = self._refs.encoded(config, checkpoint, new_versions, resource_id)
+        if together:  # the list is stored in the saver's transaction too
+            args: tuple = (config, lambda: run_sync(encoded), metadata, new_versions)
+        else:
+            args = (config, (yield from encoded), metadata, new_versions)
         try:  # while the saver writes, or in its transaction
             if together:
                 result = yield call(self._one_file, "put", self.mirror, beside, *args)
