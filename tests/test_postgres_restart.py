@@ -133,3 +133,37 @@ def test_an_unreachable_server_is_named_at_once() -> None:
     assert message.startswith("cannot connect to PostgreSQL at 127.0.0.1:1/memory: ")
     assert "refused" in message
     assert "s3cret" not in message and "\n" not in message
+
+
+def test_a_pooled_connection_is_checked_without_a_query_at_any_descriptor() -> None:
+    """`check_alive` (the pools' check): a live connection passes, with a notification waiting
+    too; one the server ended fails; in a process with descriptors past 1,024 (a busy test
+    run, an app with many files) as well."""
+    import resource
+
+    import psycopg
+
+    from langchain_mastra_memory.storage.postgres.backend import check_alive
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(max(soft, 4096), hard), hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    dsn = os.environ["LMM_TEST_POSTGRES_DSN"]
+    try:
+        conn = psycopg.connect(dsn, autocommit=True)
+        assert conn.fileno() > 1024
+        check_alive(conn)
+        conn.execute("LISTEN lmm_check")
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute("NOTIFY lmm_check")
+            time.sleep(0.2)
+            check_alive(conn)  # a notification is not a goodbye
+            admin.execute("SELECT pg_terminate_backend(%s)", (conn.info.backend_pid,))
+        time.sleep(0.3)
+        with pytest.raises(psycopg.OperationalError, match="closed"):
+            check_alive(conn)
+        conn.close()
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -47,11 +47,22 @@ def check_alive(conn: Any) -> None:
 
     if conn.closed:
         raise psycopg.OperationalError("the connection is closed")
-    readable, _, _ = select.select([conn.fileno()], [], [], 0)
-    if readable:  # a healthy idle connection has nothing to say (but a notification)
-        conn.pgconn.consume_input()
+    poller = select.poll()  # (not select(): a busy process has descriptors past 1,024)
+    poller.register(conn.fileno(), select.POLLIN)
+    gone = select.POLLHUP | select.POLLERR | select.POLLNVAL
+    try:
+        for _ in range(4):  # a healthy idle connection has nothing to say (but a notification)
+            events = poller.poll(0)
+            if not events:
+                break
+            if events[0][1] & gone:  # the server's goodbye came with the end of the stream
+                raise psycopg.OperationalError("the server closed the connection")
+            conn.pgconn.consume_input()  # (raises when what was waiting was the end)
         if conn.pgconn.status != ConnStatus.OK:
             raise psycopg.OperationalError("the server closed the connection")
+    except psycopg.OperationalError:
+        conn.close()  # so the pool discards it (a connection it thinks open goes back in)
+        raise
 
 
 def _whole(script: str) -> list[str]:
@@ -115,7 +126,6 @@ class PostgresStorage(SQLStorage):
             min_size=1,
             max_size=max_connections,
             kwargs={**self._options, "autocommit": True},  # a read is one statement
-            check=check_alive,
             timeout=pool_timeout,
             open=False,
         )
@@ -176,14 +186,20 @@ class PostgresStorage(SQLStorage):
 
     @contextmanager
     def _live_connection(self, write: bool) -> Iterator[Any]:
-        """A pooled connection (checked by the pool: `check_alive`), with a write's
-        transaction begun. One whose BEGIN fails all the same goes back to the pool (which
+        """A pooled connection found alive (`check_alive`), with a write's transaction
+        begun. A dead one, or one whose BEGIN fails all the same, goes back to the pool (which
         discards a broken one) and the next is taken, up to the pool's size plus one."""
         import psycopg
 
         for attempt in range(self._pool.max_size + 1):
             with ExitStack() as stack:
                 conn = stack.enter_context(self._pool.connection())
+                try:  # here, not as the pool's check: its retries back off (1 s, 2 s, 4 s...)
+                    check_alive(conn)
+                except psycopg.OperationalError:
+                    if attempt == self._pool.max_size:
+                        raise
+                    continue  # (closed: the pool replaces it)
                 if write:
                     try:
                         stack.enter_context(conn.transaction())
