@@ -17,63 +17,12 @@ from __future__ import annotations
 import argparse
 import collections
 import re
-import uuid
-from typing import Any
 
 from langchain_mastra_memory.testing import (
-    logged_statements,
-    mark_log,
+    agent_turn_statements,
     throwaway_postgres,
     transaction_blocks,
 )
-
-
-def agent(model_replies: int, checkpointer: Any, middleware: list[Any]) -> Any:
-    from langchain.agents import create_agent
-    from langchain_core.messages import AIMessage
-
-    from langchain_mastra_memory.testing import strict_model
-
-    replies = [AIMessage(f"noted, answer {i}") for i in range(model_replies)]
-    return create_agent(strict_model(*replies), middleware=middleware, checkpointer=checkpointer)
-
-
-def run_side(name: str, dsn: str, warmup: int, turns: int) -> list[str]:
-    from langchain_core.messages import HumanMessage
-    from langgraph.checkpoint.postgres import PostgresSaver
-    from psycopg import Connection
-    from psycopg.rows import dict_row
-
-    from langchain_mastra_memory import Memory, PostgresStorage
-
-    thread = f"{name}-{uuid.uuid4().hex[:8]}"
-    config = {"configurable": {"thread_id": thread, "resource_id": "alice"}}
-    closers: list[Any] = []
-    if name == "memory":
-        storage = PostgresStorage(dsn, schema="bench_memory")
-        memory = Memory(storage=storage, options={"semantic_recall": True})
-        app = agent(warmup + turns, memory.checkpointer(), [memory.middleware()])
-        settle = memory.flush
-        closers.append(storage.close)
-    else:
-        conn = Connection.connect(dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row)
-        saver = PostgresSaver(conn)
-        saver.setup()
-        app = agent(warmup + turns, saver, [])
-        settle = lambda *_: None  # noqa: E731
-        closers.append(conn.close)
-    for i in range(warmup):
-        app.invoke({"messages": [HumanMessage(f"warm-up question {i} about my garden")]}, config)
-        settle(60)
-    mark_log(dsn, f"{name}-start")
-    for i in range(turns):
-        app.invoke({"messages": [HumanMessage(f"question {i}: what grows on my balcony?")]},
-                   config)  # fmt: skip
-        settle(60)
-    mark_log(dsn, f"{name}-end")
-    for close in closers:
-        close()
-    return logged_statements(dsn, f"{name}-start", f"{name}-end")
 
 
 def shape(statement: str) -> str:
@@ -90,7 +39,10 @@ def main() -> None:
     parser.add_argument("--trace", action="store_true", help="print one turn's statements")
     args = parser.parse_args()
     dsn = throwaway_postgres(log_statements=True)
-    counted = {side: run_side(side, dsn, args.warmup, args.turns) for side in ("bare", "memory")}
+    counted = {
+        side: agent_turn_statements(dsn, side, warmup=args.warmup, turns=args.turns)
+        for side in ("bare", "memory")
+    }
     per_turn = {
         side: (len(lines) / args.turns, transaction_blocks(lines) / args.turns)
         for side, lines in counted.items()

@@ -198,6 +198,54 @@ def logged_statements(dsn: str, start: str, end: str) -> list[str]:
     return lines
 
 
+def agent_turn_statements(dsn: str, side: str, *, warmup: int, turns: int) -> list[str]:
+    """The statements a `throwaway_postgres(log_statements=True)` server ran for `turns`
+    `create_agent` turns (after `warmup` turns) with a scripted model: ``side="memory"`` with
+    `memory.middleware()`, `memory.checkpointer()` and semantic recall (a schema of its own,
+    dropped after; the embedding backlog drained after each turn), ``"bare"`` on LangGraph's
+    `PostgresSaver` alone."""
+    import uuid
+
+    from langchain.agents import create_agent
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg import Connection
+    from psycopg.rows import dict_row
+
+    from .memory import Memory
+    from .storage.postgres.backend import PostgresStorage
+
+    model = strict_model(*(AIMessage(f"noted, answer {i}") for i in range(warmup + turns)))
+    label = f"{side}-{uuid.uuid4().hex[:10]}"
+    config: Any = {"configurable": {"thread_id": label, "resource_id": "alice"}}
+    agent: Any
+    closers: list[Any] = []
+    if side == "memory":
+        storage = PostgresStorage(dsn, schema=f"s_{uuid.uuid4().hex[:10]}")
+        memory = Memory(storage=storage, options={"semantic_recall": True})
+        agent = create_agent(model, middleware=[memory.middleware()],
+                             checkpointer=memory.checkpointer())  # fmt: skip
+        settle: Any = memory.flush
+        closers += [storage.drop_schema, storage.close]
+    else:
+        conn = Connection.connect(dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+        saver = PostgresSaver(conn)
+        saver.setup()
+        agent = create_agent(model, checkpointer=saver)
+        settle = lambda _: True  # noqa: E731
+        closers.append(conn.close)
+    for i in range(warmup + turns):
+        if i == warmup:
+            mark_log(dsn, f"{label}-start")
+        agent.invoke({"messages": [HumanMessage(f"question {i}: what grows on my balcony?")]},
+                     config)  # fmt: skip
+        settle(60)
+    mark_log(dsn, f"{label}-end")
+    for close in closers:
+        close()
+    return logged_statements(dsn, f"{label}-start", f"{label}-end")
+
+
 def transaction_blocks(statements: Sequence[str]) -> int:
     """How many of `statements` open a transaction block."""
     return sum(1 for s in statements if s.upper().startswith(("BEGIN", "START TRANSACTION")))
