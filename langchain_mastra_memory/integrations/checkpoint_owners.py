@@ -1,28 +1,46 @@
 """Who owns a checkpointed thread: the ids a config names (the package's rule, `ids`) and the
-owner memory holds, read from storage at every read and put, so a read or a put of another
-resource's thread is refused before the saver is touched.
+owner memory holds, checked at every read and write, so another resource's thread is never
+returned nor written.
 
-Nothing about ownership is cached across calls: a thread can change hands between two calls of
-one live checkpointer (``transfer_thread`` in this process, a delete and a new owner of the id
-in another process), and a cached owner would then answer for the old one. One primary-key
-read per call is the price (~20 µs on SQLite). What the checkpointer's mirror knows of a
-thread (its message ids, its head) belongs to one incarnation of it, ``(owner, created_at)``:
-when storage shows another, that knowledge is dropped.
+A thread can change hands between two calls of one live checkpointer (``transfer_thread`` in
+this process, a delete and a new owner of the id in another process), so no owner is trusted
+from an earlier call, with one exception:
+
+- **A read** (`_get_tuple`, ``list``) reads the owner as it is now. Where the checkpoint's
+  list is memory's, in the same statement as the list (PostgreSQL: one round trip).
+- **A put that changes the messages** is checked inside its own first write: the list is
+  stored only in a thread of the writer's resource, before the saver is written.
+- **A put right after a checked read or write of its very parent checkpoint** in this
+  process does not read the owner again: the check a step before stands (`_checked`); an
+  input checkpoint or a node that only reads writes nothing else. Any other put reads the
+  owner first.
+
+What the checkpointer's mirror knows of a thread (its message ids, its head) belongs to one
+incarnation of it, ``(owner, created_at)``: when storage shows another, that knowledge is
+dropped.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple
 
+from ..errors import ResourceMismatchError, ThreadNotFoundError
 from ..threads.ids import explicit_resource_id, resolve_ids, verify_owner
+from ..twins import Steps, call
+from . import checkpoint_configs as configs
 from .checkpoint_configs import root_config
 
 if TYPE_CHECKING:
     from ..conversation.mirroring import ThreadMirror
     from ..memory import Memory
     from ..threads.thread import Thread
+    from .checkpoint_refs import MessageRefs
+
+CHECKED_KEPT = 10_000  # threads whose last checked checkpoint is remembered, at most
 
 
 class ThreadOwners:
@@ -35,6 +53,72 @@ class ThreadOwners:
     _channel: Any  # `CheckpointMessages`: its cache follows the thread's life too
     saver: Any
     _inner: Any
+    _io: Any
+    _refs: MessageRefs
+    _checked: OrderedDict[tuple[str, str], tuple[str, str]]  # (thread, ns) -> (owner, checkpoint)
+    _saw: Any  # `MemoryCheckpointer._saw`: the thread's head, as a read found it
+    _put: Any  # `MemoryCheckpointer._put`: one put's steps
+
+    # -- checked reads, and the puts that follow them ----------------------------------------------
+    def _get_tuple(self, config: RunnableConfig) -> Steps[CheckpointTuple | None]:
+        """`get_tuple`, once: the saver's checkpoint, then the owner as storage has it now
+        (read with the checkpoint's list where memory keeps it); refused when the reader is
+        not the owner, None when memory has no such thread (orphaned checkpoints are
+        nobody's)."""
+        thread_id, resource_id = self._reader(config)
+        found = yield call(self._io, "get_tuple", config)
+        thread, listed = yield from self._refs.with_thread(thread_id, found)
+        owner = self._seen(thread_id, thread)
+        if resource_id is not None:
+            verify_owner(thread_id, resource_id, owner)
+        if owner is None:
+            return None
+        self._saw(thread_id, config, found)
+        if found is not None and resource_id is not None:
+            self._check_passed(found.config, resource_id)
+        resolved = yield from self._refs.resolved(found, listed=listed)
+        return configs.stamped(resolved, owner)
+
+    def _check_passed(self, config: RunnableConfig, resource_id: str) -> None:
+        """`resource_id` was found to own the checkpoint `config` names, just now."""
+        configurable = config.get("configurable") or {}
+        if checkpoint_id := configurable.get("checkpoint_id"):
+            where = (str(configurable["thread_id"]), str(configurable.get("checkpoint_ns") or ""))
+            self._checked[where] = (resource_id, str(checkpoint_id))
+            self._checked.move_to_end(where)
+            while len(self._checked) > CHECKED_KEPT:
+                self._checked.popitem(last=False)
+
+    def _follows_check(self, config: RunnableConfig, resource_id: str) -> bool:
+        """Whether a put under `config` builds on the checkpoint this process last checked
+        `resource_id` owning (its owner need not be read again: see the module's docstring)."""
+        configurable = config.get("configurable") or {}
+        where = (str(configurable["thread_id"]), str(configurable.get("checkpoint_ns") or ""))
+        parent = configurable.get("checkpoint_id")
+        return bool(parent) and self._checked.get(where) == (resource_id, str(parent))
+
+    def _owned_put(self, config: RunnableConfig, *args: Any) -> Steps[RunnableConfig]:
+        """`_put`, its owner read left out after a check of its parent (`_follows_check`); a
+        thread its first write finds gone (deleted meanwhile, elsewhere) is put again as a
+        new one, as an unchecked put would."""
+        thread_id, resource_id = self._ids(config)
+        trusted = self._refs.enabled and self._follows_check(config, resource_id)
+        try:
+            result = yield from self._put(config, *args, trusted=trusted)
+        except ThreadNotFoundError:
+            self._forget_checks(thread_id)
+            if not trusted:
+                raise
+            result = yield from self._put(config, *args, trusted=False)
+        except ResourceMismatchError:
+            self._forget_checks(thread_id)
+            raise
+        self._check_passed(result, resource_id)
+        return result
+
+    def _forget_checks(self, thread_id: str) -> None:
+        for where in [w for w in self._checked if w[0] == thread_id]:
+            del self._checked[where]
 
     # -- checkpoints nobody owns ---------------------------------------------------------------
     def _purge_orphans(self, thread_id: str) -> None:

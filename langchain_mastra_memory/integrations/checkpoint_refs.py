@@ -28,7 +28,7 @@ import logging
 from collections import OrderedDict
 from dataclasses import dataclass
 from operator import is_
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
@@ -38,11 +38,15 @@ from ..storage.records import CheckpointList, CheckpointValue
 from ..storage.sql.checkpoint_lists import SNAPSHOT_EVERY
 from ..twins import Steps, call
 
+if TYPE_CHECKING:
+    from ..threads.thread import Thread
+
 logger = logging.getLogger(__name__)
 
 MARKER = "__langchain_mastra_memory__"
 HELD_VALUES = 200_000  # message objects the per-thread lists below keep alive, at most
 HELD_THREADS = 1_000
+UNREAD = object()  # `resolved`'s list not read yet
 
 
 def reference(at: str) -> dict[str, str]:
@@ -203,19 +207,38 @@ class MessageRefs:
         return checkpoint_id, depth, keys
 
     # -- read ------------------------------------------------------------------------------------
+    def with_thread(
+        self, thread_id: str, found: CheckpointTuple | None
+    ) -> Steps[tuple[Thread | None, Any]]:
+        """The thread as storage has it now, and the list `found` refers to, read together
+        (one trip); ``(thread, UNREAD)`` when `found` holds no reference."""
+        at = None if found is None else referenced_at(_channel_values(found).get(self.key))
+        if at is None or found is None:
+            thread = yield call(self.storage, "get_thread", thread_id)
+            return thread, UNREAD
+        _, ns, _ = _where(found.config)
+        read = yield call(self.storage, "read_thread_and_checkpoint_list", thread_id, ns, at)
+        return read
+
     def resolved(
-        self, found: CheckpointTuple | None, scratch: dict[str, CheckpointValue] | None = None
+        self,
+        found: CheckpointTuple | None,
+        scratch: dict[str, CheckpointValue] | None = None,
+        listed: Any = UNREAD,
     ) -> Steps[CheckpointTuple | None]:
         """`found` with a referenced list put back (as it was put); `scratch` shares the
-        values read across the checkpoints of one listing."""
+        values read across the checkpoints of one listing; `listed`: the list, already read
+        (`with_thread`)."""
         if found is None:
             return None
-        values = found.checkpoint.get("channel_values") or {}
+        values = _channel_values(found)
         at = referenced_at(values.get(self.key))
         if at is None:
             return found
         thread_id, ns, _ = _where(found.config)
-        messages = yield from self.messages(thread_id, ns, at, found.checkpoint["id"], scratch)
+        messages = yield from self.messages(
+            thread_id, ns, at, found.checkpoint["id"], scratch, listed
+        )
         checkpoint = {**found.checkpoint, "channel_values": {**values, self.key: messages}}
         return found._replace(checkpoint=cast(Checkpoint, checkpoint))
 
@@ -226,10 +249,15 @@ class MessageRefs:
         at: str,
         checkpoint_id: str,
         scratch: dict[str, CheckpointValue] | None = None,
+        listed: Any = UNREAD,
     ) -> Steps[list[Any]]:
         """The list a reference names, each value deserialized (blanked ones left out)."""
         scratch = {} if scratch is None else scratch
-        read = yield call(self.storage, "read_checkpoint_list", thread_id, ns, at, known=scratch)
+        read = listed
+        if read is UNREAD:
+            read = yield call(
+                self.storage, "read_checkpoint_list", thread_id, ns, at, known=scratch
+            )
         if read is None:
             msg = (
                 f"checkpoint {checkpoint_id!r} of thread {thread_id!r} refers to messages "
@@ -267,6 +295,10 @@ class MessageRefs:
     def forget(self, thread_id: str) -> None:
         for where in [w for w in self._held if w[0] == thread_id]:
             self._held_values -= len(self._held.pop(where).values)
+
+
+def _channel_values(found: CheckpointTuple) -> dict[str, Any]:
+    return found.checkpoint.get("channel_values") or {}
 
 
 def digest(kind: str, data: bytes) -> str:

@@ -32,6 +32,7 @@ not mirrored.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -123,6 +124,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         )
         self._channel = CheckpointMessages(self._io, messages_key, self._refs)  # list or delta
         self._one_file = OneFileWrites.of(self.saver, memory)  # one transaction for a turn
+        self._checked = OrderedDict()  # the checkpoint each thread's owner was last checked at
         memory.checkpointers.add(self)  # memory.delete_thread deletes the checkpoints too
 
     def __repr__(self) -> str:
@@ -208,11 +210,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
 
     # -- base capabilities ---------------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        thread_id, resource_id = self._reader(config)
-        owner = self._check_owner(thread_id, resource_id)
-        found = None if owner is None else self.saver.get_tuple(config)
-        self._saw(thread_id, config, found)
-        return configs.stamped(run_sync(self._refs.resolved(found)), owner)
+        return run_sync(self._get_tuple(config))
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -289,7 +287,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return run_sync(self._put(config, checkpoint, metadata, new_versions))
+        return run_sync(self._owned_put(config, checkpoint, metadata, new_versions))
 
     def put_writes(
         self,
@@ -306,13 +304,19 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        *,
+        trusted: bool = False,
     ) -> Steps[RunnableConfig]:
-        """`put`, once: checks, plan (reads only), the owner row, the saver's write, then the
-        mirror (whose failure warns and never aborts the graph run)."""
+        """`put`, once: checks (the owner read unless `trusted`: `_owned_put`), plan (reads
+        only), the owner row, the saver's write, then the mirror (whose failure warns and
+        never aborts the graph run)."""
         io = self._io
         thread_id, resource_id = self._ids(config)
-        owner = yield call(io, "owner", thread_id)  # read now: it may have changed hands
-        verify_owner(thread_id, resource_id, owner)
+        if trusted:  # its parent was checked a step ago (`checkpoint_owners`)
+            owner: str | None = resource_id
+        else:
+            owner = yield call(io, "owner", thread_id)  # read now: it may have changed hands
+            verify_owner(thread_id, resource_id, owner)
         messages = yield from self._root_messages(config, checkpoint, new_versions)
         new_thread = owner is None
         if new_thread:
@@ -393,6 +397,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         self.mirror.forget(thread_id)
         self._channel.forget(thread_id)
         self._refs.forget(thread_id)
+        self._forget_checks(thread_id)
 
     async def aforget(self, thread_id: str) -> None:
         """Async `forget`."""
@@ -400,6 +405,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         self.mirror.forget(thread_id)
         self._channel.forget(thread_id)
         self._refs.forget(thread_id)
+        self._forget_checks(thread_id)
 
     def delete_thread(self, thread_id: str) -> None:
         self.forget(thread_id)  # also when memory holds no such thread
@@ -415,11 +421,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         return await in_io_pool(lambda: getattr(self.saver, method)(*args, **kwargs))
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        thread_id, resource_id = self._reader(config)
-        owner = await self._acheck_owner(thread_id, resource_id)
-        found = None if owner is None else await self._inner("get_tuple", config)
-        self._saw(thread_id, config, found)
-        return configs.stamped(await run_async(self._refs.resolved(found)), owner)
+        return await run_async(self._get_tuple(config))
 
     async def _inner_alist(
         self,
@@ -479,7 +481,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return await run_async(self._put(config, checkpoint, metadata, new_versions))
+        return await run_async(self._owned_put(config, checkpoint, metadata, new_versions))
 
     async def aput_writes(
         self,

@@ -67,6 +67,7 @@ _SYNC_IO = (
     "working_memories", "observation_log", "unobserved_messages", "unobserved_tokens",
     "claim_observation", "release_observation", "commit_observation", "activate_observations",
     "commit_reflection", "save_checkpoint_list", "read_checkpoint_list", "copy_checkpoint_lists",
+    "read_thread_and_checkpoint_list",
     "blank_checkpoint_values", "sweep_checkpoint_lists", "aged_messages", "idle_threads",
     "delete_aged_observations", "aged_items", "drop_observation_sources",
 )  # fmt: skip

@@ -17,6 +17,7 @@ from .records import (
     ObservationGroup,
     StoredItem,
     StoredMessage,
+    Thread,
 )
 
 _NO_LOG = (
@@ -172,6 +173,17 @@ class DerivedRecords(ABC):  # noqa: B024 - every method has a default
         """A checkpoint's stored list: its keys, depth and the values not `known`."""
         raise NotImplementedError(_NO_LISTS.format(type(self).__name__))
 
+    def read_thread_and_checkpoint_list(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        *,
+        known: Collection[str] = (),
+    ) -> tuple[Thread | None, tuple[list[str], int, dict[str, CheckpointValue]] | None]:
+        """The thread now and a checkpoint's stored list (`read_checkpoint_list`), together."""
+        raise NotImplementedError(_NO_LISTS.format(type(self).__name__))
+
     def copy_checkpoint_lists(self, source_thread_id: str, target_thread_id: str) -> None:
         """Give a thread copy the source thread's lists and values."""
         raise NotImplementedError(_NO_LISTS.format(type(self).__name__))
@@ -211,6 +223,20 @@ class DerivedRecords(ABC):  # noqa: B024 - every method has a default
         return await off_loop(
             self.read_checkpoint_list, thread_id, checkpoint_ns, checkpoint_id, known=known
         )
+
+    async def aread_thread_and_checkpoint_list(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        *,
+        known: Collection[str] = (),
+    ) -> tuple[Thread | None, tuple[list[str], int, dict[str, CheckpointValue]] | None]:
+        """Async `read_thread_and_checkpoint_list`."""
+        return await off_loop(
+            self.read_thread_and_checkpoint_list, thread_id, checkpoint_ns, checkpoint_id,
+            known=known,
+        )  # fmt: skip
 
     async def acopy_checkpoint_lists(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async `copy_checkpoint_lists`."""

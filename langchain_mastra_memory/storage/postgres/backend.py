@@ -19,6 +19,7 @@ POSTGRES = Dialect(
     json_cast="::jsonb",
     id_chunk=None,
     lateral_windows=True,
+    one_statement_lists=True,
     no_limit=None,
     metadata_equals="metadata -> ? = ?::jsonb",
     metadata_key=lambda key: key,

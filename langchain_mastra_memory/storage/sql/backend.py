@@ -69,6 +69,7 @@ class Dialect:
     json_cast: str = ""  # appended to a placeholder bound to a JSON column
     id_chunk: int | None = 500  # ids per IN (...) list; None: bind one array with = ANY(?)
     lateral_windows: bool = False  # neighbour windows as one array-bound LATERAL statement
+    one_statement_lists: bool = False  # a thread and its checkpoint list read as one row of arrays
     no_limit: Any = -1  # the LIMIT value meaning "no limit"
     metadata_equals: str = "json_extract(metadata, ?) IS json_extract(?, '$')"
     metadata_key: Callable[[str], str] = field(default=lambda key: f'$."{key}"')

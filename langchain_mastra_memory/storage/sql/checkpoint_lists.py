@@ -17,11 +17,11 @@ known. Writes are idempotent (a put retried, a second process writing the same v
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
-from ..records import CheckpointList, CheckpointValue, now_utc
+from ..records import CheckpointList, CheckpointValue, Thread, now_utc, thread_from_row
 from ..validation import check_id
-from .statements import SQLRoom, check_thread_owner
+from .statements import THREAD_COLUMNS, Connection, SQLRoom, check_thread_owner
 
 SNAPSHOT_EVERY = 32  # a list row with this many rows below it is written whole
 KEY_SEP = " "  # keys are digests in URL-safe base64: no spaces
@@ -39,8 +39,33 @@ CHAIN = """
 """
 
 
+ONE_STATEMENT_READ = CHAIN.replace(
+    "SELECT base_id, keep, tail, depth FROM chain ORDER BY n DESC",
+    ", lists AS (SELECT array_agg(base_id ORDER BY n DESC) AS bases, "
+    "array_agg(keep ORDER BY n DESC) AS keeps, array_agg(tail ORDER BY n DESC) AS tails, "
+    "array_agg(depth ORDER BY n DESC) AS depths FROM chain), "
+    "wanted AS (SELECT array_agg(key) AS keys, array_agg(message_id) AS message_ids, "
+    "array_agg(type) AS kinds, array_agg(value) AS data FROM memory_checkpoint_values "
+    "WHERE thread_id = ? AND key IN (SELECT unnest(string_to_array(tail, ' ')) FROM chain) "
+    "AND NOT key = ANY(?::text[])) "
+    f"SELECT {', '.join('t.' + c.strip() for c in THREAD_COLUMNS.split(','))}, lists.*, wanted.* "
+    "FROM lists CROSS JOIN wanted LEFT JOIN memory_threads t ON t.id = ?",
+)
+"""`read_thread_and_checkpoint_list` on PostgreSQL: the thread, the chain and its values as
+one row of arrays."""
+ListRead = tuple[list[str], int, dict[str, CheckpointValue]]  # keys, depth, values read
+
+
 def split_keys(tail: str) -> list[str]:
     return tail.split(KEY_SEP) if tail else []
+
+
+def _joined(rows: Iterable[tuple[int, str]]) -> list[str]:
+    """The keys of a chain's ``(keep, tail)`` rows, oldest (the snapshot) first."""
+    keys: list[str] = []
+    for keep, tail in rows:
+        keys = keys[:keep] + split_keys(tail)
+    return keys
 
 
 class CheckpointListTable(SQLRoom):
@@ -102,36 +127,82 @@ class CheckpointListTable(SQLRoom):
         checkpoint_id: str,
         *,
         known: Collection[str] | None = None,
-    ) -> tuple[list[str], int, dict[str, CheckpointValue]] | None:
+    ) -> ListRead | None:
         """The keys of the list stored for a checkpoint, its depth (rows below it), and the
         values of its keys not in `known` (a pruned one with ``data`` None; ``known=None``:
         no values); None when no list is stored for it."""
         check_id(thread_id, "thread_id")
         with self._transaction(write=False) as conn:
-            rows = self._run(
+            return self._read_list(conn, thread_id, checkpoint_ns, checkpoint_id, known)
+
+    def read_thread_and_checkpoint_list(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        *,
+        known: Collection[str] = (),
+    ) -> tuple[Thread | None, ListRead | None]:
+        """The thread as it is now (None: no such thread) and `read_checkpoint_list`, read
+        together: a checkpoint read checks its owner in the same trip (on PostgreSQL one
+        statement; SQLite reads its file in one transaction)."""
+        check_id(thread_id, "thread_id")
+        with self._transaction(write=False) as conn:
+            if not self.dialect.one_statement_lists:
+                row = self._run(
+                    conn, f"SELECT {THREAD_COLUMNS} FROM memory_threads WHERE id = ?", (thread_id,)
+                ).fetchone()
+                read = self._read_list(conn, thread_id, checkpoint_ns, checkpoint_id, known)
+                return (thread_from_row(row) if row else None), read
+            row = self._run(
                 conn,
-                CHAIN,
+                ONE_STATEMENT_READ,
                 (thread_id, checkpoint_ns, checkpoint_id, thread_id, checkpoint_ns,
-                 SNAPSHOT_EVERY * 4),
-            ).fetchall()  # fmt: skip
-            if not rows or rows[0][0] is not None:  # none, or a chain whose snapshot is gone
-                return None
-            keys: list[str] = []
-            for _base, keep, tail, _depth in rows:
-                keys = keys[:keep] + split_keys(tail)
-            depth = int(rows[-1][3])
-            if known is None:
-                return keys, depth, {}
-            wanted = [key for key in dict.fromkeys(keys) if key not in known]
-            found: dict[str, CheckpointValue] = {}
-            for condition, params in self.dialect.ids_in("key", wanted):
-                for key, message_id, kind, data in self._run(
-                    conn,
-                    "SELECT key, message_id, type, value FROM memory_checkpoint_values "
-                    f"WHERE thread_id = ? AND {condition}",
-                    [thread_id, *params],
-                ).fetchall():
-                    found[key] = CheckpointValue(key, message_id, kind, _bytes(data))
+                 SNAPSHOT_EVERY * 4, thread_id, list(known), thread_id),
+            ).fetchone()  # fmt: skip
+        width = len(THREAD_COLUMNS.split(","))
+        thread = thread_from_row(row[:width]) if row[0] is not None else None
+        bases, keeps, tails, depths, keys, message_ids, kinds, data = row[width:]
+        if not bases or bases[0] is not None:  # none, or a chain whose snapshot is gone
+            return thread, None
+        values = {
+            key: CheckpointValue(key, message_id, kind, _bytes(value))
+            for key, message_id, kind, value in zip(
+                keys or [], message_ids or [], kinds or [], data or [], strict=True
+            )
+        }
+        return thread, (_joined(zip(keeps, tails, strict=True)), int(depths[-1]), values)
+
+    def _read_list(
+        self,
+        conn: Connection,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        known: Collection[str] | None,
+    ) -> ListRead | None:
+        rows = self._run(
+            conn,
+            CHAIN,
+            (thread_id, checkpoint_ns, checkpoint_id, thread_id, checkpoint_ns,
+             SNAPSHOT_EVERY * 4),
+        ).fetchall()  # fmt: skip
+        if not rows or rows[0][0] is not None:  # none, or a chain whose snapshot is gone
+            return None
+        keys = _joined((keep, tail) for _base, keep, tail, _depth in rows)
+        depth = int(rows[-1][3])
+        if known is None:
+            return keys, depth, {}
+        wanted = [key for key in dict.fromkeys(keys) if key not in known]
+        found: dict[str, CheckpointValue] = {}
+        for condition, params in self.dialect.ids_in("key", wanted):
+            for key, message_id, kind, data in self._run(
+                conn,
+                "SELECT key, message_id, type, value FROM memory_checkpoint_values "
+                f"WHERE thread_id = ? AND {condition}",
+                [thread_id, *params],
+            ).fetchall():
+                found[key] = CheckpointValue(key, message_id, kind, _bytes(data))
         return keys, depth, found
 
     def copy_checkpoint_lists(self, source_thread_id: str, target_thread_id: str) -> None:

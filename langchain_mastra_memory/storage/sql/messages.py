@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from langchain_core.messages import ToolMessage
 
@@ -86,13 +87,7 @@ class MessageTable(SQLRoom):
         SQLite has one writer anyway)."""
         if not rows:
             return []
-        last = self._run(  # the owner's row locked with the same trip (SQLite's write
-            conn,  # transaction is the one lock already)
-            "SELECT (SELECT MAX(created_at) FROM memory_messages WHERE thread_id = ?) "
-            f"FROM memory_resources WHERE id = ?{self.dialect.row_lock}",
-            (thread_id, resource_id),
-        ).fetchone()[0]
-        existing = self._existing(conn, [r.id for r in rows])
+        last, existing = self._last_and_existing(conn, thread_id, resource_id, [r.id for r in rows])
         check_conflicts(rows, existing, thread_id)
         has_results = any(isinstance(r.message, ToolMessage) for r in rows)
         known_calls = self._known_calls(conn, thread_id) if has_results else []
@@ -121,6 +116,35 @@ class MessageTable(SQLRoom):
             self._run(conn, TOUCH_THREAD, (self._time(now_utc()), thread_id))
         report_orphans(orphan_tool_results([r.message for r in rows], known_calls), thread_id)
         return saved_messages(rows, existing, times, thread_id, resource_id)
+
+    def _last_and_existing(
+        self, conn: Connection, thread_id: str, resource_id: str, ids: list[str]
+    ) -> tuple[Any, dict[str, tuple[str, str, datetime]]]:
+        """The thread's newest ``created_at`` and which of `ids` are stored (`_existing`), the
+        owner's row locked first (SQLite's write transaction is the one lock already): one
+        statement when the ids fit one condition."""
+        locked = (
+            "SELECT (SELECT MAX(created_at) FROM memory_messages WHERE thread_id = ?) AS last "
+            f"FROM memory_resources WHERE id = ?{self.dialect.row_lock}"
+        )
+        pieces = list(self.dialect.ids_in("m.id", ids))
+        if len(pieces) != 1:
+            last = self._run(conn, locked, (thread_id, resource_id)).fetchone()[0]
+            return last, self._existing(conn, ids)
+        condition, params = pieces[0]
+        rows = self._run(
+            conn,
+            f"SELECT r.last, m.id, m.thread_id, m.resource_id, m.created_at FROM ({locked}) AS r "
+            f"LEFT JOIN memory_messages m ON {condition}",
+            (thread_id, resource_id, *params),
+        ).fetchall()
+        found = {
+            id_: (owner_thread, owner, from_iso(created_at))
+            for _, id_, owner_thread, owner, created_at in rows
+            if id_ is not None
+        }
+        last = rows[0][0]
+        return last, found
 
     def save_import(self, threads: Sequence[ImportedThread]) -> list[StoredMessage]:
         checked = [(t, message_rows(t.messages, t.created_at)) for t in threads]
