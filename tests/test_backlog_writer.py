@@ -82,7 +82,7 @@ def test_a_crash_before_the_writer_ran_loses_no_backlog(tmp_path: Path) -> None:
                         vector=ChromaVectorStore(path={str(tmp_path / "v")!r}),
                         options={{"semantic_recall": {{"mode": "vector"}}}})
         memory.create_thread(resource_id="alice", thread_id="t1")
-        memory.recall_index.writer.notify = lambda *ids: None  # the writer never gets to run
+        memory.recall_index.writer.notify = lambda *ids, **kw: None  # the writer never runs
         memory.save_messages([HumanMessage("I keep bees on the roof.")],
                              thread_id="t1", resource_id="alice")
         os._exit(9)  # killed before any embedding
@@ -217,3 +217,59 @@ def test_a_query_waits_for_another_s_embedding_only_so_long(call, monkeypatch) -
     assert call(cached, "embed_query", text) == pytest.approx(embedder._vector(text))
     embedder.gate.set()
     hung.join(30)
+
+
+class RecordedTexts(HeldTexts):
+    """`HeldTexts` that records every text it embeds as a document."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embedded: list[str] = []
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        vectors = super().embed_documents(texts)
+        self.embedded.extend(texts)
+        return vectors
+
+
+def test_a_message_updated_after_it_was_handed_over_is_embedded_as_updated(call) -> None:
+    """A save hands its messages to the writer (no read back); an update before the writer
+    ran makes what was handed over stale: the writer reads storage instead."""
+    embedder = RecordedTexts()
+    memory = gated_memory(embedder)
+    memory.save_messages([HumanMessage("warm-up")], thread_id="t1", resource_id="alice")
+    assert memory.flush(timeout=30)  # the first drain reads storage (a sweep)
+    embedder.held.add(f"blocker {call.mode}")
+    memory.save_messages([HumanMessage(f"blocker {call.mode}")], thread_id="t1",
+                         resource_id="alice")  # fmt: skip  # the writer waits at the gate
+    [note] = memory.save_messages(
+        [HumanMessage(f"the hive is blue {call.mode}", id=f"n-{call.mode}")],
+        thread_id="t1", resource_id="alice",
+    )  # fmt: skip
+    edited = HumanMessage(f"the hive is green {call.mode}", id=note.id)
+    call(memory, "update_messages", [edited], resource_id="alice")
+    embedder.gate.set()
+    assert memory.flush(timeout=30) and memory.storage.unembedded() == []
+    assert f"the hive is blue {call.mode}" not in embedder.embedded  # never the stale text
+    hits = memory.recall_index.search(f"the hive is green {call.mode}", resource_id="alice")
+    assert hits and hits[0].message_id == note.id
+
+
+def test_handed_over_messages_are_embedded_and_a_sweep_finds_what_was_not(tmp_path: Path) -> None:
+    embedder = RecordedTexts()
+    embedder.gate.set()
+    memory = gated_memory(embedder)
+    memory.save_messages([HumanMessage("one")], thread_id="t1", resource_id="alice")
+    assert memory.flush(timeout=30)
+    memory.save_messages([HumanMessage("two")], thread_id="t1", resource_id="alice")
+    assert memory.flush(timeout=30) and memory.storage.unembedded() == []
+    assert embedder.embedded == ["one", "two"]
+    # a backlog left by another writer (stored, never handed over here) waits for a sweep
+    memory.storage.save_messages([HumanMessage("left over")], thread_id="t1", resource_id="alice")
+    memory.save_messages([HumanMessage("three")], thread_id="t1", resource_id="alice")
+    assert memory.flush(timeout=30)
+    assert [m.message.content for m in memory.storage.unembedded()] == ["left over"]
+    memory.recall_index.writer._swept_at = -float("inf")  # a minute later
+    memory.save_messages([HumanMessage("four")], thread_id="t1", resource_id="alice")
+    assert memory.flush(timeout=30) and memory.storage.unembedded() == []
+    assert embedder.embedded[-2:] == ["left over", "four"]

@@ -19,9 +19,10 @@ from langchain_mastra_memory.testing import (
 pytestmark = pytest.mark.postgres
 
 TURNS = 5
-# measured 2026-11-28 (20 turns): memory adds 38.9 statements and 2.0 BEGIN blocks a turn (92
-# and 24 on 2026-11-27); the ceilings leave a few turns' noise (an embedding batch split in two)
-MAX_ADDED_STATEMENTS = 42
+# measured 2026-11-28 (20 turns): memory adds 29.0 statements and 2.0 BEGIN blocks a turn (92
+# and 24 on 2026-11-27); the issue's ceilings (a sweep of the embedding backlog, once a minute,
+# or an embedding batch split in two is a few turns' noise within them)
+MAX_ADDED_STATEMENTS = 30
 MAX_ADDED_BEGINS = 3
 
 

@@ -320,14 +320,14 @@ class SyncedStorage:
         if self.index and replace:  # an update rewrites its pieces now (updates are rare)
             self.index.after_save(stored, replace=True)
         elif self.index and self.index.vector is not None:
-            self.index.writer.notify(stored_ids(stored))  # new messages: embedded behind the turn
+            self.index.writer.notify(stored=stored)  # new messages: embedded behind the turn
         return [s.message for s in stored]
 
     async def _aindexed(self, stored: list[StoredMessage], *, replace: bool = False) -> Saved:
         if self.index and replace:
             await self.index.aafter_save(stored, replace=True)
         elif self.index and self.index.vector is not None:
-            self.index.writer.notify(stored_ids(stored))
+            self.index.writer.notify(stored=stored)
         return [s.message for s in stored]
 
     def flush(self, timeout: float | None = None) -> bool:

@@ -106,6 +106,8 @@ class VectorUpkeep:
         if self.vector is None or self.embedder is None:
             return 0
         name = yield from self._index_name_steps()
+        if replace:  # what an earlier save handed the writer is stale now
+            self.writer.discard(stored_ids(stored))
         for resource_id in {s.resource_id for s, _ in todo} if replace else ():
             # an updated message may have fewer pieces than before
             old = [s.message.id for s, _ in todo if s.resource_id == resource_id]
@@ -278,6 +280,7 @@ class VectorUpkeep:
         resource_id: str | None = None,
     ) -> None:
         """Remove the vectors of deleted messages or a deleted thread (a failure warns)."""
+        self.writer.discard(message_ids, thread_id=thread_id)
         try:
             self.forget(message_ids=message_ids, thread_id=thread_id, resource_id=resource_id)
         except VectorStoreError as exc:
@@ -291,6 +294,7 @@ class VectorUpkeep:
         resource_id: str | None = None,
     ) -> None:
         """Async `after_delete`."""
+        self.writer.discard(message_ids, thread_id=thread_id)
         try:
             await self.aforget(
                 message_ids=message_ids, thread_id=thread_id, resource_id=resource_id

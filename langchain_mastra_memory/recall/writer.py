@@ -2,7 +2,11 @@
 
 Saving a message stores it with ``embedded = 0`` (the backlog, in storage, so a crash loses
 nothing) and wakes this writer; a per-index background thread embeds the backlog in batches
-(bounded memory) and marks what it wrote. Searching first waits for the writes this process
+(bounded memory) and marks what it wrote. The messages this process saved are handed over
+with the wake-up and embedded as they are, without reading them back; storage's backlog is
+read (a sweep) at the first drain, every `SWEEP_EVERY` seconds, after a failed write, and
+whenever what is queued was not all handed over (another process's leftovers, a message
+updated or deleted here since it was handed over). Searching first waits for the writes this process
 has queued (`settle`: usually done already, they run during the user's think time), so a
 message saved by this process is found by the next recall; not for the messages the search
 will not return anyway (a turn's own question, saved a moment before its recall). `flush()`
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import weakref
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -41,6 +46,7 @@ class Backlog(Protocol):
 logger = logging.getLogger(__name__)
 BATCH = 200
 UNNAMED = ""  # what a notify without message ids queues: only a whole drain settles it
+SWEEP_EVERY = 60.0  # seconds between reads of storage's whole backlog
 
 
 @dataclass(frozen=True)
@@ -69,18 +75,24 @@ class BacklogWriter:
         self._dirty = False  # woken and not drained yet
         self._busy = False
         self._queued: set[str] = set()  # ids this process saved, not drained yet
+        self._handed: dict[str, StoredMessage] = {}  # ... with the messages as they were saved
+        self._swept_at = -float("inf")  # when storage's backlog was last read
         self._draining: set[str] = set()  # ... and those of the drain under way
         self._closed = False
         self._thread: threading.Thread | None = None
         self.last_error: str | None = None  # why the last drain failed (None: it did not)
         self._told = False  # a search was warned about the failing writes
 
-    def notify(self, message_ids: Iterable[str] = ()) -> None:
-        """New messages (`message_ids`; unnamed: anything) are in the backlog: embed them
-        soon."""
+    def notify(
+        self, message_ids: Iterable[str] = (), *, stored: Sequence[StoredMessage] = ()
+    ) -> None:
+        """New messages (`message_ids`, or the `stored` messages themselves; unnamed:
+        anything) are in the backlog: embed them soon."""
         with self._state:
             self._dirty = True
-            self._queued.update(list(message_ids) or [UNNAMED])
+            ids = [*message_ids, *(s.message.id for s in stored if s.message.id)]
+            self._queued.update(ids or [UNNAMED])
+            self._handed.update((s.message.id, s) for s in stored if s.message.id)
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="lmm-backlog-writer", daemon=True
@@ -88,6 +100,17 @@ class BacklogWriter:
                 self._thread.start()
                 on_exit(partial(_drain_at_exit, weakref.ref(self)))
             self._state.notify_all()
+
+    def discard(self, message_ids: Iterable[str] = (), *, thread_id: str | None = None) -> None:
+        """Messages updated or deleted here (or a deleted thread's): what was handed over
+        for them is stale, so the next drain reads storage instead."""
+        with self._state:
+            for message_id in message_ids:
+                self._handed.pop(message_id, None)
+            if thread_id is not None:
+                for message_id, s in list(self._handed.items()):
+                    if s.thread_id == thread_id:
+                        del self._handed[message_id]
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until what was queued is written; False if `timeout` ran out first, or if the
@@ -158,11 +181,18 @@ class BacklogWriter:
                     return
                 self._dirty, self._busy = False, True
                 self._draining, self._queued = self._queued, set()
+                handed, self._handed = self._handed, {}
             try:
-                while batch := self.index.storage.unembedded(limit=self.batch):
-                    self.index.index(batch)
-                    if len(batch) < self.batch:
-                        break
+                if self._sweep_due(handed):
+                    self._swept_at = time.monotonic()
+                    while batch := self.index.storage.unembedded(limit=self.batch):
+                        self.index.index(batch)
+                        if len(batch) < self.batch:
+                            break
+                else:
+                    ready = [handed[i] for i in sorted(self._draining)]
+                    for start in range(0, len(ready), self.batch):
+                        self.index.index(ready[start : start + self.batch])
                 self.recovered()
             except VectorStoreError as exc:
                 self.last_error = str(exc)
@@ -180,6 +210,15 @@ class BacklogWriter:
                     self._busy = False
                     self._draining = set()  # written, or left in the backlog on a failure
                     self._state.notify_all()
+
+
+    def _sweep_due(self, handed: dict[str, StoredMessage]) -> bool:
+        """Whether this drain reads storage's backlog rather than what was handed over."""
+        return (
+            self.last_error is not None
+            or time.monotonic() - self._swept_at > SWEEP_EVERY
+            or any(i not in handed for i in self._draining)
+        )
 
 
 def _drain_at_exit(ref: weakref.ref[BacklogWriter]) -> None:
