@@ -143,3 +143,72 @@ def test_a_thread_deleted_and_taken_by_another_process_is_not_read_as_the_old_ow
         if isinstance(storage, PostgresStorage):
             storage.drop_schema()
         storage.close()
+
+
+TRANSFER_IN_ANOTHER_PROCESS = textwrap.dedent(
+    """
+    import sys
+    from langchain_mastra_memory import Memory, PostgresStorage, SQLiteStorage
+
+    kind, where, schema = sys.argv[1:4]
+    storage = SQLiteStorage(where) if kind == "sqlite" else PostgresStorage(where, schema=schema)
+    Memory(storage=storage).transfer_thread("g-tx", to_resource_id="bob", resource_id="alice")
+    storage.close()
+    print("done")
+    """
+)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_thread_transferred_by_another_process_is_refused_to_the_old_owner_at_once(
+    tmp_path: Path, kind: str, mode: str
+) -> None:
+    """Alice's graph has just read and written her thread (so its puts would follow a checked
+    parent); another process gives the thread to bob. Alice's very next read and run are
+    refused, and nothing of hers is written after the transfer; bob reads and continues."""
+    if kind == "sqlite":
+        where, schema = str(tmp_path / "memory.db"), "-"
+        storage: Any = SQLiteStorage(where)
+    else:
+        import uuid
+
+        where, schema = os.environ["LMM_TEST_POSTGRES_DSN"], f"t_{uuid.uuid4().hex[:12]}"
+        storage = PostgresStorage(where, schema=schema)
+    try:
+        memory = Memory(storage=storage)
+        graph = echo_graph(memory.checkpointer())
+        graph.invoke({"messages": [HumanMessage("alice's secret: kq7731")]}, ALICE)
+        before = graph.get_state(ALICE)  # a checked read of the latest checkpoint
+        root = Path(__file__).resolve().parents[1]
+        done = subprocess.run(
+            [sys.executable, "-c", TRANSFER_IN_ANOTHER_PROCESS, kind, where, schema],
+            capture_output=True, text=True, timeout=300, cwd=root,
+            env={**os.environ, "PYTHONPATH": str(root)},
+        )  # fmt: skip
+        assert done.returncode == 0 and "done" in done.stdout, done.stderr[-3000:]
+
+        def run(method: str, *args: Any) -> Any:
+            if mode == "sync":
+                return getattr(graph, method)(*args)
+            return asyncio.run(getattr(graph, "a" + method)(*args))
+
+        with pytest.raises(ResourceMismatchError):
+            run("get_state", ALICE)
+        with pytest.raises(ResourceMismatchError):
+            run("invoke", {"messages": [HumanMessage("alice writes")]}, ALICE)
+        with pytest.raises(ResourceMismatchError):  # a fork of the checkpoint she last read
+            run("update_state", before.config, {"messages": [HumanMessage("alice edits")]})
+        state = run("get_state", BOB)
+        assert contents(state) == ["alice's secret: kq7731", "echo: alice's secret: kq7731"]
+        run("invoke", {"messages": [HumanMessage("bob here")]}, BOB)
+        assert [m.content for m in memory.get_messages(thread_id="g-tx", resource_id="bob")] == [
+            "alice's secret: kq7731",
+            "echo: alice's secret: kq7731",
+            "bob here",
+            "echo: bob here",
+        ]
+    finally:
+        if isinstance(storage, PostgresStorage):
+            storage.drop_schema()
+        storage.close()
