@@ -211,7 +211,6 @@ class BacklogWriter:
                     self._draining = set()  # written, or left in the backlog on a failure
                     self._state.notify_all()
 
-
     def _sweep_due(self, handed: dict[str, StoredMessage]) -> bool:
         """Whether this drain reads storage's backlog rather than what was handed over."""
         return (
