@@ -33,6 +33,7 @@ from ..threads.ids import explicit_resource_id, resolve_ids, verify_owner
 from ..twins import Steps, call
 from . import checkpoint_configs as configs
 from .checkpoint_configs import root_config
+from .checkpoint_refs import checkpoint_at
 
 if TYPE_CHECKING:
     from ..conversation.mirroring import ThreadMirror
@@ -81,9 +82,9 @@ class ThreadOwners:
 
     def _check_passed(self, config: RunnableConfig, resource_id: str) -> None:
         """`resource_id` was found to own the checkpoint `config` names, just now."""
-        configurable = config.get("configurable") or {}
-        if checkpoint_id := configurable.get("checkpoint_id"):
-            where = (str(configurable["thread_id"]), str(configurable.get("checkpoint_ns") or ""))
+        thread_id, ns, checkpoint_id = checkpoint_at(config)
+        if checkpoint_id:
+            where = (thread_id, ns)
             self._checked[where] = (resource_id, str(checkpoint_id))
             self._checked.move_to_end(where)
             while len(self._checked) > CHECKED_KEPT:
@@ -92,10 +93,8 @@ class ThreadOwners:
     def _follows_check(self, config: RunnableConfig, resource_id: str) -> bool:
         """Whether a put under `config` builds on the checkpoint this process last checked
         `resource_id` owning (its owner need not be read again: see the module's docstring)."""
-        configurable = config.get("configurable") or {}
-        where = (str(configurable["thread_id"]), str(configurable.get("checkpoint_ns") or ""))
-        parent = configurable.get("checkpoint_id")
-        return bool(parent) and self._checked.get(where) == (resource_id, str(parent))
+        thread_id, ns, parent = checkpoint_at(config)
+        return bool(parent) and self._checked.get((thread_id, ns)) == (resource_id, str(parent))
 
     def _owned_put(self, config: RunnableConfig, *args: Any) -> Steps[RunnableConfig]:
         """`_put`, its owner read left out after a check of its parent (`_follows_check`); a

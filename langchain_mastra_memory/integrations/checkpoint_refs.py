@@ -83,7 +83,8 @@ class Held:
         return bool(self.values) and len(messages) >= n and all(map(is_, messages[:n], self.values))
 
 
-def _where(config: RunnableConfig) -> tuple[str, str, str | None]:
+def checkpoint_at(config: RunnableConfig) -> tuple[str, str, str | None]:
+    """``(thread_id, checkpoint_ns, checkpoint_id)`` of a config (no id: the latest)."""
     configurable = config.get("configurable") or {}
     return (
         str(configurable["thread_id"]),
@@ -120,7 +121,7 @@ class MessageRefs:
         messages = values.get(self.key)
         if not self.enabled or not isinstance(messages, list) or not messages:
             return checkpoint
-        thread_id, ns, parent_id = _where(config)
+        thread_id, ns, parent_id = checkpoint_at(config)
         held = self._held.get((thread_id, ns))
         if held is not None and held.checkpoint_id != parent_id:
             held = None
@@ -213,10 +214,10 @@ class MessageRefs:
         """The thread as storage has it now, and the list `found` refers to, read together
         (one trip); ``(thread, UNREAD)`` when `found` holds no reference."""
         at = None if found is None else referenced_at(_channel_values(found).get(self.key))
-        if at is None or found is None:
+        if at is None or found is None:  # (found: narrowed for the type checker)
             thread = yield call(self.storage, "get_thread", thread_id)
             return thread, UNREAD
-        _, ns, _ = _where(found.config)
+        _, ns, _ = checkpoint_at(found.config)
         read = yield call(self.storage, "read_thread_and_checkpoint_list", thread_id, ns, at)
         return read
 
@@ -235,7 +236,7 @@ class MessageRefs:
         at = referenced_at(values.get(self.key))
         if at is None:
             return found
-        thread_id, ns, _ = _where(found.config)
+        thread_id, ns, _ = checkpoint_at(found.config)
         messages = yield from self.messages(
             thread_id, ns, at, found.checkpoint["id"], scratch, listed
         )
