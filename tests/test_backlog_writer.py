@@ -273,3 +273,37 @@ def test_handed_over_messages_are_embedded_and_a_sweep_finds_what_was_not(tmp_pa
     memory.save_messages([HumanMessage("four")], thread_id="t1", resource_id="alice")
     assert memory.flush(timeout=30) and memory.storage.unembedded() == []
     assert embedder.embedded[-2:] == ["left over", "four"]
+
+
+def test_a_message_a_sweep_wrote_is_not_written_again_from_its_handover() -> None:
+    """A save that lands while a sweep reads storage's backlog is in that read AND handed
+    over for the next drain: the next drain skips what the sweep already wrote."""
+    embedder = GatedEmbeddings()
+    embedder.gate.set()
+    memory = gated_memory(embedder)
+    assert memory.recall_index is not None and memory.vector is not None
+    writes: list[str] = []  # the message of every vector written
+    upsert = memory.vector.upsert
+
+    def recorded(index_name, records):  # type: ignore[no-untyped-def]
+        writes.extend(r.message_id for r in records)
+        return upsert(index_name, records)
+
+    memory.vector.upsert = recorded  # type: ignore[method-assign]
+    storage = memory.recall_index.storage
+    reading, second_saved = threading.Event(), threading.Event()
+    unembedded = storage.unembedded
+
+    def sweep_read(*args, **kwargs):  # type: ignore[no-untyped-def]
+        reading.set()
+        second_saved.wait(30)  # the second save lands while the first drain's sweep waits
+        return unembedded(*args, **kwargs)
+
+    storage.unembedded = sweep_read  # type: ignore[method-assign]
+    first = memory.save_messages([HumanMessage("first")], thread_id="t1", resource_id="alice")
+    assert reading.wait(30)  # the first drain is sweeping
+    second = memory.save_messages([HumanMessage("second")], thread_id="t1", resource_id="alice")
+    second_saved.set()
+    assert memory.flush(timeout=30)
+    assert sorted(writes) == sorted(m.id for m in [*first, *second])  # each written once
+    assert memory.vector_backlog().pending == 0

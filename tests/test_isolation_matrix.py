@@ -27,6 +27,7 @@ import re
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,7 @@ from tests.helpers import delta_state, drop_milvus_collections
 SECRET = "Zanzibar-kq7731"  # in each of alice's stores; bob asks about "Zanzibar"
 LEAK = "kq7731"  # what bob must never see (not hex: a random uuid cannot contain it)
 QUESTION = "What is the Zanzibar locker code and travel plan?"
+LATER = datetime(2100, 1, 1, tzinfo=timezone.utc)  # a moment after every write: the whole log
 ALICE_TURNS = [
     f"My locker code is {SECRET}, remember it.",
     f"Also my travel plan: {SECRET} in March, Lisbon after.",
@@ -445,6 +447,15 @@ CASES = [
         "tA", model=EchoObserver(), resource_id="bob"), REFUSED),
     Case(("Memory.summarize_thread",), lambda w: arun(w.memory.asummarize_thread(
         "tB", model=EchoObserver(), resource_id="bob")).summary, NOTHING),
+    # the observation log as it stood at a moment (Mastra's getObservationsAsOf), in both scopes
+    Case(("Memory.observations_as_of",), lambda w: w.memory.observations_as_of(
+        LATER, thread_id="tA", resource_id="bob"), REFUSED),
+    Case(("Memory.observations_as_of",), lambda w: arun(w.memory.aobservations_as_of(
+        LATER, thread_id="tA", resource_id="bob", scope="resource")), REFUSED),
+    Case(("Memory.observations_as_of",), lambda w: w.memory.observations_as_of(
+        LATER, thread_id="tB", resource_id="bob"), NOTHING),
+    Case(("Memory.aobservations_as_of",), lambda w: arun(w.memory.aobservations_as_of(
+        LATER, resource_id="bob", scope="resource")), NOTHING),
     Case(("Memory.list_messages_by_id",), lambda w: w.memory.list_messages_by_id(
         [m.id for m in w.memory.get_messages(thread_id="tA")], resource_id="bob"), NOTHING),
     Case(("Memory.alist_messages_by_id",), lambda w: arun(w.memory.alist_messages_by_id(

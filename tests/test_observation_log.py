@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import multiprocessing
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_mastra_memory import SQLiteStorage
+from langchain_mastra_memory.storage.records import now_utc
 from langchain_mastra_memory.storage.sql.observations import scope_key
 
 
@@ -247,3 +249,53 @@ def test_a_log_written_before_buffering_migrates_active(tmp_path: Path, monkeypa
     assert [s.message.id for s in storage.unobserved_messages(key, buffered=True, **ref)] == ids[4:]
     storage.activate_observations(key, retain_tokens=0, **ref)
     assert [g.id for g in storage.observation_log(key)] == ["g1", ahead.id]
+    # the old log counts from its creation; the new group from its activation
+    at = datetime(2026, 11, 2, tzinfo=timezone.utc)
+    assert [g.id for g in storage.observations_as_of(key, at)] == ["g1"]
+    assert [g.id for g in storage.observations_as_of(key, now_utc())] == ["g1", ahead.id]
+
+
+def test_the_log_as_it_stood_at_each_moment(storage, call) -> None:
+    """`observations_as_of`: a group counts from when it joined the log (an observation at its
+    activation, not while it waited buffered; a reflection at its commit), and the groups a
+    reflection replaced count until that commit: what the model was shown then."""
+    ids = turns(storage, "t1", 4)
+    key = scope_key("thread", resource_id="alice", thread_id="t1")
+    ref = {"resource_id": "alice", "thread_id": "t1"}
+
+    def moment():  # a distinct instant between two writes
+        time.sleep(0.02)
+        at = now_utc()
+        time.sleep(0.02)
+        return at
+
+    empty = moment()
+    assert storage.claim_observation(key, owner="o", seconds=30)
+    first = observe(storage, key, "o", ids[:2], text="first")
+    after_first = moment()
+    waiting = buffer(storage, key, ids[2:4], "waiting")
+    while_buffered = moment()
+    storage.activate_observations(key, retain_tokens=0, **ref)
+    activated = moment()
+    assert storage.claim_observation(key, owner="r", seconds=30)
+    reflection = storage.commit_reflection(
+        key, owner="r", resource_id="alice", text="condensed", current_task=None,
+        replaces=[first.id, waiting.id], token_count=1.0,
+    )  # fmt: skip
+    reflected = moment()
+    buffer(storage, key, ids[4:], "later")  # waits: in no past or present log
+
+    def texts(at):
+        return [g.text for g in call(storage, "observations_as_of", key, at)]
+
+    assert texts(empty) == []
+    assert texts(after_first) == ["first"]
+    assert texts(while_buffered) == ["first"]  # written, not yet shown
+    assert texts(activated) == ["first", "waiting"]
+    assert texts(reflected) == ["condensed"]
+    assert [g.id for g in call(storage, "observations_as_of", key, now_utc())] == [
+        g.id for g in storage.observation_log(key)
+    ] == [reflection.id]  # fmt: skip
+    # another scope's log is not this one's
+    other = scope_key("thread", resource_id="alice", thread_id="t2")
+    assert call(storage, "observations_as_of", other, now_utc() + timedelta(days=1)) == []

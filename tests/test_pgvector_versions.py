@@ -226,3 +226,19 @@ def test_a_session_whose_postgres_cannot_run_pgvector_stops_before_any_test(
     assert done.returncode == 3, done.stdout[-2000:]
     assert "cannot run pgvector" in done.stdout + done.stderr
     assert " passed" not in done.stdout and " error" not in done.stdout
+
+
+def test_a_throwaway_server_takes_the_page_cache_it_is_given() -> None:
+    """The recall bench's own server holds its HNSW index in shared buffers, as pgvector
+    advises: `shared_buffers` is set and the server restarted on its socket, ready to use."""
+    import psycopg
+
+    from langchain_mastra_memory.testing import throwaway_postgres
+
+    dsn = throwaway_postgres(shared_buffers="192MB")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert conn.execute("SHOW shared_buffers").fetchone() == ("192MB",)
+        assert conn.execute("SHOW fsync").fetchone() == ("off",)  # the rest as before
+    storage = PostgresStorage(dsn, schema="buffers")
+    assert storage.create_thread(thread_id="t", resource_id="r").id == "t"
+    storage.close()

@@ -128,6 +128,15 @@ class MemoryRef(TypedDict, total=False):
     thread_id: str | None
 
 
+class ObservationsAsOf(TypedDict, total=False):
+    """Whose observation log: the owner, the thread (thread scope), and the scope (the
+    memory's observational scope unless given; ``"thread"`` when it is off)."""
+
+    resource_id: Required[str]
+    thread_id: str | None
+    scope: Literal["thread", "resource"]
+
+
 class MessageQuery(TypedDict, total=False):
     """`Memory.get_messages`: the thread, how many of the newest (all when None), the caller."""
 

@@ -77,6 +77,9 @@ class BacklogWriter:
         self._queued: set[str] = set()  # ids this process saved, not drained yet
         self._handed: dict[str, StoredMessage] = {}  # ... with the messages as they were saved
         self._swept_at = -float("inf")  # when storage's backlog was last read
+        # what the last sweep wrote: a save landing during its read was in it AND handed over
+        # for the next drain, which skips it (an update since would have discarded the handover)
+        self._swept: set[str] = set()
         self._draining: set[str] = set()  # ... and those of the drain under way
         self._closed = False
         self._thread: threading.Thread | None = None
@@ -184,13 +187,15 @@ class BacklogWriter:
                 handed, self._handed = self._handed, {}
             try:
                 if self._sweep_due(handed):
-                    self._swept_at = time.monotonic()
+                    self._swept_at, self._swept = time.monotonic(), set()
                     while batch := self.index.storage.unembedded(limit=self.batch):
                         self.index.index(batch)
+                        self._swept.update(s.message.id or "" for s in batch)
                         if len(batch) < self.batch:
                             break
                 else:
-                    ready = [handed[i] for i in sorted(self._draining)]
+                    ready = [handed[i] for i in sorted(self._draining - self._swept)]
+                    self._swept -= self._draining
                     for start in range(0, len(ready), self.batch):
                         self.index.index(ready[start : start + self.batch])
                 self.recovered()

@@ -309,6 +309,12 @@ class DerivedRecords(ABC):  # noqa: B024 - every method has a default
         the groups waiting for activation)."""
         raise NotImplementedError(_NO_LOG.format(type(self).__name__))
 
+    def observations_as_of(self, key: str, at: datetime) -> list[ObservationGroup]:
+        """The log of an observation scope as it stood at `at`, oldest first: the groups that
+        had joined it by then (an observation when it was activated, a reflection when it
+        was committed), minus those a reflection committed by then had replaced."""
+        raise NotImplementedError(_NO_LOG.format(type(self).__name__))
+
     def unobserved_messages(
         self, key: str, *, resource_id: str, thread_id: str | None, buffered: bool = False
     ) -> list[StoredMessage]:
@@ -368,6 +374,10 @@ class DerivedRecords(ABC):  # noqa: B024 - every method has a default
     async def aobservation_log(self, key: str, *, buffered: bool = False) -> list[ObservationGroup]:
         """Async `observation_log`."""
         return await off_loop(self.observation_log, key, buffered=buffered)
+
+    async def aobservations_as_of(self, key: str, at: datetime) -> list[ObservationGroup]:
+        """Async `observations_as_of`."""
+        return await off_loop(self.observations_as_of, key, at)
 
     async def aunobserved_messages(
         self, key: str, *, resource_id: str, thread_id: str | None, buffered: bool = False

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from ..sql.statements import CHECKPOINT_LISTS_TABLES, WITHHELD_TABLE
+from ..sql.statements import (
+    CHECKPOINT_LISTS_TABLES,
+    OBSERVATIONS_ACTIVATED,
+    WITHHELD_TABLE,
+)
 
 MIGRATIONS: list[str] = [
     # 1: resources, threads, messages, keyword search, embedding backlog
@@ -135,4 +139,6 @@ MIGRATIONS: list[str] = [
     WITHHELD_TABLE,
     # 11: a graph's message lists, each value stored once (`checkpoint_lists`)
     CHECKPOINT_LISTS_TABLES.format(bytes="BYTEA", time="TIMESTAMPTZ"),
+    # 12: when each observation group joined the log (`observations_as_of`)
+    OBSERVATIONS_ACTIVATED.format(time="TIMESTAMPTZ"),
 ]

@@ -37,7 +37,7 @@ from ..records import (
 from .checkpoint_lists import CheckpointListTable
 from .items import ItemTable
 from .messages import MessageTable
-from .observations import ObservationTable
+from .observation_history import ObservationHistoryTable
 from .retention import RetentionTable
 from .search import SearchTable
 from .statements import (
@@ -99,7 +99,7 @@ class SQLStorage(
     MessageTable,
     SearchTable,
     WorkingMemoryTable,
-    ObservationTable,
+    ObservationHistoryTable,
     ItemTable,
     WithheldTable,
     CheckpointListTable,

@@ -27,14 +27,15 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from ..base import MemoryStorage
 from ..records import MESSAGE_COLUMNS, ObservationGroup, StoredMessage, from_iso, now_utc
 
-_GROUP_COLUMNS = (
+GROUP_COLUMNS = (
     "id, scope_key, resource_id, kind, text, current_task, message_ids, replaces, "
     "token_count, created_at, replaced_by, active, message_tokens"
 )
@@ -71,9 +72,19 @@ class ObservationTable(MemoryStorage):
     def _groups(self, conn: Any, key: str, *, active: bool) -> list[ObservationGroup]:
         rows = self._run(
             conn,
-            f"SELECT {_GROUP_COLUMNS} FROM memory_observation_groups WHERE scope_key = ? "
+            f"SELECT {GROUP_COLUMNS} FROM memory_observation_groups WHERE scope_key = ? "
             "AND replaced_by IS NULL AND active = ? ORDER BY created_at, id",
             (key, active),
+        ).fetchall()
+        return [self._group(r) for r in rows]
+
+    def _every_group(self, conn: Any, key: str) -> list[ObservationGroup]:
+        """Every group of a scope, oldest first: active, buffered and replaced alike."""
+        rows = self._run(
+            conn,
+            f"SELECT {GROUP_COLUMNS} FROM memory_observation_groups WHERE scope_key = ? "
+            "ORDER BY created_at, id",
+            (key,),
         ).fetchall()
         return [self._group(r) for r in rows]
 
@@ -91,13 +102,7 @@ class ObservationTable(MemoryStorage):
         too) and the cursors move back with it: the scope's other messages it covered are
         unobserved again, and the next Observer run re-derives them. The groups removed."""
         gone_ids = set(message_ids)
-        rows = self._run(
-            conn,
-            f"SELECT {_GROUP_COLUMNS} FROM memory_observation_groups WHERE scope_key = ? "
-            "ORDER BY created_at, id",
-            (key,),
-        ).fetchall()
-        groups = [self._group(r) for r in rows]
+        groups = self._every_group(conn, key)
         tainted = {g.id for g in groups if gone_ids & set(g.message_ids)}
         changed = True
         while changed:  # a reflection of a tainted group is tainted, and so is what it condensed
@@ -138,85 +143,12 @@ class ObservationTable(MemoryStorage):
                 best = int(found) if best is None else max(best, int(found))
         return best
 
-    def _copy_observations(
-        self, conn: Any, source: str, target: str, copies: dict[str, tuple[str, int, int]]
-    ) -> None:
-        """Copy to the empty scope `target` (a clone) what scope `source`'s log says of the
-        copied messages alone, with its cursors: `copies` maps each copied message id to its
-        copy's ``(id, seq)`` and the original's seq (`carried_groups`). A cursor moves to the
-        last copy up to which every copy is covered by a carried group (none: 0); the copies
-        after it are observed again in the clone, from their own words."""
-        rows = self._run(
-            conn,
-            f"SELECT {_GROUP_COLUMNS} FROM memory_observation_groups WHERE scope_key = ? "
-            "ORDER BY created_at, id",
-            (source,),
-        ).fetchall()
-        carried = carried_groups([self._group(row) for row in rows], copies)
-        ids = {group.id: str(uuid.uuid4()) for group in carried}
-        covered: dict[str, bool] = {}  # copied message id -> covered by a carried active group
-        for group in carried:
-            mine = [copies[m] for m in group.message_ids]
-            copy = replace(
-                group, id=ids[group.id], scope_key=target,
-                message_ids=tuple(new for new, _, _ in mine),
-                replaces=tuple(ids[g] for g in group.replaces),
-            )  # fmt: skip
-            self._insert_group(conn, copy, max((seq for _, seq, _ in mine), default=None))
-            if group.replaced_by in ids:  # else its condensation is not carried: active again
-                self._run(
-                    conn, "UPDATE memory_observation_groups SET replaced_by = ? WHERE id = ?",
-                    (ids[group.replaced_by], copy.id),
-                )  # fmt: skip
-            for message_id in group.message_ids:
-                covered[message_id] = covered.get(message_id, False) or group.active
-        state = self._run(
-            conn,
-            "SELECT seq, buffered_seq FROM memory_observation_state WHERE scope_key = ?",
-            (source,),
-        ).fetchone()
-        if state is not None:
-            in_order = sorted(copies.items(), key=lambda item: item[1][2])
-
-            def moved(cursor: int | None, *, buffered: bool) -> int | None:
-                if cursor is None:
-                    return None
-                last = 0
-                for original, (_, new, old) in in_order:
-                    if (
-                        old > cursor
-                        or original not in covered
-                        or not (covered[original] or buffered)
-                    ):
-                        break
-                    last = new
-                return last
-
-            self._run(
-                conn,
-                "INSERT INTO memory_observation_state (scope_key, seq, buffered_seq) "
-                "VALUES (?, ?, ?)",
-                (target, moved(state[0], buffered=False), moved(state[1], buffered=True)),
-            )
-
     def observation_log(self, key: str, *, buffered: bool = False) -> list[ObservationGroup]:
         """The active groups of a scope, oldest first; with `buffered`, the buffered groups
         after them."""
         with self._transaction(write=False) as conn:
             log = self._groups(conn, key, active=True)
             return log + self._groups(conn, key, active=False) if buffered else log
-
-    def observation_history(self, key: str) -> list[ObservationGroup]:
-        """Every group of a scope, oldest first: the log, the buffered groups waiting, and
-        those a reflection replaced (`replaced_by` names it) — what an explorer shows."""
-        with self._transaction(write=False) as conn:
-            rows = self._run(
-                conn,
-                f"SELECT {_GROUP_COLUMNS} FROM memory_observation_groups WHERE scope_key = ? "
-                "ORDER BY created_at, id",
-                (key,),
-            ).fetchall()
-        return [self._group(r) for r in rows]
 
     def _after_cursor(
         self, conn: Any, key: str, resource_id: str, thread_id: str | None, *, buffered: bool
@@ -308,17 +240,26 @@ class ObservationTable(MemoryStorage):
         return holder == owner and (until or 0) > time.time()
 
     def _insert_group(
-        self, conn: Any, group: ObservationGroup, last_seq: int | None = None
+        self,
+        conn: Any,
+        group: ObservationGroup,
+        last_seq: int | None = None,
+        *,
+        joined: Any = None,
     ) -> None:
+        """Write `group`; `joined`: when it joined the log (None while it waits buffered),
+        as a datetime or as the column stores it (a copy's)."""
+        if isinstance(joined, datetime):
+            joined = self._time(joined)
         self._run(
             conn,
-            f"INSERT INTO memory_observation_groups ({_GROUP_COLUMNS}, last_seq) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)",
+            f"INSERT INTO memory_observation_groups ({GROUP_COLUMNS}, last_seq, activated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)",
             (
                 group.id, group.scope_key, group.resource_id, group.kind, group.text,
                 group.current_task, json.dumps(list(group.message_ids)),
                 json.dumps(list(group.replaces)), group.token_count, self._time(group.created_at),
-                group.active, group.message_tokens, last_seq,
+                group.active, group.message_tokens, last_seq, joined,
             ),
         )  # fmt: skip
 
@@ -401,8 +342,9 @@ class ObservationTable(MemoryStorage):
         for condition, params in self.dialect.ids_in("id", ids):
             self._run(
                 conn,
-                f"UPDATE memory_observation_groups SET active = ? WHERE {condition}",
-                (True, *params),
+                f"UPDATE memory_observation_groups SET active = ?, activated_at = ? "
+                f"WHERE {condition}",
+                (True, self._time(now_utc()), *params),
             )
         last = self._run(
             conn, "SELECT last_seq FROM memory_observation_groups WHERE id = ?", (ids[-1],)
@@ -453,7 +395,7 @@ class ObservationTable(MemoryStorage):
             ]
             if firsts:  # it takes the place of the oldest group it replaces
                 group = replace(group, created_at=min(from_iso(f) for f in firsts))
-            self._insert_group(conn, group)
+            self._insert_group(conn, group, joined=now_utc())  # (in the log from now)
             for condition, params in self.dialect.ids_in("id", list(replaces)):
                 self._run(
                     conn,
@@ -467,27 +409,3 @@ class ObservationTable(MemoryStorage):
                 (key,),
             )
         return group
-
-
-def carried_groups(
-    groups: list[ObservationGroup], copies: Mapping[str, object]
-) -> list[ObservationGroup]:
-    """The groups of a log (oldest first) that a clone holding the `copies` may carry: an
-    observation whose every message is copied (its provenance), a reflection whose every
-    condensed group is carried. A group that also speaks of messages left behind, or that
-    cannot say what it comes from, is not carried: the clone's owner is never told what the
-    source said in messages the clone does not hold."""
-    whole = {
-        g.id
-        for g in groups
-        if g.kind != "reflection" and g.message_ids and all(m in copies for m in g.message_ids)
-    }
-    reflections = [g for g in groups if g.kind == "reflection" and g.replaces]
-    grew = True
-    while grew:  # reflections of reflections (a log's order cannot tell: equal timestamps)
-        grew = False
-        for group in reflections:
-            if group.id not in whole and all(r in whole for r in group.replaces):
-                whole.add(group.id)
-                grew = True
-    return [group for group in groups if group.id in whole]

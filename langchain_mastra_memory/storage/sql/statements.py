@@ -116,6 +116,14 @@ CHECKPOINT_LISTS_TABLES = """
     );
 """
 
+# when each observation group joined the log (an observation at its activation, a reflection at
+# its commit), what `observations_as_of` reads: both dialects' migration, with the time column's
+# type filled in; groups written before it count from their creation
+OBSERVATIONS_ACTIVATED = """
+    ALTER TABLE memory_observation_groups ADD COLUMN activated_at {time};
+    UPDATE memory_observation_groups SET activated_at = created_at WHERE active = TRUE;
+"""
+
 
 class TextMatch(NamedTuple):
     """A dialect's full-text search: ``statement`` is ``SELECT m.id, m.thread_id, <score> AS
