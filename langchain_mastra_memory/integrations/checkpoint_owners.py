@@ -13,7 +13,7 @@ from an earlier call, with one exception:
 - **A put right after a checked read or write of its very parent checkpoint** in this
   process does not read the owner again: the check a step before stands (`_checked`); an
   input checkpoint or a node that only reads writes nothing else. Any other put reads the
-  owner first.
+  owner first; the puts of a thread memory does not hold yet go one at a time (`first_puts`).
 
 What the checkpointer's mirror knows of a thread (its message ids, its head) belongs to one
 incarnation of it, ``(owner, created_at)``: when storage shows another, that knowledge is
@@ -34,6 +34,7 @@ from ..twins import Steps, call
 from . import checkpoint_configs as configs
 from .checkpoint_configs import root_config
 from .checkpoint_refs import checkpoint_at
+from .first_puts import FirstPuts
 
 if TYPE_CHECKING:
     from ..conversation.mirroring import ThreadMirror
@@ -57,6 +58,7 @@ class ThreadOwners:
     _io: Any
     _refs: MessageRefs
     _checked: OrderedDict[tuple[str, str], tuple[str, str]]  # (thread, ns) -> (owner, checkpoint)
+    _first_puts: FirstPuts  # a new thread's puts, one at a time
     _saw: Any  # `MemoryCheckpointer._saw`: the thread's head, as a read found it
     _put: Any  # `MemoryCheckpointer._put`: one put's steps
 
@@ -103,17 +105,35 @@ class ThreadOwners:
         thread_id, resource_id = self._ids(config)
         trusted = self._refs.enabled and self._follows_check(config, resource_id)
         try:
-            result = yield from self._put(config, *args, trusted=trusted)
+            if trusted:  # its parent was checked a step ago
+                result = yield from self._put(config, *args, owner=resource_id)
+            else:
+                result = yield from self._read_owner_and_put(config, thread_id, args)
         except ThreadNotFoundError:
             self._forget_checks(thread_id)
             if not trusted:
                 raise
-            result = yield from self._put(config, *args, trusted=False)
+            result = yield from self._read_owner_and_put(config, thread_id, args)
         except ResourceMismatchError:
             self._forget_checks(thread_id)
             raise
         self._check_passed(result, resource_id)
         return result
+
+    def _read_owner_and_put(
+        self, config: RunnableConfig, thread_id: str, args: tuple
+    ) -> Steps[RunnableConfig]:
+        """`_put` after reading the owner now; a thread memory does not hold is put by one
+        put at a time (`first_puts`), which reads the owner again once it holds the thread."""
+        owner = yield call(self._io, "owner", thread_id)  # now: it may have changed hands
+        if owner is not None:
+            return (yield from self._put(config, *args, owner=owner))
+        yield call(self._first_puts, "hold", thread_id)
+        try:
+            owner = yield call(self._io, "owner", thread_id)  # made meanwhile by another put?
+            return (yield from self._put(config, *args, owner=owner))
+        finally:
+            self._first_puts.release(thread_id)
 
     def _forget_checks(self, thread_id: str) -> None:
         for where in [w for w in self._checked if w[0] == thread_id]:

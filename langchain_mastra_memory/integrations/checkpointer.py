@@ -62,6 +62,7 @@ from .checkpoint_one_file import OneFileWrites
 from .checkpoint_owners import ThreadOwners
 from .checkpoint_refs import MessageRefs
 from .checkpoint_upkeep import ThreadUpkeep
+from .first_puts import FirstPuts
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -125,6 +126,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         self._channel = CheckpointMessages(self._io, messages_key, self._refs)  # list or delta
         self._one_file = OneFileWrites.of(self.saver, memory)  # one transaction for a turn
         self._checked = OrderedDict()  # the checkpoint each thread's owner was last checked at
+        self._first_puts = FirstPuts()  # a new thread's puts, one at a time
         memory.checkpointers.add(self)  # memory.delete_thread deletes the checkpoints too
 
     def __repr__(self) -> str:
@@ -305,18 +307,14 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
         *,
-        trusted: bool = False,
+        owner: str | None,
     ) -> Steps[RunnableConfig]:
-        """`put`, once: checks (the owner read unless `trusted`: `_owned_put`), plan (reads
-        only), the owner row, the saver's write, then the mirror (whose failure warns and
-        never aborts the graph run)."""
+        """`put`, once, by the thread's `owner` as `_owned_put` read or trusted it (None: not
+        held yet): checks, plan (reads only), the owner row, the saver's write, then the mirror
+        (whose failure warns and never aborts the graph run)."""
         io = self._io
         thread_id, resource_id = self._ids(config)
-        if trusted:  # its parent was checked a step ago (`checkpoint_owners`)
-            owner: str | None = resource_id
-        else:
-            owner = yield call(io, "owner", thread_id)  # read now: it may have changed hands
-            verify_owner(thread_id, resource_id, owner)
+        verify_owner(thread_id, resource_id, owner)
         messages = yield from self._root_messages(config, checkpoint, new_versions)
         new_thread = owner is None
         if new_thread:
