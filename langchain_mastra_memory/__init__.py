@@ -91,6 +91,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, `__getattr__`
     from .memory import Memory
     from .messages import MessageList
     from .observational.config import ObservationEvent
+    from .observational.extractors import Extracted, Extractor, ExtractorContext
+    from .observational.working_extractor import WorkingMemoryExtractor
     from .processors import (
         FunctionProcessor,
         MemoryProcessor,
@@ -134,6 +136,10 @@ _WHERE = {  # public name -> the module defining it
     "MiniLMEmbeddings": ".recall",
     "ModelByInputTokens": ".observational.models",
     "ObservationEvent": ".observational.config",
+    "Extracted": ".observational.extractors",
+    "Extractor": ".observational.extractors",
+    "ExtractorContext": ".observational.extractors",
+    "WorkingMemoryExtractor": ".observational.working_extractor",
     "OrphanToolResultWarning": ".errors",
     "Page": ".browsing.paging",
     "PgVectorStore": ".recall",
@@ -272,6 +278,9 @@ __all__ = [
     "ChromaVectorStore",
     "ConfigurationError",
     "EncodingNotAvailableError",
+    "Extracted",
+    "Extractor",
+    "ExtractorContext",
     "FunctionProcessor",
     "InvalidMessageError",
     "LangChainVectorStore",
@@ -322,5 +331,6 @@ __all__ = [
     "WorkingMemory",
     "WorkingMemoryConfig",
     "WorkingMemoryError",
+    "WorkingMemoryExtractor",
     "processor",
 ]

@@ -23,6 +23,7 @@ from .lifecycle import Erasure
 from .lifecycle.retention import Pruner, PruneReport, RetentionPolicy
 from .messages import MessageList
 from .observational.as_of import observations_as_of
+from .observational.extracting import extracted_values
 from .observational.service import ObservationalMemory
 from .recall.index import RecallIndex, RecallOptions
 from .recall.synced import SyncedStorage
@@ -405,6 +406,14 @@ class Memory:
     async def aobservations_as_of(self, at: datetime, **ref: Unpack[kw.ObservationsAsOf]) -> Groups:
         """Async `observations_as_of`."""
         return await run_async(observations_as_of(self.storage, at, self.observation_scope, **ref))
+
+    def extracted_values(self, **ref: Unpack[kw.ObservationsAsOf]) -> dict[str, Any]:
+        """The values the Observer's extractors keep for a scope, by slug (`Extractor`)."""
+        return run_sync(extracted_values(self.storage, self.observation_scope, **ref))
+
+    async def aextracted_values(self, **ref: Unpack[kw.ObservationsAsOf]) -> dict[str, Any]:
+        """Async `extracted_values`."""
+        return await run_async(extracted_values(self.storage, self.observation_scope, **ref))
 
     def working_memory_tool(self, **ids: Unpack[kw.ToolIds]) -> StructuredTool:
         """The ``update_working_memory`` StructuredTool (ids from here or the call's config)."""

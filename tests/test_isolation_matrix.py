@@ -58,6 +58,7 @@ from langchain_mastra_memory import (
 from langchain_mastra_memory.cli import app
 from langchain_mastra_memory.integrations.checkpointer import MemoryCheckpointer
 from langchain_mastra_memory.integrations.store import InvalidStoreInputError, MemoryStore
+from langchain_mastra_memory.observational.extractors import Extractor
 from langchain_mastra_memory.observational.prompts import REFLECTOR_INSTRUCTIONS
 from langchain_mastra_memory.storage.sql.observations import scope_key
 from langchain_mastra_memory.testing import strict_model
@@ -84,9 +85,10 @@ class EchoObserver(FakeListChatModel):
     def _call(self, messages, *args, **kwargs):
         if messages[0].content == REFLECTOR_INSTRUCTIONS:
             return "Date: 2026-11-22\n- [high] (reflection not used here)"
-        shown = messages[-1].content.split("<new-messages>")[-1]
+        shown = messages[-1].content.split("<new-messages>")[-1].split("</new-messages>")[0]
         lines = [line for line in shown.splitlines() if line.startswith("[")]
-        return "Date: 2026-11-22\n" + "\n".join(f"- [high] Said: {line}" for line in lines)
+        notes = f"\n<notes>\n{lines[0]}\n</notes>" if "<notes>" in messages[-1].content else ""
+        return "Date: 2026-11-22\n" + "\n".join(f"- [high] Said: {line}" for line in lines) + notes
 
 
 def cfg(thread: str | None, resource: str | None = None) -> dict:
@@ -168,6 +170,7 @@ def build_world(kind: str, om: str | None, folder: Path) -> World:
             "scope": om,
             "message_tokens": 60,
             "buffer_tokens": None,
+            "extractors": [Extractor("Notes", "What the user asked to remember")],
         }
     memory = Memory(storage=storage, vector=vector_store(kind, folder), options=options)
     graph = graph_on(memory)
@@ -186,6 +189,7 @@ def build_world(kind: str, om: str | None, folder: Path) -> World:
     if om:
         key = scope_key(om, resource_id="alice", thread_id="tA")
         assert SECRET in "".join(g.text for g in memory.storage.observation_log(key))
+        assert SECRET in memory.storage.extracted_values(key)["notes"]
     assert SECRET in repr(memory.get_messages(thread_id="tA"))
     return World(
         memory,
@@ -456,6 +460,15 @@ CASES = [
         LATER, thread_id="tB", resource_id="bob"), NOTHING),
     Case(("Memory.aobservations_as_of",), lambda w: arun(w.memory.aobservations_as_of(
         LATER, resource_id="bob", scope="resource")), NOTHING),
+    # the values extractors keep (Mastra's Extractor), in both scopes
+    Case(("Memory.extracted_values",), lambda w: w.memory.extracted_values(
+        thread_id="tA", resource_id="bob"), REFUSED),
+    Case(("Memory.aextracted_values",), lambda w: arun(w.memory.aextracted_values(
+        thread_id="tA", resource_id="bob", scope="resource")), REFUSED),
+    Case(("Memory.extracted_values",), lambda w: w.memory.extracted_values(
+        thread_id="tB", resource_id="bob"), NOTHING),
+    Case(("Memory.aextracted_values",), lambda w: arun(w.memory.aextracted_values(
+        resource_id="bob", scope="resource")), NOTHING),
     Case(("Memory.list_messages_by_id",), lambda w: w.memory.list_messages_by_id(
         [m.id for m in w.memory.get_messages(thread_id="tA")], resource_id="bob"), NOTHING),
     Case(("Memory.alist_messages_by_id",), lambda w: arun(w.memory.alist_messages_by_id(

@@ -16,6 +16,9 @@ EXPECTED = [
     "ChromaVectorStore",
     "ConfigurationError",
     "EncodingNotAvailableError",
+    "Extracted",
+    "Extractor",
+    "ExtractorContext",
     "FunctionProcessor",
     "InvalidMessageError",
     "LangChainVectorStore",
@@ -66,6 +69,7 @@ EXPECTED = [
     "WorkingMemory",
     "WorkingMemoryConfig",
     "WorkingMemoryError",
+    "WorkingMemoryExtractor",
     "processor",
 ]
 

@@ -41,14 +41,28 @@ def observations_as_of(
     scope: Scope | None = None,
 ) -> Steps[list[ObservationGroup]]:
     """Steps of the groups of the log (oldest first) that `resource_id` had at `at`, in
-    `scope` (else `default_scope`: the memory's); thread scope needs `thread_id`, which must
-    exist (`ThreadNotFoundError`) and be the resource's (`ResourceMismatchError`); a naive
-    `at` is UTC."""
+    `scope` (`owned_key`); a naive `at` is UTC."""
+    if not isinstance(at, datetime):
+        raise TypeError(f"at must be a datetime, got {type(at).__name__}")
+    key = yield from owned_key(storage, default_scope, resource_id, thread_id, scope)
+    moment = at if at.tzinfo is not None else at.replace(tzinfo=timezone.utc)
+    groups: list[ObservationGroup] = yield call(storage, "observations_as_of", key, moment)
+    return groups
+
+
+def owned_key(
+    storage: MemoryStorage,
+    default_scope: Scope,
+    resource_id: str,
+    thread_id: str | None,
+    scope: Scope | None,
+) -> Steps[str]:
+    """Steps of the observation scope key `resource_id` may read, in `scope` (else
+    `default_scope`: the memory's); thread scope needs `thread_id`, which must exist
+    (`ThreadNotFoundError`) and be the resource's (`ResourceMismatchError`)."""
     scope = default_scope if scope is None else scope
     check_id(resource_id, "resource_id")
     check_optional_id(thread_id, "thread_id")
-    if not isinstance(at, datetime):
-        raise TypeError(f"at must be a datetime, got {type(at).__name__}")
     if scope not in ("thread", "resource"):
         raise ConfigurationError(f"scope must be 'thread' or 'resource', got {scope!r}")
     if thread_id is None and scope == "thread":
@@ -59,7 +73,4 @@ def observations_as_of(
             raise ThreadNotFoundError(f"no thread {thread_id!r}")
         if thread.resource_id != resource_id:
             raise ResourceMismatchError.for_thread(thread_id, resource_id)
-    key = scope_key(scope, resource_id=resource_id, thread_id=thread_id)
-    moment = at if at.tzinfo is not None else at.replace(tzinfo=timezone.utc)
-    groups: list[ObservationGroup] = yield call(storage, "observations_as_of", key, moment)
-    return groups
+    return scope_key(scope, resource_id=resource_id, thread_id=thread_id)

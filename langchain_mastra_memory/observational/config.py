@@ -17,7 +17,7 @@ SOURCE = "observational_memory"
 EVENT = "memory_status"  # the LangChain custom event's name
 EventKind = Literal[
     "observing", "buffered", "activated", "reflecting", "reflected", "working_memory_updated",
-    "failed", "timeout",
+    "extracted", "failed", "timeout",
 ]  # fmt: skip
 
 
@@ -103,6 +103,10 @@ class ObservationalConfig(BaseModel):
       activated, reflecting, reflected, working_memory_updated, failed, timeout), so an app can show
       what memory is doing; inside a run the same events go out as LangChain custom events
       named ``memory_status`` (``astream_events`` shows them).
+    - ``extractors``: `Extractor` objects whose values the Observer keeps up to date in its
+      own pass (an ``extracted`` event each; ``Memory.extracted_values`` reads them);
+      ``reflector_extractors`` for the Reflector's pass. `WorkingMemoryExtractor` keeps
+      working memory up to date without a tool call.
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
@@ -119,6 +123,8 @@ class ObservationalConfig(BaseModel):
     max_tokens_per_batch: int | None = Field(None, gt=0)
     activate_after_idle: float | str | None = None
     on_status: Callable[[ObservationEvent], None] | None = None
+    extractors: list[Any] = Field(default_factory=list)
+    reflector_extractors: list[Any] = Field(default_factory=list)
     scope: Literal["thread", "resource"] = "thread"
     message_tokens: int = Field(30_000, gt=0)
     observation_tokens: int = Field(40_000, gt=0)
@@ -127,6 +133,16 @@ class ObservationalConfig(BaseModel):
     block_after: float = Field(1.2, ge=1)
     lease_seconds: float = Field(300.0, gt=0)
     block_timeout: float | None = Field(None, gt=0)
+
+    @field_validator("extractors", "reflector_extractors", mode="after")
+    @classmethod
+    def _extractors(cls, value: list[Any]) -> list[Any]:
+        from .extractors import check_extractors
+
+        try:
+            return check_extractors(value)
+        except ConfigurationError as exc:
+            raise ValueError(str(exc)) from exc
 
     @field_validator("activate_after_idle", mode="before")
     @classmethod

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from .prompts import PRIORITIES, Entry
 
@@ -39,6 +40,7 @@ class ParsedLog:
     current_task: str | None = None
     working_memory: str | None = None  # an Observer's update of the working memory, if any
     title: str | None = None  # an Observer's suggested thread title (``suggest_title``)
+    extraction: Any = None  # the pass's extractor values (`extractors.Extraction`), if asked
 
 
 def _block(text: str, tag: str) -> tuple[str | None, str]:
@@ -58,11 +60,16 @@ def _priority(text: str) -> tuple[str, str]:
     return _EMOJI.get(word, word.lower()), text[match.end() :].strip()
 
 
+def reply_text(content: object) -> str:
+    """A reply's text (content blocks joined)."""
+    if isinstance(content, list):
+        return "\n".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
+    return str(content or "")
+
+
 def parse_log(text: object) -> ParsedLog:
     """The entries and current task in a model's reply (see the module docstring)."""
-    if isinstance(text, list):  # content blocks
-        text = "\n".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in text)
-    body = _THINK.sub("", str(text or ""))
+    body = _THINK.sub("", reply_text(text))
     working, body = _block(body, "working-memory")
     title, body = _block(body, "thread-title")
     task, body = _block(body, "current-task")

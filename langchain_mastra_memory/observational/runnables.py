@@ -21,12 +21,21 @@ from datetime import datetime
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import ensure_config
 
+from ..twins import Steps, call, run_async, run_sync
+from .extractors import (
+    Extraction,
+    ResolvedExtractor,
+    read_json_object,
+    read_text_values,
+    structured_request,
+    text_sections,
+)
 from .models import chat_model
-from .parse import ParsedLog, parse_log
+from .parse import ParsedLog, parse_log, reply_text
 from .prompts import (
     OBSERVER_INSTRUCTIONS,
     REFLECTOR_INSTRUCTIONS,
@@ -42,7 +51,8 @@ def _check_model(model: Any, role: str) -> Any:
 
 class Observer(Runnable[dict[str, Any], ParsedLog]):
     """``{"messages": [...], "times": [...] (optional), "log": "...", "working_memory": "..."
-    (optional: the Observer may then rewrite it)}`` -> the new entries."""
+    (optional: the Observer may then rewrite it), "extractors": [...], "extracted": {...},
+    "extractor_context": ... (optional: `extractors`)}`` -> the new entries."""
 
     def __init__(
         self, model: Any, *, instructions: str = OBSERVER_INSTRUCTIONS,
@@ -65,20 +75,17 @@ class Observer(Runnable[dict[str, Any], ParsedLog]):
     def invoke(
         self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
     ) -> ParsedLog:
-        config = ensure_config(config)
-        reply = self.model.invoke(self._prompt(input), config)
-        return parse_log(reply.content)
+        return run_sync(extracting_pass(self.model, self._prompt(input), input, config))
 
     async def ainvoke(
         self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
     ) -> ParsedLog:
-        config = ensure_config(config)
-        reply = await self.model.ainvoke(self._prompt(input), config)
-        return parse_log(reply.content)
+        return await run_async(extracting_pass(self.model, self._prompt(input), input, config))
 
 
 class Reflector(Runnable[dict[str, Any], ParsedLog]):
-    """``{"log": "..."}`` -> the log condensed."""
+    """``{"log": "...", "extractors": [...], "extracted": {...}, "extractor_context": ...
+    (the last three optional)}`` -> the log condensed."""
 
     def __init__(self, model: BaseChatModel, *, instructions: str = REFLECTOR_INSTRUCTIONS) -> None:
         self.model = _check_model(model, "Reflector")
@@ -88,11 +95,43 @@ class Reflector(Runnable[dict[str, Any], ParsedLog]):
     def invoke(
         self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
     ) -> ParsedLog:
-        reply = self.model.invoke(reflector_prompt(input["log"], self.instructions), config)
-        return parse_log(reply.content)
+        prompt = reflector_prompt(input["log"], self.instructions)
+        return run_sync(extracting_pass(self.model, prompt, input, config))
 
     async def ainvoke(
         self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
     ) -> ParsedLog:
-        reply = await self.model.ainvoke(reflector_prompt(input["log"], self.instructions), config)
-        return parse_log(reply.content)
+        prompt = reflector_prompt(input["log"], self.instructions)
+        return await run_async(extracting_pass(self.model, prompt, input, config))
+
+
+def extracting_pass(
+    model: Any, prompt: list[BaseMessage], value: dict[str, Any], config: RunnableConfig | None
+) -> Steps[ParsedLog]:
+    """One Observer or Reflector call, and its extractors' values (`extractors`): text ones
+    asked in the prompt and cut from the reply, structured ones in a follow-up turn of the
+    same exchange (its whole prefix cached by the provider)."""
+    config = ensure_config(config)
+    extractors: list[ResolvedExtractor] = value.get("extractors") or []
+    previous = value.get("extracted") or {}
+    context = value.get("extractor_context")
+    if section := text_sections(extractors, previous):
+        prompt = [*prompt[:-1], HumanMessage(f"{prompt[-1].content}\n\n{section}")]
+    reply = yield call(model, "invoke", prompt, config)
+    text, raw = read_text_values(reply_text(reply.content), extractors)
+    parsed = parse_log(text)
+    if not extractors:
+        return parsed
+    parsed.extraction = Extraction()
+    parsed.extraction.take(extractors, raw, context)
+    source = context.source if context is not None else "observer"
+    if request := structured_request(extractors, previous, source):
+        structured = [e for e in extractors if e.schema is not None]
+        follow_up = [*prompt, AIMessage(reply.content), HumanMessage(request)]
+        try:
+            answer = yield call(model, "invoke", follow_up, config)
+            parsed.extraction.take(structured, read_json_object(reply_text(answer.content)),
+                                   context)  # fmt: skip
+        except Exception as exc:  # the observations stand; these values wait for the next pass
+            parsed.extraction.failures.update({e.slug: str(exc) for e in structured})
+    return parsed

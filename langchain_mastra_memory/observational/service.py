@@ -49,6 +49,8 @@ from .checks import (
     usable_task,
 )
 from .config import EVENT, SOURCE, EventKind, ObservationalConfig, ObservationEvent
+from .extracting import check_working_extractor, keep_extracted, pass_inputs
+from .extractors import ExtractorContext
 from .parse import parse_log
 from .prompts import (
     OBSERVER_INSTRUCTIONS,
@@ -96,6 +98,8 @@ class ObservationalMemory:
                 'options={"working_memory": {"enabled": True}, ...}'
             )
         self.working = working if config.manage_working_memory else None
+        self.working_store = working if working is not None and working.config.enabled else None
+        check_working_extractor(config, self.working_store)
         self.counter = TokenCounter()
         self._pool: DaemonWorker | None = None
         self._running: dict[str, Future[Any]] = {}  # scope -> its run in the worker thread
@@ -351,12 +355,15 @@ class ObservationalMemory:
             document = yield from self._working_memory(resource_id, thread_id)
             thread = yield call(self.storage, "get_thread", thread_id)
             untitled = self.config.suggest_title and thread is not None and not thread.title
+            extra = yield from pass_inputs(self.storage, self.config.extractors, key,
+                                           ExtractorContext("observer", resource_id, thread_id,
+                                                            self.working_store))  # fmt: skip
             parsed = yield traced(call(self.observer, "invoke", {
                 "messages": [s.message for s in pending],
                 "times": [s.created_at for s in pending],
                 "log": "\n".join(g.text for g in log),
                 "suggest_title": untitled,
-                **document,
+                **document, **extra,
             }), "observer", inputs={"thread_id": thread_id, "messages": len(pending)},
                 metadata={"resource_id": resource_id, "thread_id": thread_id},
                 outputs=lambda reply: {"entries": len(reply.entries)})  # fmt: skip
@@ -376,6 +383,7 @@ class ObservationalMemory:
             self._emit("failed", key, resource_id, thread_id, step="observe", error=str(exc))
             return False
         self._emit("buffered", key, resource_id, thread_id, messages=len(pending))
+        yield from keep_extracted(self.storage, parsed.extraction, extra, key, self._emit)
         if untitled and parsed.title:
             yield from self._title(thread_id, resource_id, parsed.title)
         if parsed.working_memory is not None and self.working is not None:
@@ -412,8 +420,14 @@ class ObservationalMemory:
             log = yield call(self.storage, "observation_log", key)
             whole = "\n".join(g.text for g in log)
             self._emit("reflecting", key, resource_id, None, groups=len(log), tokens=tokens)
+            extra = yield from pass_inputs(
+                self.storage,
+                self.config.reflector_extractors,
+                key,
+                ExtractorContext("reflector", resource_id, None),
+            )
             parsed = yield traced(
-                call(self.reflector, "invoke", {"log": whole}), "reflector",
+                call(self.reflector, "invoke", {"log": whole, **extra}), "reflector",
                 inputs={"groups": len(log), "tokens": tokens},
                 metadata={"resource_id": resource_id},
                 outputs=lambda reply: {"entries": len(reply.entries)},
@@ -439,6 +453,7 @@ class ObservationalMemory:
             return
         self._emit("reflected", key, resource_id, None, replaced=len(log),
                    tokens=self._tokens(text))  # fmt: skip
+        yield from keep_extracted(self.storage, parsed.extraction, extra, key, self._emit)
 
     def _tokens(self, text: str) -> float:
         return float(len(self.counter.encoding.encode_ordinary(text)))

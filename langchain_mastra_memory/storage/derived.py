@@ -5,7 +5,7 @@ memory's log. A backend without them raises `NotImplementedError` naming what ne
 from __future__ import annotations
 
 from abc import ABC
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -315,6 +315,17 @@ class DerivedRecords(ABC):  # noqa: B024 - every method has a default
         was committed), minus those a reflection committed by then had replaced."""
         raise NotImplementedError(_NO_LOG.format(type(self).__name__))
 
+    def extracted_values(self, key: str) -> dict[str, Any]:
+        """The values extractors keep for an observation scope, by slug (JSON values)."""
+        raise NotImplementedError(_NO_LOG.format(type(self).__name__))
+
+    def save_extracted_values(
+        self, key: str, values: Mapping[str, Any], *, resource_id: str, source: str
+    ) -> None:
+        """Keep `values` (by slug) for the scope, each replacing the one kept before;
+        `source` says which pass found them (``"observer"`` or ``"reflector"``)."""
+        raise NotImplementedError(_NO_LOG.format(type(self).__name__))
+
     def unobserved_messages(
         self, key: str, *, resource_id: str, thread_id: str | None, buffered: bool = False
     ) -> list[StoredMessage]:
@@ -378,6 +389,17 @@ class DerivedRecords(ABC):  # noqa: B024 - every method has a default
     async def aobservations_as_of(self, key: str, at: datetime) -> list[ObservationGroup]:
         """Async `observations_as_of`."""
         return await off_loop(self.observations_as_of, key, at)
+
+    async def aextracted_values(self, key: str) -> dict[str, Any]:
+        """Async `extracted_values`."""
+        return await off_loop(self.extracted_values, key)
+
+    async def asave_extracted_values(
+        self, key: str, values: Mapping[str, Any], *, resource_id: str, source: str
+    ) -> None:
+        """Async `save_extracted_values`."""
+        await off_loop(self.save_extracted_values, key, values, resource_id=resource_id,
+                       source=source)  # fmt: skip
 
     async def aunobserved_messages(
         self, key: str, *, resource_id: str, thread_id: str | None, buffered: bool = False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..sql.statements import (
     CHECKPOINT_LISTS_TABLES,
+    EXTRACTED_VALUES_TABLE,
     OBSERVATIONS_ACTIVATED,
     WITHHELD_TABLE,
 )
@@ -141,4 +142,6 @@ MIGRATIONS: list[str] = [
     CHECKPOINT_LISTS_TABLES.format(bytes="BYTEA", time="TIMESTAMPTZ"),
     # 12: when each observation group joined the log (`observations_as_of`)
     OBSERVATIONS_ACTIVATED.format(time="TIMESTAMPTZ"),
+    # 13: the values extractors keep per observation scope (`extracted`)
+    EXTRACTED_VALUES_TABLE.format(time="TIMESTAMPTZ"),
 ]

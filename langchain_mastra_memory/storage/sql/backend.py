@@ -35,6 +35,7 @@ from ..records import (
     thread_from_row,
 )
 from .checkpoint_lists import CheckpointListTable
+from .extracted import ExtractedValuesTable
 from .items import ItemTable
 from .messages import MessageTable
 from .observation_history import ObservationHistoryTable
@@ -100,6 +101,7 @@ class SQLStorage(
     SearchTable,
     WorkingMemoryTable,
     ObservationHistoryTable,
+    ExtractedValuesTable,
     ItemTable,
     WithheldTable,
     CheckpointListTable,

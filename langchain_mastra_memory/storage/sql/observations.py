@@ -91,7 +91,8 @@ class ObservationTable(MemoryStorage):
     def _delete_observations(self, conn: Any, key: str) -> None:
         """Forget a scope's log and state (its thread was deleted: a later owner of the same
         id starts with no log)."""
-        for table in ("memory_observation_groups", "memory_observation_state"):
+        for table in ("memory_observation_groups", "memory_observation_state",
+                      "memory_extracted_values"):  # fmt: skip
             self._run(conn, f"DELETE FROM {table} WHERE scope_key = ?", (key,))
 
     def _forget_observed(self, conn: Any, key: str, message_ids: Sequence[str]) -> int:

@@ -124,6 +124,20 @@ OBSERVATIONS_ACTIVATED = """
     UPDATE memory_observation_groups SET activated_at = created_at WHERE active = TRUE;
 """
 
+# the values extractors keep per observation scope (`extracted`): both dialects' migration
+EXTRACTED_VALUES_TABLE = """
+    CREATE TABLE memory_extracted_values (
+        scope_key TEXT NOT NULL,
+        slug TEXT NOT NULL,
+        resource_id TEXT NOT NULL,
+        value TEXT NOT NULL,
+        source TEXT NOT NULL,
+        updated_at {time} NOT NULL,
+        PRIMARY KEY (scope_key, slug)
+    );
+    CREATE INDEX memory_extracted_values_by_resource ON memory_extracted_values(resource_id);
+"""
+
 
 class TextMatch(NamedTuple):
     """A dialect's full-text search: ``statement`` is ``SELECT m.id, m.thread_id, <score> AS

@@ -261,9 +261,8 @@ class ThreadTable(SQLRoom):
             self._delete_observations(
                 conn, scope_key("resource", resource_id=resource_id, thread_id=None)
             )
-            self._run(
-                conn, "DELETE FROM memory_observation_groups WHERE resource_id = ?", (resource_id,)
-            )
+            for table in ("memory_observation_groups", "memory_extracted_values"):
+                self._run(conn, f"DELETE FROM {table} WHERE resource_id = ?", (resource_id,))
             self._run(
                 conn, "DELETE FROM memory_withheld_messages WHERE resource_id = ?", (resource_id,)
             )
@@ -363,6 +362,7 @@ class ThreadTable(SQLRoom):
                     ("memory_messages", "thread_id"),  # keyword owner tokens follow (the
                     # generated tsv in PostgreSQL, a trigger on the FTS table in SQLite)
                     ("memory_observation_groups", "scope_key"),
+                    ("memory_extracted_values", "scope_key"),
                     ("memory_withheld_messages", "thread_id"),
                 ):
                     key = (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..sql.statements import (
     CHECKPOINT_LISTS_TABLES,
+    EXTRACTED_VALUES_TABLE,
     OBSERVATIONS_ACTIVATED,
     WITHHELD_TABLE,
 )
@@ -166,6 +167,8 @@ MIGRATIONS: list[str] = [
     CHECKPOINT_LISTS_TABLES.format(bytes="BLOB", time="TEXT"),
     # 11: when each observation group joined the log (`observations_as_of`)
     OBSERVATIONS_ACTIVATED.format(time="TEXT"),
+    # 12: the values extractors keep per observation scope (`extracted`)
+    EXTRACTED_VALUES_TABLE.format(time="TEXT"),
 ]
 
 
