@@ -101,7 +101,7 @@ class ObservationalConfig(BaseModel):
       cache is cold by then, so the smaller context costs nothing it had not lost already.
     - ``on_status``: called with an `ObservationEvent` at each step (observing, buffered,
       activated, reflecting, reflected, working_memory_updated, failed, timeout), so an app can show
-      what memory is doing; inside a run the same events go out as LangChain custom events
+      what memory is doing (and ``extracted``, for each extractor value); inside a run the same events go out as LangChain custom events
       named ``memory_status`` (``astream_events`` shows them).
     - ``extractors``: `Extractor` objects whose values the Observer keeps up to date in its
       own pass (an ``extracted`` event each; ``Memory.extracted_values`` reads them);
