@@ -100,9 +100,9 @@ class ObservationalConfig(BaseModel):
       first save after the thread was idle that long, under the threshold too. The provider's
       cache is cold by then, so the smaller context costs nothing it had not lost already.
     - ``on_status``: called with an `ObservationEvent` at each step (observing, buffered,
-      activated, reflecting, reflected, working_memory_updated, failed, timeout), so an app can show
-      what memory is doing (and ``extracted``, for each extractor value); inside a run the same events go out as LangChain custom events
-      named ``memory_status`` (``astream_events`` shows them).
+      activated, reflecting, reflected, working_memory_updated, extracted, failed, timeout),
+      so an app can show what memory is doing; inside a run the same events go out as
+      LangChain custom events named ``memory_status`` (``astream_events`` shows them).
     - ``extractors``: `Extractor` objects whose values the Observer keeps up to date in its
       own pass (an ``extracted`` event each; ``Memory.extracted_values`` reads them);
       ``reflector_extractors`` for the Reflector's pass. `WorkingMemoryExtractor` keeps
