@@ -67,9 +67,11 @@ def test_tool_results(counter: TokenCounter) -> None:
 def test_content_blocks(counter: TokenCounter) -> None:
     image = {"type": "image_url", "image_url": {"url": "https://x/y.png"}}
     message = HumanMessage([{"type": "text", "text": "look"}, image])
-    assert message_token_string(message) == (
-        'userlook{"type":"image_url","image_url":{"url":"https://x/y.png"}}',
-        3.8,
+    assert message_token_string(message) == ("userlook[Image: y.png]", 3.8 + 765)  # 4 tiles
+    audio = {"type": "audio", "url": "https://x/y.mp3"}  # not an attachment: its JSON
+    assert (
+        message_token_string(HumanMessage([audio]))[0]
+        == 'user{"type":"audio","url":"https://x/y.mp3"}'
     )
     tool_use = AIMessage(
         [{"type": "tool_use", "id": "c1", "name": "f", "input": {"q": 1}}],

@@ -103,6 +103,11 @@ class ObservationalConfig(BaseModel):
       activated, reflecting, reflected, working_memory_updated, extracted, failed, timeout),
       so an app can show what memory is doing; inside a run the same events go out as
       LangChain custom events named ``memory_status`` (``astream_events`` shows them).
+    - ``observe_attachments``: the images and files of the messages observed go to the
+      Observer with them (``True``, the default, as Mastra's), none (``False``), those of
+      some MIME types (``["image/*", "application/pdf"]``), or ``"auto"``: what the
+      Observer's model accepts by its LangChain profile. The transcript names each one
+      (``[Image #1: receipt.png]``) either way.
     - ``extractors``: `Extractor` objects whose values the Observer keeps up to date in its
       own pass (an ``extracted`` event each; ``Memory.extracted_values`` reads them);
       ``reflector_extractors`` for the Reflector's pass. `WorkingMemoryExtractor` keeps
@@ -124,6 +129,7 @@ class ObservationalConfig(BaseModel):
     activate_after_idle: float | str | None = None
     on_status: Callable[[ObservationEvent], None] | None = None
     extractors: list[Any] = Field(default_factory=list)
+    observe_attachments: bool | list[str] | Literal["auto"] = True
     reflector_extractors: list[Any] = Field(default_factory=list)
     scope: Literal["thread", "resource"] = "thread"
     message_tokens: int = Field(30_000, gt=0)

@@ -19,10 +19,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from ..injected import fenced
+from ..tokens.attachments import Attachment, admits, attachment
 
 PRIORITIES = ("high", "medium", "low")
 
@@ -166,6 +168,7 @@ def transcript(
 ) -> str:
     """The messages as the Observer reads them: ``[time role author] text`` per message."""
     lines = []
+    number: dict[str, int] = {}  # attachments are numbered per kind, as Mastra's
     previous: datetime | None = None
     for message, at in zip(messages, times, strict=True):
         if markers and at is not None and previous is not None and at - previous >= MARKED_GAP:
@@ -176,10 +179,32 @@ def transcript(
         name = author(message)
         who = f"{role} {name}" if name else role
         text = message.text or ""
+        for found in attachments_of([message]):  # named here; sent apart (`observed_blocks`)
+            number[found.kind] = number.get(found.kind, 0) + 1
+            text += f" [{found.kind} #{number[found.kind]}: {_label(found.label)}]"
         for call in getattr(message, "tool_calls", None) or []:
             text += f"\n(calls {call['name']} with {call['args']})"
         lines.append(f"[{stamp}{who}] {text}")
     return "\n".join(lines)
+
+
+def attachments_of(messages: Sequence[BaseMessage]) -> list[Attachment]:
+    """The image and file blocks of `messages`, in order."""
+    found = []
+    for message in messages:
+        if isinstance(message.content, list):
+            found += [a for a in map(attachment, message.content) if a is not None]
+    return found
+
+
+def _label(label: str | None) -> str:
+    """An attachment's name as the transcript shows it: like an author's, it cannot forge."""
+    return " ".join((label or "attachment").translate(_UNSAFE).split())[:MAX_AUTHOR] or "?"
+
+
+def observed_blocks(messages: Sequence[BaseMessage], rule: Any) -> list[dict[str, Any]]:
+    """The attachment blocks an ``observe_attachments`` rule sends to the Observer."""
+    return [found.block for found in attachments_of(messages) if admits(rule, found)]
 
 
 WORKING_MEMORY_INSTRUCTIONS = """\
@@ -210,6 +235,7 @@ def observer_prompt(
     working_memory_shape: str = "",
     temporal_markers: bool = False,
     suggest_title: bool = False,
+    attachments: Any = False,
 ) -> list[BaseMessage]:
     """The Observer's input: its instructions, the log so far, and the new messages (and,
     when the Observer manages working memory, the document as it stands)."""
@@ -223,13 +249,13 @@ def observer_prompt(
     if speakers(messages):  # (only then: a one-person conversation's prompt is unchanged)
         system += "\n" + SPEAKER_INSTRUCTIONS
     document = f"{fenced('working-memory', working_memory or '')}\n\n" if manages else ""
-    return [
-        SystemMessage(system),
-        HumanMessage(
-            f"{document}{fenced('existing-observations', known)}\n\n"
-            f"{fenced('new-messages', transcript(messages, times, markers=temporal_markers))}"
-        ),
-    ]
+    text = (
+        f"{document}{fenced('existing-observations', known)}\n\n"
+        f"{fenced('new-messages', transcript(messages, times, markers=temporal_markers))}"
+    )
+    blocks = observed_blocks(messages, attachments)
+    content: Any = [{"type": "text", "text": text}, *blocks] if blocks else text
+    return [SystemMessage(system), HumanMessage(content)]
 
 
 def reflector_prompt(log: str, instructions: str = REFLECTOR_INSTRUCTIONS) -> list[BaseMessage]:

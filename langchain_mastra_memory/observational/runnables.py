@@ -25,6 +25,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import ensure_config
 
+from ..tokens.attachments import model_rule
 from ..twins import Steps, call, run_async, run_sync
 from .extractors import (
     Extraction,
@@ -70,6 +71,7 @@ class Observer(Runnable[dict[str, Any], ParsedLog]):
             messages, times, value.get("log", ""), self.instructions,
             value.get("working_memory"), value.get("working_memory_shape", ""),
             self.temporal_markers, bool(value.get("suggest_title")),
+            model_rule(value.get("observe_attachments", False), self.model),
         )  # fmt: skip
 
     def invoke(

@@ -363,6 +363,7 @@ class ObservationalMemory:
                 "times": [s.created_at for s in pending],
                 "log": "\n".join(g.text for g in log),
                 "suggest_title": untitled,
+                "observe_attachments": self.config.observe_attachments,
                 **document, **extra,
             }), "observer", inputs={"thread_id": thread_id, "messages": len(pending)},
                 metadata={"resource_id": resource_id, "thread_id": thread_id},

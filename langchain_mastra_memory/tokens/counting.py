@@ -28,6 +28,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from ..errors import EncodingNotAvailableError
 from ..messages import TOOL_CALL_BLOCK_TYPES, js_json, mastra_role
 from ..shutdown import on_exit
+from .attachments import attachment, description
 from .tokenizers import get_encoding
 
 TOKENS_PER_MESSAGE = 3.8
@@ -47,7 +48,9 @@ def message_token_string(message: BaseMessage) -> tuple[str, float]:
     - string content is text (an ``AIMessage`` with tool calls counts it only when non-empty,
       since Mastra holds such a message as parts and has no text part for empty text);
     - list content: ``text`` blocks are text, ``tool_use``/``tool_call`` blocks are tool calls,
-      any other block (image, audio, ...) is written as its JSON and counts as text;
+      an image or file block (`attachments`) counts a short description plus its estimated
+      tokens (an image by its size, or the caller's own estimate: Mastra's image-aware rule);
+      any other block (audio, ...) is written as its JSON and counts as text;
     - ``AIMessage.tool_calls`` (and invalid ones) are tool calls: name then arguments;
     - a ``ToolMessage``'s content is its tool result: a string as is, otherwise JSON and -12,
       with no 3.8 (a tool message has no text of its own).
@@ -81,6 +84,10 @@ def message_token_string(message: BaseMessage) -> tuple[str, float]:
                     block_call_ids.add(block["id"])
                 args = block.get("input", block.get("args"))
                 overhead += _add_call(pieces, block.get("name", ""), args)
+            elif (found := attachment(block)) is not None:  # its estimate, not its bytes
+                pieces.append(description(found))
+                overhead += found.tokens
+                has_text = True
             else:
                 pieces.append(js_json(block))
                 has_text = True
