@@ -3,11 +3,13 @@ writer from the durable backlog; `flush()` and a later search wait for it; a cra
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import textwrap
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.embeddings import Embeddings
@@ -250,9 +252,66 @@ def test_a_message_updated_after_it_was_handed_over_is_embedded_as_updated(call)
     call(memory, "update_messages", [edited], resource_id="alice")
     embedder.gate.set()
     assert memory.flush(timeout=30) and memory.storage.unembedded() == []
-    assert f"the hive is blue {call.mode}" not in embedder.embedded  # never the stale text
+    assert stored_vector(memory, note.id) == pytest.approx(unit(embedder._vector(edited.text)))
     hits = memory.recall_index.search(f"the hive is green {call.mode}", resource_id="alice")
     assert hits and hits[0].message_id == note.id
+
+
+def stored_vector(memory: Memory, message_id: str) -> list[float]:
+    """The one vector the store holds for a message, as a unit vector."""
+    assert memory.recall_index is not None and memory.vector is not None
+    name = memory.recall_index.index_name()
+    [vector] = memory.vector.vectors(name, "alice", [message_id])[message_id]
+    return unit(vector)
+
+
+def unit(vector: Any) -> list[float]:
+    norm = math.sqrt(sum(float(x) ** 2 for x in vector))
+    return [float(x) / norm for x in vector]
+
+
+def test_an_update_that_overtakes_the_drain_writing_it_wins(call) -> None:
+    """The drain under way holds the message (its batch waits at the embedder) when an update
+    embeds the new text: the drain's write of the old text lands last, so the writer writes
+    the message again from storage once done."""
+    embedder = RecordedTexts()
+    memory = gated_memory(embedder)
+    memory.save_messages([HumanMessage("warm-up")], thread_id="t1", resource_id="alice")
+    assert memory.flush(timeout=30)  # (the first drain reads storage: a sweep)
+    embedder.held.add(f"overtaken blocker {call.mode}")
+    _, note = memory.save_messages(
+        [HumanMessage(f"overtaken blocker {call.mode}"),
+         HumanMessage(f"the overtaken hive is blue {call.mode}", id=f"n-{call.mode}")],
+        thread_id="t1", resource_id="alice",
+    )  # fmt: skip  # one drain holds both, at the gate
+    while not memory.recall_index.writer._busy:  # (texts of its own: none is cached)
+        threading.Event().wait(0.01)
+    edited = HumanMessage(f"the overtaken hive is green {call.mode}", id=note.id)
+    call(memory, "update_messages", [edited], resource_id="alice")  # embeds green at once
+    embedder.gate.set()
+    assert memory.flush(timeout=30) and memory.storage.unembedded() == []
+    blue = embedder.embedded.index(f"the overtaken hive is blue {call.mode}")
+    assert embedder.embedded.index(f"the overtaken hive is green {call.mode}") < blue  # the race ran
+    assert stored_vector(memory, note.id) == pytest.approx(unit(embedder._vector(edited.text)))
+
+
+def test_a_delete_that_overtakes_the_drain_writing_it_leaves_no_vector() -> None:
+    embedder = RecordedTexts()
+    memory = gated_memory(embedder)
+    memory.save_messages([HumanMessage("warm-up")], thread_id="t1", resource_id="alice")
+    assert memory.flush(timeout=30)  # (the first drain reads storage: a sweep)
+    embedder.held.add("deleted blocker")
+    _, note = memory.save_messages(
+        [HumanMessage("deleted blocker"), HumanMessage("the deleted hive is blue", id="n-gone")],
+        thread_id="t1", resource_id="alice",
+    )  # fmt: skip
+    while not memory.recall_index.writer._busy:
+        threading.Event().wait(0.01)
+    memory.delete_messages([note.id], resource_id="alice")
+    embedder.gate.set()
+    assert memory.flush(timeout=30)
+    name = memory.recall_index.index_name()
+    assert memory.vector.vectors(name, "alice", [note.id]) == {}
 
 
 def test_handed_over_messages_are_embedded_and_a_sweep_finds_what_was_not(tmp_path: Path) -> None:

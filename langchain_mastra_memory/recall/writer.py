@@ -42,6 +42,10 @@ class Backlog(Protocol):
 
     def index(self, stored: Sequence[StoredMessage], *, replace: bool = False) -> int: ...
 
+    def forget(
+        self, *, message_ids: Sequence[str] = (), resource_id: str | None = None
+    ) -> None: ...
+
 
 logger = logging.getLogger(__name__)
 BATCH = 200
@@ -81,6 +85,10 @@ class BacklogWriter:
         # for the next drain, which skips it (an update since would have discarded the handover)
         self._swept: set[str] = set()
         self._draining: set[str] = set()  # ... and those of the drain under way
+        # ids (and threads) an update or delete touched while a drain was under way: what the
+        # drain wrote of them may be stale, so it writes those again from storage once done
+        self._overtaken: set[str] = set()
+        self._overtaken_threads: set[str] = set()
         self._closed = False
         self._thread: threading.Thread | None = None
         self.last_error: str | None = None  # why the last drain failed (None: it did not)
@@ -110,6 +118,10 @@ class BacklogWriter:
         with self._state:
             for message_id in message_ids:
                 self._handed.pop(message_id, None)
+                if self._busy:
+                    self._overtaken.add(message_id)
+            if thread_id is not None and self._busy:
+                self._overtaken_threads.add(thread_id)
             if thread_id is not None:
                 for message_id, s in list(self._handed.items()):
                     if s.thread_id == thread_id:
@@ -183,13 +195,16 @@ class BacklogWriter:
                 if self._closed:
                     return
                 self._dirty, self._busy = False, True
+                self._overtaken, self._overtaken_threads = set(), set()  # (for this drain)
                 self._draining, self._queued = self._queued, set()
                 handed, self._handed = self._handed, {}
             try:
+                written: dict[str, StoredMessage] = {}
                 if self._sweep_due(handed):
                     self._swept_at, self._swept = time.monotonic(), set()
                     while batch := self.index.storage.unembedded(limit=self.batch):
                         self.index.index(batch)
+                        written.update((s.message.id or "", s) for s in batch)
                         self._swept.update(s.message.id or "" for s in batch)
                         if len(batch) < self.batch:
                             break
@@ -198,6 +213,10 @@ class BacklogWriter:
                     self._swept -= self._draining
                     for start in range(0, len(ready), self.batch):
                         self.index.index(ready[start : start + self.batch])
+                        written.update(
+                            (s.message.id or "", s) for s in ready[start : start + self.batch]
+                        )
+                self._rewrite_overtaken(written)
                 self.recovered()
             except VectorStoreError as exc:
                 self.last_error = str(exc)
@@ -215,6 +234,26 @@ class BacklogWriter:
                     self._busy = False
                     self._draining = set()  # written, or left in the backlog on a failure
                     self._state.notify_all()
+
+    def _rewrite_overtaken(self, written: dict[str, StoredMessage]) -> None:
+        """Write again, as storage has them now, the messages this drain wrote that an update
+        or delete touched meanwhile (the update's own write may have come first); those
+        deleted meanwhile lose the vectors this drain gave them."""
+        with self._state:
+            stale = sorted(
+                i for i, s in written.items()
+                if i in self._overtaken or s.thread_id in self._overtaken_threads
+            )  # fmt: skip
+            self._overtaken.difference_update(stale)
+        if not stale:
+            return
+        fresh = self.index.storage.get_messages_by_id(stale)
+        if fresh:
+            self.index.index(fresh, replace=True)
+        gone = set(stale) - {s.message.id for s in fresh}
+        for resource_id in sorted({written[i].resource_id for i in gone}):
+            owned = sorted(i for i in gone if written[i].resource_id == resource_id)
+            self.index.forget(message_ids=owned, resource_id=resource_id)
 
     def _sweep_due(self, handed: dict[str, StoredMessage]) -> bool:
         """Whether this drain reads storage's backlog rather than what was handed over."""
