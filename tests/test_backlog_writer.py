@@ -291,7 +291,9 @@ def test_an_update_that_overtakes_the_drain_writing_it_wins(call) -> None:
     embedder.gate.set()
     assert memory.flush(timeout=30) and memory.storage.unembedded() == []
     blue = embedder.embedded.index(f"the overtaken hive is blue {call.mode}")
-    assert embedder.embedded.index(f"the overtaken hive is green {call.mode}") < blue  # the race ran
+    assert (
+        embedder.embedded.index(f"the overtaken hive is green {call.mode}") < blue
+    )  # the race ran
     assert stored_vector(memory, note.id) == pytest.approx(unit(embedder._vector(edited.text)))
 
 
