@@ -329,3 +329,22 @@ def test_a_bad_extractor_list_is_refused_by_memory(tmp_path) -> None:
     with pytest.raises(ConfigurationError, match="rides the Observer"):
         memory_with(reflector_extractors=[WorkingMemoryExtractor()],
                     working_memory={"enabled": True})  # fmt: skip
+
+
+def test_values_storage_refuses_are_a_failed_event_and_the_pass_goes_on(tmp_path) -> None:
+    model, events = observer(), []
+    memory = om(model, tmp_path, extractors=extractors(), on_status=events.append)
+
+    def refused(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("disk full")
+
+    memory.storage.save_extracted_values = refused  # type: ignore[method-assign]
+    chat = memory.wrap(strict_model(*[AIMessage(f"ok {i}") for i in range(4)]))
+    for text in SAYS[:3]:
+        chat.invoke(text, CONFIG)
+        memory.flush(30)
+    failed = [e.detail for e in events if e.kind == "failed"]
+    assert {f["slug"] for f in failed} == {"mood", "trip"}
+    assert all("disk full" in f["error"] for f in failed)
+    assert not [e for e in events if e.kind == "extracted"]  # nothing reported as kept
+    assert any(e.kind == "activated" for e in events)  # the pass went on after it

@@ -79,8 +79,12 @@ def keep_extracted(
             kept[slug] = final
         reports.append({"slug": slug, "value": final, "previous": previous.get(slug)})
     if kept:
-        yield call(storage, "save_extracted_values", key, kept,
-                   resource_id=context.resource_id, source=context.source)  # fmt: skip
+        try:
+            yield call(storage, "save_extracted_values", key, kept,
+                       resource_id=context.resource_id, source=context.source)  # fmt: skip
+        except Exception as exc:  # the pass's log stands; the values are asked again next pass
+            failures.update({slug: f"not kept: {exc}" for slug in kept})
+            reports = [r for r in reports if r["slug"] not in kept]
     for report in reports:
         emit("extracted", *where, source=context.source, **report)
     for slug, error in failures.items():
