@@ -19,17 +19,14 @@ logger = logging.getLogger(__name__)
 def check_working_extractor(config: Any, working: Any) -> None:
     """`WorkingMemoryExtractor` among the Observer's extractors only, with working memory on
     and not managed by ``manage_working_memory`` as well (`ConfigurationError`)."""
-    from .working_extractor import WorkingMemoryExtractor
+    from .working_extractor import NEEDS_WORKING_MEMORY, WorkingMemoryExtractor
 
     if any(isinstance(e, WorkingMemoryExtractor) for e in config.reflector_extractors):
         raise ConfigurationError("WorkingMemoryExtractor rides the Observer: put it in extractors")
     if not any(isinstance(e, WorkingMemoryExtractor) for e in config.extractors):
         return
     if working is None:
-        raise ConfigurationError(
-            "WorkingMemoryExtractor needs working memory: "
-            'options={"working_memory": {"enabled": True}, ...}'
-        )
+        raise ConfigurationError(NEEDS_WORKING_MEMORY)
     if config.manage_working_memory:
         raise ConfigurationError("give manage_working_memory or a WorkingMemoryExtractor, not both")
 

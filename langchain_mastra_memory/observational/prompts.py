@@ -151,11 +151,17 @@ def author(message: BaseMessage) -> str | None:
     name = message.name if isinstance(message.name, str) else None
     if not name:
         return None
-    cleaned = " ".join(name.translate(_UNSAFE).split())[:MAX_AUTHOR].strip()
-    return cleaned or None
+    return shown_name(name)
 
 
 _UNSAFE = str.maketrans("", "", "[]<>")
+
+
+def shown_name(name: str) -> str | None:
+    """A name (an author's, an attachment's) as the transcript shows it: whitespace
+    collapsed, brackets and angle brackets dropped, at most `MAX_AUTHOR` characters (None
+    when nothing is left), so it can never forge a line or a tag."""
+    return " ".join(name.translate(_UNSAFE).split())[:MAX_AUTHOR].strip() or None
 
 
 def speakers(messages: Sequence[BaseMessage]) -> bool:
@@ -181,7 +187,8 @@ def transcript(
         text = message.text or ""
         for found in attachments_of([message]):  # named here; sent apart (`observed_blocks`)
             number[found.kind] = number.get(found.kind, 0) + 1
-            text += f" [{found.kind} #{number[found.kind]}: {_label(found.label)}]"
+            label = shown_name(found.label or "attachment") or "?"
+            text += f" [{found.kind} #{number[found.kind]}: {label}]"
         for call in getattr(message, "tool_calls", None) or []:
             text += f"\n(calls {call['name']} with {call['args']})"
         lines.append(f"[{stamp}{who}] {text}")
@@ -195,11 +202,6 @@ def attachments_of(messages: Sequence[BaseMessage]) -> list[Attachment]:
         if isinstance(message.content, list):
             found += [a for a in map(attachment, message.content) if a is not None]
     return found
-
-
-def _label(label: str | None) -> str:
-    """An attachment's name as the transcript shows it: like an author's, it cannot forge."""
-    return " ".join((label or "attachment").translate(_UNSAFE).split())[:MAX_AUTHOR] or "?"
 
 
 def observed_blocks(messages: Sequence[BaseMessage], rule: Any) -> list[dict[str, Any]]:

@@ -97,8 +97,8 @@ class ObservationalMemory:
                 "observational_memory.manage_working_memory needs working memory: "
                 'options={"working_memory": {"enabled": True}, ...}'
             )
-        self.working = working if config.manage_working_memory else None
         self.working_store = working if working is not None and working.config.enabled else None
+        self.working = self.working_store if config.manage_working_memory else None
         check_working_extractor(config, self.working_store)
         self.counter = TokenCounter()
         self._pool: DaemonWorker | None = None

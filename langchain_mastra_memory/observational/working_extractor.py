@@ -20,6 +20,10 @@ from typing import Any
 from ..errors import ConfigurationError
 from .extractors import Extracted, Extractor, ExtractorContext
 
+NEEDS_WORKING_MEMORY = (
+    "WorkingMemoryExtractor needs working memory: "
+    'options={"working_memory": {"enabled": True}, ...}'
+)
 MARKDOWN = (
     "Update working memory with durable facts from the observations you made. Return the full "
     "updated Markdown working memory: keep what still holds, add or revise only what changed. "
@@ -64,10 +68,7 @@ class WorkingMemoryExtractor(Extractor):
 
     def _store(self, context: ExtractorContext) -> Any:
         if context.working is None:
-            raise ConfigurationError(
-                "WorkingMemoryExtractor needs working memory: "
-                'options={"working_memory": {"enabled": True}, ...}'
-            )
+            raise ConfigurationError(NEEDS_WORKING_MEMORY)
         return context.working
 
     def _schema_mode(self, context: ExtractorContext) -> bool:
