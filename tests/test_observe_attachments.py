@@ -21,7 +21,7 @@ from test_observational_memory import CONFIG, Scripted
 from langchain_mastra_memory import Memory, SQLiteStorage
 from langchain_mastra_memory.errors import ConfigurationError
 from langchain_mastra_memory.observational.prompts import REFLECTOR_INSTRUCTIONS
-from langchain_mastra_memory.testing import strict_model
+from langchain_mastra_memory.testing import provider_violations, strict_model
 from langchain_mastra_memory.tokens.attachments import attachment, image_size, image_tokens
 from langchain_mastra_memory.tokens.counting import TokenCounter
 
@@ -45,7 +45,10 @@ def turn(i: int) -> HumanMessage:
 
 
 def observed(observer: Scripted) -> list:
-    return [c for c in observer.calls if c[0].content != REFLECTOR_INSTRUCTIONS]
+    """The Observer's inputs, each checked as a provider checks what it is sent."""
+    calls = [c for c in observer.calls if c[0].content != REFLECTOR_INSTRUCTIONS]
+    assert all(not provider_violations(c) for c in calls)
+    return calls
 
 
 def run(shape: str, mode: str, tmp_path, **option: Any) -> Scripted:
