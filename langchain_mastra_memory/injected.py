@@ -62,6 +62,9 @@ FENCES = frozenset(
         "working_memory_template",  # its template (the developer's; fenced all the same)
         "working_memory_schema",
         "observations",  # observational memory's log, to the model and to the Reflector
+        "archived-observations",  # the catalog of its archived groups (rolling archives)
+        "archived-observation",
+        "hidden-archive-range",
         "current-task",
         "working-memory",  # the Observer's input
         "existing-observations",

@@ -1,5 +1,5 @@
 """What the recall tool reads beside messages: the caller's conversations (mode ``threads``) and
-their observation logs (mode ``observations``), and the cursor that pages every mode.
+their observation logs and archives (mode ``observations``), and the cursor that pages every mode.
 
 Both are the caller's alone: threads are listed by the owner storage holds, and the observation
 logs read are the caller's resource log and the logs of the caller's own threads. A cursor is
@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from ..browsing.browse import thread_page
+from ..storage.records import ObservationGroup
 from ..storage.sql.observations import scope_key
 from ..twins import Steps, call
 
@@ -87,42 +88,62 @@ def threads(
     return "\n".join(lines)
 
 
-def observations(
-    storage: Any, resource_id: str, query: str, thread_id: str | None, page: int, per_page: int
-) -> Steps[str]:
-    """Lines of the caller's observation logs (the resource's, and each of the caller's
-    threads', or one thread's) that share words with `query`, best first."""
+def owned_keys(storage: Any, resource_id: str, thread_id: str | None) -> Steps[list[str]]:
+    """The observation scopes the caller may read: its resource log, and its threads' logs
+    (the newest `OBSERVATION_THREADS`), or the one thread's."""
     keys = [scope_key("resource", resource_id=resource_id, thread_id=None)]
     if thread_id is not None:
-        keys.append(scope_key("thread", resource_id=resource_id, thread_id=thread_id))
-    else:
-        mine = yield call(storage, "list_threads", resource_id=resource_id, order_by="updated_at",
-                          descending=True, limit=OBSERVATION_THREADS)  # fmt: skip
-        keys += [scope_key("thread", resource_id=resource_id, thread_id=t.id) for t in mine]
-    words = _words(query)
-    scored: list[tuple[int, str, str]] = []
+        return [*keys, scope_key("thread", resource_id=resource_id, thread_id=thread_id)]
+    mine = yield call(storage, "list_threads", resource_id=resource_id, order_by="updated_at",
+                      descending=True, limit=OBSERVATION_THREADS)  # fmt: skip
+    return keys + [scope_key("thread", resource_id=resource_id, thread_id=t.id) for t in mine]
+
+
+ARCHIVES_SEARCHED = 50  # the newest archives an observation search reads, besides the logs
+
+
+def observations(
+    storage: Any,
+    resource_id: str,
+    keys: list[str],
+    query: str,
+    thread_id: str | None,
+    page: int,
+    per_page: int,
+) -> Steps[str]:
+    """Lines of the caller's observation logs (`keys`, `owned_keys`) and of their newest
+    archives that share words with `query`, best first; an archived line names its archive
+    and group, for reading the whole."""
+    sources: list[tuple[ObservationGroup, str]] = []
     for key in keys:
         groups = yield call(storage, "observation_log", key)
-        for group in groups:
-            if group.resource_id != resource_id:  # (a log is keyed by its owner: never)
+        sources += [(group, "") for group in groups]
+    shelved = yield call(storage, "observation_archives", keys, limit=ARCHIVES_SEARCHED)
+    for archive in shelved:
+        where = f" (archived: archive_id={archive.id!r}, group_id={{}})"
+        sources += [(group, where.format(repr(group.id))) for group in archive.groups]
+    words = _words(query)
+    scored: list[tuple[int, str, str, str]] = []
+    for group, where in sources:
+        if group.resource_id != resource_id:  # (a log is keyed by its owner: never)
+            continue
+        date = ""
+        for line in group.text.splitlines():
+            if line.startswith("Date:"):
+                date = line.removeprefix("Date:").strip()
                 continue
-            date = ""
-            for line in group.text.splitlines():
-                if line.startswith("Date:"):
-                    date = line.removeprefix("Date:").strip()
-                    continue
-                shared = len(words & _words(line))
-                if shared and line.strip():
-                    scored.append((shared, date, line.strip()))
+            shared = len(words & _words(line))
+            if shared and line.strip():
+                scored.append((shared, date, line.strip(), where))
     scored.sort(key=lambda item: -item[0])  # stable: the log's order among equals
     total = len(scored)
     chosen = scored[page * per_page : (page + 1) * per_page]
     if not chosen:
         return f"No observations match {query!r}" + (f" on page {page}." if page else ".")
     lines = [f"{total} observations match {query!r} (page {page}):"]
-    for n, (_, date, line) in enumerate(chosen, start=page * per_page + 1):
+    for n, (_, date, line, where) in enumerate(chosen, start=page * per_page + 1):
         text = line if len(line) <= SNIPPET_CHARS else line[: SNIPPET_CHARS - 1] + "…"
-        lines.append(f"{n}. [{date or 'undated'}] {text}")
+        lines.append(f"{n}. [{date or 'undated'}] {text}{where}")
     if (page + 1) * per_page < total:
         lines.append(more("observations", query, thread_id, page))
     return "\n".join(lines)

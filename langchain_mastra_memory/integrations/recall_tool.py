@@ -39,6 +39,7 @@ from ..errors import (
 from ..messages import mastra_role, message_text
 from ..threads.ids import tool_ids
 from ..twins import Steps, call, run_async, run_sync
+from . import recall_archives as archived
 from . import recall_listings as listings
 from .recall_listings import CursorError, read_cursor
 
@@ -54,8 +55,9 @@ DESCRIPTION = (
     "an earlier result) to search one conversation, `since` / `until` (ISO dates), `mode` "
     "('hybrid' default: meaning and words; 'keyword': exact words, names, numbers; 'vector': "
     "meaning; 'threads': list this user's conversations, `query` optional, matching titles; "
-    "'observations': search what was noted about the user), and `cursor` (from a result) for "
-    "more results."
+    "'observations': search what was noted about the user; with no `query` it lists the notes "
+    "moved to the archive, and `archive_id` (with `group_id`, `char_offset`) reads one), and "
+    "`cursor` (from a result) for more results."
 )
 MESSAGE_MODES = ("hybrid", "vector", "keyword")
 
@@ -88,11 +90,31 @@ class RecallArguments(BaseModel):
     cursor: str | None = Field(
         default=None, max_length=200, description="The cursor a result gave, for more."
     )
+    archive_id: str | None = Field(
+        default=None, min_length=1, max_length=100,
+        description="Mode 'observations': read this archive (an id from the catalog or a result).",
+    )  # fmt: skip
+    group_id: str | None = Field(
+        default=None, min_length=1, max_length=100,
+        description="With archive_id: the group to read (default: the archive's first).",
+    )  # fmt: skip
+    char_offset: int = Field(
+        default=0, ge=0, le=10_000_000,
+        description="With archive_id: where to go on reading a long group (a result gives it).",
+    )  # fmt: skip
 
     @model_validator(mode="after")
     def _query_for_searches(self) -> RecallArguments:
-        if self.query is None and self.mode != "threads":
-            raise ValueError("query is required (only mode 'threads' lists without one)")
+        if self.archive_id is not None and self.mode not in (None, "observations"):
+            raise ValueError("archive_id goes with mode 'observations'")
+        if self.archive_id is None and (self.group_id is not None or self.char_offset):
+            raise ValueError("group_id and char_offset need the archive_id they belong to")
+        browsing = self.mode in ("threads", "observations") or self.archive_id is not None
+        if self.query is None and not browsing:
+            raise ValueError(
+                "query is required (mode 'threads' lists without one, and so does mode "
+                "'observations', which then lists the archived observations)"
+            )
         return self
 
 
@@ -161,7 +183,7 @@ async def asearch_for_model(
 
 def _answer(memory: Memory, who: str, args: RecallArguments, per_page: int) -> Steps[str]:
     """The tool's text for one call, in any mode (written once: `twins`)."""
-    mode = args.mode or "hybrid"
+    mode = args.mode or ("observations" if args.archive_id else "hybrid")
     try:
         page = args.page if args.cursor is None else read_cursor(
             args.cursor, mode, args.query, args.thread_id)  # fmt: skip
@@ -171,9 +193,18 @@ def _answer(memory: Memory, who: str, args: RecallArguments, per_page: int) -> S
         if mode == "threads":
             return (yield from listings.threads(memory.storage, who, args.query, page, per_page))
         if mode == "observations":  # (a message search checks the thread's owner itself)
+            if args.archive_id is not None:
+                return (yield from archived.reading(memory.storage, who, args.archive_id,
+                                                    args.group_id, args.char_offset))  # fmt: skip
             if args.thread_id is not None:
                 yield from _own_thread(memory, who, args.thread_id)
-            return (yield from listings.observations(memory.storage, who, str(args.query),
+            keys = yield from listings.owned_keys(memory.storage, who, args.thread_id)
+            if args.query is None:
+                return (yield from archived.listing(
+                    memory.storage, keys, page, per_page,
+                    lambda at: listings.more(mode, None, args.thread_id, at),
+                ))  # fmt: skip
+            return (yield from listings.observations(memory.storage, who, keys, args.query,
                                                      args.thread_id, page, per_page))  # fmt: skip
         found = yield call(memory, "search_messages", args.query, resource_id=who,
                            **_search(args, mode, page, per_page))  # fmt: skip

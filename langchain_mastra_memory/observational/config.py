@@ -8,7 +8,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ..errors import ConfigurationError
 from .models import chat_model
@@ -17,7 +24,7 @@ SOURCE = "observational_memory"
 EVENT = "memory_status"  # the LangChain custom event's name
 EventKind = Literal[
     "observing", "buffered", "activated", "reflecting", "reflected", "working_memory_updated",
-    "extracted", "failed", "timeout",
+    "extracted", "archived", "failed", "timeout",
 ]  # fmt: skip
 
 
@@ -57,6 +64,40 @@ class ObservationEvent:
     resource_id: str
     thread_id: str | None
     detail: dict[str, Any] = field(default_factory=dict)
+
+
+class ArchiveConfig(BaseModel):
+    """Rolling archives instead of reflection (Mastra's ``observation.archive``).
+
+    - ``after_tokens``: live log tokens that retire its oldest groups (Mastra: 40,000).
+    - ``keep_tokens``: about how many of the newest log tokens stay live (Mastra: 8,000); a
+      group is never split, so a little more may stay.
+    - ``max_catalog_tokens``: the most the catalog of archived groups shown to the model may
+      take (Mastra: 2,000); newest first, what does not fit is marked hidden.
+
+    Examples:
+        >>> ArchiveConfig(keep_tokens=4_000).after_tokens
+        40000
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    after_tokens: int = Field(default=40_000, gt=0)
+    keep_tokens: int = Field(default=8_000, ge=0)
+    max_catalog_tokens: int = Field(default=2_000, ge=0)
+
+    @model_validator(mode="after")
+    def _keeps_less_than_it_archives_at(self) -> ArchiveConfig:
+        if self.keep_tokens >= self.after_tokens:
+            raise ValueError(
+                f"archive.keep_tokens ({self.keep_tokens}) must be under archive.after_tokens "
+                f"({self.after_tokens}): otherwise nothing is ever archived"
+            )
+        return self
+
+
+REFLECTION_OPTIONS = ("observation_tokens", "reflector_model", "reflector_instruction",
+                      "reflector_extractors")  # fmt: skip
 
 
 class ObservationalConfig(BaseModel):
@@ -112,6 +153,10 @@ class ObservationalConfig(BaseModel):
       own pass (an ``extracted`` event each; ``Memory.extracted_values`` reads them);
       ``reflector_extractors`` for the Reflector's pass. `WorkingMemoryExtractor` keeps
       working memory up to date without a tool call.
+    - ``archive``: rolling archives instead of reflection (`ArchiveConfig`; ``True`` or
+      ``{}`` for Mastra's defaults): past ``after_tokens`` the oldest groups leave the log
+      whole, with no model call; the model sees a catalog of them and reads one with the
+      recall tool (``mode="observations"``). Not with the reflection options.
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
@@ -139,6 +184,24 @@ class ObservationalConfig(BaseModel):
     block_after: float = Field(1.2, ge=1)
     lease_seconds: float = Field(300.0, gt=0)
     block_timeout: float | None = Field(None, gt=0)
+    archive: ArchiveConfig | None = None
+
+    @field_validator("archive", mode="before")
+    @classmethod
+    def _archive(cls, value: Any) -> Any:
+        if value is True:
+            return ArchiveConfig()
+        return None if value is False else value
+
+    @model_validator(mode="after")
+    def _archive_or_reflection(self) -> ObservationalConfig:
+        both = [name for name in REFLECTION_OPTIONS if name in self.model_fields_set]
+        if self.archive is not None and both:
+            raise ValueError(
+                f"archive and reflection are exclusive (Mastra's rule): drop {', '.join(both)} "
+                "or archive; with archive, old observations are archived, never reflected"
+            )
+        return self
 
     @field_validator("extractors", "reflector_extractors", mode="after")
     @classmethod

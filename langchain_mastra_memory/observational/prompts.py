@@ -265,7 +265,20 @@ def reflector_prompt(log: str, instructions: str = REFLECTOR_INSTRUCTIONS) -> li
     return [SystemMessage(instructions), HumanMessage(fenced("observations", log))]
 
 
-def context_block(log: str, current_task: str | None = None) -> SystemMessage:
-    """The leading system message showing the log to the main model."""
+CATALOG_INSTRUCTIONS = """\
+Older observations were archived; the catalog after them lists them, newest first, each with
+the days it speaks of and its ids. To read one whole, call the memory search tool (when you
+have it) with mode "observations" and its archive_id and group_id."""
+
+
+def context_block(
+    log: str, current_task: str | None = None, catalog: str | None = None
+) -> SystemMessage:
+    """The leading system message showing the log to the main model (and, with rolling
+    archives, the catalog of what was archived)."""
     task = f"\n{fenced('current-task', current_task)}" if current_task else ""
-    return SystemMessage(f"{CONTEXT_INSTRUCTIONS}\n\n{fenced('observations', log)}{task}")
+    shelf = f"\n{catalog}" if catalog else ""
+    about = f"\n{CATALOG_INSTRUCTIONS}" if catalog else ""
+    return SystemMessage(
+        f"{CONTEXT_INSTRUCTIONS}{about}\n\n{fenced('observations', log)}{shelf}{task}"
+    )

@@ -41,6 +41,7 @@ from ..tokens.counting import TokenCounter
 from ..tracing import traced
 from ..tracing.runs import detached_context
 from ..twins import Steps, call, run_sync
+from . import archives
 from .checks import (
     UnusableReply,
     observation_problem,
@@ -158,10 +159,15 @@ class ObservationalMemory:
         raw = [
             s.message for s in pending if s.thread_id == thread_id and s.message.id not in current
         ]
-        if not log:
+        shelf = None
+        if self.config.archive is not None:
+            shelf = yield from archives.catalog(
+                self.storage, key, self.config.archive.max_catalog_tokens, self._tokens
+            )
+        if not log and not shelf:
             return raw
         task = next((g.current_task for g in reversed(log) if g.current_task), None)
-        block = context_block("\n".join(g.text for g in log), task)
+        block = context_block("\n".join(g.text for g in log), task, shelf)
         return [tag(block, SOURCE), *raw]
 
     # -- behind the turn -------------------------------------------------------------------------
@@ -409,6 +415,10 @@ class ObservationalMemory:
                        resource_id=resource_id)  # fmt: skip
 
     def _reflect(self, key: str, resource_id: str) -> Steps[None]:
+        if self.config.archive is not None:  # rolling archives instead: no model call
+            yield from archives.archive(self.storage, key, resource_id, self.config.archive,
+                                        self._emit)  # fmt: skip
+            return
         log: list[ObservationGroup] = yield call(self.storage, "observation_log", key)
         tokens = sum(g.token_count for g in log)
         if tokens < max(self.config.observation_tokens, self._retry_at.get(key, 0.0)):

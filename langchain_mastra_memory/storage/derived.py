@@ -14,6 +14,7 @@ from .records import (
     CheckpointList,
     CheckpointValue,
     ItemWrite,
+    ObservationArchive,
     ObservationGroup,
     StoredItem,
     StoredMessage,
@@ -381,6 +382,41 @@ class DerivedRecords(ABC):  # noqa: B024 - every method has a default
     ) -> ObservationGroup | None:
         """Store a Reflector's group in place of the groups it condensed, release the lease."""
         raise NotImplementedError(_NO_LOG.format(type(self).__name__))
+
+    def commit_archive(
+        self, key: str, *, owner: str, resource_id: str, retires: Sequence[str]
+    ) -> ObservationArchive | None:
+        """Move the `retires` groups out of the log into a new archive (rolling archives) and
+        release the lease; None if the lease is lost or one of them left the log."""
+        raise NotImplementedError(_NO_LOG.format(type(self).__name__))
+
+    def observation_archives(
+        self, keys: Sequence[str], *, limit: int, offset: int = 0
+    ) -> list[ObservationArchive]:
+        """The archives of the scopes `keys`, newest first (`limit` after the first
+        `offset`)."""
+        raise NotImplementedError(_NO_LOG.format(type(self).__name__))
+
+    def observation_archive(self, archive_id: str) -> ObservationArchive | None:
+        """One archive by id, whichever scope holds it (the caller checks whose it is)."""
+        raise NotImplementedError(_NO_LOG.format(type(self).__name__))
+
+    async def acommit_archive(
+        self, key: str, *, owner: str, resource_id: str, retires: Sequence[str]
+    ) -> ObservationArchive | None:
+        """Async `commit_archive`."""
+        return await off_loop(self.commit_archive, key, owner=owner, resource_id=resource_id,
+                              retires=retires)  # fmt: skip
+
+    async def aobservation_archives(
+        self, keys: Sequence[str], *, limit: int, offset: int = 0
+    ) -> list[ObservationArchive]:
+        """Async `observation_archives`."""
+        return await off_loop(self.observation_archives, keys, limit=limit, offset=offset)
+
+    async def aobservation_archive(self, archive_id: str) -> ObservationArchive | None:
+        """Async `observation_archive`."""
+        return await off_loop(self.observation_archive, archive_id)
 
     async def aobservation_log(self, key: str, *, buffered: bool = False) -> list[ObservationGroup]:
         """Async `observation_log`."""

@@ -397,7 +397,7 @@ class ObservationGroup:
     id: str
     scope_key: str
     resource_id: str
-    kind: str  # "observation" | "reflection"
+    kind: str  # "observation" | "reflection" | "archive"
     text: str
     current_task: str | None
     message_ids: tuple[str, ...]
@@ -407,6 +407,17 @@ class ObservationGroup:
     replaced_by: str | None
     active: bool = True  # False: buffered, written ahead of the threshold, not in the log yet
     message_tokens: float = 0.0  # the stored token count of the messages it covers
+
+
+@dataclass(frozen=True)
+class ObservationArchive:
+    """Groups (oldest first) that left a log whole at `archived_at` (rolling archives)."""
+
+    id: str
+    scope_key: str
+    resource_id: str
+    archived_at: datetime
+    groups: tuple[ObservationGroup, ...]
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from .checkpoint_lists import CheckpointListTable
 from .extracted import ExtractedValuesTable
 from .items import ItemTable
 from .messages import MessageTable
+from .observation_archives import ObservationArchiveTable
 from .observation_history import ObservationHistoryTable
 from .retention import RetentionTable
 from .search import SearchTable
@@ -101,6 +102,7 @@ class SQLStorage(
     SearchTable,
     WorkingMemoryTable,
     ObservationHistoryTable,
+    ObservationArchiveTable,
     ExtractedValuesTable,
     ItemTable,
     WithheldTable,

@@ -32,7 +32,8 @@ class ObservationHistoryTable(ObservationTable):
             rows = self._run(
                 conn,
                 f"SELECT {GROUP_COLUMNS} FROM memory_observation_groups g "
-                "WHERE g.scope_key = ? AND g.activated_at <= ? AND (g.replaced_by IS NULL "
+                "WHERE g.scope_key = ? AND g.activated_at <= ? AND g.kind <> 'archive' "
+                "AND (g.replaced_by IS NULL "
                 "OR NOT EXISTS (SELECT 1 FROM memory_observation_groups r "
                 "WHERE r.id = g.replaced_by AND r.activated_at <= ?)) ORDER BY created_at, id",
                 (key, self._time(at), self._time(at)),
@@ -114,9 +115,9 @@ def carried_groups(
     whole = {
         g.id
         for g in groups
-        if g.kind != "reflection" and g.message_ids and all(m in copies for m in g.message_ids)
+        if g.kind == "observation" and g.message_ids and all(m in copies for m in g.message_ids)
     }
-    reflections = [g for g in groups if g.kind == "reflection" and g.replaces]
+    reflections = [g for g in groups if g.kind in ("reflection", "archive") and g.replaces]
     grew = True
     while grew:  # reflections of reflections (a log's order cannot tell: equal timestamps)
         grew = False

@@ -4,7 +4,9 @@ A *scope* is ``thread:<id>`` or ``resource:<id>``. Each Observer run that lands 
 *observation* group: its text and the exact ids of the messages it covers. A Reflector run is
 one *reflection* group listing the groups it condensed, which are marked ``replaced_by`` it
 (kept, never deleted: the history of the log). The active log is the scope's active groups not
-replaced, in order. A per-scope state row holds the *cursor* (the last message the active log
+replaced, in order. Rolling archives (`observation_archives`) retire groups whole instead:
+an *archive* row lists them, marked ``replaced_by`` it, and is never part of the log itself.
+A per-scope state row holds the *cursor* (the last message the active log
 covers), the *buffer frontier* (the last message any group covers) and a *lease* (who is
 running the Observer or Reflector, until when).
 
@@ -73,7 +75,8 @@ class ObservationTable(MemoryStorage):
         rows = self._run(
             conn,
             f"SELECT {GROUP_COLUMNS} FROM memory_observation_groups WHERE scope_key = ? "
-            "AND replaced_by IS NULL AND active = ? ORDER BY created_at, id",
+            "AND replaced_by IS NULL AND active = ? AND kind <> 'archive' "
+            "ORDER BY created_at, id",
             (key, active),
         ).fetchall()
         return [self._group(r) for r in rows]
