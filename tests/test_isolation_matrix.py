@@ -168,9 +168,11 @@ def build_world(kind: str, om: str | None, folder: Path) -> World:
         options["observational_memory"] = {
             "model": EchoObserver(),
             "scope": om,
-            "message_tokens": 60,
+            "message_tokens": 40,
             "buffer_tokens": None,
             "extractors": [Extractor("Notes", "What the user asked to remember")],
+            # rolling archives: every group but the newest leaves the log for an archive
+            "archive": {"after_tokens": 20, "keep_tokens": 1, "max_catalog_tokens": 600},
         }
     memory = Memory(storage=storage, vector=vector_store(kind, folder), options=options)
     graph = graph_on(memory)
@@ -188,7 +190,9 @@ def build_world(kind: str, om: str | None, folder: Path) -> World:
     assert memory.flush(60)
     if om:
         key = scope_key(om, resource_id="alice", thread_id="tA")
+        archived = memory.storage.observation_archives([key], limit=50)
         assert SECRET in "".join(g.text for g in memory.storage.observation_log(key))
+        assert SECRET in "".join(g.text for a in archived for g in a.groups)
         assert SECRET in memory.storage.extracted_values(key)["notes"]
     assert SECRET in repr(memory.get_messages(thread_id="tA"))
     return World(
@@ -460,6 +464,17 @@ CASES = [
         LATER, thread_id="tB", resource_id="bob"), NOTHING),
     Case(("Memory.aobservations_as_of",), lambda w: arun(w.memory.aobservations_as_of(
         LATER, resource_id="bob", scope="resource")), NOTHING),
+    # rolling archives (Mastra's observation.archive) through the recall tool: bob's listing,
+    # his search, and alice's archive ids named outright
+    Case(("Memory.recall_tool",), lambda w: w.memory.recall_tool().invoke(
+        {"mode": "observations"}, BOB_ON_B), NOTHING),
+    Case(("Memory.recall_tool",), lambda w: arun(w.memory.recall_tool().ainvoke(
+        {"mode": "observations", "query": QUESTION}, BOB_ON_B)), NOTHING),
+    Case(("Memory.recall_tool",), lambda w: [w.memory.recall_tool(resource_id="bob").invoke(
+        {"archive_id": archive_id}) for archive_id in alices_archives(w)], NOTHING),
+    Case(("Memory.recall_tool",), lambda w: [arun(w.memory.recall_tool().ainvoke(
+        {"archive_id": archive_id, "group_id": group_id, "mode": "observations"}, BOB_ON_A))
+        for archive_id, group_id in alices_archived_groups(w)], NOTHING),
     # the values extractors keep (Mastra's Extractor), in both scopes
     Case(("Memory.extracted_values",), lambda w: w.memory.extracted_values(
         thread_id="tA", resource_id="bob"), REFUSED),
@@ -540,6 +555,23 @@ def vector_hits(w: World, *, twin: bool = False, **part: str) -> Any:
             ranked = store.ranking_vectors(name, part["resource_id"], alices)
     found = [h.message_id for h in hits] + sorted(present) + sorted(copied) + sorted(ranked)
     return w.memory.storage.get_messages_by_id(found)
+
+
+def alices_archives(w: World) -> list[str]:
+    """The ids of alice's archives in every scope (one made-up id when there are none)."""
+    keys = [scope_key(om, resource_id="alice", thread_id=t) for om in ("thread", "resource")
+            for t in ("tA", "tD")]  # fmt: skip
+    found = [a.id for a in w.memory.storage.observation_archives(keys, limit=50)]
+    assert found or w.om is None  # (a world with observational memory archived her secret)
+    return found or ["arc-0000000000000000"]
+
+
+def alices_archived_groups(w: World) -> list[tuple[str, str]]:
+    pairs = []
+    for archive_id in alices_archives(w):
+        archive = w.memory.storage.observation_archive(archive_id)
+        pairs += [(archive_id, g.id) for g in archive.groups] if archive else [(archive_id, "g")]
+    return pairs
 
 
 def case_id(case: Case) -> str:
