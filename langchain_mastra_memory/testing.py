@@ -86,9 +86,13 @@ class ProviderStrictChatModel(FakeMessagesListChatModel):
     tool_schemas: list[dict[str, Any]] = []  # noqa: RUF012 - the bound tools, as OpenAI's
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ProviderStrictChatModel:
-        """Record the tools (the model replies as scripted)."""
+        """Record the tools (the model replies as scripted); two with one name are refused,
+        as OpenAI and Anthropic refuse them."""
         self.tool_schemas = [convert_to_openai_tool(t) for t in tools]
         self.tool_names = [schema["function"]["name"] for schema in self.tool_schemas]
+        twice = sorted({n for n in self.tool_names if self.tool_names.count(n) > 1})
+        if twice:
+            raise ProviderRejectedInput(f"tool names must be unique, got {twice} twice")
         return self
 
     def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:

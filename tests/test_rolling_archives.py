@@ -342,3 +342,38 @@ def test_the_catalog_covers_a_resource_s_threads_in_resource_scope(tmp_path) -> 
     assert is_injected(context[0])
     bob = memory.context([HumanMessage("hi")], thread_id="tb", resource_id="bob")
     assert not any(OPEN in str(m.content) for m in bob)
+
+
+# -- the agent middleware brings the recall tool, as Mastra's archive mode does ---------------------
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("also_given", [False, True])
+def test_the_middleware_gives_the_agent_the_tool_that_reads_the_archive(
+    mode: str, also_given: bool, tmp_path
+) -> None:
+    from langchain.agents import create_agent
+
+    model = observer()
+    memory = om(model, SQLiteStorage(tmp_path / "m.db"))
+    warmup = memory.wrap(strict_model(*[AIMessage(f"ok {i}") for i in range(8)]))
+    for text in SAYS + SAYS[:2]:
+        warmup.invoke(text, {"configurable": {"thread_id": "t1", "resource_id": "alice"}})
+        assert memory.flush(30)
+    archive = memory.storage.observation_archives(["thread:t1"], limit=50)[-1]
+    oldest = archive.groups[0]
+    call = {
+        "name": "search_memory",
+        "id": "call-1",
+        "type": "tool_call",
+        "args": {"mode": "observations", "archive_id": archive.id, "group_id": oldest.id},
+    }
+    main = strict_model(AIMessage("", tool_calls=[call]), AIMessage("Found it."))
+    tools = [memory.recall_tool()] if also_given else []
+    agent = create_agent(main, tools, middleware=[memory.middleware()])
+    turn = {"messages": [HumanMessage("What did I say first?")]}
+    config = {"configurable": {"thread_id": "t1", "user_id": "alice"}}
+    result = agent.invoke(turn, config) if mode == "sync" else asyncio.run(
+        agent.ainvoke(turn, config))  # fmt: skip
+    assert main.tool_names == ["search_memory"]  # once, whether or not the agent also gave it
+    answer = [m for m in result["messages"] if m.type == "tool"][-1]
+    assert oldest.text in answer.content and answer.status != "error"
+    assert OPEN in memory_block(main.seen[0])  # the catalog it read the ids from
