@@ -141,7 +141,8 @@ class ObservationalConfig(BaseModel):
       first save after the thread was idle that long, under the threshold too. The provider's
       cache is cold by then, so the smaller context costs nothing it had not lost already.
     - ``on_status``: called with an `ObservationEvent` at each step (observing, buffered,
-      activated, reflecting, reflected, working_memory_updated, extracted, failed, timeout),
+      activated, reflecting, reflected, archived, working_memory_updated, extracted,
+      failed, timeout),
       so an app can show what memory is doing; inside a run the same events go out as
       LangChain custom events named ``memory_status`` (``astream_events`` shows them).
     - ``observe_attachments``: the images and files of the messages observed go to the
