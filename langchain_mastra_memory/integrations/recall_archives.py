@@ -38,8 +38,9 @@ def chunk(text: str, offset: int, max_tokens: int = CHUNK_TOKENS) -> tuple[str, 
     Examples:
         >>> chunk("one two three", 4)
         ('two three', None)
-        >>> chunk("a " * 5000, 0, max_tokens=10)[1]
-        20
+        >>> piece, after = chunk("a " * 5000, 0, max_tokens=10)
+        >>> _tokens(piece) <= 10 < _tokens("a " * 5000), after == len(piece)
+        (True, True)
     """
     rest = text[offset:]
     if _tokens(rest) <= max_tokens:

@@ -18,6 +18,7 @@ from pydantic import (
 )
 
 from ..errors import ConfigurationError
+from .hooks import ObservationHooks
 from .models import chat_model
 
 SOURCE = "observational_memory"
@@ -158,6 +159,9 @@ class ObservationalConfig(BaseModel):
       ``{}`` for Mastra's defaults): past ``after_tokens`` the oldest groups leave the log
       whole, with no model call; the model sees a catalog of them and reads one with the
       recall tool (``mode="observations"``). Not with the reflection options.
+    - ``hooks``: `ObservationHooks` (or a dict of them): ``before_observation``,
+      ``after_observation``, ``before_reflection``, ``after_reflection`` change what the
+      Observer reads and what is kept (to redact, say); a failing hook fails that pass.
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
@@ -186,6 +190,7 @@ class ObservationalConfig(BaseModel):
     lease_seconds: float = Field(300.0, gt=0)
     block_timeout: float | None = Field(None, gt=0)
     archive: ArchiveConfig | None = None
+    hooks: ObservationHooks | None = None
 
     @field_validator("archive", mode="before")
     @classmethod
@@ -197,6 +202,9 @@ class ObservationalConfig(BaseModel):
     @model_validator(mode="after")
     def _archive_or_reflection(self) -> ObservationalConfig:
         both = [name for name in REFLECTION_OPTIONS if name in self.model_fields_set]
+        hooks = self.hooks
+        both += [f"hooks.{name}" for name in ("before_reflection", "after_reflection")
+                 if hooks is not None and getattr(hooks, name) is not None]  # fmt: skip
         if self.archive is not None and both:
             raise ValueError(
                 f"archive and reflection are exclusive (Mastra's rule): drop {', '.join(both)} "

@@ -52,6 +52,7 @@ from .checks import (
 from .config import EVENT, SOURCE, EventKind, ObservationalConfig, ObservationEvent
 from .extracting import check_working_extractor, keep_extracted, pass_inputs
 from .extractors import ExtractorContext
+from .hooks import messages_hook, text_hook
 from .parse import parse_log
 from .prompts import (
     OBSERVER_INSTRUCTIONS,
@@ -358,31 +359,19 @@ class ObservationalMemory:
                 return False
             pending = self._batch(waiting)
             self._emit("observing", key, resource_id, thread_id, messages=len(pending))
-            document = yield from self._working_memory(resource_id, thread_id)
-            thread = yield call(self.storage, "get_thread", thread_id)
-            untitled = self.config.suggest_title and thread is not None and not thread.title
-            extra = yield from pass_inputs(self.storage, self.config.extractors, key,
-                                           ExtractorContext("observer", resource_id, thread_id,
-                                                            self.working_store))  # fmt: skip
-            parsed = yield traced(call(self.observer, "invoke", {
-                "messages": [s.message for s in pending],
-                "times": [s.created_at for s in pending],
-                "log": "\n".join(g.text for g in log),
-                "suggest_title": untitled,
-                "observe_attachments": self.config.observe_attachments,
-                **document, **extra,
-            }), "observer", inputs={"thread_id": thread_id, "messages": len(pending)},
-                metadata={"resource_id": resource_id, "thread_id": thread_id},
-                outputs=lambda reply: {"entries": len(reply.entries)})  # fmt: skip
-            problem = observation_problem(parsed.entries, [s.message for s in pending])
-            if problem is not None:
-                raise UnusableReply(problem)
-            text = format_entries(usable_entries(parsed.entries))
+            read = messages_hook(self.config.hooks, [s.message for s in pending], **ref)
+            parsed, untitled, extra = None, False, dict[str, Any]()
+            text, task = "", None  # (the hook withheld them all: observed, nothing of them kept)
+            if read:
+                parsed, extra, untitled = yield from self._observer_pass(key, read, pending, log,
+                                                                         **ref)  # fmt: skip
+                text = text_hook(self.config.hooks, "after_observation",
+                                 format_entries(usable_entries(parsed.entries)), **ref)  # fmt: skip
+                task = usable_task(parsed.current_task)
             yield call(
                 self.storage, "commit_observation", key, owner=owner, resource_id=resource_id,
-                text=text, current_task=usable_task(parsed.current_task),
-                message_ids=[s.message.id for s in pending], token_count=self._tokens(text),
-                buffered=True,
+                text=text, current_task=task, message_ids=[s.message.id for s in pending],
+                token_count=self._tokens(text), buffered=True,
             )  # fmt: skip
         except Exception as exc:  # nothing committed: the messages wait for the next run
             yield call(self.storage, "release_observation", key, owner=owner)
@@ -390,13 +379,14 @@ class ObservationalMemory:
             self._emit("failed", key, resource_id, thread_id, step="observe", error=str(exc))
             return False
         self._emit("buffered", key, resource_id, thread_id, messages=len(pending))
-        yield from keep_extracted(self.storage, parsed.extraction, extra, key, self._emit)
-        if untitled and parsed.title:
-            yield from self._title(thread_id, resource_id, parsed.title)
-        if parsed.working_memory is not None and self.working is not None:
-            yield from self._update_working_memory(
-                parsed.working_memory, key, resource_id, thread_id
-            )
+        if parsed is not None:
+            yield from keep_extracted(self.storage, parsed.extraction, extra, key, self._emit)
+            if untitled and parsed.title:
+                yield from self._title(thread_id, resource_id, parsed.title)
+            if parsed.working_memory is not None and self.working is not None:
+                yield from self._update_working_memory(
+                    parsed.working_memory, key, resource_id, thread_id
+                )
         raw = yield call(self.storage, "unobserved_tokens", key, **ref)
         if raw >= self.config.message_tokens:
             activated = yield call(
@@ -406,6 +396,40 @@ class ObservationalMemory:
             self._activated(activated, key, resource_id, thread_id)
         yield from self._reflect(key, resource_id)
         return len(pending) < len(waiting)
+
+    def _observer_pass(
+        self,
+        key: str,
+        read: list[BaseMessage],
+        pending: list[StoredMessage],
+        log: list[ObservationGroup],
+        *,
+        resource_id: str,
+        thread_id: str,
+    ) -> Steps[tuple[Any, dict[str, Any], bool]]:
+        """The Observer's reply on `read` (with the extractors' inputs, and whether it was
+        asked for a title); `UnusableReply` when it cannot be kept."""
+        document = yield from self._working_memory(resource_id, thread_id)
+        thread = yield call(self.storage, "get_thread", thread_id)
+        untitled = self.config.suggest_title and thread is not None and not thread.title
+        extra = yield from pass_inputs(self.storage, self.config.extractors, key,
+                                       ExtractorContext("observer", resource_id, thread_id,
+                                                        self.working_store))  # fmt: skip
+        at = {s.message.id: s.created_at for s in pending}
+        parsed = yield traced(call(self.observer, "invoke", {
+            "messages": read,
+            "times": [at.get(m.id) for m in read],
+            "log": "\n".join(g.text for g in log),
+            "suggest_title": untitled,
+            "observe_attachments": self.config.observe_attachments,
+            **document, **extra,
+        }), "observer", inputs={"thread_id": thread_id, "messages": len(read)},
+            metadata={"resource_id": resource_id, "thread_id": thread_id},
+            outputs=lambda reply: {"entries": len(reply.entries)})  # fmt: skip
+        problem = observation_problem(parsed.entries, read)
+        if problem is not None:
+            raise UnusableReply(problem)
+        return parsed, extra, untitled
 
     def _title(self, thread_id: str, resource_id: str, title: str) -> Steps[None]:
         """The Observer's title, for a thread still without one (never replacing one)."""
@@ -429,7 +453,8 @@ class ObservationalMemory:
             return
         try:
             log = yield call(self.storage, "observation_log", key)
-            whole = "\n".join(g.text for g in log)
+            whole = text_hook(self.config.hooks, "before_reflection",
+                              "\n".join(g.text for g in log), resource_id=resource_id)  # fmt: skip
             self._emit("reflecting", key, resource_id, None, groups=len(log), tokens=tokens)
             extra = yield from pass_inputs(
                 self.storage,
@@ -446,7 +471,9 @@ class ObservationalMemory:
             problem = reflection_problem(parsed.entries, parse_log(whole).entries)
             if problem is not None:
                 raise UnusableReply(problem)
-            text = format_entries(usable_entries(parsed.entries))
+            text = text_hook(self.config.hooks, "after_reflection",
+                             format_entries(usable_entries(parsed.entries)),
+                             resource_id=resource_id)  # fmt: skip
             if self._tokens(text) >= self._tokens(whole):
                 raise UnusableReply("the Reflector's reply is no shorter than the log")
             yield call(
