@@ -159,6 +159,9 @@ class ObservationalConfig(BaseModel):
       ``{}`` for Mastra's defaults): past ``after_tokens`` the oldest groups leave the log
       whole, with no model call; the model sees a catalog of them and reads one with the
       recall tool (``mode="observations"``). Not with the reflection options.
+    - ``previous_observer_tokens``: the most of the log the Observer is shown, newest
+      entries first (``0``: none; ``None``/``False``, the default: the whole log; Mastra
+      shows 2,000).
     - ``hooks``: `ObservationHooks` (or a dict of them): ``before_observation``,
       ``after_observation``, ``before_reflection``, ``after_reflection`` change what the
       Observer reads and what is kept (to redact, say); a failing hook fails that pass.
@@ -191,6 +194,12 @@ class ObservationalConfig(BaseModel):
     block_timeout: float | None = Field(None, gt=0)
     archive: ArchiveConfig | None = None
     hooks: ObservationHooks | None = None
+    previous_observer_tokens: int | None = Field(default=None, ge=0)
+
+    @field_validator("previous_observer_tokens", mode="before")
+    @classmethod
+    def _previous(cls, value: Any) -> Any:
+        return None if value is False else value
 
     @field_validator("archive", mode="before")
     @classmethod

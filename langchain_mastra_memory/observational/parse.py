@@ -16,10 +16,11 @@ Examples:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .prompts import PRIORITIES, Entry
+from .prompts import PRIORITIES, Entry, format_entries
 
 _THINK = re.compile(r"<think>.*?(?:</think>|$)", re.S | re.I)
 _DATE = re.compile(
@@ -96,3 +97,23 @@ def parse_log(text: object) -> ParsedLog:
                 Entry(date, priority if priority in PRIORITIES else "medium", words)
             )
     return parsed
+
+
+def log_tail(log: str, max_tokens: int | None, count: Callable[[str], float]) -> str:
+    """The newest entries of `log` within `max_tokens` (Mastra's ``previousObserverTokens``:
+    what the Observer is shown of the log); the whole log when None, nothing when 0.
+
+    Examples:
+        >>> log = "Date: 2026-01-01\n- [high] old fact\nDate: 2026-01-02\n- [low] new fact"
+        >>> log_tail(log, 14, lambda text: len(text.split()))
+        'Date: 2026-01-02\n- [low] new fact'
+    """
+    if max_tokens is None or count(log) <= max_tokens:
+        return log
+    entries = parse_log(log).entries
+    kept: list[Entry] = []
+    for entry in reversed(entries):
+        if count(format_entries([entry, *kept])) > max_tokens:
+            break
+        kept.insert(0, entry)
+    return format_entries(kept) if kept else ""

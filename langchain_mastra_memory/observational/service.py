@@ -53,7 +53,7 @@ from .config import EVENT, SOURCE, EventKind, ObservationalConfig, ObservationEv
 from .extracting import check_working_extractor, keep_extracted, pass_inputs
 from .extractors import ExtractorContext
 from .hooks import messages_hook, text_hook
-from .parse import parse_log
+from .parse import log_tail, parse_log
 from .prompts import (
     OBSERVER_INSTRUCTIONS,
     REFLECTOR_INSTRUCTIONS,
@@ -416,10 +416,12 @@ class ObservationalMemory:
                                        ExtractorContext("observer", resource_id, thread_id,
                                                         self.working_store))  # fmt: skip
         at = {s.message.id: s.created_at for s in pending}
+        shown = log_tail("\n".join(g.text for g in log), self.config.previous_observer_tokens,
+                         self._tokens)  # fmt: skip
         parsed = yield traced(call(self.observer, "invoke", {
             "messages": read,
             "times": [at.get(m.id) for m in read],
-            "log": "\n".join(g.text for g in log),
+            "log": shown,
             "suggest_title": untitled,
             "observe_attachments": self.config.observe_attachments,
             **document, **extra,
