@@ -104,9 +104,10 @@ def log_tail(log: str, max_tokens: int | None, count: Callable[[str], float]) ->
     what the Observer is shown of the log); the whole log when None, nothing when 0.
 
     Examples:
-        >>> log = "Date: 2026-01-01\n- [high] old fact\nDate: 2026-01-02\n- [low] new fact"
-        >>> log_tail(log, 14, lambda text: len(text.split()))
-        'Date: 2026-01-02\n- [low] new fact'
+        >>> log = "Date: 2026-01-01\\n- [high] old fact\\nDate: 2026-01-02\\n- [low] new fact"
+        >>> print(log_tail(log, 7, lambda text: len(text.split())))
+        Date: 2026-01-02
+        - [low] new fact
     """
     if max_tokens is None or count(log) <= max_tokens:
         return log
