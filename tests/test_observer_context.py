@@ -62,3 +62,28 @@ def test_log_tail_keeps_dates_and_refuses_a_negative_budget(tmp_path) -> None:
     assert log_tail(log, count(last_two) - 1, count) == "Date: 2026-01-02\n- [high] c"
     with pytest.raises(ConfigurationError, match="previous_observer_tokens"):
         memory_with(echo(), tmp_path, previous_observer_tokens=-1)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize(
+    "shape", ["lcel wrap", "langgraph hook", "agent middleware", "checkpointer"]
+)
+@pytest.mark.parametrize("on_idle", [False, True])
+def test_a_turn_that_ends_is_buffered_with_buffer_on_idle(
+    shape: str, mode: str, on_idle: bool, tmp_path
+) -> None:
+    from test_extractors import talk
+    from test_group_chat_authors import agent_for
+
+    model, events = echo(), []
+    memory = memory_with(model, tmp_path, message_tokens=400, buffer_tokens=0.5,
+                         buffer_on_idle=on_idle, on_status=events.append)  # fmt: skip
+    agent = agent_for(shape, memory, strict_model(AIMessage("Booked.")))
+    talk(agent, memory, mode, SAYS[:1])  # one short turn: far under buffer_tokens (200)
+    buffered = memory.storage.observation_log("thread:t1", buffered=True)
+    if on_idle:  # observed behind the turn, waiting buffered (the log itself is unchanged)
+        assert [e.kind for e in events] == ["observing", "buffered"]
+        assert len(buffered) == 1 and "Booked." in buffered[0].text
+        assert memory.storage.observation_log("thread:t1") == []
+    else:
+        assert events == [] and buffered == [] and model.seen == []

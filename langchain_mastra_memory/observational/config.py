@@ -67,6 +67,11 @@ class ObservationEvent:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
+def turn_ended(message: Any) -> bool:
+    """Whether `message` ends a turn: the model's answer, with no tool call pending."""
+    return getattr(message, "type", None) == "ai" and not getattr(message, "tool_calls", None)
+
+
 class ArchiveConfig(BaseModel):
     """Rolling archives instead of reflection (Mastra's ``observation.archive``).
 
@@ -159,6 +164,9 @@ class ObservationalConfig(BaseModel):
       ``{}`` for Mastra's defaults): past ``after_tokens`` the oldest groups leave the log
       whole, with no model call; the model sees a catalog of them and reads one with the
       recall tool (``mode="observations"``). Not with the reflection options.
+    - ``buffer_on_idle``: a turn that ends (the model's answer saved, no tool call pending)
+      starts a buffering Observer run on what it added, under ``buffer_tokens`` too, so
+      short turns are observed while the user reads (Mastra's ``observation.bufferOnIdle``).
     - ``previous_observer_tokens``: the most of the log the Observer is shown, newest
       entries first (``0``: none; ``None``/``False``, the default: the whole log; Mastra
       shows 2,000).
@@ -195,6 +203,7 @@ class ObservationalConfig(BaseModel):
     archive: ArchiveConfig | None = None
     hooks: ObservationHooks | None = None
     previous_observer_tokens: int | None = Field(default=None, ge=0)
+    buffer_on_idle: bool = False
 
     @field_validator("previous_observer_tokens", mode="before")
     @classmethod

@@ -49,7 +49,7 @@ from .checks import (
     usable_entries,
     usable_task,
 )
-from .config import EVENT, SOURCE, EventKind, ObservationalConfig, ObservationEvent
+from .config import EVENT, SOURCE, EventKind, ObservationalConfig, ObservationEvent, turn_ended
 from .extracting import check_working_extractor, keep_extracted, pass_inputs
 from .extractors import ExtractorContext
 from .hooks import messages_hook, text_hook
@@ -201,11 +201,11 @@ class ObservationalMemory:
             if running is not None:
                 self._waited(running, deadline, key, resource_id, thread_id)
             return
-        fresh = storage.unobserved_tokens(
-            key, resource_id=resource_id, thread_id=thread_id, buffered=True
-        )
+        fresh = storage.unobserved_tokens(key, resource_id=resource_id, thread_id=thread_id,
+                                          buffered=True)  # fmt: skip
         step = config.buffer_step  # None: no buffering, the Observer waits for the threshold
-        if fresh > 0 and (raw >= config.message_tokens or (step and fresh >= step)):
+        idle = config.buffer_on_idle and turn_ended(stored[-1].message)
+        if fresh > 0 and (raw >= config.message_tokens or (step and fresh >= step) or idle):
             self._submit(key, self._observe(key, thread_id, resource_id))
 
     async def aafter_save(self, stored: Sequence[StoredMessage]) -> None:
@@ -434,8 +434,7 @@ class ObservationalMemory:
         return parsed, extra, untitled
 
     def _title(self, thread_id: str, resource_id: str, title: str) -> Steps[None]:
-        """The Observer's title, for a thread still without one (never replacing one)."""
-        thread = yield call(self.storage, "get_thread", thread_id)
+        thread = yield call(self.storage, "get_thread", thread_id)  # (never replaces a title)
         if thread is not None and not thread.title:
             yield call(self.storage, "update_thread", thread_id, title=title,
                        resource_id=resource_id)  # fmt: skip
