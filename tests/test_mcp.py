@@ -227,3 +227,28 @@ def test_http_refuses_no_token_foreign_hosts_and_cross_site_pages(
     assert raw_post(url, {**bearer, "Origin": "http://evil.example"})[0] == 403
     assert raw_post(url, {**bearer, "Sec-Fetch-Site": "cross-site"})[0] == 403
     assert raw_post(url, bearer)[0] == 200  # the client itself
+
+
+async def test_archives_over_stdio_are_the_callers(db: Path) -> None:
+    storage = SQLiteStorage(db)  # bob's thread gets an archived group holding his secret
+    bobs = Memory(storage=storage).get_messages(thread_id="bobs", resource_id="bob")
+    assert storage.claim_observation("thread:bobs", owner="o", seconds=30)
+    group = storage.commit_observation(
+        "thread:bobs", owner="o", resource_id="bob", text="Date: 2026-04-01\n- [high] code qx4471",
+        current_task=None, message_ids=[m.id for m in bobs], token_count=9,
+    )  # fmt: skip
+    assert storage.claim_observation("thread:bobs", owner="o", seconds=30)
+    archive = storage.commit_archive("thread:bobs", owner="o", resource_id="bob",
+                                     retires=[group.id])  # fmt: skip
+    storage.close()
+    _tools, alices, listed, bobs_read, _ = await session_calls(db, "--resource", "alice", calls=[
+        ("search_memory", {"archive_id": archive.id, "group_id": group.id}),
+        ("search_memory", {"mode": "observations"}),
+        ("search_memory", {"mode": "observations", "query": "code"}),
+    ])  # fmt: skip
+    assert alices.is_error and "no archive" in text(alices)
+    assert all("qx4471" not in text(r) for r in (alices, listed, bobs_read))
+    _tools, own, _ = await session_calls(db, "--resource", "bob", calls=[
+        ("search_memory", {"archive_id": archive.id, "char_offset": 5}),
+    ])  # fmt: skip
+    assert not own.is_error and "qx4471" in text(own)

@@ -148,8 +148,10 @@ class MemoryTools:
         "`query` in your own words; optionally `thread_id` (one conversation), `since` / "
         "`until` (ISO dates), `mode` ('hybrid' default, 'keyword' for exact words, 'vector' "
         "for meaning; 'threads' lists the user's conversations, `query` optional; "
-        "'observations' searches what was noted about the user) and `cursor` (from a result) "
-        "for more. Each hit has its conversation's title and id and its date."
+        "'observations' searches what was noted about the user; with no `query` it lists the "
+        "notes moved to the archive, and `archive_id` (with `group_id`, `char_offset`) reads "
+        "one) and `cursor` (from a result) for more. Each hit has its conversation's title and "
+        "id and its date."
     )
     def search_memory(
         self,
@@ -160,10 +162,14 @@ class MemoryTools:
         mode: Literal["hybrid", "vector", "keyword", "threads", "observations"] | None = None,
         page: int = 0,
         cursor: str | None = None,
+        archive_id: str | None = None,
+        group_id: str | None = None,
+        char_offset: int = 0,
         resource_id: str | None = None,
     ) -> str:
         arguments = {"query": query, "thread_id": thread_id, "since": since, "until": until,
-                     "mode": mode, "page": page, "cursor": cursor}  # fmt: skip
+                     "mode": mode, "page": page, "cursor": cursor, "archive_id": archive_id,
+                     "group_id": group_id, "char_offset": char_offset}  # fmt: skip
         given = {k: v for k, v in arguments.items() if v is not None}
         try:
             return search_for_model(self.memory, self.owner(resource_id), given)

@@ -195,6 +195,7 @@ def archive(
     resource_id: str,
     config: ArchiveConfig,
     emit: Callable[..., None],
+    lease_seconds: float = 60.0,
 ) -> Steps[ObservationArchive | None]:
     """Steps that archive the oldest groups of scope `key` when its live log has passed
     ``after_tokens`` (under the scope's lease; no model call); an ``archived`` event tells."""
@@ -202,7 +203,7 @@ def archive(
     if not retiring(log, config):
         return None
     owner = f"archiver-{uuid.uuid4()}"
-    if not (yield call(storage, "claim_observation", key, owner=owner, seconds=60.0)):
+    if not (yield call(storage, "claim_observation", key, owner=owner, seconds=lease_seconds)):
         return None  # another run holds the scope: it archives when it ends
     try:
         log = yield call(storage, "observation_log", key)

@@ -442,7 +442,7 @@ class ObservationalMemory:
     def _reflect(self, key: str, resource_id: str) -> Steps[None]:
         if self.config.archive is not None:  # rolling archives instead: no model call
             yield from archives.archive(self.storage, key, resource_id, self.config.archive,
-                                        self._emit)  # fmt: skip
+                                        self._emit, self.config.lease_seconds)  # fmt: skip
             return
         log: list[ObservationGroup] = yield call(self.storage, "observation_log", key)
         tokens = sum(g.token_count for g in log)
