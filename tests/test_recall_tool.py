@@ -142,7 +142,8 @@ def test_the_schema_is_one_providers_accept(memory: Memory) -> None:
     assert spec["name"] == "search_memory"
     assert spec["parameters"].get("required", []) == []  # query: optional listing threads
     assert set(spec["parameters"]["properties"]) == {
-        "query", "thread_id", "since", "until", "mode", "page", "cursor",
+        "query", "thread_id", "since", "until", "mode", "page", "cursor", "archive_id",
+        "group_id", "char_offset",
     }  # fmt: skip
     assert "config" not in spec["parameters"]["properties"]
     with pytest.raises(ConfigurationError):

@@ -17,18 +17,15 @@ from langchain_core.tools import ToolException
 from ..observational.archives import date_span, label
 from ..storage.records import ObservationArchive, ObservationGroup
 from ..storage.sql.observations import scope_key
-from ..tokens.counting import TokenCounter
+from ..tokens.counting import TokenCounter, default_counter
 from ..twins import Steps, call
 
 CHUNK_TOKENS = 2_000  # the most of a group's text one call returns (Mastra's default)
-_counter: TokenCounter | None = None
 
 
 def _tokens(text: str) -> int:
-    global _counter
-    if _counter is None:
-        _counter = TokenCounter()
-    return len(_counter.encoding.encode_ordinary(text))
+    counter = default_counter() or TokenCounter()  # (None only without tiktoken's file)
+    return len(counter.encoding.encode_ordinary(text))
 
 
 def chunk(text: str, offset: int, max_tokens: int = CHUNK_TOKENS) -> tuple[str, int | None]:
