@@ -95,11 +95,16 @@ class ProviderStrictChatModel(FakeMessagesListChatModel):
             raise ProviderRejectedInput(f"tool names must be unique, got {twice} twice")
         return self
 
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+    def accept(self, messages: list[BaseMessage]) -> None:
+        """Check `messages` as a provider does (`ProviderRejectedInput` for what it refuses)
+        and record them in `seen`: what a subclass that writes its own replies calls first."""
         problems = provider_violations(messages)
         if problems:
             raise ProviderRejectedInput("invalid model input: " + "; ".join(problems))
         self.seen.append(list(messages))
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        self.accept(messages)
         result = super()._generate(messages, *args, **kwargs)
         # a new message each time, as a provider sends (a repeated script never hands out one
         # object that a run has already given an id)

@@ -45,19 +45,7 @@ class ObservationArchiveTable(ObservationTable):
                 created_at=min(g.created_at for g in groups), replaced_by=None,
                 message_tokens=sum(g.message_tokens for g in groups),
             )  # fmt: skip
-            self._insert_group(conn, row, joined=archived_at)
-            for condition, params in self.dialect.ids_in("id", list(retires)):
-                self._run(
-                    conn,
-                    f"UPDATE memory_observation_groups SET replaced_by = ? WHERE {condition}",
-                    (row.id, *params),
-                )
-            self._run(
-                conn,
-                "UPDATE memory_observation_state SET lease_owner = NULL, lease_until = NULL "
-                "WHERE scope_key = ?",
-                (key,),
-            )
+            self._supersede(conn, row, archived_at)
         return ObservationArchive(row.id, key, resource_id, archived_at, groups)
 
     def observation_archives(

@@ -399,17 +399,22 @@ class ObservationTable(MemoryStorage):
             ]
             if firsts:  # it takes the place of the oldest group it replaces
                 group = replace(group, created_at=min(from_iso(f) for f in firsts))
-            self._insert_group(conn, group, joined=now_utc())  # (in the log from now)
-            for condition, params in self.dialect.ids_in("id", list(replaces)):
-                self._run(
-                    conn,
-                    f"UPDATE memory_observation_groups SET replaced_by = ? WHERE {condition}",
-                    (group.id, *params),
-                )
+            self._supersede(conn, group, now_utc())  # (in the log from now)
+        return group
+
+    def _supersede(self, conn: Any, group: ObservationGroup, joined: datetime) -> None:
+        """Write `group` (a reflection or an archive, joined at `joined`) in place of the groups
+        it `replaces`, marked ``replaced_by`` it, and release the scope's lease."""
+        self._insert_group(conn, group, joined=joined)
+        for condition, params in self.dialect.ids_in("id", list(group.replaces)):
             self._run(
                 conn,
-                "UPDATE memory_observation_state SET lease_owner = NULL, lease_until = NULL "
-                "WHERE scope_key = ?",
-                (key,),
+                f"UPDATE memory_observation_groups SET replaced_by = ? WHERE {condition}",
+                (group.id, *params),
             )
-        return group
+        self._run(
+            conn,
+            "UPDATE memory_observation_state SET lease_owner = NULL, lease_until = NULL "
+            "WHERE scope_key = ?",
+            (group.scope_key,),
+        )
