@@ -377,3 +377,83 @@ def test_the_middleware_gives_the_agent_the_tool_that_reads_the_archive(
     answer = [m for m in result["messages"] if m.type == "tool"][-1]
     assert oldest.text in answer.content and answer.status != "error"
     assert OPEN in memory_block(main.seen[0])  # the catalog it read the ids from
+
+
+# -- a second party, a deployment, today's stack ------------------------------------------------
+def test_another_process_and_a_read_only_caller_read_the_archives(tmp_path) -> None:
+    import subprocess
+    import sys
+    import textwrap
+
+    model = observer()
+    memory = om(model, SQLiteStorage(tmp_path / "m.db"))
+    chat = memory.wrap(strict_model(*[AIMessage(f"ok {i}") for i in range(8)]))
+    for text in SAYS + SAYS[:2]:
+        chat.invoke(text, {"configurable": {"thread_id": "t1", "resource_id": "alice"}})
+        assert memory.flush(30)
+    archives = memory.storage.observation_archives(["thread:t1"], limit=50)
+    groups = memory.storage.observation_history("thread:t1")
+    reader = Memory(storage=SQLiteStorage(tmp_path / "m.db"), options={
+        "read_only": True, "observational_memory": {"model": observer(), "archive": True}})  # fmt: skip
+    block = memory_block(reader.context([HumanMessage("hi")], thread_id="t1", resource_id="alice"))
+    assert all(f'archive-id="{a.id}"' in block for a in archives)
+    assert reader.storage.observation_history("thread:t1") == groups  # it wrote nothing
+    script = textwrap.dedent(f"""
+        from langchain_mastra_memory import Memory, SQLiteStorage
+        memory = Memory(storage=SQLiteStorage({str(tmp_path / "m.db")!r}))
+        print(memory.recall_tool(resource_id="alice").invoke({{"archive_id": {archives[-1].id!r}}}))
+        print(memory.recall_tool(resource_id="bob").invoke({{"archive_id": {archives[-1].id!r}}}))
+    """)  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, env={"ANONYMIZED_TELEMETRY": "False", "PATH": ""}).stdout  # fmt: skip
+    alices, bobs = out.split("\nThere is no archive")
+    assert archives[-1].groups[0].text in alices and "in this user's memory" in bobs
+
+
+def test_more_conversations_at_once_than_the_executor_has_threads_keep_their_archives(
+    tmp_path,
+) -> None:
+    import os
+
+    model = observer()
+    memory = om(model, SQLiteStorage(tmp_path / "m.db"))
+    chat = memory.wrap(strict_model(*[AIMessage(f"ok {i}") for i in range(400)]))
+    default_pool = min(32, (os.cpu_count() or 1) + 4)  # asyncio's default executor's threads
+    users = [f"u{n}" for n in range(default_pool + 4)]
+
+    async def conversation(user: str) -> None:
+        for text in SAYS + SAYS[:2]:
+            await chat.ainvoke(f"{user}: {text}", {"configurable": {"thread_id": f"t-{user}",
+                                                                    "resource_id": user}})  # fmt: skip
+            assert await memory.aflush(60)
+
+    async def everyone() -> None:
+        await asyncio.gather(*(conversation(user) for user in users))
+
+    asyncio.run(everyone())
+    for user in users:
+        archives = memory.storage.observation_archives([f"thread:t-{user}"], limit=50)
+        assert archives and all(a.resource_id == user for a in archives)
+        listed = memory.recall_tool(resource_id=user).invoke({"mode": "observations"})
+        others = [u for u in users if u != user]
+        assert all(a.id in listed for a in archives)
+        assert not any(
+            b.id in listed
+            for u in others[:3]
+            for b in memory.storage.observation_archives([f"thread:t-{u}"], limit=50)
+        )
+
+
+def test_a_deep_agent_reads_its_archive_through_the_middleware(tmp_path) -> None:
+    from deepagents import create_deep_agent
+
+    memory = om(observer(), SQLiteStorage(tmp_path / "m.db"))
+    main = strict_model(*[AIMessage(f"ok {i}") for i in range(8)])
+    agent = create_deep_agent(model=main, middleware=[memory.middleware()])
+    config = {"configurable": {"thread_id": "t1", "user_id": "alice"}}
+    for text in SAYS + SAYS[:2]:
+        agent.invoke({"messages": [HumanMessage(text)]}, config)
+        assert memory.flush(30)
+    assert "search_memory" in main.tool_names and "task" in main.tool_names
+    assert memory.storage.observation_archives(["thread:t1"], limit=50)
+    assert OPEN in memory_block(main.seen[-1])
