@@ -412,3 +412,49 @@ def test_exit_stops_a_load_between_pages() -> None:
     closer.join(10)
     assert not exact._loaders and "p" not in exact._loaded
     assert exact.search("p", [1.0, 0.0], top_k=1) is None and not exact._loading  # no new load
+
+
+def test_a_second_store_over_one_folder_writes_to_a_partition_emptied_by_the_first(
+    tmp_path, caplog
+) -> None:
+    """Issue 83.1: one `Memory` empties a resource's collection (its partition still held); a
+    second `Memory`, with its own `ChromaVectorStore` over the same folder, saves to that
+    resource: its writer must not fail, and the new message is recalled."""
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from langchain_mastra_memory import Memory, SQLiteStorage
+
+    def open_memory() -> Memory:
+        return Memory(
+            storage=SQLiteStorage(tmp_path / "m.db"),
+            vector=ChromaVectorStore(path=tmp_path / "vectors"),
+            embedder=DeterministicFakeEmbedding(size=16),
+            options={"semantic_recall": {"top_k": 2, "message_range": 0, "mode": "vector"}},
+        )
+
+    first = open_memory()
+    first.create_thread(resource_id="alice", thread_id="t1")
+    first.save_messages([HumanMessage("I keep bees."), AIMessage("Nice.")],
+                        thread_id="t1", resource_id="alice")  # fmt: skip
+    first.flush()
+    first.delete_thread("t1")
+    second = open_memory()
+    second.create_thread(resource_id="alice", thread_id="t2")
+    saved = second.save_messages([HumanMessage("My hive is blue.")],
+                                 thread_id="t2", resource_id="alice")  # fmt: skip
+    with caplog.at_level("WARNING"):
+        second.flush()
+    assert "writer failed" not in caplog.text
+    hits = second.recall_index.search("My hive is blue.", resource_id="alice")
+    assert [h.message_id for h in hits] == [saved[0].id]
+
+
+def test_start_empty_keeps_a_partition_already_held() -> None:
+    """`start_empty` on a held key keeps what its writes put there (no `matrix` unbound)."""
+    store = ChromaVectorStore(exact_min=1)
+    store.upsert("idx", [record("m1", np.ones(DIM))])
+    col = store.collection("idx", DIM, resource_id="alice")
+    assert store._exact is not None
+    store._exact.start_empty(str(col.id), DIM)  # raised UnboundLocalError before
+    assert [m for m, _ in hits(store, "alice", np.ones(DIM), 3)] == ["m1"]

@@ -288,8 +288,9 @@ class ExactPartitions:
         if self.minimum > 1:  # smaller ones were asked to stay in the graph
             return
         with self._lock:
-            if key not in self._loaded and key not in self._loading:
-                matrix = Matrix.of(np.zeros((0, dimension), dtype=np.float32),
+            if key in self._loaded or key in self._loading:
+                return  # (already held, or being read: its writes are the truth)
+            matrix = Matrix.of(np.zeros((0, dimension), dtype=np.float32),
                                Loaded([], [], [], []), int8=INT8)  # fmt: skip
             self._fit(matrix, 0)
             self._loaded[key] = matrix
