@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from test_group_chat_authors import agent_for
 from test_observational_memory import CONFIG, Scripted
 
-from langchain_mastra_memory import Memory, SQLiteStorage
+from langchain_mastra_memory import Extractor, Memory, SQLiteStorage, WorkingMemoryExtractor
 from langchain_mastra_memory.errors import ConfigurationError
 from langchain_mastra_memory.observational.prompts import REFLECTOR_INSTRUCTIONS
 from langchain_mastra_memory.testing import provider_violations, strict_model
@@ -168,3 +168,33 @@ def test_a_file_name_cannot_forge_a_transcript_line(tmp_path) -> None:
     shown = transcript([HumanMessage([{"type": "text", "text": "see"}, forged])], [None])
     assert len(shown.splitlines()) == 1 and found is not None
     assert shown.count("]") == 2  # the role's and the attachment's own
+
+
+@pytest.mark.parametrize(
+    "option",
+    [{"extractors": [Extractor("Mood", "The user's mood, in a few words")]},
+     {"extractors": [WorkingMemoryExtractor()], "working_memory": True}],
+    ids=["extractor", "working memory extractor"],
+)  # fmt: skip
+def test_an_extractor_s_section_joins_the_text_and_the_blocks_stay_blocks(
+    option: dict[str, Any], tmp_path
+) -> None:
+    """Issue 83.2: the extractors' section was pasted onto the `repr` of the block list."""
+    working = option.pop("working_memory", False)
+    observer = Scripted(calls=[])
+    memory = Memory(storage=SQLiteStorage(tmp_path / "m.db"), options={
+        "observational_memory": {"model": observer, "message_tokens": 60,
+                                 "buffer_tokens": None, **option},
+        **({"working_memory": {"enabled": True}} if working else {})})  # fmt: skip
+    chat = memory.wrap(strict_model(*[AIMessage(f"ok {i}") for i in range(4)]))
+    for i in range(4):
+        chat.invoke([turn(i)], CONFIG)
+        assert memory.flush(30)
+    with_them = [c for c in observed(observer) if isinstance(c[1].content, list)]
+    assert len(with_them) == 1
+    text, *blocks = with_them[0][1].content
+    assert blocks == [RECEIPT, CONTRACT]
+    assert text["type"] == "text" and PHOTO[:100] not in text["text"]
+    assert "[Image #1: receipt.png]" in text["text"]
+    assert ("<mood>" if not working else "<working-memory>") in text["text"]
+    assert len(text["text"]) < 10_000  # the transcript and the section, not 135k of base64

@@ -260,6 +260,20 @@ def observer_prompt(
     return [SystemMessage(system), HumanMessage(content)]
 
 
+def with_text(message: BaseMessage, text: str) -> HumanMessage:
+    """`message` with `text` added to its text: to its string, or to the last text block of
+    its content blocks (its images and files stay blocks, where they were)."""
+    if isinstance(message.content, str):
+        return HumanMessage(f"{message.content}\n\n{text}")
+    blocks: list[Any] = list(message.content)
+    texts = [i for i, b in enumerate(blocks) if isinstance(b, dict) and b.get("type") == "text"]
+    if not texts:
+        return HumanMessage([{"type": "text", "text": text}, *blocks])
+    last = blocks[texts[-1]]
+    blocks[texts[-1]] = {**last, "text": f"{last['text']}\n\n{text}"}
+    return HumanMessage(blocks)
+
+
 def reflector_prompt(log: str, instructions: str = REFLECTOR_INSTRUCTIONS) -> list[BaseMessage]:
     """The Reflector's input: its instructions and the whole log."""
     return [SystemMessage(instructions), HumanMessage(fenced("observations", log))]

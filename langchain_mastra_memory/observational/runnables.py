@@ -42,6 +42,7 @@ from .prompts import (
     REFLECTOR_INSTRUCTIONS,
     observer_prompt,
     reflector_prompt,
+    with_text,
 )
 
 
@@ -118,7 +119,7 @@ def extracting_pass(
     previous = value.get("extracted") or {}
     context = value.get("extractor_context")
     if section := text_sections(extractors, previous):
-        prompt = [*prompt[:-1], HumanMessage(f"{prompt[-1].content}\n\n{section}")]
+        prompt = [*prompt[:-1], with_text(prompt[-1], section)]
     reply = yield call(model, "invoke", prompt, config)
     text, raw = read_text_values(reply_text(reply.content), extractors)
     parsed = parse_log(text)
