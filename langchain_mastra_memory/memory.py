@@ -23,7 +23,7 @@ from .lifecycle import Erasure
 from .lifecycle.retention import Pruner, PruneReport, RetentionPolicy
 from .messages import MessageList
 from .observational.as_of import observations_as_of
-from .observational.extracting import extracted_values
+from .observational.extracting import extracted_values, keeps_working_memory
 from .observational.service import ObservationalMemory
 from .recall.index import RecallIndex, RecallOptions
 from .recall.synced import SyncedStorage
@@ -105,6 +105,7 @@ class Memory:
             self.storage, self.options.observational_memory, self.working
         )
         self.observation_scope = om.config.scope if om is not None else "thread"
+        self.working.observed = om is not None and keeps_working_memory(om.config)
         self.synced = SyncedStorage(
             self.storage, self.recall_index, self.titles, om, read_only=self.options.read_only
         )

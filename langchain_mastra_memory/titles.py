@@ -81,6 +81,11 @@ class TitleWriter:
             raise ConfigurationError(
                 f"generate_title's model must be a LangChain chat model, got {type(model).__name__}"
             )
+        instructions = settings.get("instructions")
+        if instructions is not None and not isinstance(instructions, str):
+            raise ConfigurationError(
+                f"generate_title's instructions must be a string, got {instructions!r}"
+            )
         self.storage = storage
         self.enabled = bool(option)
         self.model: BaseChatModel | None = model

@@ -343,3 +343,30 @@ def test_values_storage_refuses_are_a_failed_event_and_the_pass_goes_on(tmp_path
     assert all("disk full" in f["error"] for f in failed)
     assert not [e for e in events if e.kind == "extracted"]  # nothing reported as kept
     assert any(e.kind == "activated" for e in events)  # the pass went on after it
+
+
+@pytest.mark.parametrize("mode", ["markdown", "schema"])
+def test_the_working_memory_extractor_never_tells_the_model_to_call_a_tool(
+    mode: str, tmp_path
+) -> None:
+    """Issue 83.4: in the wrap shape (no tools), with `WorkingMemoryExtractor` keeping working
+    memory, the model is shown it but not told to call ``update_working_memory``."""
+    working: dict[str, Any] = {"enabled": True}
+    if mode == "schema":
+        working["schema"] = {"type": "object", "properties": {"city": {"type": "string"}}}
+    model = observer()
+    memory = om(model, tmp_path, extractors=[WorkingMemoryExtractor()], working_memory=working)
+    main = strict_model(*[AIMessage(f"ok {i}") for i in range(3)])
+    chat = memory.wrap(main)
+    for text in SAYS[:3]:
+        chat.invoke(text, CONFIG)
+        assert memory.flush(30)
+    system = main.seen[-1][0]
+    assert system.type == "system" and "working_memory_data" in system.content
+    assert "update_working_memory" not in " ".join(str(m.content) for m in main.seen[-1])
+    plain = Memory(
+        storage=SQLiteStorage(tmp_path / "plain.db"), options={"working_memory": working}
+    )
+    bare = strict_model(AIMessage("ok"))
+    plain.wrap(bare).invoke("hi", CONFIG)  # without the extractor the tool is named, as before
+    assert "update_working_memory" in bare.seen[-1][0].content

@@ -150,6 +150,19 @@ def test_the_status_stream_tells_each_step(storage: MemoryStorage) -> None:
     assert observing.detail["messages"] > 0 and observing.thread_id == "t1"
 
 
+def test_without_buffering_a_group_goes_straight_into_the_log(storage: MemoryStorage) -> None:
+    """Issue 83.4: with ``buffer_tokens=None`` the events read observing -> activated, never
+    ``buffered`` (the group was never waiting)."""
+    events = []
+    memory = om(storage, model=Recorder(calls=[]), on_status=events.append)
+    turns(memory, 6)
+    assert memory.flush(30)
+    kinds = [e.kind for e in events if e.kind in ("observing", "buffered", "activated")]
+    assert kinds and "buffered" not in kinds
+    assert kinds[:2] == ["observing", "activated"]
+    assert kinds.count("observing") == kinds.count("activated")
+
+
 def test_a_failing_listener_never_stops_memory(storage: MemoryStorage, caplog) -> None:
     def broken(event) -> None:
         raise ValueError("listener bug")
@@ -178,5 +191,5 @@ def test_inside_a_run_the_events_reach_astream_events(storage: MemoryStorage) ->
 
     statuses = asyncio.run(stream())
     assert memory.flush(30)
-    assert [s["kind"] for s in statuses][:2] == ["observing", "buffered"]
+    assert [s["kind"] for s in statuses][:2] == ["observing", "activated"]  # (no buffering)
     assert statuses[0]["scope_key"] == KEY and statuses[0]["resource_id"] == "alice"

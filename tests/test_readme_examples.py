@@ -3,15 +3,25 @@ swapped for a scripted model that refuses any input OpenAI or Anthropic would re
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import types
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import scripted
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from printed import PROMISE, run_checking_prints
+
+from langchain_mastra_memory.observational.prompts import (
+    OBSERVER_INSTRUCTIONS,
+    REFLECTOR_INSTRUCTIONS,
+)
+from langchain_mastra_memory.testing import ProviderStrictChatModel
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 MODEL = 'ChatOpenAI(model="gpt-4o-mini")'
@@ -132,7 +142,7 @@ def test_readme_example_runs_as_written(title: str, tmp_path: Path, monkeypatch)
         namespace["__name__"] = "__main__"  # its local check runs
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # create_react_agent's move notice
-        exec(compile(code, f"docs: {title}", "exec"), namespace)
+        run_checking_prints(code, f"docs: {title}", namespace)
     assert len(model.seen) == len(SCRIPTS[title])  # every scripted reply was asked for
     memory = namespace["memory"]
     if title == STORE:  # a store example: its items, not threads
@@ -195,7 +205,7 @@ def test_the_readme_example_runs_as_written(
     code = readme_examples()[title].replace(MODEL, "__model__")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        exec(compile(code, f"README: {title}", "exec"), module.__dict__)
+        run_checking_prints(code, f"README: {title}", module.__dict__)
     assert len(model.seen) == len(README_SCRIPTS[title])  # every scripted reply was asked for
     memory = module.__dict__["memory"]
     threads = memory.list_threads()
@@ -209,6 +219,40 @@ def test_the_readme_example_runs_as_written(
         assert "Lisbon" in str(model.seen[-1])
 
 
+class PageModel(ProviderStrictChatModel):
+    """The one scripted model of a feature page, in each role the page gives it (a page's
+    `ChatOpenAI(...)`s are all this one): as the Observer it notes each user line of the
+    transcript it is sent (and a mood, when the prompt asks for one); asked for structured
+    values, the trip those lines name; as the Reflector, the log as it is; else `REPLY`."""
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.accept(messages)
+        system = str(messages[0].content) if messages[0].type == "system" else ""
+        asked = "\n".join(_text(m) for m in messages[1:])
+        said = re.findall(r"^\[[^\]]*\buser\b[^\]]*\] (.+)$", asked, flags=re.M)
+        if _text(messages[-1]).startswith("Extract structured data"):
+            to = re.search(r"\bto ([A-Z]\w+)", " ".join(said))
+            trip = {"destination": to and to.group(1), "travellers": 2 if "and I" in asked else 1}
+            content = f"```json\n{json.dumps({'trip': trip})}\n```"
+        elif system.startswith(OBSERVER_INSTRUCTIONS[:80]):
+            notes = "".join(f"- [high] The user said: {line}\n" for line in said)
+            content = f"<observations>\nDate: 2026-11-28\n{notes}</observations>"
+            content += "\n<mood>\nthrilled\n</mood>" if "<mood>" in asked else ""
+        elif system.startswith(REFLECTOR_INSTRUCTIONS[:80]):
+            content = asked
+        else:
+            content = REPLY
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content))])
+
+
+def _text(message: BaseMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return "\n".join(b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text")
+
+
+REPLY = "Lisbon is a city of hills and light."
 PAGES = ["storage.md", "working-memory.md", "semantic-recall.md", "observational-memory.md",
          "processors.md", "context-layout.md"]  # fmt: skip
 ANY_MODEL = re.compile(r'ChatOpenAI\(model="[^"]+"\)')
@@ -224,10 +268,10 @@ def test_every_block_of_a_feature_page_runs(page: str, tmp_path: Path, monkeypat
     assert blocks
     module = types.ModuleType("docs_page")
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    module.__dict__["__model__"] = scripted(AIMessage("Lisbon is a city of hills and light."))
+    module.__dict__["__model__"] = PageModel(responses=[AIMessage(REPLY)], seen=[])
     for number, block in enumerate(blocks):
         code = ANY_MODEL.sub("__model__", block)
-        exec(compile(code, f"docs/{page} block {number + 1}", "exec"), module.__dict__)
+        run_checking_prints(code, f"docs/{page} block {number + 1}", module.__dict__)
     assert "memory" in module.__dict__ or "limiter" in module.__dict__
 
 
@@ -241,3 +285,18 @@ def test_every_python_block_of_the_site_is_run_by_a_test() -> None:
     for page in with_code & integration_pages:  # each of these pages' examples runs
         blocks = re.findall(r"```python\n(.*?)```", (docs / page).read_text(), flags=re.S)
         assert blocks and all(MODEL in block for block in blocks), page
+
+
+def test_a_comment_on_a_print_line_is_a_promise_the_tests_keep() -> None:
+    """A ``print(...)`` line of the site or the README says what it prints only as a
+    ``# prints:`` promise (which the runs above check), never in words nobody checks."""
+    pages = [README, *(README.parent / "docs").rglob("*.md")]
+    loose, promised = [], 0
+    for page in pages:
+        for block in re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S):
+            for line in block.splitlines():
+                if "print(" in line and "#" in line.split("print(", 1)[1]:
+                    promised += bool(PROMISE.search(line))
+                    loose += [] if PROMISE.search(line) else [f"{page.name}: {line.strip()}"]
+    assert loose == []
+    assert promised >= 8

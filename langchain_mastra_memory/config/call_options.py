@@ -28,7 +28,7 @@ KEY = "memory_options"
 class CallOptions(BaseModel):
     """What one call changes (None: the memory's own option)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
     last_messages: int | Literal[False] | None = None
     semantic_recall: dict[str, Any] | Literal[False] | None = None
     read_only: bool | None = None

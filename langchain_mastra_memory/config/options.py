@@ -52,7 +52,7 @@ class MemoryOptions(BaseModel):
         10
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, strict=True)
 
     last_messages: int | Literal[False] = 40
     semantic_recall: bool | dict[str, Any] = False

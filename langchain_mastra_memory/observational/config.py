@@ -86,7 +86,7 @@ class ArchiveConfig(BaseModel):
         40000
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     after_tokens: int = Field(default=40_000, gt=0)
     keep_tokens: int = Field(default=8_000, ge=0)
@@ -101,6 +101,9 @@ class ArchiveConfig(BaseModel):
             )
         return self
 
+
+# a MIME type or a pattern of them: "*", "image/*", "application/pdf" (RFC 6838's characters)
+MIME_PATTERN = re.compile(r"\*|[a-z0-9][\w!#$&^.+-]*/(\*|[a-z0-9][\w!#$&^.+-]*)", re.I)
 
 REFLECTION_OPTIONS = ("observation_tokens", "reflector_model", "reflector_instruction",
                       "reflector_extractors")  # fmt: skip
@@ -175,7 +178,7 @@ class ObservationalConfig(BaseModel):
       Observer reads and what is kept (to redact, say); a failing hook fails that pass.
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, strict=True)
 
     model: Any = None
     observer_model: Any = None
@@ -239,6 +242,18 @@ class ObservationalConfig(BaseModel):
             return check_extractors(value)
         except ConfigurationError as exc:
             raise ValueError(str(exc)) from exc
+
+    @field_validator("observe_attachments", mode="after")
+    @classmethod
+    def _mime_patterns(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            wrong = [p for p in value if not MIME_PATTERN.fullmatch(p)]
+            if wrong:
+                raise ValueError(
+                    f'observe_attachments takes MIME types or patterns ("image/*", '
+                    f'"application/pdf", "*"), got {wrong!r}'
+                )
+        return value
 
     @field_validator("activate_after_idle", mode="before")
     @classmethod

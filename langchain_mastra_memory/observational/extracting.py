@@ -31,6 +31,16 @@ def check_working_extractor(config: Any, working: Any) -> None:
         raise ConfigurationError("give manage_working_memory or a WorkingMemoryExtractor, not both")
 
 
+def keeps_working_memory(config: Any) -> bool:
+    """Whether the Observer keeps working memory up to date (``manage_working_memory`` or a
+    `WorkingMemoryExtractor`): the model is then shown it, not told to call the tool."""
+    from .working_extractor import WorkingMemoryExtractor
+
+    return config.manage_working_memory or any(
+        isinstance(e, WorkingMemoryExtractor) for e in config.extractors
+    )
+
+
 def pass_inputs(
     storage: MemoryStorage, extractors: Sequence[Extractor], key: str, context: ExtractorContext
 ) -> Steps[dict[str, Any]]:

@@ -11,8 +11,7 @@ the threshold is passed and its group goes straight into the log. A turn over ``
 times the threshold waits: for the buffering run under way, then, if still over, for an
 Observer run in the turn itself. A failing or slow model loses nothing: the lease lapses, the
 messages stay unobserved, a warning says so, and the next save tries again. A turn's history
-is the log (one leading system block that says how to use it) and the thread's messages not
-yet observed; observed messages stay stored.
+is the log (a leading system block) and the messages not yet observed; all stay stored.
 """
 
 from __future__ import annotations
@@ -368,6 +367,7 @@ class ObservationalMemory:
                 text = text_hook(self.config.hooks, "after_observation",
                                  format_entries(usable_entries(parsed.entries)), **ref)  # fmt: skip
                 task = usable_task(parsed.current_task)
+            raw = yield call(self.storage, "unobserved_tokens", key, **ref)  # (as after the commit)
             yield call(
                 self.storage, "commit_observation", key, owner=owner, resource_id=resource_id,
                 text=text, current_task=task, message_ids=[s.message.id for s in pending],
@@ -378,7 +378,10 @@ class ObservationalMemory:
             logger.warning("observational memory: observing %s failed, retried later: %s", key, exc)
             self._emit("failed", key, resource_id, thread_id, step="observe", error=str(exc))
             return False
-        self._emit("buffered", key, resource_id, thread_id, messages=len(pending))
+        # (with buffering off, a group over the threshold is never seen waiting: it goes
+        # straight into the log below, an ``activated`` event and no ``buffered`` one)
+        if self.config.buffer_step is not None or raw < self.config.message_tokens:
+            self._emit("buffered", key, resource_id, thread_id, messages=len(pending))
         if parsed is not None:
             yield from keep_extracted(self.storage, parsed.extraction, extra, key, self._emit)
             if untitled and parsed.title:
@@ -387,7 +390,6 @@ class ObservationalMemory:
                 yield from self._update_working_memory(
                     parsed.working_memory, key, resource_id, thread_id
                 )
-        raw = yield call(self.storage, "unobserved_tokens", key, **ref)
         if raw >= self.config.message_tokens:
             activated = yield call(
                 self.storage, "activate_observations", key, retain_tokens=self.config.retain_tokens,

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..errors import ConfigurationError
 from ..storage.filters import check_filter
 from ..storage.validation import validated
 from .ranking.rerank import check_reranker
@@ -28,7 +27,7 @@ DEFAULT_MODE: Mode = "hybrid"
 class MessageRange(BaseModel):
     """How many neighbours come with each hit."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     before: int = Field(default=1, ge=0)
     after: int = Field(default=1, ge=0)
 
@@ -36,7 +35,7 @@ class MessageRange(BaseModel):
 class RecallOptions(BaseModel):
     """``semantic_recall`` options (Mastra's ``topK``, ``messageRange``, ``scope``, ...)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     top_k: int = Field(default=4, gt=0, le=100)
     message_range: int | MessageRange = 1
     scope: Literal["thread", "resource"] = "resource"
@@ -62,6 +61,13 @@ class RecallOptions(BaseModel):
     # of that date first (`dates`)
     date_rule: bool = True
 
+    @field_validator("message_range")
+    @classmethod
+    def _no_negative_range(cls, value: int | MessageRange) -> int | MessageRange:
+        if isinstance(value, int) and value < 0:
+            raise ValueError(f"message_range must be >= 0, got {value}")
+        return value
+
     @field_validator("reranker")
     @classmethod
     def _a_compressor(cls, value: Any) -> Any:
@@ -77,8 +83,6 @@ class RecallOptions(BaseModel):
         """`message_range` as before/after counts."""
         if isinstance(self.message_range, MessageRange):
             return self.message_range
-        if self.message_range < 0:
-            raise ConfigurationError("message_range must be >= 0")
         return MessageRange(before=self.message_range, after=self.message_range)
 
     @classmethod

@@ -30,7 +30,9 @@ class WorkingMemoryConfig(BaseModel):
         'markdown'
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", arbitrary_types_allowed=True, populate_by_name=True, strict=True
+    )
 
     enabled: bool = False
     template: str | None = None

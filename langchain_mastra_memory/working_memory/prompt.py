@@ -10,8 +10,10 @@ from ..injected import DATA_NOT_INSTRUCTIONS, SOURCE_KEY, fenced
 from .config import TOOL_NAME, WorkingMemoryConfig
 
 
-def instructions(config: WorkingMemoryConfig, data: str | None) -> str:
-    """The system message that injects working memory (and, unless read-only, how to update it)."""
+def instructions(config: WorkingMemoryConfig, data: str | None, *, observed: bool = False) -> str:
+    """The system message that injects working memory (and, unless read-only or `observed`,
+    how to update it). `observed`: the Observer keeps it up to date (`WorkingMemoryExtractor`,
+    ``manage_working_memory``), so the model is not told to call a tool it may not have."""
     current = data if data is not None else ""
     if config.mode == "markdown":
         shape = fenced("working_memory_template", config.markdown_template)
@@ -26,6 +28,12 @@ def instructions(config: WorkingMemoryConfig, data: str | None) -> str:
             "arrays replace the stored array, null deletes a field."
         )
     head = "WORKING_MEMORY_SYSTEM_INSTRUCTION:"
+    if observed and not config.read_only:
+        return (
+            f"{head}\nWhat you know about the user, kept up to date from the conversation by "
+            "memory itself (you need not update it). "
+            f"{DATA_NOT_INSTRUCTIONS}\n\n{fenced('working_memory_data', current)}"
+        )
     if config.read_only:
         return (
             f"{head}\nWhat you know about the user from earlier conversations (read-only). "
@@ -52,8 +60,11 @@ Notes:
 - {DATA_NOT_INSTRUCTIONS}"""
 
 
-def working_memory_message(config: WorkingMemoryConfig, data: str | None) -> SystemMessage:
+def working_memory_message(
+    config: WorkingMemoryConfig, data: str | None, *, observed: bool = False
+) -> SystemMessage:
     """The system message for stored working-memory text `data`, tagged as memory's own."""
     return SystemMessage(
-        instructions(config, data), response_metadata={SOURCE_KEY: "working_memory"}
+        instructions(config, data, observed=observed),
+        response_metadata={SOURCE_KEY: "working_memory"},
     )

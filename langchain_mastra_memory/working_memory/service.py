@@ -29,9 +29,13 @@ class WorkingMemoryStore:
         {'city': 'Lisbon', 'pets': ['Rex']}
     """
 
-    def __init__(self, storage: MemoryStorage, config: WorkingMemoryConfig) -> None:
+    def __init__(
+        self, storage: MemoryStorage, config: WorkingMemoryConfig, *, observed: bool = False
+    ) -> None:
         self.storage = storage
         self.config = config
+        # the Observer keeps it up to date (the model is shown it, not told to call the tool)
+        self.observed = observed
 
     def thread_key(self, thread_id: str | None) -> str | None:
         """The thread the memory belongs to (None in resource scope); errors when disabled."""
@@ -68,11 +72,11 @@ class WorkingMemoryStore:
             return None
         key = self.thread_key(thread_id)
         if key is not None and (yield call(self.storage, "get_thread", key)) is None:
-            return working_memory_message(self.config, None)  # a new thread has none yet
+            return working_memory_message(self.config, None, observed=self.observed)  # (none yet)
         stored = yield call(
             self.storage, "get_working_memory", resource_id=resource_id, thread_id=key
         )
-        return working_memory_message(self.config, stored)
+        return working_memory_message(self.config, stored, observed=self.observed)
 
     def get(self, *, resource_id: str, thread_id: str | None = None) -> Any:
         """The working memory: the Markdown document, or a dict in schema mode (None if unset)."""
