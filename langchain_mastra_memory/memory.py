@@ -18,9 +18,10 @@ from .browsing.browse import message_page, search_page, thread_page
 from .browsing.paging import MessagePage, Page, SearchHit
 from .config import params as kw
 from .config.options import MemoryOptions
+from .config.retention import RetentionPolicy
 from .conversation.branches import branches_of, new_branch
 from .lifecycle import Erasure
-from .lifecycle.retention import Pruner, PruneReport, RetentionPolicy
+from .lifecycle.retention import Pruner, PruneReport
 from .messages import MessageList
 from .observational.as_of import observations_as_of
 from .observational.extracting import extracted_values, keeps_working_memory

@@ -263,7 +263,7 @@ def message_text(message: BaseMessage) -> str:
     for block in content:
         if isinstance(block, str):
             parts.append(block)
-        elif isinstance(block, dict) and block.get("type") == "text":
+        elif block.get("type") == "text":
             parts.append(str(block.get("text", "")))
     return "\n".join(p for p in parts if p)
 

@@ -172,7 +172,9 @@ def throwaway_postgres(*, log_statements: bool = False, shared_buffers: str | No
     import pgserver
 
     os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp())  # pgserver's lock file
-    server = pgserver.get_server(tempfile.mkdtemp(prefix="lmm-pg-"), cleanup_mode="delete")
+    server = pgserver.get_server(  # type: ignore[attr-defined]
+        tempfile.mkdtemp(prefix="lmm-pg-"), cleanup_mode="delete"
+    )
     server.psql("ALTER SYSTEM SET fsync = off; ALTER SYSTEM SET synchronous_commit = off;")
     if log_statements:
         server.psql("ALTER SYSTEM SET log_statement = 'all';")

@@ -37,6 +37,7 @@ from ..errors import (
     ThreadNotFoundError,
 )
 from ..messages import mastra_role, message_text
+from ..storage.validation import is_count
 from ..threads.ids import tool_ids
 from ..twins import Steps, call, run_async, run_sync
 from . import recall_archives as archived
@@ -128,7 +129,7 @@ def create_recall_tool(
 ) -> StructuredTool:
     """Build the tool over `memory` (ids fixed here or taken from each call's config; a call
     with no owner at all raises `ConfigurationError` to the developer)."""
-    if not isinstance(per_page, int) or not 1 <= per_page <= 50:
+    if not is_count(per_page, at_least=1) or per_page > 50:
         raise ConfigurationError(f"per_page must be an int in 1..50, got {per_page!r}")
 
     def owner(run_config: RunnableConfig | None) -> str:

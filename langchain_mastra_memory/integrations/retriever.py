@@ -40,6 +40,7 @@ from pydantic import ConfigDict, Field
 from ..errors import ConfigurationError
 from ..messages import mastra_role, message_text
 from ..recall.index import MessageRange, RecallOptions
+from ..storage.validation import is_count
 from ..threads.ids import tool_ids
 from ..twins import Steps, call, run_async, run_sync
 
@@ -126,7 +127,7 @@ class MemoryRetriever(BaseRetriever):
         memory: Memory = self.memory
         resource_id, thread_id = self._owner(run_config)
         top_k = self.k if k is None else k
-        if not isinstance(top_k, int) or not 1 <= top_k <= 100:
+        if not is_count(top_k, at_least=1) or top_k > 100:
             raise ConfigurationError(f"k must be an int in 1..100, got {top_k!r}")
         index = memory.searcher
         options = RecallOptions(

@@ -31,6 +31,7 @@ import jsonschema
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ConfigurationError
+from ..storage.validation import stripped
 
 RESERVED = frozenset(
     {
@@ -115,7 +116,7 @@ class Extractor:
         on_extracted: Callable[[Extracted], Any] | None = None,
         _internal: bool = False,
     ) -> None:
-        self.name = name.strip() if isinstance(name, str) else ""
+        self.name = stripped(name)
         self.slug = slugify(self.name)
         if not re.fullmatch(r"[a-z][a-z0-9-]*[a-z0-9]|[a-z]", self.slug):
             raise ConfigurationError(
@@ -123,9 +124,7 @@ class Extractor:
             )
         if self.slug in RESERVED and not _internal:
             raise ConfigurationError(f"the extractor slug {self.slug!r} is reserved by memory")
-        if not callable(instructions) and not (
-            isinstance(instructions, str) and instructions.strip()
-        ):
+        if not callable(instructions) and not stripped(instructions):
             raise ConfigurationError(f"extractor {self.name!r} needs instructions")
         if schema is not None and not _is_model(schema):
             if not isinstance(schema, Mapping):
@@ -153,9 +152,9 @@ class Extractor:
     def resolve(self, context: ExtractorContext) -> ResolvedExtractor:
         """The extractor as this run sees it (its instructions, and schema, settled)."""
         text = self.instructions(context) if callable(self.instructions) else self.instructions
-        if not isinstance(text, str) or not text.strip():
+        if not stripped(text):
             raise ConfigurationError(f"extractor {self.name!r} gave no instructions")
-        return ResolvedExtractor(self, text.strip(), self.json_schema(context))
+        return ResolvedExtractor(self, stripped(text), self.json_schema(context))
 
     def json_schema(self, context: ExtractorContext) -> dict[str, Any] | None:
         """The value's JSON schema (None for a text value)."""

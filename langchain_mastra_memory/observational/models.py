@@ -28,6 +28,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 
 from ..errors import ConfigurationError
+from ..storage.validation import is_count
 from ..tokens.counting import TokenCounter
 
 
@@ -38,7 +39,7 @@ class ModelByInputTokens(Runnable[Any, BaseMessage]):
         if not up_to:
             raise ConfigurationError("ModelByInputTokens(up_to=...) needs at least one model")
         for bound, model in up_to.items():
-            if isinstance(bound, bool) or not isinstance(bound, int) or bound <= 0:
+            if not is_count(bound, at_least=1):
                 msg = f"ModelByInputTokens: a bound must be a positive int, got {bound!r}"
                 raise ConfigurationError(msg)
             if not isinstance(model, BaseChatModel):

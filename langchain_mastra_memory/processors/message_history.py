@@ -11,6 +11,7 @@ from langchain_core.messages import BaseMessage
 from ..errors import ConfigurationError, ThreadExistsError
 from ..injected import is_injected
 from ..storage.base import MemoryStorage
+from ..storage.validation import is_count
 from ..threads.ids import resolve_ids
 from .base import MemoryProcessor
 
@@ -36,11 +37,7 @@ class MessageHistory(MemoryProcessor):
     name = "MessageHistory"
 
     def __init__(self, storage: MemoryStorage, *, last_messages: int = 40) -> None:
-        if (
-            isinstance(last_messages, bool)
-            or not isinstance(last_messages, int)
-            or last_messages < 0
-        ):
+        if not is_count(last_messages):
             raise ConfigurationError(
                 f"last_messages must be a non-negative int, got {last_messages!r}"
             )

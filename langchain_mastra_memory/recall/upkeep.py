@@ -305,7 +305,7 @@ class VectorUpkeep:
 
 def _nothing() -> Steps[int]:
     return 0
-    yield  # a generator: no step
+    yield  # type: ignore[unreachable]  # (a generator: no step)
 
 
 def check_same_space(vector: Any, embedder: Any) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from ..threads.thread import Thread
 from .blocking import off_loop
 from .records import (
     CheckpointList,
@@ -18,7 +19,6 @@ from .records import (
     ObservationGroup,
     StoredItem,
     StoredMessage,
-    Thread,
 )
 
 _NO_LOG = (

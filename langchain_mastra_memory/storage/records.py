@@ -30,7 +30,14 @@ from ..messages import (
 )
 from ..threads.thread import Thread
 from ..tokens.counting import default_counter
-from .validation import check_id, check_json_value, check_metadata, check_time, validated
+from .validation import (
+    check_id,
+    check_json_value,
+    check_metadata,
+    check_time,
+    is_count,
+    validated,
+)
 
 _METADATA_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,128}$")
 ONE_MICROSECOND = timedelta(microseconds=1)
@@ -243,7 +250,7 @@ def saved_json(messages: Sequence[BaseMessage]) -> dict[str, str]:
 
 
 def message_rows(
-    messages: Sequence[object], created_at: Sequence[datetime | None] | None = None
+    messages: Sequence[object], created_at: Sequence[datetime | None] | str | None = None
 ) -> list[MessageRow]:
     """Validate messages, give each an id, and build their column values (last duplicate wins).
 
@@ -299,7 +306,7 @@ def next_timestamps(last: datetime | None, count: int) -> list[datetime]:
     return [start + ONE_MICROSECOND * i for i in range(count)]
 
 
-def check_metadata_filter(metadata: dict[str, Any] | None) -> list[tuple[str, str]]:
+def check_metadata_filter(metadata: dict[Any, Any] | None) -> list[tuple[str, str]]:
     """Validate a metadata equality filter; return (key, JSON value) pairs to bind."""
     if not metadata:
         return []
@@ -344,9 +351,9 @@ def check_order(order_by: str, limit: int | None, offset: int) -> None:
     """Validate list_threads ordering and paging arguments."""
     if order_by not in ORDER_COLUMNS:
         raise ConfigurationError(f"order_by must be one of {ORDER_COLUMNS}, got {order_by!r}")
-    if limit is not None and (not isinstance(limit, int) or limit < 0):
+    if limit is not None and not is_count(limit):
         raise ConfigurationError(f"limit must be a non-negative int or None, got {limit!r}")
-    if not isinstance(offset, int) or offset < 0:
+    if not is_count(offset):
         raise ConfigurationError(f"offset must be a non-negative int, got {offset!r}")
 
 

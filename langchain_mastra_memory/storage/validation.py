@@ -35,6 +35,23 @@ EARLIEST = datetime(1900, 1, 1, tzinfo=timezone.utc)
 LATEST = datetime(3000, 1, 1, tzinfo=timezone.utc)
 
 
+def is_count(value: object, *, at_least: int = 0) -> bool:
+    """Whether `value` is a whole number of at least `at_least`. A bool is not one, though
+    Python's ``int`` says it is: ``limit=True`` is a mistake, never a limit of 1.
+
+    Examples:
+        >>> is_count(3), is_count(True), is_count(2.0), is_count(0, at_least=1)
+        (True, False, False, False)
+    """
+    return isinstance(value, int) and not isinstance(value, bool) and value >= at_least
+
+
+def stripped(value: object) -> str:
+    """`value` without its outer whitespace when it is a string, else ``""`` (for checks of
+    text a caller may have given as anything)."""
+    return value.strip() if isinstance(value, str) else ""
+
+
 def check_id(value: object, what: str, error: type[MastraMemoryError] = ConfigurationError) -> str:
     """An id: a non-empty string of valid Unicode, without NUL, at most 1,024 characters
     (`error`: `InvalidMessageError` for a message's own id, which is input, not an option)."""

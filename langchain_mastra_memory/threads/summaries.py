@@ -33,6 +33,7 @@ from ..config.params import SummaryOptions
 from ..errors import ConfigurationError, ThreadNotFoundError
 from ..injected import fenced
 from ..observational.prompts import OBSERVER_INSTRUCTIONS, transcript, with_instruction
+from ..storage.validation import is_count
 from ..tokens.counting import TokenCounter
 from ..tracing import traced
 from ..twins import Steps, call, run_async, run_sync
@@ -91,8 +92,7 @@ class ThreadQueries:
             ("last_messages", last_messages),
             ("max_input_tokens", max_input_tokens),
         ):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or value < 1):  # fmt: skip
+            if value is not None and not is_count(value, at_least=1):
                 msg = f"summarize_thread({name}=...) must be a positive int, got {value!r}"
                 raise ConfigurationError(msg)
         stored = yield from self._newest(thread_id, resource_id, last_messages, max_input_tokens)

@@ -185,7 +185,7 @@ def _fingerprint(message: BaseMessage) -> tuple[int, float, str | None]:
         if calls is not None:
             overhead = TOKENS_PER_MESSAGE if content else 0.0
             for call in message.tool_calls:
-                args = call["args"]
+                args: object = call["args"]  # (a string from a provider that sends one)
                 if (args or args == {}) and not isinstance(args, str):
                     overhead -= TOKENS_SAVED_PER_TOOL_OBJECT
             return hash(("assistant", content, calls)), overhead, None

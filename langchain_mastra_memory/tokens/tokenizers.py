@@ -128,7 +128,7 @@ def get_encoding(encoding: str | tiktoken.Encoding | None = None) -> tiktoken.En
     """
     if isinstance(encoding, tiktoken.Encoding):
         return encoding
-    name = DEFAULT_ENCODING if encoding is None else encoding
+    name: object = DEFAULT_ENCODING if encoding is None else encoding  # (any, at run time)
     if not isinstance(name, str):
         msg = f"encoding must be a name or a tiktoken.Encoding, not {type(name).__name__}"
         raise EncodingNotAvailableError(msg)

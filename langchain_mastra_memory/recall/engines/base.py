@@ -63,7 +63,8 @@ class EngineStore(AsyncTwinsWithVectors):
         if self._client is None and self._connect is not None:
             with self._lock:
                 try:
-                    self._client = self._client or self._connect()
+                    # (another thread may have connected while this one waited for the lock)
+                    self._client = self._client or self._connect()  # type: ignore[redundant-expr]
                 except Exception as exc:
                     msg = f"{self.engine} (connect to {self.where}): {exc}"
                     raise VectorStoreError(msg) from exc

@@ -39,6 +39,7 @@ from ..validation import (
     check_optional_id,
     check_time,
     check_title,
+    is_count,
 )
 from .statements import (
     INSERT_MESSAGE,
@@ -177,7 +178,7 @@ class MessageTable(SQLRoom):
     def list_messages(
         self, thread_id: str, *, last: int | None = None, resource_id: str | None = None
     ) -> list[StoredMessage]:
-        if last is not None and (not isinstance(last, int) or isinstance(last, bool) or last < 0):
+        if last is not None and not is_count(last):
             raise InvalidMessageError(f"last must be a non-negative int or None, got {last!r}")
         check_id(thread_id, "thread_id")
         check_optional_id(resource_id, "resource_id")

@@ -30,6 +30,7 @@ from ..validation import (
     check_ids,
     check_optional_id,
     check_title,
+    is_count,
 )
 from .observations import scope_key
 from .statements import (
@@ -134,7 +135,7 @@ class ThreadTable(SQLRoom):
     def page_resources(
         self, *, query: str = "", offset: int = 0, limit: int = 50
     ) -> tuple[list[ResourceSummary], int]:
-        if not (isinstance(offset, int) and offset >= 0 and isinstance(limit, int) and limit > 0):
+        if not (is_count(offset) and is_count(limit, at_least=1)):
             raise ConfigurationError("offset must be an int >= 0 and limit an int >= 1")
         escaped = query.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         needle = f"%{escaped}%"

@@ -198,7 +198,8 @@ class SQLiteStorage(SQLStorage):
             raise
         finally:
             with self._readers_lock:
-                if stale or self._closed or len(self._idle) >= IDLE_READERS:
+                # (mypy does not see `stale` set in the except clause above)
+                if stale or self._closed or len(self._idle) >= IDLE_READERS:  # type: ignore[redundant-expr]
                     if reader in self._readers:  # (close() may have closed it already)
                         self._readers.remove(reader)
                     reader.close()
