@@ -9,7 +9,6 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import StructuredTool
 from typing_extensions import Unpack
@@ -18,6 +17,7 @@ from .browsing.browse import message_page, search_page, thread_page
 from .browsing.paging import MessagePage, Page, SearchHit
 from .config import params as kw
 from .config.options import MemoryOptions
+from .config.params import Ids, In, Messages, Node, Opt
 from .config.retention import RetentionPolicy
 from .conversation.branches import branches_of, new_branch
 from .lifecycle import Erasure
@@ -50,12 +50,7 @@ if TYPE_CHECKING:
     from .working_memory import tool  # noqa: F401 (`_shape` imports these on first use)
 
 DEFAULT_DATABASE = "memory.db"
-Messages = list[BaseMessage]
-In = Sequence[BaseMessage]  # messages given to a method
-Ids = Sequence[str]
-Opt = str | None
 Groups = list[ObservationGroup]
-Node = Runnable[Any, dict[str, Any]]
 
 
 class Memory:
@@ -63,7 +58,8 @@ class Memory:
 
     With no arguments the storage is a SQLite file ``memory.db`` in the current directory
     (Mastra's default, ``file:memory.db``); pass ``SQLiteStorage(path)`` or ``":memory:"`` to
-    choose. Every method has an ``a``-prefixed async twin.
+    choose. Every method has an ``a``-prefixed async twin; `close` releases it all.
+
     Examples:
         >>> from langchain_core.messages import AIMessage, HumanMessage
         >>> memory = Memory(storage=SQLiteStorage(":memory:"), options={"last_messages": 2})
@@ -370,9 +366,16 @@ class Memory:
         """Async `settled`."""
         await self.queries.asettled(timeout)
 
+    def close(self, timeout: float | None = 30.0) -> bool:
+        """`flush`, stop the threads, close vectors and storage; whether all was drained."""
+        return self.synced.close(timeout)
+
+    async def aclose(self, timeout: float | None = 30.0) -> bool:
+        """Async `close` (``async with contextlib.aclosing(Memory(...)) as memory:``)."""
+        return await self.synced.aclose(timeout)
+
     def vector_backlog(self) -> VectorBacklog:
-        """How many saved messages wait for their vectors, and why the last write failed (a
-        vector store refusing writes: `flush` then returns False)."""
+        """How many saved messages wait for their vectors, and why the last write failed."""
         return self.synced.backlog()
 
     async def avector_backlog(self) -> VectorBacklog:

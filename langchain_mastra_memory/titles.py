@@ -121,6 +121,13 @@ class TitleWriter:
             self._attempted.add(first.thread_id)
         return first
 
+    def close(self, timeout: float | None = None) -> None:
+        """Wait for the titles under way (`timeout`), then stop the worker thread."""
+        self.flush(timeout)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
     def after_save(self, stored: Sequence[StoredMessage]) -> None:
         """Start titling the thread of a first user message (returns at once)."""
         if (first := self._first_user_message(stored)) is None:

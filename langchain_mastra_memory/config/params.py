@@ -11,7 +11,15 @@ from datetime import datetime
 from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable
 from typing_extensions import Required, TypedDict
+
+# the shapes of `Memory`'s positional parameters and results
+Messages = list[BaseMessage]
+In = Sequence[BaseMessage]  # messages given to a method
+Ids = Sequence[str]
+Opt = str | None
+Node = Runnable[Any, dict[str, Any]]
 
 
 class NewThread(TypedDict, total=False):

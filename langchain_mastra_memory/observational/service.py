@@ -102,7 +102,7 @@ class ObservationalMemory:
         self.working = self.working_store if config.manage_working_memory else None
         check_working_extractor(config, self.working_store)
         self.counter = TokenCounter()
-        self._pool: DaemonWorker | None = None
+        self.worker: DaemonWorker | None = None  # (made at the first run; `Memory.close` stops it)
         self._running: dict[str, Future[Any]] = {}  # scope -> its run in the worker thread
         self._lock = threading.Lock()
         self._retry_at: dict[str, float] = {}  # scope -> log tokens before reflecting again
@@ -233,9 +233,9 @@ class ObservationalMemory:
             if key in self._running:
                 steps.close()
                 return
-            if self._pool is None:
-                self._pool = DaemonWorker("memory-observer")
-            future = self._pool.submit(context.run, run_sync, steps)
+            if self.worker is None:
+                self.worker = DaemonWorker("memory-observer")
+            future = self.worker.submit(context.run, run_sync, steps)
             self._running[key] = future
         future.add_done_callback(lambda done: self._finished(key, done))
 

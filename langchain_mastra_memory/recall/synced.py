@@ -21,6 +21,7 @@ from ..conversation.suffix import state_suffix, with_stable_ids
 from ..errors import ConfigurationError
 from ..injected import is_injected
 from ..messages import ensure_messages
+from ..pools import in_io_pool
 from ..storage.base import MemoryStorage
 from ..storage.records import ImportedThread, StoredMessage, stored_ids
 from ..threads.ids import verify_owner
@@ -336,6 +337,30 @@ class SyncedStorage:
         observed = self.observations.flush(timeout) if self.observations else True
         embedded = self.index.writer.flush(timeout) if self.index else True
         return embedded and titled and observed
+
+    def close(self, timeout: float | None = 30.0) -> bool:
+        """Drain what runs behind the turn (`flush`), stop the vector writer and the titles'
+        thread, then close the vector store and the storage; whether all was drained in
+        `timeout` (what was not stays in the durable backlog for the next process)."""
+        drained = self.flush(timeout)
+        if self.titles:
+            self.titles.close(timeout)
+        if self.observations and (worker := self.observations.worker) is not None:
+            self.observations.worker = None
+            worker.stop()
+        if self.index:
+            self.index.writer.close(timeout)
+            if callable(close := getattr(self.index.vector, "close", None)):
+                close()
+        self.storage.close()
+        return drained
+
+    async def aclose(self, timeout: float | None = 30.0) -> bool:
+        """Async `close`: drained awaiting (no thread held meanwhile), then closed in the I/O
+        pool (stopping threads and closing files block)."""
+        drained = await self.aflush(timeout)
+        await in_io_pool(self.close, timeout)
+        return drained
 
     async def aflush(self, timeout: float | None = None) -> bool:
         """Async `flush`."""

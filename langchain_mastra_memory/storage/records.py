@@ -30,18 +30,10 @@ from ..messages import (
 )
 from ..threads.thread import Thread
 from ..tokens.counting import default_counter
-from .validation import (
-    check_id,
-    check_json_value,
-    check_metadata,
-    check_time,
-    is_count,
-    validated,
-)
+from .validation import check_id, check_json_value, check_metadata, check_time, validated
 
 _METADATA_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,128}$")
 ONE_MICROSECOND = timedelta(microseconds=1)
-ORDER_COLUMNS = ("created_at", "updated_at")
 
 
 @dataclass(frozen=True)
@@ -345,16 +337,6 @@ def fts_query(words: list[str]) -> str:
     """A safe FTS5 query OR-ing `words` (from `query_words`), each quoted, so no FTS5 syntax is
     ever interpreted."""
     return " OR ".join(f'"{w}"' for w in words)
-
-
-def check_order(order_by: str, limit: int | None, offset: int) -> None:
-    """Validate list_threads ordering and paging arguments."""
-    if order_by not in ORDER_COLUMNS:
-        raise ConfigurationError(f"order_by must be one of {ORDER_COLUMNS}, got {order_by!r}")
-    if limit is not None and not is_count(limit):
-        raise ConfigurationError(f"limit must be a non-negative int or None, got {limit!r}")
-    if not is_count(offset):
-        raise ConfigurationError(f"offset must be a non-negative int, got {offset!r}")
 
 
 def dumps_metadata(metadata: dict[str, Any] | None) -> str:

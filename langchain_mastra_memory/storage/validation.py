@@ -52,6 +52,19 @@ def stripped(value: object) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
+ORDER_COLUMNS = ("created_at", "updated_at")
+
+
+def check_order(order_by: str, limit: int | None, offset: int) -> None:
+    """Validate list_threads ordering and paging arguments."""
+    if order_by not in ORDER_COLUMNS:
+        raise ConfigurationError(f"order_by must be one of {ORDER_COLUMNS}, got {order_by!r}")
+    if limit is not None and not is_count(limit):
+        raise ConfigurationError(f"limit must be a non-negative int or None, got {limit!r}")
+    if not is_count(offset):
+        raise ConfigurationError(f"offset must be a non-negative int, got {offset!r}")
+
+
 def check_id(value: object, what: str, error: type[MastraMemoryError] = ConfigurationError) -> str:
     """An id: a non-empty string of valid Unicode, without NUL, at most 1,024 characters
     (`error`: `InvalidMessageError` for a message's own id, which is input, not an option)."""

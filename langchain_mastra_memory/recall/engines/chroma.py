@@ -158,6 +158,7 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
         except Exception as exc:
             raise VectorStoreError(f"cannot open Chroma: {exc}") from exc
         self.path = None if path is None else str(path)
+        self._own_client = client is None  # (a client given to it is the caller's to close)
         # Chroma's in-memory clients share one process-wide system: give each store its own
         # namespace so two in-memory stores never see each other's vectors.
         in_memory = client is None and path is None
@@ -200,6 +201,14 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
 
     def __repr__(self) -> str:
         return f"ChromaVectorStore(path={self.path!r})"
+
+    def close(self) -> None:
+        """Release the Chroma client this store opened (Chroma runs one engine per folder in
+        a process and stops it when the last client over the folder closes); a client given
+        to the store is left open. `Memory.close` calls it."""
+        self._collections.clear()
+        if self._own_client:
+            self.client.close()
 
     def collection(self, name: str, dimension: int, resource_id: str | None = None) -> Any:
         """Get or create the cosine collection of `resource_id`'s vectors (the bare index

@@ -19,7 +19,6 @@ from ..records import (
     ResourceSummary,
     StoredMessage,
     check_metadata_filter,
-    check_order,
     dumps_metadata,
     from_iso,
     now_utc,
@@ -29,6 +28,7 @@ from ..validation import (
     check_id,
     check_ids,
     check_optional_id,
+    check_order,
     check_title,
     is_count,
 )
