@@ -599,3 +599,26 @@ def test_any_sequence_of_turns_compactions_removals_edits_forks_and_replays(ops)
             for m in memory.get_messages(thread_id=t.id)
         ]  # fmt: skip
         assert sorted(everywhere) == sorted(sent + produced), ops[: n + 1]
+
+
+def test_with_mirror_deletes_a_fork_leaves_memory_equal_to_the_fork_s_state(
+    storage: MemoryStorage, mode: str
+) -> None:
+    """Found by the graph state machine (issue 83): a message removed with mirror_deletes,
+    brought back into the state by a fork from before the removal, then abandoned by a fork
+    from after it, stayed in memory though no state held it."""
+    memory = Memory(storage=storage)
+    graph = chat_graph(memory, ("reply", Echo()), mirror_deletes=True)
+    run(graph, {"messages": [HumanMessage("q1")]}, ALICE, mode)
+    graph.update_state(ALICE, {"messages": [HumanMessage("a note")]})
+    answer = graph.get_state(ALICE).values["messages"][1]
+    graph.update_state(ALICE, {"messages": [RemoveMessage(id=answer.id)]})
+    assert stored(memory) == ["q1", "a note"]
+    before = snapshot_ending_with(graph, ALICE, "answer 1")
+    run(graph, {"messages": [HumanMessage("q2")]}, before.config, mode)  # answer 1 is back
+    assert stored(memory) == contents(graph.get_state(ALICE).values["messages"])
+    after = snapshot_ending_with(graph, ALICE, "a note")
+    run(graph, {"messages": [HumanMessage("q3")]}, after.config, mode)
+    state = contents(graph.get_state(ALICE).values["messages"])
+    assert state == ["q1", "a note", "q3", "answer 3"]
+    assert stored(memory) == state

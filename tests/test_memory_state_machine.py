@@ -154,7 +154,7 @@ class MemoryMachine(RuleBasedStateMachine):
         return f"m{next(self.numbers)}x {' '.join(words)}"
 
     def some_thread(self, data: st.DataObject) -> str:
-        return data.draw(st.sampled_from(sorted(self.world.owner_of)))
+        return data.draw(st.sampled_from(list(self.world.owner_of)))
 
     def has_messages(self) -> bool:
         return bool(self.world.messages)
@@ -224,7 +224,7 @@ class MemoryMachine(RuleBasedStateMachine):
     @precondition(has_messages)
     @rule(data=st.data(), which=st.integers(0, 3), asynchronous=st.booleans())
     def branch_thread(self, data: st.DataObject, which: int, asynchronous: bool) -> None:
-        thread = data.draw(st.sampled_from(sorted(t for t, o in self.world.order.items() if o)))
+        thread = data.draw(st.sampled_from([t for t, o in self.world.order.items() if o]))
         owner, order = self.world.owner_of[thread], self.world.order[thread]
         cut = data.draw(st.integers(0, len(order) - 1))
         branch = self.run(which, asynchronous, "branch_thread", thread,
@@ -299,7 +299,7 @@ class MemoryMachine(RuleBasedStateMachine):
           max_size=2), which=st.integers(0, 3), asynchronous=st.booleans())  # fmt: skip
     def update_message(self, data: st.DataObject, owner: str, words: list[str], which: int,
                        asynchronous: bool) -> None:  # fmt: skip
-        message_id = data.draw(st.sampled_from(sorted(self.world.messages)))
+        message_id = data.draw(st.sampled_from(list(self.world.messages)))
         stored = self.world.messages[message_id]
         mine = self.world.owner_of_message(message_id) == owner
         text = self.text(words)
@@ -316,7 +316,7 @@ class MemoryMachine(RuleBasedStateMachine):
     def delete_messages(
         self, data: st.DataObject, owner: str, which: int, asynchronous: bool
     ) -> None:
-        ids = data.draw(st.lists(st.sampled_from(sorted(self.world.messages)), min_size=1,
+        ids = data.draw(st.lists(st.sampled_from(list(self.world.messages)), min_size=1,
                                  max_size=3, unique=True))  # fmt: skip
         mine = all(self.world.owner_of_message(m) == owner for m in ids)
         with expect(None if mine else ResourceMismatchError):  # (all or nothing)
@@ -348,7 +348,7 @@ class MemoryMachine(RuleBasedStateMachine):
     def save_at_once(self, data: st.DataObject, words: list[str], asynchronous: bool) -> None:
         """Saves to several threads at once, each by its owner, through every `Memory` of the
         world: from threads of a pool, or as tasks of one event loop."""
-        threads = data.draw(st.lists(st.sampled_from(sorted(self.world.owner_of)), min_size=2,
+        threads = data.draw(st.lists(st.sampled_from(list(self.world.owner_of)), min_size=2,
                                      max_size=4, unique=True))  # fmt: skip
         jobs = [(i, t, [self.message(kind, words) for kind in ("human", "ai")])
                 for i, t in enumerate(threads)]  # fmt: skip
@@ -406,7 +406,7 @@ class MemoryMachine(RuleBasedStateMachine):
         """The recall tool shows an owner only that owner's messages, whatever is asked."""
         memory = self.memories[which % len(self.memories)]
         memory.flush(60)
-        query = self.world.messages[data.draw(st.sampled_from(sorted(self.world.messages)))].text
+        query = self.world.messages[data.draw(st.sampled_from(list(self.world.messages)))].text
         answer = memory.recall_tool(resource_id=owner).invoke({"query": query})
         shown = set(TOKEN.findall(answer.replace(repr(query), "")))  # (its header echoes the query)
         theirs = {TOKEN.findall(m.text)[0] for m in self.world.messages.values()

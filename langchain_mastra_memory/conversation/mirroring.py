@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from langchain_core.messages import BaseMessage, RemoveMessage
 
 from ..errors import MastraMemoryError, MessageConflictError
-from ..messages import message_to_json
+from ..messages import carried_id, message_to_json
 from ..storage.records import checked_messages, saved_json
 from ..twins import Steps, call
 from .branches import branch_off, drop_emptied, held_by_branches
@@ -231,6 +231,8 @@ class ThreadMirror:
         known = state.known
         if plan.fork_from is not None:
             yield from self._follow_fork(plan)
+            if self.mirror_deletes:
+                yield from self._drop_outside(plan)
             state.reset()  # messages moved both ways: the next walk reads storage
         if plan.check_edits:
             changes = yield from edited(memory.storage, plan.check_edits, thread_id=plan.thread_id)
@@ -290,6 +292,19 @@ class ThreadMirror:
                 checkpoint_id=plan.fork_from or None, only_if_any=True,
                 message_ids=diff.abandoned, **ref,
             )  # fmt: skip
+
+    def _drop_outside(self, plan: MirrorPlan) -> Steps[None]:
+        """With mirror_deletes, after a fork: what the thread holds and the fork's state does
+        not (a message both lineages held, removed on the fork's side, or removed once and
+        brought back by an earlier fork) leaves memory, so the thread is the state again.
+        (A fork is rare: it reads the thread's ids once.)"""
+        ref = {"resource_id": plan.resource_id}
+        held = yield call(self.memory.storage, "list_messages", plan.thread_id, **ref)
+        ids = [m.id for m in plan.messages if m.id]
+        kept = {*ids, *(carried_id(plan.thread_id, i) for i in ids)}
+        gone = [s.message.id for s in held if s.message.id and s.message.id not in kept]
+        if gone:
+            yield call(self.memory, "delete_messages", gone, **ref)
 
     # -- a task's writes -------------------------------------------------------------------------
     def rewritten(self, thread_id: str, writes: Sequence[tuple[str, Any]]) -> list[BaseMessage]:
