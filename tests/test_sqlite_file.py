@@ -74,6 +74,14 @@ def test_a_file_that_is_not_sqlite_is_refused_untouched(tmp_path: Path) -> None:
     assert path.read_bytes() == payload
 
 
+def test_a_file_in_a_folder_that_does_not_exist_is_refused_by_name(tmp_path: Path) -> None:
+    """Found by the state machine (issue 83): SQLite says only "unable to open database file",
+    read as "cannot be opened as a SQLite database", as if the file were damaged."""
+    with pytest.raises(StorageError, match=r"its folder .*missing.* does not exist"):
+        SQLiteStorage(tmp_path / "missing" / "memory.db")
+    assert not (tmp_path / "missing").exists()  # nothing made behind the caller's back
+
+
 def test_a_newer_schema_version_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
     storage = SQLiteStorage(path)

@@ -162,6 +162,12 @@ class SQLiteStorage(SQLStorage):
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._conn.execute(f"PRAGMA synchronous={SYNCHRONOUS}")
         except sqlite3.DatabaseError as exc:
+            folder = Path(self.path).parent
+            if self.path != ":memory:" and not folder.is_dir():  # (SQLite says only "unable
+                raise StorageError(  # to open database file")
+                    f"cannot open {self.path!r}: its folder {str(folder)!r} does not exist "
+                    "(create it first)"
+                ) from exc
             raise StorageError(
                 f"{self.path!r} cannot be opened as a SQLite database: {exc}"
             ) from exc
