@@ -615,6 +615,8 @@ NOT_READS = {
     "Memory.create_thread": "creates a thread for the caller; an existing id is ThreadExistsError",
     "Memory.update_working_memory": "writes the caller's working memory (read back by get_working_memory)",
     "Memory.flush": "waits for this process's writes",
+    "Memory.close": "drains this process's writes and releases its files; returns a bool",
+    "ChromaVectorStore.close": "releases the store's client; returns nothing",
     "Memory.settled": "waits for this process's background work; returns nothing",
     "cli mcp": "starts a server: its tools' reads are attacked in tests/test_mcp.py (another resource's thread, search, working memory, observations, writing into another's thread, naming another resource)",
     "Memory.backfill_embeddings": "embeds what storage holds; returns a count",
