@@ -6,12 +6,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from ..storage.validation import validated
+from ..storage.validation import is_count, validated
 
 
 def check_last_messages(value: Any) -> Any:
     """`value` if it is a non-negative int or False (`ValueError` for pydantic if not)."""
-    if value is True or (not isinstance(value, int)) or (value is not False and value < 0):
+    if value is not False and not is_count(value):
         raise ValueError(f"last_messages must be a non-negative int or False, got {value!r}")
     return value
 

@@ -17,6 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..errors import ConfigurationError
+from ..storage.validation import is_count
 
 KINDS = ("messages", "threads", "checkpoints", "observations", "items")
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -79,7 +80,7 @@ class RetentionPolicy:
                 age = setting.get("max_age", setting.get("maxAge"))
                 if "keep" in setting:
                     keep = setting["keep"]
-                    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+                    if not is_count(keep, at_least=1):
                         msg = f"{here}['keep']: {keep!r} must be a whole number of at least 1"
                         raise ConfigurationError(msg)
                     ages["checkpoints_keep"] = keep

@@ -38,6 +38,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ..errors import ConfigurationError, ThreadNotFoundError
 from ..messages import ids_of, tool_call_ids
+from ..storage.validation import is_count
 from ..tokens.counting import TOKENS_PER_CONVERSATION, TokenCounter
 from ..twins import Steps, call
 from .windows import newest
@@ -67,14 +68,14 @@ class MessageTokens:
         if unknown:
             raise ConfigurationError(f"message_tokens: unknown keys {sorted(unknown)}")
         most = value.get("max_tokens")
-        if isinstance(most, bool) or not isinstance(most, int) or most <= 0:
+        if not is_count(most, at_least=1):
             raise ConfigurationError(
                 f"message_tokens.max_tokens must be a positive int, got {most!r}"
             )
         remove = value.get("at_max_remove_tokens")
         if remove is None:
             remove = max(1, most // 4)
-        if isinstance(remove, bool) or not isinstance(remove, int) or not 0 < remove <= most:
+        if not is_count(remove, at_least=1) or remove > most:
             raise ConfigurationError(
                 "message_tokens.at_max_remove_tokens must be an int in 1..max_tokens "
                 f"({most}), got {remove!r}"

@@ -9,6 +9,7 @@ import tiktoken
 from langchain_core.messages import BaseMessage
 
 from ..errors import ConfigurationError
+from ..storage.validation import is_count
 from ..tokens.counting import TokenCounter
 from .base import MemoryProcessor
 from .limiting import limit_messages
@@ -18,7 +19,7 @@ logger = logging.getLogger(__name__)
 
 def check_limit(limit: object) -> int:
     """A token limit is a positive int."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
+    if not is_count(limit, at_least=1):
         raise ConfigurationError(f"limit must be a positive integer, got {limit!r}")
     return limit
 

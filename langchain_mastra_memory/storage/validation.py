@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from datetime import datetime, timezone
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -35,7 +35,7 @@ EARLIEST = datetime(1900, 1, 1, tzinfo=timezone.utc)
 LATEST = datetime(3000, 1, 1, tzinfo=timezone.utc)
 
 
-def is_count(value: object, *, at_least: int = 0) -> bool:
+def is_count(value: object, *, at_least: int = 0) -> TypeGuard[int]:
     """Whether `value` is a whole number of at least `at_least`. A bool is not one, though
     Python's ``int`` says it is: ``limit=True`` is a mistake, never a limit of 1.
 

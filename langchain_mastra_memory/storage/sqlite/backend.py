@@ -163,8 +163,9 @@ class SQLiteStorage(SQLStorage):
             self._conn.execute(f"PRAGMA synchronous={SYNCHRONOUS}")
         except sqlite3.DatabaseError as exc:
             folder = Path(self.path).parent
-            if self.path != ":memory:" and not folder.is_dir():  # (SQLite says only "unable
-                raise StorageError(  # to open database file")
+            # (SQLite says only "unable to open database file", as for a damaged one)
+            if self.path != ":memory:" and not folder.is_dir():
+                raise StorageError(
                     f"cannot open {self.path!r}: its folder {str(folder)!r} does not exist "
                     "(create it first)"
                 ) from exc
