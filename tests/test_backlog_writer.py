@@ -368,3 +368,53 @@ def test_a_message_a_sweep_wrote_is_not_written_again_from_its_handover() -> Non
     assert memory.flush(timeout=30)
     assert sorted(writes) == sorted(m.id for m in [*first, *second])  # each written once
     assert memory.vector_backlog().pending == 0
+
+
+def recorded_upserts(memory: Memory) -> list[list[str]]:
+    """Each vector-store write's message ids, as the writer makes them."""
+    assert memory.vector is not None
+    calls: list[list[str]] = []
+    upsert = memory.vector.upsert
+
+    def recorded(index_name, records):  # type: ignore[no-untyped-def]
+        calls.append(sorted(r.message_id for r in records))
+        return upsert(index_name, records)
+
+    memory.vector.upsert = recorded  # type: ignore[method-assign]
+    return calls
+
+
+def test_saves_close_together_are_one_vector_write_and_a_flush_ends_the_wait(call) -> None:
+    """The writer lingers for more saves (a vector store writes a partition in one call, at a
+    cost per call), and a caller that needs the writes ends the linger at once."""
+    embedder = GatedEmbeddings()
+    embedder.gate.set()
+    memory = gated_memory(embedder)
+    assert memory.recall_index is not None
+    memory.recall_index.writer.linger = 3600.0  # (only a waiter can end it within the test)
+    calls = recorded_upserts(memory)
+    first = memory.save_messages([HumanMessage("one")], thread_id="t1", resource_id="alice")
+    second = memory.save_messages([HumanMessage("two")], thread_id="t1", resource_id="alice")
+    assert call(memory.recall_index.writer, "flush", 30) is True
+    assert calls == [sorted(m.id for m in [*first, *second])]  # one write for both
+    third = memory.save_messages([HumanMessage("three")], thread_id="t1", resource_id="alice")
+    hits = call(memory.recall_index, "search", "three", resource_id="alice")  # waits: ends it
+    assert third[0].id in {h.message_id for h in hits}
+    assert calls[1:] == [[third[0].id]]
+
+
+def test_a_search_waits_only_for_its_own_resource_s_writes(call) -> None:
+    """Another resource's queued vectors are never a search's hits: it does not wait for them."""
+    embedder = HeldTexts()
+    text = f"alice's held note ({call.mode})"
+    embedder.held.add(text)
+    memory = gated_memory(embedder)
+    memory.create_thread(resource_id="bob", thread_id="t2")
+    writer = memory.recall_index.writer
+    [held] = memory.save_messages([HumanMessage(text)], thread_id="t1", resource_id="alice")
+    assert call(writer, "settle", 0.2, resource_id="alice") is False  # hers is at the gate
+    assert call(writer, "settle", 0.2, resource_id="bob") is True  # his search goes on
+    assert call(writer, "settle", 0.2) is False  # a caller naming no resource waits for all
+    embedder.gate.set()
+    assert call(writer, "settle", 30, resource_id="alice") is True
+    assert held.id in {h.message_id for h in memory.recall_index.search(text, resource_id="alice")}

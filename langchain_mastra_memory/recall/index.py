@@ -143,7 +143,8 @@ class RecallIndex(VectorUpkeep):
         # what this process saved is searchable, unless the writer is stuck (a hung embedder
         # or vector store): then the search goes on with what is indexed, never waits forever
         self.writer.warn_if_failing()
-        if not (yield call(self.writer, "settle", self.flush_timeout, ignoring=never_hits)):
+        wait = {"ignoring": never_hits, "resource_id": resource_id}  # (no other's are hits)
+        if not (yield call(self.writer, "settle", self.flush_timeout, **wait)):
             logger.warning(
                 "semantic recall: the vector writer is still busy after %.0f s; this search "
                 "does not see the newest messages' vectors (keyword search does)",

@@ -7,9 +7,14 @@ with the wake-up and embedded as they are, without reading them back; storage's 
 read (a sweep) at the first drain, every `SWEEP_EVERY` seconds, after a failed write, and
 whenever what is queued was not all handed over (another process's leftovers, a message
 updated or deleted here since it was handed over). Searching first waits for the writes this process
-has queued (`settle`: usually done already, they run during the user's think time), so a
-message saved by this process is found by the next recall; not for the messages the search
-will not return anyway (a turn's own question, saved a moment before its recall). `flush()`
+has queued for its resource (`settle`: usually done already, they run during the user's think
+time), so a message saved by this process is found by the next recall; not for the messages the
+search will not return anyway (a turn's own question, saved a moment before its recall), nor
+for other resources' (they are never its hits). A drain lingers up to `LINGER` for more saves
+while nobody waits for them: a vector store writes a resource's partition in one call whatever
+it holds (Chroma: ~6 ms of CPU a call, +0.5 ms a vector), so the saves of a turn, and of
+turns close together, are written together; a search or `flush()` that needs them ends the
+linger at once. `flush()`
 drains the whole backlog, and so does interpreter exit. A vector-store failure is logged and
 leaves the backlog for the next wake-up.
 """
@@ -51,6 +56,7 @@ logger = logging.getLogger(__name__)
 BATCH = 200
 UNNAMED = ""  # what a notify without message ids queues: only a whole drain settles it
 SWEEP_EVERY = 60.0  # seconds between reads of storage's whole backlog
+LINGER = 0.25  # seconds a drain waits for more saves while no search or flush needs them
 
 
 @dataclass(frozen=True)
@@ -72,9 +78,12 @@ class BacklogWriter:
         True
     """
 
-    def __init__(self, index: Backlog, *, batch: int = BATCH) -> None:
+    def __init__(self, index: Backlog, *, batch: int = BATCH, linger: float = LINGER) -> None:
         self.index = index
         self.batch = batch
+        self.linger = linger
+        self._wanted = 0  # settles and flushes waiting for queued writes: drain at once
+        self._owners: dict[str, str] = {}  # queued (or draining) id -> its resource
         self._state = Changes()  # waited on by threads and coroutines alike
         self._dirty = False  # woken and not drained yet
         self._busy = False
@@ -103,6 +112,7 @@ class BacklogWriter:
             self._dirty = True
             ids = [*message_ids, *(s.message.id for s in stored if s.message.id)]
             self._queued.update(ids or [UNNAMED])
+            self._owners.update((s.message.id, s.resource_id) for s in stored if s.message.id)
             self._handed.update((s.message.id, s) for s in stored if s.message.id)
             if self._thread is None:
                 self._thread = threading.Thread(
@@ -130,9 +140,8 @@ class BacklogWriter:
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until what was queued is written; False if `timeout` ran out first, or if the
         vector store refused the writes (`last_error` says why; the backlog keeps them)."""
-        with self._state:
-            done = self._state.wait_for(lambda: not (self._dirty or self._busy), timeout)
-            return done and self.last_error is None
+        done = self._waited(lambda: not (self._dirty or self._busy), timeout)
+        return done and self.last_error is None
 
     def recovered(self) -> None:
         """The vector store took writes again (a backfill wrote the backlog)."""
@@ -152,30 +161,70 @@ class BacklogWriter:
 
     async def aflush(self, timeout: float | None = None) -> bool:
         """Async `flush` (awaited: no thread is held while the writer works)."""
-        done = await self._state.await_for(lambda: not (self._dirty or self._busy), timeout)
+        done = await self._awaited(lambda: not (self._dirty or self._busy), timeout)
         return done and self.last_error is None
 
-    def _settled(self, ignoring: Collection[str]) -> Callable[[], bool]:
-        """Whether every message this process queued is written, those in `ignoring` aside."""
-        return lambda: (
-            not any(
-                i not in ignoring for pending in (self._queued, self._draining) for i in pending
-            )
+    def _settled(self, ignoring: Collection[str], resource_id: str | None) -> Callable[[], bool]:
+        """Whether every message this process queued (for `resource_id`, when given) is
+        written, those in `ignoring` aside."""
+
+        def waited_for(message_id: str) -> bool:
+            if message_id in ignoring:
+                return False
+            return resource_id is None or self._owners.get(message_id, resource_id) == resource_id
+
+        return lambda: not any(
+            waited_for(i) for pending in (self._queued, self._draining) for i in pending
         )
 
-    def settle(self, timeout: float | None = None, *, ignoring: Collection[str] = ()) -> bool:
-        """Wait until the messages this process queued are written, those in `ignoring`
-        aside (a search that never returns them need not wait for them); False if `timeout`
-        ran out first."""
-        with self._state:
-            return self._state.wait_for(self._settled(ignoring), timeout)
+    def settle(
+        self,
+        timeout: float | None = None,
+        *,
+        ignoring: Collection[str] = (),
+        resource_id: str | None = None,
+    ) -> bool:
+        """Wait until the messages this process queued (for `resource_id`: a search finds
+        no other resource's) are written, those in `ignoring` aside (a search that never
+        returns them need not wait for them); False if `timeout` ran out first."""
+        return self._waited(self._settled(ignoring, resource_id), timeout)
 
     async def asettle(
-        self, timeout: float | None = None, *, ignoring: Collection[str] = ()
+        self,
+        timeout: float | None = None,
+        *,
+        ignoring: Collection[str] = (),
+        resource_id: str | None = None,
     ) -> bool:
         """Async `settle`: awaited, holding no thread (a thread parked here while the writer
         waits for a query embedding queued behind it would be a circular wait)."""
-        return await self._state.await_for(self._settled(ignoring), timeout)
+        return await self._awaited(self._settled(ignoring, resource_id), timeout)
+
+    def _waited(self, done: Callable[[], bool], timeout: float | None) -> bool:
+        """Wait until `done()`, ending the writer's linger while waiting (the waiter needs
+        what is queued now)."""
+        with self._state:
+            if done():
+                return True
+            self._wanted += 1
+            self._state.notify_all()
+            try:
+                return self._state.wait_for(done, timeout)
+            finally:
+                self._wanted -= 1
+
+    async def _awaited(self, done: Callable[[], bool], timeout: float | None) -> bool:
+        """Async `_waited` (holds no thread while it waits)."""
+        with self._state:
+            if done():
+                return True
+            self._wanted += 1
+            self._state.notify_all()
+        try:
+            return await self._state.await_for(done, timeout)
+        finally:
+            with self._state:
+                self._wanted -= 1
 
     def close(self, timeout: float | None = 30.0) -> None:
         """Drain what is queued, then stop the thread and wait for it (bounded: a hung
@@ -192,6 +241,11 @@ class BacklogWriter:
         while True:
             with self._state:
                 self._state.wait_for(lambda: self._dirty or self._closed)
+                # linger for more saves to write with these, unless someone waits for them
+                self._state.wait_for(
+                    lambda: self._closed or self._wanted > 0 or len(self._queued) >= self.batch,
+                    self.linger,
+                )
                 if self._closed:
                     return
                 self._dirty, self._busy = False, True
@@ -232,6 +286,8 @@ class BacklogWriter:
             finally:
                 with self._state:
                     self._busy = False
+                    for message_id in self._draining - self._queued:
+                        self._owners.pop(message_id, None)
                     self._draining = set()  # written, or left in the backlog on a failure
                     self._state.notify_all()
 
