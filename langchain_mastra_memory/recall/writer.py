@@ -56,7 +56,7 @@ logger = logging.getLogger(__name__)
 BATCH = 200
 UNNAMED = ""  # what a notify without message ids queues: only a whole drain settles it
 SWEEP_EVERY = 60.0  # seconds between reads of storage's whole backlog
-LINGER = 0.25  # seconds a drain waits for more saves while no search or flush needs them
+LINGER = 1.0  # seconds a drain waits for more saves while no search or flush needs them
 
 
 @dataclass(frozen=True)

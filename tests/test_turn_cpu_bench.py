@@ -1,0 +1,33 @@
+"""bench/turn_cpu.py runs end to end (a smoke run: one run of 2 conversations x 2 turns, sync
+and async): every configuration is measured, the model was sent nothing a provider refuses,
+and the breakdown names the thread groups where memory's steps run. Its figures are the
+benchmarks page's; nothing here times anything."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).parents[1] / "bench" / "turn_cpu.py"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", [[], ["--sync"]], ids=["async", "sync"])
+def test_the_turn_cpu_bench_measures_every_configuration(mode: list[str]) -> None:
+    args = ["--runs", "1", "--conversations", "2", "--turns", "2", *mode]
+    done = subprocess.run(
+        [sys.executable, str(BENCH), *args], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {
+        m.group(1): float(m.group(2))
+        for m in re.finditer(r"^(bare|memory|memory\+recall)\s+([\d.]+)", done.stdout, re.M)
+    }
+    assert set(rows) == {"bare", "memory", "memory+recall"}, done.stdout
+    assert all(value > 0 for value in rows.values()), done.stdout
+    groups = done.stdout.split("where it goes", 1)[1]
+    assert "agent + memory's planning" in groups and "vector writer" in groups, done.stdout
