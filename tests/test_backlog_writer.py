@@ -418,3 +418,25 @@ def test_a_search_waits_only_for_its_own_resource_s_writes(call) -> None:
     embedder.gate.set()
     assert call(writer, "settle", 30, resource_id="alice") is True
     assert held.id in {h.message_id for h in memory.recall_index.search(text, resource_id="alice")}
+
+
+def test_a_search_has_only_its_own_resource_s_writes_made_at_once(call) -> None:
+    """Another resource's saves go on lingering (to be written with its next ones)."""
+    embedder = GatedEmbeddings()
+    embedder.gate.set()
+    memory = gated_memory(embedder)
+    memory.create_thread(resource_id="bob", thread_id="t2")
+    assert memory.recall_index is not None
+    writer = memory.recall_index.writer
+    writer.linger = 3600.0
+    memory.save_messages([HumanMessage("before")], thread_id="t1", resource_id="alice")
+    assert call(writer, "flush", 30) is True  # (a first drain reads storage's whole backlog)
+    calls = recorded_upserts(memory)
+    [hers] = memory.save_messages([HumanMessage("hers")], thread_id="t1", resource_id="alice")
+    [his] = memory.save_messages([HumanMessage("his")], thread_id="t2", resource_id="bob")
+    assert call(writer, "settle", 30, resource_id="alice") is True
+    assert calls == [[hers.id]]  # bob's was not written for her search
+    [more] = memory.save_messages([HumanMessage("his too")], thread_id="t2", resource_id="bob")
+    assert call(writer, "flush", 30) is True
+    assert calls == [[hers.id], sorted([his.id, more.id])]  # his two: one write
+    assert memory.vector_backlog().pending == 0

@@ -25,6 +25,7 @@ import logging
 import threading
 import time
 import weakref
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -82,7 +83,10 @@ class BacklogWriter:
         self.index = index
         self.batch = batch
         self.linger = linger
-        self._wanted = 0  # settles and flushes waiting for queued writes: drain at once
+        # the resources whose queued writes a search waits for (None: a flush, all of them):
+        # written at once, the others' linger on
+        self._wanted: Counter[str | None] = Counter()
+        self._since = 0.0  # when the oldest write still queued was queued
         self._owners: dict[str, str] = {}  # queued (or draining) id -> its resource
         self._state = Changes()  # waited on by threads and coroutines alike
         self._dirty = False  # woken and not drained yet
@@ -109,6 +113,8 @@ class BacklogWriter:
         """New messages (`message_ids`, or the `stored` messages themselves; unnamed:
         anything) are in the backlog: embed them soon."""
         with self._state:
+            if not self._queued:
+                self._since = time.monotonic()
             self._dirty = True
             ids = [*message_ids, *(s.message.id for s in stored if s.message.id)]
             self._queued.update(ids or [UNNAMED])
@@ -140,7 +146,7 @@ class BacklogWriter:
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until what was queued is written; False if `timeout` ran out first, or if the
         vector store refused the writes (`last_error` says why; the backlog keeps them)."""
-        done = self._waited(lambda: not (self._dirty or self._busy), timeout)
+        done = self._waited(lambda: not (self._dirty or self._busy), timeout, None)
         return done and self.last_error is None
 
     def recovered(self) -> None:
@@ -161,7 +167,7 @@ class BacklogWriter:
 
     async def aflush(self, timeout: float | None = None) -> bool:
         """Async `flush` (awaited: no thread is held while the writer works)."""
-        done = await self._awaited(lambda: not (self._dirty or self._busy), timeout)
+        done = await self._awaited(lambda: not (self._dirty or self._busy), timeout, None)
         return done and self.last_error is None
 
     def _settled(self, ignoring: Collection[str], resource_id: str | None) -> Callable[[], bool]:
@@ -173,8 +179,8 @@ class BacklogWriter:
                 return False
             return resource_id is None or self._owners.get(message_id, resource_id) == resource_id
 
-        return lambda: not any(
-            waited_for(i) for pending in (self._queued, self._draining) for i in pending
+        return lambda: (
+            not any(waited_for(i) for pending in (self._queued, self._draining) for i in pending)
         )
 
     def settle(
@@ -187,7 +193,7 @@ class BacklogWriter:
         """Wait until the messages this process queued (for `resource_id`: a search finds
         no other resource's) are written, those in `ignoring` aside (a search that never
         returns them need not wait for them); False if `timeout` ran out first."""
-        return self._waited(self._settled(ignoring, resource_id), timeout)
+        return self._waited(self._settled(ignoring, resource_id), timeout, resource_id)
 
     async def asettle(
         self,
@@ -198,33 +204,62 @@ class BacklogWriter:
     ) -> bool:
         """Async `settle`: awaited, holding no thread (a thread parked here while the writer
         waits for a query embedding queued behind it would be a circular wait)."""
-        return await self._awaited(self._settled(ignoring, resource_id), timeout)
+        return await self._awaited(self._settled(ignoring, resource_id), timeout, resource_id)
 
-    def _waited(self, done: Callable[[], bool], timeout: float | None) -> bool:
-        """Wait until `done()`, ending the writer's linger while waiting (the waiter needs
-        what is queued now)."""
+    def _waited(self, done: Callable[[], bool], timeout: float | None, wanted: str | None) -> bool:
+        """Wait until `done()`; meanwhile `wanted`'s queued writes (None: all) are written at
+        once, not after the linger."""
         with self._state:
             if done():
                 return True
-            self._wanted += 1
+            self._wanted[wanted] += 1
             self._state.notify_all()
             try:
                 return self._state.wait_for(done, timeout)
             finally:
-                self._wanted -= 1
+                self._unwanted(wanted)
 
-    async def _awaited(self, done: Callable[[], bool], timeout: float | None) -> bool:
+    async def _awaited(
+        self, done: Callable[[], bool], timeout: float | None, wanted: str | None
+    ) -> bool:
         """Async `_waited` (holds no thread while it waits)."""
         with self._state:
             if done():
                 return True
-            self._wanted += 1
+            self._wanted[wanted] += 1
             self._state.notify_all()
         try:
             return await self._state.await_for(done, timeout)
         finally:
             with self._state:
-                self._wanted -= 1
+                self._unwanted(wanted)
+
+    def _unwanted(self, wanted: str | None) -> None:
+        self._wanted[wanted] -= 1
+        if not self._wanted[wanted]:
+            del self._wanted[wanted]
+
+    def _needed(self, message_id: str) -> bool:
+        """Whether a waiter needs this queued write now (an unknown owner's: any waiter)."""
+        return (
+            None in self._wanted
+            or message_id not in self._owners
+            or self._owners[message_id] in self._wanted
+        )
+
+    def _next_drain(self) -> set[str]:
+        """What the drain starting now writes: what waiters need, or all once the oldest has
+        lingered `linger` seconds, a batch is full, or the writer closes."""
+        deadline = self._since + self.linger
+        self._state.wait_for(
+            lambda: self._closed or len(self._queued) >= self.batch or (
+                bool(self._wanted) and any(map(self._needed, self._queued))
+            ),
+            max(0.0, deadline - time.monotonic()),
+        )  # fmt: skip
+        if self._closed or len(self._queued) >= self.batch or time.monotonic() >= deadline:
+            return self._queued
+        return {i for i in self._queued if self._needed(i)}
 
     def close(self, timeout: float | None = 30.0) -> None:
         """Drain what is queued, then stop the thread and wait for it (bounded: a hung
@@ -241,17 +276,14 @@ class BacklogWriter:
         while True:
             with self._state:
                 self._state.wait_for(lambda: self._dirty or self._closed)
-                # linger for more saves to write with these, unless someone waits for them
-                self._state.wait_for(
-                    lambda: self._closed or self._wanted > 0 or len(self._queued) >= self.batch,
-                    self.linger,
-                )
+                drained = self._next_drain()  # (lingering for more saves to write with them)
                 if self._closed:
                     return
-                self._dirty, self._busy = False, True
+                self._busy = True
                 self._overtaken, self._overtaken_threads = set(), set()  # (for this drain)
-                self._draining, self._queued = self._queued, set()
-                handed, self._handed = self._handed, {}
+                self._draining, self._queued = drained, self._queued - drained
+                self._dirty = bool(self._queued)
+                handed = {i: self._handed.pop(i) for i in drained if i in self._handed}
             try:
                 written: dict[str, StoredMessage] = {}
                 if self._sweep_due(handed):
