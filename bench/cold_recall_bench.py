@@ -9,7 +9,10 @@ puts the default model in, its query embedding inside each timed turn). Timed: t
 writes were flushed, the three modes interleaved turn by turn, then the warm figures beside
 them (after `warm()`: the peer), in a process that then exits as an application does; then
 the first turns in a new process over the same files (a restart: nothing warmed).
-p50 / p95 per mode, and cold/warm ratios. Two runs: ``--runs 2``.
+p50 / p95 per mode, and cold/warm ratios; beside them, the floor: one exact int8 scan of the
+same pieces (their vectors made again, int8 as the exact search holds them, scanned by the same
+SimSIMD kernel) for each warm question, in the same process, and each mode's warm p50 over the
+floor's p50. Two runs: ``--runs 2``.
 
     python bench/cold_recall_bench.py [--messages 100000] [--queries 60] [--runs 2]
     python bench/cold_recall_bench.py --messages 10000 --embedder minilm
@@ -111,6 +114,43 @@ def chat_text(rng: random.Random, pieces: float) -> str:
     )
 
 
+def questions(queries: int, seed: int) -> list[str]:
+    """The questions `turns` asks with `seed`, in order."""
+    rng = random.Random(seed)
+    asked = []
+    for _ in range(queries):
+        asked.append(" ".join(rng.choices(WORDS, weights=ZIPF, k=6)))
+        rng.randrange(100)  # (the thread `turns` draws)
+    return asked
+
+
+def scan_floor(messages: int, queries: int, pieces: float, seed: int) -> list[float]:
+    """Milliseconds of one exact int8 scan of the imported pieces (the same vectors: the
+    digest embedder's, made again from the same texts) for each question `turns` asks with
+    `seed`: what reading the partition once costs, the bound a vector search cannot beat."""
+    from langchain_mastra_memory.recall.exact.matrix import small
+    from langchain_mastra_memory.recall.exact.scan import best, int8_scores
+
+    rng, digest = random.Random(7), DigestEmbeddings()
+    texts = [
+        piece
+        for t in range(100)
+        for message in [
+            (HumanMessage if i % 2 == 0 else AIMessage)(chat_text(rng, pieces))
+            for i in range(messages // 100)
+        ]
+        for piece in embedding_pieces(message)
+    ]
+    rows = small(np.asarray(digest.embed_documents(texts), dtype=np.float32))
+    took = []
+    for question in questions(queries, seed):
+        query = np.asarray(digest.embed_query(question), dtype=np.float32)
+        start = time.perf_counter()
+        best(int8_scores(rows, query), 512)
+        took.append((time.perf_counter() - start) * 1000)
+    return took
+
+
 def ingest(memory: object, messages: int, pieces: float = 1.0) -> dict[str, float]:
     """Write `messages` over 100 threads in batches of 50 and flush; messages/s and the
     embedded pieces per message."""
@@ -144,7 +184,8 @@ def after_import(
         if index.vector is not None:
             index.vector.warm(index.index_name(), "alice")
     warm = turns(by_mode, queries, seed=2)
-    return {"ingest_per_s": rate, "cold": cold, "warm": warm}
+    floor = scan_floor(messages, queries, pieces, seed=2)
+    return {"ingest_per_s": rate, "cold": cold, "warm": warm, "floor": floor}
 
 
 def in_a_process(call: str) -> Any:
@@ -194,15 +235,20 @@ def main() -> None:
         print(f"run {run}: {args.messages:,} messages, one resource, {rate['pieces']:.2f} "
               f"pieces per message; ingest {rate['per_s']:.0f} messages/s "
               f"({args.embedder} embedder)")  # fmt: skip
+        floor = percentiles(imported["floor"])  # type: ignore[index]
         print(f"  {'mode':8} {'after import p50/p95':>22} {'after restart p50/p95':>23} "
-              f"{'warm p50/p95':>15} {'cold p95 / warm p95':>20}")  # fmt: skip
+              f"{'warm p50/p95':>15} {'cold p95 / warm p95':>20} "
+              f"{'warm p50 / floor':>17}")  # fmt: skip
         for mode in MODES:
             cold = percentiles(imported["cold"][mode])  # type: ignore[index]
             again = percentiles(restart[mode])
             warm = percentiles(imported["warm"][mode])  # type: ignore[index]
             print(f"  {mode:8} {cold[0]:9.1f} / {cold[1]:6.1f} ms {again[0]:10.1f} / "
                   f"{again[1]:6.1f} ms {warm[0]:6.1f} / {warm[1]:5.1f} ms "
-                  f"{max(cold[1], again[1]) / warm[1]:12.2f}x")  # fmt: skip
+                  f"{max(cold[1], again[1]) / warm[1]:12.2f}x "
+                  f"{warm[0] / floor[0]:16.1f}x")  # fmt: skip
+        print(f"  floor: one exact int8 scan of the same pieces, {floor[0]:.2f} / "
+              f"{floor[1]:.2f} ms p50 / p95")  # fmt: skip
 
 
 if __name__ == "__main__":
