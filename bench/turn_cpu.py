@@ -22,10 +22,11 @@ With PostgreSQL, the server's CPU (its processes, read from ``/proc``) is printe
 Printed: p50 / p95 ms of CPU per turn over the runs and each configuration's ratio to ``bare``
 (p50 over p50, in the same process); then, per memory configuration, the p50 of each group of
 threads, which is where memory's steps run: the event loop (or the conversations' threads:
-the agent's loop and memory's planning), memory's I/O pool (storage reads and writes, the
-checkpointer's, vector searches), the embedding pool (a turn's query), the vector writer
-(documents' embeddings and vector writes behind the turn) and the vector engine's own threads
-(Chroma's).
+the agent's loop and memory's planning; with ``--sync`` the query's embedding too), memory's
+I/O pool (storage reads and writes, the checkpointer's, vector searches), the embedding pool
+(a turn's query), the embedder's own threads (a call of several batches: the writer's pieces),
+the vector writer (the rest of its embeddings, its vector writes) and the vector engine's own
+threads (Chroma's).
 
     python bench/turn_cpu.py [--conversations 16] [--turns 4] [--runs 5] [--sync]
                              [--backend sqlite|postgres] [--dsn ...]
@@ -59,7 +60,7 @@ from locomo_data import turns_and_questions
 CONFIGURATIONS = ("bare", "memory", "memory+recall")
 GROUPS = (  # thread name pattern -> the step it runs
     (r"MainThread|conversation", "agent + memory's planning"),
-    (r"lmm-io", "memory's I/O pool"),
+    (r"lmm-io|langchain-mastra-memory", "memory's I/O pool"),  # (the second: sync steps beside)
     (r"lmm-embed", "query embeddings"),
     (r"minilm", "embedding batches"),
     (r"lmm-backlog-writer", "vector writer"),
