@@ -29,7 +29,7 @@ the vector writer (the rest of its embeddings, its vector writes) and the vector
 threads (Chroma's).
 
     python bench/turn_cpu.py [--conversations 16] [--turns 4] [--runs 5] [--sync]
-                             [--backend sqlite|postgres] [--dsn ...]
+                             [--backend sqlite|postgres] [--dsn ...] [--data LOCOMO_DIR]
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from load_bench import scripted_model
-from locomo_data import turns_and_questions
+from locomo_data import DEFAULT_DATA, turns_and_questions
 
 CONFIGURATIONS = ("bare", "memory", "memory+recall")
 GROUPS = (  # thread name pattern -> the step it runs
@@ -136,7 +136,7 @@ def agent_for(kind: str, memory: Any, saver: Any, seen: list[Any], problems: lis
                             checkpointer=memory.checkpointer())  # fmt: skip
 
 
-TEXTS = [text for text, _ in turns_and_questions()[0]]  # real chat (LoCoMo), 2,760 turns
+TEXTS: list[str] = []  # real chat (LoCoMo's dev split: 2,760 turns), read by `main`
 
 
 def said(run: int, c: int, turn: int, kind: str) -> str:
@@ -304,7 +304,11 @@ def main() -> None:
     parser.add_argument("--sync", action="store_true", help="threads and invoke, not asyncio")
     parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--dsn", default=None, help="PostgreSQL (default: a throwaway server)")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo's JSON files")
     args = parser.parse_args()
+    TEXTS[:] = [text for text, _ in turns_and_questions(args.data)[0]]
+    if not TEXTS:
+        raise SystemExit(f"no chat turns in {args.data}")
     if args.backend == "postgres" and args.dsn is None:
         from langchain_mastra_memory.testing import throwaway_postgres
 

@@ -5,6 +5,7 @@ benchmarks page's; nothing here times anything."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -17,8 +18,15 @@ BENCH = Path(__file__).parents[1] / "bench" / "turn_cpu.py"
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", [[], ["--sync"]], ids=["async", "sync"])
-def test_the_turn_cpu_bench_measures_every_configuration(mode: list[str]) -> None:
-    args = ["--runs", "1", "--conversations", "2", "--turns", "2", *mode]
+def test_the_turn_cpu_bench_measures_every_configuration(mode: list[str], tmp_path: Path) -> None:
+    chat = [  # (a conversation in LoCoMo's format: the suite does not rely on the eval folder)
+        {"speaker": "Alice" if i % 2 == 0 else "Bob", "dia_id": f"D1:{i}",
+         "text": f"We talked about the garden, part {i}. Then about the weather."}
+        for i in range(12)
+    ]  # fmt: skip
+    data = {"speaker_a": "Alice", "speaker_b": "Bob", "session_1": chat, "qa": []}
+    (tmp_path / "1.json").write_text(json.dumps(data))
+    args = ["--runs", "1", "--conversations", "2", "--turns", "2", "--data", str(tmp_path), *mode]
     done = subprocess.run(
         [sys.executable, str(BENCH), *args], capture_output=True, text=True, timeout=600
     )
