@@ -139,6 +139,17 @@ def agent_for(kind: str, memory: Any, saver: Any, seen: list[Any], problems: lis
 TEXTS: list[str] = []  # real chat (LoCoMo's dev split: 2,760 turns), read by `main`
 
 
+def sides_of(
+    args: argparse.Namespace, folder: Path, saver: Any, seen: list[Any], problems: list[str]
+) -> dict[str, tuple[Any, Any]]:
+    """Each configuration's (agent, memory or None), built once for the whole run."""
+    sides: dict[str, tuple[Any, Any]] = {}
+    for kind in CONFIGURATIONS:
+        memory = None if kind == "bare" else memory_for(kind, args, folder)
+        sides[kind] = (agent_for(kind, memory, saver, seen, problems), memory)
+    return sides
+
+
 def said(run: int, c: int, turn: int, kind: str) -> str:
     """A real chat line, marked first so the model's reply (its first 60 characters) and the
     text itself are new to the embedding cache."""
@@ -236,12 +247,10 @@ async def run_async(args: argparse.Namespace, folder: Path, results: Results) ->
 
             saver = await stack.enter_async_context(AsyncPostgresSaver.from_conn_string(args.dsn))
             await saver.setup()
-        sides: dict[str, tuple[Any, Any]] = {}
-        for kind in CONFIGURATIONS:
-            memory = None if kind == "bare" else memory_for(kind, args, folder)
+        sides = sides_of(args, folder, saver, seen, problems)
+        for _agent, memory in sides.values():
             if memory is not None:
                 stack.push_async_callback(memory.aclose)
-            sides[kind] = (agent_for(kind, memory, saver, seen, problems), memory)
         for run in range(args.runs + 1):  # (run 0 warms the process and is not counted)
             for kind, (agent, memory) in sides.items():
                 start, stop = results.measured(kind, args.conversations * args.turns, args.dsn)
@@ -274,12 +283,10 @@ def run_sync(args: argparse.Namespace, folder: Path, results: Results) -> list[s
             )
             saver = PostgresSaver(pool)
             saver.setup()
-        sides: dict[str, tuple[Any, Any]] = {}
-        for kind in CONFIGURATIONS:
-            memory = None if kind == "bare" else memory_for(kind, args, folder)
+        sides = sides_of(args, folder, saver, seen, problems)
+        for _agent, memory in sides.values():
             if memory is not None:
                 stack.callback(memory.close)
-            sides[kind] = (agent_for(kind, memory, saver, seen, problems), memory)
         workers = stack.enter_context(
             ThreadPoolExecutor(args.conversations, thread_name_prefix="conversation")
         )

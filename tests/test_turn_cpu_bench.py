@@ -39,3 +39,11 @@ def test_the_turn_cpu_bench_measures_every_configuration(mode: list[str], tmp_pa
     assert all(value > 0 for value in rows.values()), done.stdout
     groups = done.stdout.split("where it goes", 1)[1]
     assert "agent + memory's planning" in groups and "vector writer" in groups, done.stdout
+
+
+def test_a_data_folder_without_chat_is_a_clear_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--runs", "1", "--data", str(tmp_path)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode != 0 and f"no chat turns in {tmp_path}" in done.stderr

@@ -210,10 +210,8 @@ class BacklogWriter:
         """Wait until `done()`; meanwhile `wanted`'s queued writes (None: all) are written at
         once, not after the linger."""
         with self._state:
-            if done():
+            if self._wanting(done, wanted):
                 return True
-            self._wanted[wanted] += 1
-            self._state.notify_all()
             try:
                 return self._state.wait_for(done, timeout)
             finally:
@@ -224,15 +222,22 @@ class BacklogWriter:
     ) -> bool:
         """Async `_waited` (holds no thread while it waits)."""
         with self._state:
-            if done():
+            if self._wanting(done, wanted):
                 return True
-            self._wanted[wanted] += 1
-            self._state.notify_all()
         try:
             return await self._state.await_for(done, timeout)
         finally:
             with self._state:
                 self._unwanted(wanted)
+
+    def _wanting(self, done: Callable[[], bool], wanted: str | None) -> bool:
+        """Under the lock: True if `done()` already; else `wanted` is counted as waited for
+        (the writer is woken to write it), until `_unwanted`."""
+        if done():
+            return True
+        self._wanted[wanted] += 1
+        self._state.notify_all()
+        return False
 
     def _unwanted(self, wanted: str | None) -> None:
         self._wanted[wanted] -= 1
