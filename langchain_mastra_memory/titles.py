@@ -25,6 +25,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
 
 from .errors import ConfigurationError
 from .pools import await_futures
@@ -44,7 +45,7 @@ INSTRUCTIONS = """\
 MAX_CHARS = 80
 
 
-TITLE_RUN = {"run_name": "generate_title", "tags": ["langchain-mastra-memory"]}
+TITLE_RUN: RunnableConfig = {"run_name": "generate_title", "tags": ["langchain-mastra-memory"]}
 
 
 def clean_title(text: Any) -> str | None:
@@ -145,19 +146,21 @@ class TitleWriter:
         self.after_save(stored)
 
     def _title(self, first: StoredMessage) -> Steps[None]:
-        thread_id = first.thread_id
+        thread_id, model = first.thread_id, self.model
+        if model is None:  # (scheduled only with one: `_first_user_message`)
+            return
         try:
-            thread = yield call(self.storage, "get_thread", thread_id)
+            thread = yield call(self.storage.get_thread, thread_id)
             if thread is None or thread.title is not None:
                 return  # gone, or titled already (by the user, or an earlier run)
             prompt = title_prompt(first.message, self.instructions)
-            reply = yield call(self.model, "invoke", prompt, config=TITLE_RUN)
+            reply = yield call(model.invoke, prompt, config=TITLE_RUN)
             title = clean_title(getattr(reply, "content", reply))
             if title is None:
                 raise ValueError(f"the model's reply holds no title: {reply!r}")
-            thread = yield call(self.storage, "get_thread", thread_id)
+            thread = yield call(self.storage.get_thread, thread_id)
             if thread is not None and thread.title is None:  # the user may have set one meanwhile
-                yield call(self.storage, "update_thread", thread_id, title=title)
+                yield call(self.storage.update_thread, thread_id, title=title)
         except Exception as exc:  # a title is never worth a failed turn: retry on the next one
             with self._lock:
                 self._attempted.discard(thread_id)

@@ -161,7 +161,7 @@ class TurnContext:
         )  # fmt: skip
         index, options = self._recall_for(wanted)
         if resource_id is None:
-            resource_id = owner_of((yield call(self.storage, "get_thread", thread_id)), thread_id)
+            resource_id = owner_of((yield call(self.storage.get_thread, thread_id)), thread_id)
         found: list[StoredMessage] | None = None  # recalled while the history loaded
         if history is not None and budget is not None:
             messages = yield from budget.of_state(thread_id, history, cap, self.window)
@@ -175,7 +175,7 @@ class TurnContext:
             # (the search, the longer of the two, runs in this thread: it starts at once)
             found, messages = yield both(
                 call(
-                    index, "recall", query, resource_id=resource_id, thread_id=thread_id,
+                    index.recall, query, resource_id=resource_id, thread_id=thread_id,
                     exclude=set(), never_hits=ids_of(new), options=options,
                 ),
                 self._history(thread_id, resource_id, new, last, cap),
@@ -197,7 +197,7 @@ class TurnContext:
             )
         messages = [*messages, *recalled] if self.placement == "end" else [*recalled, *messages]
         for step in self.steps:
-            messages = yield call(step, "invoke", messages, **processor_options(step, new))
+            messages = yield call(step.invoke, messages, **processor_options(step, new))
         return messages
 
     def _history(
@@ -287,7 +287,7 @@ class TurnContext:
     ) -> Steps[list[BaseMessage]]:
         """The context (`_context`'s, inside its run): `ids` are its thread and resource."""
         injected = yield traced(
-            call(self.working_memory, "message", **ids), "working_memory", inputs=ids,
+            call(self.working_memory.message, **ids), "working_memory", inputs=ids,
             metadata=ids, outputs=lambda message: {"message": message},
         )  # fmt: skip
         remembered = yield from self._remembered(

@@ -1,9 +1,10 @@
 """Write an algorithm once, run it sync or async: the I/O steps are yielded, not called.
 
-An algorithm with I/O is a generator that yields `Call`s (``call(storage, "get_thread", id)``)
-and receives their results. `run_sync` performs each call as is; `run_async` awaits the
-``a``-prefixed twin of the same method (``aget_thread``), the naming LangChain and this package
-use everywhere. An exception raised by a step is thrown into the generator where it yielded,
+An algorithm with I/O is a generator that yields `Call`s (``call(storage.get_thread, id)``: the
+bound sync method and its arguments, which the type checker checks against it) and receives
+their results. `run_sync` performs each call as is; `run_async` awaits the ``a``-prefixed twin
+of the same method on the same object (``storage.aget_thread``), the naming LangChain and this
+package use everywhere. An exception raised by a step is thrown into the generator where it yielded,
 so the algorithm handles errors once too. A sync method and its async twin are then one-line
 shells over the same logic, and the async one cannot block the event loop by accident.
 `both(a, b)` yields two independent steps (calls or whole sub-algorithms) that run at the
@@ -17,7 +18,7 @@ Examples:
     ...     def get(self, key): return key.upper()
     ...     async def aget(self, key): return key.upper()
     >>> def greet(store):
-    ...     name = yield call(store, "get", "ada")
+    ...     name = yield call(store.get, "ada")
     ...     return f"hello {name}"
     >>> run_sync(greet(Store())), asyncio.run(run_async(greet(Store())))
     ('hello ADA', 'hello ADA')
@@ -31,9 +32,11 @@ from collections.abc import Awaitable, Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Protocol, TypeVar, Union
+from types import ModuleType
+from typing import Any, ParamSpec, Protocol, TypeVar, Union
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 @dataclass(frozen=True)
@@ -46,8 +49,18 @@ class Call:
     kwargs: dict[str, Any] = field(default_factory=dict)
 
 
-def call(target: Any, name: str, *args: Any, **kwargs: Any) -> Call:
-    """The step calling `target`'s method `name` (its ``a``-twin when run async)."""
+def call(method: Callable[P, Any], /, *args: P.args, **kwargs: P.kwargs) -> Call:
+    """The step calling `method`, a bound method (``storage.get_thread``), with these arguments;
+    run async, its ``a``-twin on the same object (``storage.aget_thread``)."""
+    target = getattr(method, "__self__", None)
+    if target is None or isinstance(target, ModuleType):  # a function has no twin to find
+        raise TypeError(f"call() takes a bound method (obj.method), not {method!r}")
+    return Call(target, method.__name__, args, kwargs)
+
+
+def call_by_name(target: Any, name: str, *args: Any, **kwargs: Any) -> Call:
+    """The step calling `target`'s method `name` (its ``a``-twin when run async), for a name
+    chosen at run time; `call` everywhere else, so the type checker sees the method."""
     return Call(target, name, args, kwargs)
 
 

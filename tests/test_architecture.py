@@ -172,7 +172,7 @@ def test_a_checkpoint_write_stays_in_the_conversation_package_going_down() -> No
     above = tuple(f"{NAME}.{name}" for name in ("memory", "integrations", "turn", "processors"))
     climbs = {m: sorted(t for t in FULL_GRAPH[m] if t.startswith(above)) for m in conversation}
     assert {m: t for m, t in climbs.items() if t} == {}
-    checkpointer = FULL_GRAPH[f"{NAME}.integrations.checkpointer"]
+    checkpointer = FULL_GRAPH[f"{NAME}.integrations.checkpointer.main"]
     assert {f"{NAME}.conversation.mirroring", f"{NAME}.conversation.lineage"} <= checkpointer
 
 
@@ -248,11 +248,26 @@ def test_no_room_over_500_lines() -> None:
     assert sizes["storage/base.py"] <= 450  # the contract, the derived records, the twins
 
 
-def test_the_checkpointer_io_does_not_name_the_checkpointer() -> None:
-    """`checkpoint_io` is typed against a Protocol of what it needs, not the class using it
-    (the two named each other, for annotations only, since the class was split)."""
-    io, checkpointer = f"{NAME}.integrations.checkpoint_io", f"{NAME}.integrations.checkpointer"
-    assert checkpointer not in FULL_GRAPH[io] and io in FULL_GRAPH[checkpointer]
+@pytest.mark.parametrize("package", ["checkpointer", "recall_tool"])
+def test_a_shape_package_is_its_parts_below_its_class(package: str) -> None:
+    """`integrations/checkpointer/` and `integrations/recall_tool/`: the class (or tool) module
+    holds the parts, and no part names it back, even for annotations (`checkpointer.io` is
+    typed against a Protocol of what it needs); the face imports the class module only."""
+    prefix = f"{NAME}.integrations.{package}"
+    top = {"checkpointer": f"{prefix}.main", "recall_tool": f"{prefix}.tool"}[package]
+    parts = [m for m in FULL_GRAPH if m.startswith(f"{prefix}.") and m != top]
+    assert len(parts) >= 2
+    assert {m: sorted(FULL_GRAPH[m] & {top, prefix}) for m in parts
+            if FULL_GRAPH[m] & {top, prefix}} == {}  # fmt: skip
+    assert GRAPH[prefix] == {top}
+    assert set(parts) & GRAPH[top]  # the edges are read
+    assert f"{prefix}.io" in FULL_GRAPH[top] if package == "checkpointer" else True
+
+
+def test_no_old_flat_module_of_the_shape_packages_is_left() -> None:
+    flat = sorted(p.name for p in (PACKAGE / "integrations").glob("*.py")
+                  if p.stem.startswith(("checkpoint_", "recall_", "first_puts")))  # fmt: skip
+    assert flat == []
 
 
 PARTS = {  # a part of recall or storage, and what of its own package it may import (anywhere)
@@ -264,14 +279,17 @@ PARTS = {  # a part of recall or storage, and what of its own package it may imp
                     "storage.filters", "storage.blocking", "storage.derived"),
     "storage.sqlite": ("storage.sql", "storage.base", "storage.records"),
     "storage.postgres": ("storage.sql", "storage.base", "storage.records", "storage.validation"),
+    "integrations.checkpointer": (),  # the checkpointer needs no other shape
+    "integrations.recall_tool": (),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("part", sorted(PARTS))
 def test_a_part_imports_only_what_its_docstring_allows(part: str) -> None:
-    """recall/ and storage/ read as parts: each imports the rest of its package only as its
-    face's docstring says (downward: engines -> exact, ranking -> embedders, sqlite and
-    postgres -> sql -> the front), never the front that runs it."""
+    """recall/, storage/ and integrations/' shape packages read as parts: each imports the
+    rest of its package only as its face's docstring says (downward: engines -> exact,
+    ranking -> embedders, sqlite and postgres -> sql -> the front; the checkpointer and the
+    recall tool need no other shape), never the front that runs it."""
     package = f"{NAME}.{part.split('.')[0]}"
     allowed = (f"{NAME}.{part}", *(f"{NAME}.{a}" for a in PARTS[part]))
     found = {
@@ -306,7 +324,7 @@ def test_erasure_goes_down_from_memory_and_never_climbs_into_a_shape() -> None:
     assert {m: sorted(t for t in FULL_GRAPH[m] if t.startswith(above)) for m in lifecycle
             if any(t.startswith(above) for t in FULL_GRAPH[m])} == {}  # fmt: skip
     assert f"{NAME}.lifecycle" in GRAPH[f"{NAME}.memory"]
-    assert f"{NAME}.lifecycle" in GRAPH[f"{NAME}.integrations.checkpointer"]
+    assert f"{NAME}.lifecycle" in GRAPH[f"{NAME}.integrations.checkpointer.main"]
 
 
 def test_the_bench_scripts_import_each_other_without_a_circle() -> None:

@@ -117,10 +117,10 @@ def test_nested_concurrent_steps_never_wait_on_a_queued_step() -> None:
     slow = Slow()
 
     def inner():  # type: ignore[no-untyped-def]
-        return (yield both(call(slow, "work"), call(slow, "work")))
+        return (yield both(call(slow.work), call(slow.work)))
 
     def outer():  # type: ignore[no-untyped-def]
-        first, second = yield both(call(slow, "work"), inner())
+        first, second = yield both(call(slow.work), inner())
         return first, second
 
     start = threading.Barrier(8)

@@ -37,12 +37,13 @@ def thread_page(
 ) -> Steps[Page[Thread]]:
     """Page `page` of the threads matching the filters (archived ones only when asked)."""
     limit, offset = page_bounds(page, per_page)
-    filters = {"resource_id": resource_id, "metadata": metadata, "archived": archived}
     threads = yield call(
-        storage, "list_threads", order_by=order_by, descending=descending, limit=limit,
-        offset=offset, **filters,
+        storage.list_threads, resource_id=resource_id, metadata=metadata, archived=archived,
+        order_by=order_by, descending=descending, limit=limit, offset=offset,
     )  # fmt: skip
-    total = yield call(storage, "count_threads", **filters)
+    total = yield call(
+        storage.count_threads, resource_id=resource_id, metadata=metadata, archived=archived
+    )
     if threads:  # a thread made between the two reads is counted
         total = max(total, offset + len(threads))
     return Page(threads, total, page, per_page)
@@ -53,7 +54,7 @@ def owner_of(storage: MemoryStorage, thread_id: str, resource_id: str | None) ->
     `ResourceMismatchError` otherwise."""
     check_id(thread_id, "thread_id")
     check_optional_id(resource_id, "resource_id")
-    thread = yield call(storage, "get_thread", thread_id)
+    thread = yield call(storage.get_thread, thread_id)
     if thread is None:
         raise ThreadNotFoundError(f"no thread {thread_id!r}")
     return owned_thread(thread, thread_id=thread_id, resource_id=resource_id or thread.resource_id)
@@ -89,19 +90,19 @@ def message_page(
     thread = yield from owner_of(storage, thread_id, resource_id)
     owner = thread.resource_id
     stored, total = yield call(
-        storage, "page_messages", thread_id, resource_id=owner, limit=limit, offset=offset,
+        storage.page_messages, thread_id, resource_id=owner, limit=limit, offset=offset,
         descending=descending, since=since, until=until,
     )  # fmt: skip
     shown = {s.message.id for s in stored}
     extra: list[StoredMessage] = []
     if ids:
         extra += yield call(
-            storage, "message_windows", ids, before=include_window, after=include_window,
+            storage.message_windows, ids, before=include_window, after=include_window,
             resource_id=owner,
         )  # fmt: skip
     if query is not None and query.strip():
         extra += yield call(
-            index, "recall", query, resource_id=owner, thread_id=thread_id, exclude=shown
+            index.recall, query, resource_id=owner, thread_id=thread_id, exclude=shown
         )
     seen: set[str | None] = set()
     included = []
@@ -141,14 +142,14 @@ def search_page(
     if thread_id is not None:
         yield from owner_of(storage, thread_id, resource_id)
     hits = yield call(
-        index, "search", query, resource_id=resource_id, thread_id=thread_id, limit=MAX_HITS,
+        index.search, query, resource_id=resource_id, thread_id=thread_id, limit=MAX_HITS,
         mode=mode, within_thread=thread_id is not None, window=window,
     )  # fmt: skip
     found = yield call(
-        storage, "get_messages_by_id", [h.message_id for h in hits], resource_id=resource_id
+        storage.get_messages_by_id, [h.message_id for h in hits], resource_id=resource_id
     )
     by_id = {s.message.id: s for s in found}
-    threads = yield call(storage, "get_threads", sorted({s.thread_id for s in found}))
+    threads = yield call(storage.get_threads, sorted({s.thread_id for s in found}))
     kept: list[SearchHit] = []
     for hit in hits:
         stored = by_id.get(hit.message_id)

@@ -25,7 +25,7 @@ Examples:
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import MessageNotFoundError
@@ -44,6 +44,16 @@ class SyncedWrites(Protocol):
     Typed here so branches do not import the recall layer that uses them."""
 
     storage: MemoryStorage
+
+    def move(self, message_ids: Sequence[str], *, thread_id: str, resource_id: str) -> Any: ...
+
+    async def amove(
+        self, message_ids: Sequence[str], *, thread_id: str, resource_id: str
+    ) -> Any: ...
+
+    def delete_thread(self, thread_id: str, *, resource_id: str | None) -> bool: ...
+
+    async def adelete_thread(self, thread_id: str, *, resource_id: str | None) -> bool: ...
 
 
 BRANCH_OF = "branch_of"  # thread metadata: the thread a branch left
@@ -77,7 +87,7 @@ def branch_off(
     storage = synced.storage
     thread = yield from _owned(storage, thread_id, resource_id)
     stored: list[StoredMessage] = yield call(
-        storage, "list_messages", thread_id, resource_id=thread.resource_id
+        storage.list_messages, thread_id, resource_id=thread.resource_id
     )
     ids = [s.message.id or "" for s in stored]
     if message_ids is not None:
@@ -89,13 +99,13 @@ def branch_off(
     if not moving and only_if_any:
         return None
     branch: Thread = yield call(
-        storage, "create_thread",
+        storage.create_thread,
         thread_id=new_thread_id or f"{thread_id}~{uuid.uuid4().hex[:12]}",
         resource_id=thread.resource_id, title=title if title is not None else thread.title,
         metadata=branch_metadata(thread_id, after_message_id, checkpoint_id),
     )  # fmt: skip
     if moving:
-        yield call(synced, "move", moving, thread_id=branch.id, resource_id=thread.resource_id)
+        yield call(synced.move, moving, thread_id=branch.id, resource_id=thread.resource_id)
     return branch
 
 
@@ -108,7 +118,7 @@ def new_branch(synced: SyncedWrites, thread_id: str, **options: Any) -> Steps[Th
 
 def _owned(storage: Any, thread_id: str, resource_id: str | None) -> Steps[Thread]:
     """The thread, if `resource_id` owns it (None: whoever does)."""
-    found = yield call(storage, "get_thread", thread_id)
+    found = yield call(storage.get_thread, thread_id)
     owner = found.resource_id if found is not None and resource_id is None else resource_id
     return owned_thread(found, thread_id=thread_id, resource_id=owner or "")
 
@@ -120,7 +130,7 @@ def held_by_branches(
     `thread_id`."""
     if not holders:
         return {}
-    threads = yield call(storage, "get_threads", sorted(set(holders.values())))
+    threads = yield call(storage.get_threads, sorted(set(holders.values())))
     return {
         i: t for i, t in holders.items()
         if t in threads and threads[t].metadata.get(BRANCH_OF) == thread_id
@@ -134,10 +144,10 @@ def drop_emptied(
     no message any more; the ids deleted."""
     if not branch_ids:
         return []
-    stats = yield call(synced.storage, "thread_stats", sorted(set(branch_ids)))
+    stats = yield call(synced.storage.thread_stats, sorted(set(branch_ids)))
     emptied = [t for t, (count, _tokens) in stats.items() if count == 0]
     for branch_id in emptied:
-        yield call(synced, "delete_thread", branch_id, resource_id=resource_id)
+        yield call(synced.delete_thread, branch_id, resource_id=resource_id)
     return emptied
 
 
@@ -146,10 +156,10 @@ def branches_of(storage: Any, thread_id: str, *, resource_id: str | None) -> Ste
     refused)."""
     thread = yield from _owned(storage, thread_id, resource_id)
     branches: list[Thread] = yield call(
-        storage, "list_threads", resource_id=thread.resource_id,
+        storage.list_threads, resource_id=thread.resource_id,
         metadata={BRANCH_OF: thread_id}, order_by="created_at",
     )  # fmt: skip
     if not branches:
         return branches
-    stats = yield call(storage, "thread_stats", [b.id for b in branches])
+    stats = yield call(storage.thread_stats, [b.id for b in branches])
     return [b for b in branches if stats[b.id][0] > 0]

@@ -45,9 +45,9 @@ if TYPE_CHECKING:
 
 
 class Conversations(Protocol):
-    """What the mirror writes through (`Memory`: its ``save_messages``, ``update_messages``
-    and ``delete_messages`` reached by `call`, its storage, and the writes kept in step with
-    recall). Typed here so the conversation package does not import the facade built on it."""
+    """What the mirror reads and writes through (`Memory`'s parts): its storage, and the
+    writes kept in step with recall (`SyncedStorage`: ``save``, ``update``, ``delete``,
+    ``move``), never the facade's own methods: a write goes only downward."""
 
     storage: MemoryStorage
     synced: SyncedStorage
@@ -237,13 +237,13 @@ class ThreadMirror:
         if plan.check_edits:
             changes = yield from edited(memory.storage, plan.check_edits, thread_id=plan.thread_id)
             if changes:
-                yield call(memory, "update_messages", changes, **ref)
+                yield call(memory.synced.update, changes, **ref)
                 state.stored(saved_json(changes), save=False)
         if plan.removed:  # mirror_deletes: what left the state leaves memory (this thread's)
-            held = yield call(memory.storage, "get_messages_by_id", plan.removed, **ref)
+            held = yield call(memory.storage.get_messages_by_id, plan.removed, **ref)
             mine = [s.message.id for s in held if s.thread_id == plan.thread_id]
             if mine:
-                yield call(memory, "delete_messages", mine, **ref)
+                yield call(memory.synced.delete, mine, **ref)
             known.difference_update(plan.removed)
         suffix = plan.suffix
         if suffix.new:
@@ -268,7 +268,7 @@ class ThreadMirror:
         twice; the next walk reads storage."""
         new = [m.id for m in plan.suffix.new if m.id]
         if new:
-            yield call(self.memory, "delete_messages", new, resource_id=plan.resource_id)
+            yield call(self.memory.synced.delete, new, resource_id=plan.resource_id)
         self.thread(plan.thread_id).reset()
 
     def _follow_fork(self, plan: MirrorPlan) -> Steps[None]:
@@ -278,11 +278,11 @@ class ThreadMirror:
         storage, ref = self.memory.storage, {"resource_id": plan.resource_id}
         diff = plan.fork_diff or ForkDiff()
         if diff.returning:
-            stored = yield call(storage, "get_messages_by_id", sorted(diff.returning), **ref)
+            stored = yield call(storage.get_messages_by_id, sorted(diff.returning), **ref)
             away = {s.message.id: s.thread_id for s in stored if s.thread_id != plan.thread_id}
             home = yield from held_by_branches(storage, plan.thread_id, away)
             if home:
-                yield call(self.memory.synced, "move", list(home), thread_id=plan.thread_id, **ref)
+                yield call(self.memory.synced.move, list(home), thread_id=plan.thread_id, **ref)
                 yield from drop_emptied(
                     self.memory.synced, set(home.values()), resource_id=plan.resource_id
                 )
@@ -298,13 +298,13 @@ class ThreadMirror:
         not (a message both lineages held, removed on the fork's side, or removed once and
         brought back by an earlier fork) leaves memory, so the thread is the state again.
         (A fork is rare: it reads the thread's ids once.)"""
-        ref = {"resource_id": plan.resource_id}
-        held = yield call(self.memory.storage, "list_messages", plan.thread_id, **ref)
+        ref: dict[str, Any] = {"resource_id": plan.resource_id}
+        held = yield call(self.memory.storage.list_messages, plan.thread_id, **ref)
         ids = [m.id for m in plan.messages if m.id]
         kept = {*ids, *(carried_id(plan.thread_id, i) for i in ids)}
         gone = [s.message.id for s in held if s.message.id and s.message.id not in kept]
         if gone:
-            yield call(self.memory, "delete_messages", gone, **ref)
+            yield call(self.memory.synced.delete, gone, **ref)
 
     # -- a task's writes -------------------------------------------------------------------------
     def rewritten(self, thread_id: str, writes: Sequence[tuple[str, Any]]) -> list[BaseMessage]:
@@ -331,7 +331,7 @@ class ThreadMirror:
         save a step's writes and the checkpoint before it in either order.)"""
         changes = yield from edited(self.memory.storage, written, thread_id=thread_id)
         if changes:
-            yield call(self.memory, "update_messages", changes, resource_id=resource_id)
+            yield call(self.memory.synced.update, changes, resource_id=resource_id)
             self.thread(thread_id).stored(saved_json(changes), save=False)
 
     # -- never aborting the graph -----------------------------------------------------------------
@@ -379,7 +379,7 @@ def _save(memory: Conversations, suffix: StateSuffix, plan: MirrorPlan) -> Steps
     """Save a suffix's new turns (an insertion at its time, the rest appended)."""
     return (
         yield call(
-            memory, "save_messages", suffix.new, thread_id=plan.thread_id,
+            memory.synced.save, suffix.new, thread_id=plan.thread_id,
             resource_id=plan.resource_id, created_at=suffix.times,
         )
     )  # fmt: skip

@@ -17,11 +17,15 @@ import logging
 import uuid
 from collections.abc import Callable, Sequence
 from html import escape
+from typing import TYPE_CHECKING
 
 from ..injected import attribute, neutralised
 from ..storage.records import ObservationArchive, ObservationGroup
 from ..twins import Steps, call
 from .config import ArchiveConfig
+
+if TYPE_CHECKING:
+    from ..storage.base import MemoryStorage
 
 logger = logging.getLogger(__name__)
 
@@ -170,7 +174,7 @@ def _cut_to_fit(
     return best
 
 
-def catalog(storage: object, key: str, max_tokens: float, count: Count) -> Steps[str | None]:
+def catalog(storage: MemoryStorage, key: str, max_tokens: float, count: Count) -> Steps[str | None]:
     """Steps of the catalog of scope `key`'s archives (None: none, or no room): read a page of
     archives at a time, newest first, until the budget is full (at most 50 archives)."""
     if count(_assemble([], SHORTEST_MARKER)) > max_tokens:
@@ -179,7 +183,7 @@ def catalog(storage: object, key: str, max_tokens: float, count: Count) -> Steps
     text: str | None = None
     for size in CATALOG_PAGES:
         page: list[ObservationArchive] = yield call(
-            storage, "observation_archives", [key], limit=size + 1, offset=len(archives)
+            storage.observation_archives, [key], limit=size + 1, offset=len(archives)
         )
         more = len(page) > size
         archives += page[:size]
@@ -190,7 +194,7 @@ def catalog(storage: object, key: str, max_tokens: float, count: Count) -> Steps
 
 
 def archive(
-    storage: object,
+    storage: MemoryStorage,
     key: str,
     resource_id: str,
     config: ArchiveConfig,
@@ -199,26 +203,26 @@ def archive(
 ) -> Steps[ObservationArchive | None]:
     """Steps that archive the oldest groups of scope `key` when its live log has passed
     ``after_tokens`` (under the scope's lease; no model call); an ``archived`` event tells."""
-    log: list[ObservationGroup] = yield call(storage, "observation_log", key)
+    log: list[ObservationGroup] = yield call(storage.observation_log, key)
     if not retiring(log, config):
         return None
     owner = f"archiver-{uuid.uuid4()}"
-    if not (yield call(storage, "claim_observation", key, owner=owner, seconds=lease_seconds)):
+    if not (yield call(storage.claim_observation, key, owner=owner, seconds=lease_seconds)):
         return None  # another run holds the scope: it archives when it ends
     try:
-        log = yield call(storage, "observation_log", key)
+        log = yield call(storage.observation_log, key)
         retires = retiring(log, config)
         made: ObservationArchive | None = None
         if retires:
-            made = yield call(storage, "commit_archive", key, owner=owner,
+            made = yield call(storage.commit_archive, key, owner=owner,
                               resource_id=resource_id, retires=retires)  # fmt: skip
     except Exception as exc:  # the log stays as it was; the next save tries again
-        yield call(storage, "release_observation", key, owner=owner)
+        yield call(storage.release_observation, key, owner=owner)
         logger.warning("observational memory: archiving %s failed, retried later: %s", key, exc)
         emit("failed", key, resource_id, None, step="archive", error=str(exc))
         return None
     if made is None:
-        yield call(storage, "release_observation", key, owner=owner)
+        yield call(storage.release_observation, key, owner=owner)
         return None
     emit("archived", key, resource_id, None, archive_id=made.id, groups=len(made.groups),
          tokens=sum(g.token_count for g in made.groups))  # fmt: skip

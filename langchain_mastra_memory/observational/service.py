@@ -34,7 +34,7 @@ from ..injected import tag
 from ..messages import ids_of
 from ..pools import await_futures, in_io_pool
 from ..storage.base import MemoryStorage
-from ..storage.records import ObservationGroup, StoredMessage
+from ..storage.records import ObservationGroup, StoredMessage, stored_ids
 from ..storage.sql.observations import scope_key
 from ..tokens.counting import TokenCounter
 from ..tracing import traced
@@ -147,13 +147,13 @@ class ObservationalMemory:
         """The log as one tagged system block, then the thread's unobserved messages; another
         resource's thread raises `ResourceMismatchError` (a thread not created yet has none of
         its own, and with resource scope shows the resource's log)."""
-        thread = yield call(self.storage, "get_thread", thread_id)
+        thread = yield call(self.storage.get_thread, thread_id)
         if thread is not None and thread.resource_id != resource_id:
             raise ResourceMismatchError.for_thread(thread_id, resource_id)
         key = self.key(thread_id, resource_id)
-        log: list[ObservationGroup] = yield call(self.storage, "observation_log", key)
+        log: list[ObservationGroup] = yield call(self.storage.observation_log, key)
         pending: list[StoredMessage] = yield call(
-            self.storage, "unobserved_messages", key, resource_id=resource_id, thread_id=thread_id
+            self.storage.unobserved_messages, key, resource_id=resource_id, thread_id=thread_id
         )
         current = ids_of(new)
         raw = [
@@ -299,7 +299,7 @@ class ObservationalMemory:
         """The Observer's view of the working memory it manages ({} when it manages none)."""
         if self.working is None:
             return {}
-        current = yield call(self.working, "get", resource_id=resource_id, thread_id=thread_id)
+        current = yield call(self.working.get, resource_id=resource_id, thread_id=thread_id)
         if self.working.config.mode == "schema":
             shape = " (as a JSON object holding only the fields that change)"
             return {"working_memory": json.dumps(current or {}), "working_memory_shape": shape}
@@ -313,7 +313,7 @@ class ObservationalMemory:
         assert self.working is not None
         try:
             value: Any = json.loads(text) if self.working.config.mode == "schema" else text
-            yield call(self.working, "update", value, resource_id=resource_id, thread_id=thread_id)
+            yield call(self.working.update, value, resource_id=resource_id, thread_id=thread_id)
         except (ValueError, MastraMemoryError) as exc:
             logger.warning("observational memory: the Observer's working memory refused: %s", exc)
             self._emit("failed", key, resource_id, thread_id, step="working_memory", error=str(exc))
@@ -346,15 +346,15 @@ class ObservationalMemory:
     def _observe_batch(self, key: str, thread_id: str, resource_id: str) -> Steps[bool]:
         """One Observer call; whether messages beyond its batch wait to be observed."""
         owner = f"observer-{uuid.uuid4()}"
-        if not (yield call(self.storage, "claim_observation", key, owner=owner,
+        if not (yield call(self.storage.claim_observation, key, owner=owner,
                            seconds=self.config.lease_seconds)):  # fmt: skip
             return False  # another turn observes this scope now
-        ref = {"resource_id": resource_id, "thread_id": thread_id}
+        ref: dict[str, Any] = {"resource_id": resource_id, "thread_id": thread_id}
         try:
-            waiting = yield call(self.storage, "unobserved_messages", key, buffered=True, **ref)
-            log = yield call(self.storage, "observation_log", key, buffered=True)
+            waiting = yield call(self.storage.unobserved_messages, key, buffered=True, **ref)
+            log = yield call(self.storage.observation_log, key, buffered=True)
             if not waiting:
-                yield call(self.storage, "release_observation", key, owner=owner)
+                yield call(self.storage.release_observation, key, owner=owner)
                 return False
             pending = self._batch(waiting)
             self._emit("observing", key, resource_id, thread_id, messages=len(pending))
@@ -367,14 +367,14 @@ class ObservationalMemory:
                 text = text_hook(self.config.hooks, "after_observation",
                                  format_entries(usable_entries(parsed.entries)), **ref)  # fmt: skip
                 task = usable_task(parsed.current_task)
-            raw = yield call(self.storage, "unobserved_tokens", key, **ref)  # (as after the commit)
+            raw = yield call(self.storage.unobserved_tokens, key, **ref)  # (as after the commit)
             yield call(
-                self.storage, "commit_observation", key, owner=owner, resource_id=resource_id,
-                text=text, current_task=task, message_ids=[s.message.id for s in pending],
+                self.storage.commit_observation, key, owner=owner, resource_id=resource_id,
+                text=text, current_task=task, message_ids=stored_ids(pending),
                 token_count=self._tokens(text), buffered=True,
             )  # fmt: skip
         except Exception as exc:  # nothing committed: the messages wait for the next run
-            yield call(self.storage, "release_observation", key, owner=owner)
+            yield call(self.storage.release_observation, key, owner=owner)
             logger.warning("observational memory: observing %s failed, retried later: %s", key, exc)
             self._emit("failed", key, resource_id, thread_id, step="observe", error=str(exc))
             return False
@@ -392,7 +392,7 @@ class ObservationalMemory:
                 )
         if raw >= self.config.message_tokens:
             activated = yield call(
-                self.storage, "activate_observations", key, retain_tokens=self.config.retain_tokens,
+                self.storage.activate_observations, key, retain_tokens=self.config.retain_tokens,
                 **ref,
             )  # fmt: skip
             self._activated(activated, key, resource_id, thread_id)
@@ -412,7 +412,7 @@ class ObservationalMemory:
         """The Observer's reply on `read` (with the extractors' inputs, and whether it was
         asked for a title); `UnusableReply` when it cannot be kept."""
         document = yield from self._working_memory(resource_id, thread_id)
-        thread = yield call(self.storage, "get_thread", thread_id)
+        thread = yield call(self.storage.get_thread, thread_id)
         untitled = self.config.suggest_title and thread is not None and not thread.title
         extra = yield from pass_inputs(self.storage, self.config.extractors, key,
                                        ExtractorContext("observer", resource_id, thread_id,
@@ -420,7 +420,7 @@ class ObservationalMemory:
         at = {s.message.id: s.created_at for s in pending}
         shown = log_tail("\n".join(g.text for g in log), self.config.previous_observer_tokens,
                          self._tokens)  # fmt: skip
-        parsed = yield traced(call(self.observer, "invoke", {
+        parsed = yield traced(call(self.observer.invoke, {
             "messages": read,
             "times": [at.get(m.id) for m in read],
             "log": shown,
@@ -436,9 +436,9 @@ class ObservationalMemory:
         return parsed, extra, untitled
 
     def _title(self, thread_id: str, resource_id: str, title: str) -> Steps[None]:
-        thread = yield call(self.storage, "get_thread", thread_id)  # (never replaces a title)
+        thread = yield call(self.storage.get_thread, thread_id)  # (never replaces a title)
         if thread is not None and not thread.title:
-            yield call(self.storage, "update_thread", thread_id, title=title,
+            yield call(self.storage.update_thread, thread_id, title=title,
                        resource_id=resource_id)  # fmt: skip
 
     def _reflect(self, key: str, resource_id: str) -> Steps[None]:
@@ -446,16 +446,16 @@ class ObservationalMemory:
             yield from archives.archive(self.storage, key, resource_id, self.config.archive,
                                         self._emit, self.config.lease_seconds)  # fmt: skip
             return
-        log: list[ObservationGroup] = yield call(self.storage, "observation_log", key)
+        log: list[ObservationGroup] = yield call(self.storage.observation_log, key)
         tokens = sum(g.token_count for g in log)
         if tokens < max(self.config.observation_tokens, self._retry_at.get(key, 0.0)):
             return  # under the threshold, or a refused reflection and not much grown since
         owner = f"reflector-{uuid.uuid4()}"
-        if not (yield call(self.storage, "claim_observation", key, owner=owner,
+        if not (yield call(self.storage.claim_observation, key, owner=owner,
                            seconds=self.config.lease_seconds)):  # fmt: skip
             return
         try:
-            log = yield call(self.storage, "observation_log", key)
+            log = yield call(self.storage.observation_log, key)
             whole = text_hook(self.config.hooks, "before_reflection",
                               "\n".join(g.text for g in log), resource_id=resource_id)  # fmt: skip
             self._emit("reflecting", key, resource_id, None, groups=len(log), tokens=tokens)
@@ -466,7 +466,7 @@ class ObservationalMemory:
                 ExtractorContext("reflector", resource_id, None),
             )
             parsed = yield traced(
-                call(self.reflector, "invoke", {"log": whole, **extra}), "reflector",
+                call(self.reflector.invoke, {"log": whole, **extra}), "reflector",
                 inputs={"groups": len(log), "tokens": tokens},
                 metadata={"resource_id": resource_id},
                 outputs=lambda reply: {"entries": len(reply.entries)},
@@ -480,13 +480,13 @@ class ObservationalMemory:
             if self._tokens(text) >= self._tokens(whole):
                 raise UnusableReply("the Reflector's reply is no shorter than the log")
             yield call(
-                self.storage, "commit_reflection", key, owner=owner, resource_id=resource_id,
+                self.storage.commit_reflection, key, owner=owner, resource_id=resource_id,
                 text=text, current_task=usable_task(parsed.current_task) or log[-1].current_task,
                 replaces=[g.id for g in log], token_count=self._tokens(text),
             )  # fmt: skip
         except Exception as exc:  # the log stays as it was; try again once it grew a quarter
             self._retry_at[key] = tokens * 1.25
-            yield call(self.storage, "release_observation", key, owner=owner)
+            yield call(self.storage.release_observation, key, owner=owner)
             logger.warning(
                 "observational memory: reflecting %s failed, retried later: %s", key, exc
             )

@@ -204,7 +204,7 @@ def recalled_block(
     """Recall for `query` and assemble it (`SemanticRecall.assemble`, the titles of other
     threads read from storage). Run with `twins`."""
     found = yield call(
-        index, "recall", query, resource_id=resource_id, thread_id=thread_id,
+        index.recall, query, resource_id=resource_id, thread_id=thread_id,
         exclude=exclude, never_hits=never_hits, options=options,
     )  # fmt: skip
     return (yield from assembled_block(storage, found, thread_id, placement))
@@ -219,7 +219,7 @@ def assembled_block(
     """Recalled messages as the context shows them (see `SemanticRecall.assemble`), with the
     titles of their other threads read from storage. Run with `twins`."""
     others = list(dict.fromkeys(s.thread_id for s in found if s.thread_id != thread_id))
-    threads = (yield call(storage, "get_threads", others)) if others else {}
+    threads = (yield call(storage.get_threads, others)) if others else {}
     titles = {source: thread.title for source, thread in threads.items()}
     return SemanticRecall.assemble(found, thread_id, titles, placement)
 

@@ -23,7 +23,7 @@ from ..storage.filters import matches
 from ..storage.records import StoredMessage, TimeWindow
 from ..storage.validation import check_id, check_optional_id, check_query
 from ..tracing.runs import recall_run, stage
-from ..twins import Steps, both, call, run_async, run_sync
+from ..twins import Steps, both, call, call_by_name, run_async, run_sync
 from .options import DEFAULT_MODE, MessageRange, Mode, RecallOptions, SearchOptions
 from .ranking.context import (
     by_thread,
@@ -143,8 +143,8 @@ class RecallIndex(VectorUpkeep):
         # what this process saved is searchable, unless the writer is stuck (a hung embedder
         # or vector store): then the search goes on with what is indexed, never waits forever
         self.writer.warn_if_failing()
-        wait = {"ignoring": never_hits, "resource_id": resource_id}  # (no other's are hits)
-        if not (yield call(self.writer, "settle", self.flush_timeout, **wait)):
+        if not (yield call(self.writer.settle, self.flush_timeout, ignoring=never_hits,
+                           resource_id=resource_id)):  # (no other resource's are hits)  # fmt: skip
             logger.warning(
                 "semantic recall: the vector writer is still busy after %.0f s; this search "
                 "does not see the newest messages' vectors (keyword search does)",
@@ -202,9 +202,7 @@ class RecallIndex(VectorUpkeep):
     def _read(self, hits: list[RecallHit], resource_id: str, read: Read) -> Steps[None]:
         """The messages of `hits` that an earlier stage did not read, into `read`."""
         if missing := [h.message_id for h in hits if h.message_id not in read]:
-            stored = yield call(
-                self.storage, "get_messages_by_id", missing, resource_id=resource_id
-            )
+            stored = yield call(self.storage.get_messages_by_id, missing, resource_id=resource_id)
             _keep(read, stored)
 
     def _in_context(
@@ -219,7 +217,7 @@ class RecallIndex(VectorUpkeep):
             return hits
         assert self.embedder is not None
         around = yield call(  # ids, threads, types, texts: no message objects built
-            self.storage, "message_neighbours", [h.message_id for h in hits],
+            self.storage.message_neighbours, [h.message_id for h in hits],
             resource_id=resource_id,
         )  # fmt: skip
         hits = with_follow_ups(hits, around, opts.follow_ups)
@@ -230,8 +228,10 @@ class RecallIndex(VectorUpkeep):
         means = remembered(name, wanted)
         if missing := [m for m in wanted if m not in means]:
             read = "ranking_vectors" if hasattr(self.vector, "ranking_vectors") else "vectors"
-            means |= remember(name, (yield call(self.vector, read, name, resource_id, missing)))
-        query_vector = yield call(self.embedder, "embed_query", query)  # (cached: the search's)
+            means |= remember(
+                name, (yield call_by_name(self.vector, read, name, resource_id, missing))
+            )
+        query_vector = yield call(self.embedder.embed_query, query)  # (cached: the search's)
         threads = {n.id: n.thread_id for n in around}  # (read anyway: no second read)
         hits = [
             h if h.thread_id else replace(h, thread_id=threads.get(h.message_id, "")) for h in hits
@@ -256,7 +256,7 @@ class RecallIndex(VectorUpkeep):
         yield from self._read(hits, resource_id, read)
         documents = candidate_documents(hits, read)
         try:
-            reordered = yield call(opts.reranker, "compress_documents", documents, query)
+            reordered = yield call(opts.reranker.compress_documents, documents, query)
         except Exception as exc:  # recall goes on without the second stage
             logger.warning("semantic recall: the reranker failed (%r); first-stage order", exc)
             return hits
@@ -268,7 +268,7 @@ class RecallIndex(VectorUpkeep):
         unknown = [h.message_id for h in hits if not h.thread_id]
         if not unknown:
             return hits
-        stored = yield call(self.storage, "get_messages_by_id", unknown, resource_id=resource_id)
+        stored = yield call(self.storage.get_messages_by_id, unknown, resource_id=resource_id)
         threads = {s.message.id: s.thread_id for s in stored}
         return [
             h if h.thread_id else RecallHit(h.message_id, threads[h.message_id], h.score)
@@ -281,13 +281,13 @@ class RecallIndex(VectorUpkeep):
     ) -> Steps[list[RecallHit]]:
         assert self.vector is not None and self.embedder is not None
         resource_id, thread_id, thread_ids, window = part
-        embedding = yield call(self.embedder, "embed_query", query)
+        embedding = yield call(self.embedder.embed_query, query)
         name = yield from self._index_name_steps()
         among: dict[str, Any] = {} if thread_ids is None else {"thread_ids": thread_ids}
         if window is not None:  # (passed only when given: a store of one's own may lack it)
             among["window"] = window
         pieces = yield call(
-            self.vector, "query", name, embedding, top_k=pool * PIECES_PER_HIT,
+            self.vector.query, name, embedding, top_k=pool * PIECES_PER_HIT,
             resource_id=resource_id, thread_id=thread_id, **among,
         )  # fmt: skip
         hits = best_piece_per_message(pieces)
@@ -298,7 +298,7 @@ class RecallIndex(VectorUpkeep):
     def _keyword_side(self, query: str, part: Part, pool: int) -> Steps[list[RecallHit]]:
         resource_id, thread_id, thread_ids, window = part
         rows = yield call(
-            self.storage, "search_text", query, resource_id=resource_id, thread_id=thread_id,
+            self.storage.search_text, query, resource_id=resource_id, thread_id=thread_id,
             limit=pool, thread_ids=thread_ids, window=window,
         )  # fmt: skip
         return [RecallHit(*row) for row in rows]
@@ -392,7 +392,7 @@ class RecallIndex(VectorUpkeep):
     ) -> Steps[tuple[list[StoredMessage], list[RecallHit]]]:  # fmt: skip
         hits = yield from self._ranked(query, resource_id, thread_id, never_hits, opts, False)
         found = yield call(
-            self.storage, "message_windows", [h.message_id for h in hits],
+            self.storage.message_windows, [h.message_id for h in hits],
             before=opts.window.before, after=opts.window.after, resource_id=resource_id,
         )  # fmt: skip
         return hide_working_memory([s for s in found if s.message.id not in exclude]), hits
@@ -426,7 +426,7 @@ class RecallIndex(VectorUpkeep):
         allowed: list[str] | None = None
         if wanted is not None and opts.scope == "resource":
             # the threads the filter keeps, searched inside both sides (never a starved pool)
-            owned = yield call(self.storage, "list_threads", resource_id=resource_id)
+            owned = yield call(self.storage.list_threads, resource_id=resource_id)
             allowed = [t.id for t in owned if matches(t.metadata, wanted)]
             if not allowed:
                 return []
@@ -441,7 +441,7 @@ class RecallIndex(VectorUpkeep):
             # current one: its own conversation goes on); looked up while the search runs
             hits, shelved = yield both(
                 search,
-                call(self.storage, "list_threads", resource_id=resource_id, archived=True),
+                call(self.storage.list_threads, resource_id=resource_id, archived=True),
             )
             archived = {t.id for t in shelved} - {thread_id}
         else:
@@ -451,7 +451,7 @@ class RecallIndex(VectorUpkeep):
             hits = yield from self._with_threads(hits, resource_id)
             hits = [h for h in hits if h.thread_id not in archived]
         if wanted is not None:
-            threads = yield call(self.storage, "get_threads", sorted({h.thread_id for h in hits}))
+            threads = yield call(self.storage.get_threads, sorted({h.thread_id for h in hits}))
             hits = [
                 h
                 for h in hits

@@ -83,7 +83,7 @@ class VectorUpkeep:
     def _index_name_steps(self) -> Steps[str]:
         if self._index_name is None:
             assert self.embedder is not None
-            dimension = len((yield call(self.embedder, "embed_query", "dimension")))
+            dimension = len((yield call(self.embedder.embed_query, "dimension")))
             self._index_name = index_name_for(model_id(self.embedder), dimension)
         return self._index_name
 
@@ -110,19 +110,19 @@ class VectorUpkeep:
             self.writer.discard(stored_ids(stored))
         for resource_id in {s.resource_id for s, _ in todo} if replace else ():
             # an updated message may have fewer pieces than before
-            old = [s.message.id for s, _ in todo if s.resource_id == resource_id]
-            yield call(self.vector, "delete", name, ids=old, resource_id=resource_id)
+            old = stored_ids(s for s, _ in todo if s.resource_id == resource_id)
+            yield call(self.vector.delete, name, ids=old, resource_id=resource_id)
         if todo:
             texts = [text for _, pieces in todo for text in pieces]
-            vectors = iter((yield call(self.embedder, "embed_documents", texts)))
+            vectors = iter((yield call(self.embedder.embed_documents, texts)))
             records = [
                 _vector_record(s, n, next(vectors), text)
                 for s, pieces in todo
                 for n, text in enumerate(pieces)
             ]
-            yield call(self.vector, "upsert", name, records)
+            yield call(self.vector.upsert, name, records)
             remember(name, pieces_by_message((r.vector_id, r.vector) for r in records))
-        yield call(self.storage, "mark_embedded", stored_ids(stored))
+        yield call(self.storage.mark_embedded, stored_ids(stored))
         return len(todo)
 
     def index(self, stored: Sequence[StoredMessage], *, replace: bool = False) -> int:
@@ -183,7 +183,7 @@ class VectorUpkeep:
         if self.vector is not None:
             name = yield from self._index_name_steps()
             yield call(
-                self.vector, "delete", name, ids=message_ids, thread_id=thread_id,
+                self.vector.delete, name, ids=message_ids, thread_id=thread_id,
                 resource_id=resource_id,
             )  # fmt: skip
 
@@ -222,16 +222,16 @@ class VectorUpkeep:
         name = yield from self._index_name_steps()
         found: MessageVectors = {}
         if hasattr(self.vector, "vectors"):
-            found = yield call(self.vector, "vectors", name, source_resource, [s for s, _ in pairs])
+            found = yield call(self.vector.vectors, name, source_resource, [s for s, _ in pairs])
         records = [
             _vector_record(copy, piece, vector)
             for source, copy in pairs
             for piece, vector in enumerate(found.get(source, ()))
         ]
         if records:
-            yield call(self.vector, "upsert", name, records)
+            yield call(self.vector.upsert, name, records)
             copied = sorted({r.message_id for r in records})
-            yield call(self.storage, "mark_embedded", copied)
+            yield call(self.storage.mark_embedded, copied)
         rest = [copy for source, copy in pairs if source not in found]
         embedded = yield from self._index(rest, False) if rest else _nothing()
         return len(pairs) - len(rest) + embedded

@@ -9,7 +9,7 @@ never breaks a turn.
 Examples:
     >>> from langchain_mastra_memory.twins import call, run_sync
     >>> def answer():
-    ...     return (yield traced(call(str, "upper", "hi"), "shout", inputs={"text": "hi"}))
+    ...     return (yield traced(call("hi".upper), "shout", inputs={"text": "hi"}))
     >>> run_sync(answer())  # no tracer: the step alone
     'HI'
 """

@@ -6,7 +6,7 @@ savers LangGraph ships, their own rows are deleted directly, checkpoint by check
 their pending writes (``SqliteSaver``: its two tables; ``PostgresSaver``: its three, a blob
 going when no remaining checkpoint of the thread names its version; ``InMemorySaver``: its
 dicts). A live turn's new checkpoint is never among them. `deletes_in_place` says whether a
-saver is one of these; for the others, the caller rewrites the thread (`checkpoint_upkeep`).
+saver is one of these; for the others, the caller rewrites the thread (`checkpointer.upkeep`).
 """
 
 from __future__ import annotations

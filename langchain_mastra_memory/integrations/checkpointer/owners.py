@@ -28,19 +28,20 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 
-from ..errors import ResourceMismatchError, ThreadNotFoundError
-from ..threads.ids import explicit_resource_id, resolve_ids, verify_owner
-from ..twins import Steps, call
-from . import checkpoint_configs as configs
-from .checkpoint_configs import root_config
-from .checkpoint_refs import checkpoint_at
+from ...errors import ResourceMismatchError, ThreadNotFoundError
+from ...threads.ids import explicit_resource_id, resolve_ids, verify_owner
+from ...twins import Steps, call
+from . import configs
+from .configs import root_config
 from .first_puts import FirstPuts
+from .io import on_saver
+from .refs import checkpoint_at
 
 if TYPE_CHECKING:
-    from ..conversation.mirroring import ThreadMirror
-    from ..memory import Memory
-    from ..threads.thread import Thread
-    from .checkpoint_refs import MessageRefs
+    from ...conversation.mirroring import ThreadMirror
+    from ...memory import Memory
+    from ...threads.thread import Thread
+    from .refs import MessageRefs
 
 CHECKED_KEPT = 10_000  # threads whose last checked checkpoint is remembered, at most
 
@@ -54,7 +55,6 @@ class ThreadOwners:
     trust_thread_reads: bool
     _channel: Any  # `CheckpointMessages`: its cache follows the thread's life too
     saver: Any
-    _inner: Any
     _io: Any
     _refs: MessageRefs
     _checked: OrderedDict[tuple[str, str], tuple[str, str]]  # (thread, ns) -> (owner, checkpoint)
@@ -69,7 +69,7 @@ class ThreadOwners:
         not the owner, None when memory has no such thread (orphaned checkpoints are
         nobody's)."""
         thread_id, resource_id = self._reader(config)
-        found = yield call(self._io, "get_tuple", config)
+        found = yield call(self._io.get_tuple, config)
         thread, listed = yield from self._refs.with_thread(thread_id, found)
         owner = self._seen(thread_id, thread)
         if resource_id is not None:
@@ -125,12 +125,12 @@ class ThreadOwners:
     ) -> Steps[RunnableConfig]:
         """`_put` after reading the owner now; a thread memory does not hold is put by one
         put at a time (`first_puts`), which reads the owner again once it holds the thread."""
-        owner = yield call(self._io, "owner", thread_id)  # now: it may have changed hands
+        owner = yield call(self._io.owner, thread_id)  # now: it may have changed hands
         if owner is not None:
             return (yield from self._put(config, *args, owner=owner))
-        yield call(self._first_puts, "hold", thread_id)
+        yield call(self._first_puts.hold, thread_id)
         try:
-            owner = yield call(self._io, "owner", thread_id)  # made meanwhile by another put?
+            owner = yield call(self._io.owner, thread_id)  # made meanwhile by another put?
             return (yield from self._put(config, *args, owner=owner))
         finally:
             self._first_puts.release(thread_id)
@@ -149,8 +149,8 @@ class ThreadOwners:
 
     async def _apurge_orphans(self, thread_id: str) -> None:
         """Async `_purge_orphans`."""
-        if await self._inner("get_tuple", root_config(thread_id)):
-            await self._inner("delete_thread", thread_id)
+        if await on_saver(self.saver.get_tuple, root_config(thread_id)):
+            await on_saver(self.saver.delete_thread, thread_id)
 
     # -- ids and owners ------------------------------------------------------------------------
     def _ids(self, config: RunnableConfig) -> tuple[str, str]:

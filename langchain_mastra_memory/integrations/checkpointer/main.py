@@ -10,7 +10,7 @@ nothing (unless ``mirror_deletes=True``), an edit by id updates the stored messa
 or replay from an earlier checkpoint moves the abandoned messages to a branch thread.
 ``delete_thread`` deletes the memory thread too.
 
-Each message is stored once: a checkpoint's ``messages`` list goes to memory (`checkpoint_refs`)
+Each message is stored once: a checkpoint's ``messages`` list goes to memory (`checkpointer.refs`)
 and the saver keeps a reference, put back on read (``reference_messages=False``: the saver's
 own format; `write_back` rewrites a thread in it).
 
@@ -46,26 +46,26 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 
-from ..config import call_options
-from ..conversation.lineage import fork_diff
-from ..conversation.mirroring import MirrorPlan, ThreadMirror
-from ..errors import ConfigurationError
-from ..lifecycle import default_saver, warn_if_volatile
-from ..pools import in_io_pool
-from ..threads.ids import verify_owner
-from ..twins import Steps, both, call, run_async, run_sync
-from . import checkpoint_configs as configs
-from .checkpoint_configs import Messages
-from .checkpoint_io import CheckpointerIO, overrides
-from .checkpoint_messages import CheckpointMessages
-from .checkpoint_one_file import OneFileWrites
-from .checkpoint_owners import ThreadOwners
-from .checkpoint_refs import MessageRefs
-from .checkpoint_upkeep import ThreadUpkeep
+from ...config import call_options
+from ...conversation.lineage import fork_diff
+from ...conversation.mirroring import MirrorPlan, ThreadMirror
+from ...errors import ConfigurationError
+from ...lifecycle import default_saver, warn_if_volatile
+from ...pools import in_io_pool
+from ...threads.ids import verify_owner
+from ...twins import Steps, both, call, run_async, run_sync
+from . import configs
+from .configs import Messages
 from .first_puts import FirstPuts
+from .io import CheckpointerIO, on_saver, overrides
+from .messages import CheckpointMessages
+from .one_file import OneFileWrites
+from .owners import ThreadOwners
+from .refs import MessageRefs
+from .upkeep import ThreadUpkeep
 
 if TYPE_CHECKING:
-    from ..memory import Memory
+    from ...memory import Memory
 
 Ids = list[str]  # aliases (with Messages): inside the class, `list` is the checkpointer method
 
@@ -198,7 +198,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
             return cached
         if not (config.get("configurable") or {}).get("checkpoint_id"):
             return None
-        parent = yield call(self._io, "get_tuple", config)
+        parent = yield call(self._io.get_tuple, config)
         if parent is None:
             return None
         messages = yield from self._channel.stored(parent)
@@ -249,7 +249,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         return None if found is None else str(found.checkpoint["id"])
 
     async def _alatest(self, thread_id: str) -> str | None:
-        found = await self._inner("get_tuple", configs.root_config(thread_id))
+        found = await on_saver(self.saver.get_tuple, configs.root_config(thread_id))
         return None if found is None else str(found.checkpoint["id"])
 
     def list(
@@ -318,10 +318,10 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         messages = yield from self._root_messages(config, checkpoint, new_versions)
         new_thread = owner is None
         if new_thread:
-            yield call(io, "purge_orphans", thread_id)
+            yield call(io.purge_orphans, thread_id)
         latest = self._head(thread_id, config) if messages is not None else None
         if messages is not None and latest is None:  # not known here: ask the saver, and
-            latest = yield call(io, "latest", thread_id)  # trust no cache: another writer
+            latest = yield call(io.latest, thread_id)  # trust no cache: another writer
             self.mirror.thread(thread_id).warm = False  # (a read-only one too) may have moved it
         parent_ids = yield from self._parent_ids(config, messages)
         plan = yield from self._plan(
@@ -329,7 +329,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         )
         if new_thread:  # the owner first, so the checkpoint is never orphaned
             made = yield call(
-                self.memory, "ensure_thread", thread_id=thread_id, resource_id=resource_id
+                self.memory.ensure_thread, thread_id=thread_id, resource_id=resource_id
             )
             verify_owner(thread_id, resource_id, made.resource_id)  # a racing owner
             self.mirror.observe(thread_id, made)
@@ -338,30 +338,31 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
             state.complete = True
         if self._read_only(config):  # the state is the graph's alone; what it adds now is
             if plan is not None and plan.suffix.ids:  # never a turn, later either
-                yield call(self.memory.storage, "withhold_messages", plan.suffix.ids,
+                yield call(self.memory.storage.withhold_messages, plan.suffix.ids,
                            thread_id=thread_id, resource_id=resource_id)  # fmt: skip
             self.mirror.thread(thread_id).warm = False  # the next walk reads what was withheld
             plan = None
         beside = plan if plan is not None and plan.appends_only else None  # new turns: saved
-        together = beside is not None and self._one_file is not None
+        one_file = self._one_file if beside is not None else None
+        together = one_file is not None
         encoded = self._refs.encoded(config, checkpoint, new_versions, resource_id)
         if together:  # the list is stored in the saver's transaction too
             args: tuple = (config, lambda: run_sync(encoded), metadata, new_versions)
         else:
             args = (config, (yield from encoded), metadata, new_versions)
         try:  # while the saver writes, or in its transaction
-            if together:
-                result = yield call(self._one_file, "put", self.mirror, beside, *args)
+            if one_file is not None and beside is not None:
+                result = yield call(one_file.put, self.mirror, beside, *args)
             elif beside is not None:
                 result, _ = yield both(
-                    call(io, "put", *args), self.mirror.safely(self.mirror.apply(beside), thread_id)
+                    call(io.put, *args), self.mirror.safely(self.mirror.apply(beside), thread_id)
                 )
             else:
-                result = yield call(io, "put", *args)
+                result = yield call(io.put, *args)
         except Exception:
             if new_thread:  # the saver refused the thread's first checkpoint: memory as it was
                 self.mirror.forget(thread_id)
-                yield call(self.memory.storage, "delete_thread", thread_id)
+                yield call(self.memory.storage.delete_thread, thread_id)
             elif beside is not None and not together:  # turns saved beside a failed write
                 yield from self.mirror.safely(self.mirror.undo(beside), thread_id)
             raise
@@ -379,7 +380,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         task_id: str,
         task_path: str,
     ) -> Steps[None]:
-        yield call(self._io, "put_writes", config, writes, task_id, task_path)
+        yield call(self._io.put_writes, config, writes, task_id, task_path)
         ids = None if self._read_only(config) else self._root_writes(config)
         if ids is not None and (written := self.mirror.rewritten(ids[0], writes)):
             yield from self.mirror.safely(self.mirror.on_writes(*ids, written), ids[0])
@@ -399,7 +400,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
 
     async def aforget(self, thread_id: str) -> None:
         """Async `forget`."""
-        await self._inner("delete_thread", thread_id)
+        await on_saver(self.saver.delete_thread, thread_id)
         self.mirror.forget(thread_id)
         self._channel.forget(thread_id)
         self._refs.forget(thread_id)
@@ -409,15 +410,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         self.forget(thread_id)  # also when memory holds no such thread
         self.memory.delete_thread(thread_id)  # forgets it in every checkpointer of the memory
 
-    # -- async twins: the inner saver's own async methods, or its sync ones in a worker thread ---
-    async def _inner(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        if overrides(self.saver, "a" + method):
-            try:
-                return await getattr(self.saver, "a" + method)(*args, **kwargs)
-            except NotImplementedError:  # e.g. SqliteSaver: sync only
-                pass
-        return await in_io_pool(lambda: getattr(self.saver, method)(*args, **kwargs))
-
+    # -- async twins (the wrapped saver's own async methods, or its sync ones: `io.on_saver`) --
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await run_async(self._get_tuple(config))
 

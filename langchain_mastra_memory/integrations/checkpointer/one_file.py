@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, Checkpoint
 
-from ..conversation.mirroring import MirrorPlan, ThreadMirror
-from ..errors import MastraMemoryError
-from ..pools import in_io_pool
-from ..storage.records import StoredMessage
-from ..storage.sqlite.backend import SQLiteStorage
-from ..twins import run_sync
+from ...conversation.mirroring import MirrorPlan, ThreadMirror
+from ...errors import MastraMemoryError
+from ...pools import in_io_pool
+from ...storage.records import StoredMessage
+from ...storage.sqlite.backend import SQLiteStorage
+from ...twins import run_sync
 
 if TYPE_CHECKING:
-    from ..memory import Memory
+    from ...memory import Memory
 
 
 class OneFileWrites:
@@ -79,7 +79,7 @@ class OneFileWrites:
         *args: Any,
     ) -> RunnableConfig:
         """``saver.put(config, encode(), *args)`` with `plan`'s new turns saved, and the
-        checkpoint's list stored (`encode`: `checkpoint_refs`), in the same transaction."""
+        checkpoint's list stored (`encode`: `checkpointer.refs`), in the same transaction."""
         saver, conn = self.saver, self.saver.conn
         held: list[list[StoredMessage]] = []
         with saver.lock:

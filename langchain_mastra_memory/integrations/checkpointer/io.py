@@ -2,19 +2,37 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Callable, Sequence
+from functools import partial
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
-from ..pools import in_io_pool
-from .checkpoint_deletes import delete_checkpoints
+from ...pools import in_io_pool
+from .deletes import delete_checkpoints
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 def overrides(saver: BaseCheckpointSaver, method: str) -> bool:
     """Whether `saver` has its own `method` (not `BaseCheckpointSaver`'s default)."""
     return getattr(type(saver), method, None) is not getattr(BaseCheckpointSaver, method, None)
+
+
+async def on_saver(method: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """A saver's sync method (``saver.put``), awaited: its own async twin (``saver.aput``)
+    when its class has one, else the sync method on memory's I/O threads (a sync-only saver,
+    or one whose twin raises NotImplementedError, as `SqliteSaver`'s do)."""
+    saver, twin = getattr(method, "__self__", None), "a" + method.__name__
+    if isinstance(saver, BaseCheckpointSaver) and overrides(saver, twin):
+        try:
+            result: T = await getattr(saver, twin)(*args, **kwargs)
+            return result
+        except NotImplementedError:
+            pass
+    return await in_io_pool(partial(method, *args, **kwargs))
 
 
 class Checkpointing(Protocol):
@@ -24,7 +42,6 @@ class Checkpointing(Protocol):
 
     saver: BaseCheckpointSaver
 
-    async def _inner(self, method: str, *args: Any, **kwargs: Any) -> Any: ...
     def _inner_alist(
         self, config: RunnableConfig | None, filter: Any, before: Any, limit: Any
     ) -> AsyncIterator[CheckpointTuple]: ...
@@ -48,19 +65,19 @@ class CheckpointerIO:
         return self.cp.saver.get_tuple(config)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await self.cp._inner("get_tuple", config)
+        return await on_saver(self.cp.saver.get_tuple, config)
 
     def put(self, *args: Any) -> RunnableConfig:
         return self.cp.saver.put(*args)
 
     async def aput(self, *args: Any) -> RunnableConfig:
-        return await self.cp._inner("put", *args)
+        return await on_saver(self.cp.saver.put, *args)
 
     def put_writes(self, *args: Any) -> None:
         self.cp.saver.put_writes(*args)
 
     async def aput_writes(self, *args: Any) -> None:
-        await self.cp._inner("put_writes", *args)
+        await on_saver(self.cp.saver.put_writes, *args)
 
     def list_all(self, config: RunnableConfig | None, **kwargs: Any) -> list[CheckpointTuple]:
         """Every checkpoint the saver lists for `config` (no owner filter: upkeep's reads)."""
@@ -72,15 +89,15 @@ class CheckpointerIO:
         items = self.cp._inner_alist(config, kwargs.get("filter"), None, None)
         return [item async for item in items]
 
-    def saver_call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """One of the saver's own methods (``delete_thread``, ``prune``, ...)."""
-        return getattr(self.cp.saver, method)(*args, **kwargs)
+    def saver_call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """One of the saver's own methods (``saver.delete_thread``, ``saver.prune``, ...)."""
+        return method(*args, **kwargs)
 
-    async def asaver_call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return await self.cp._inner(method, *args, **kwargs)
+    async def asaver_call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return await on_saver(method, *args, **kwargs)
 
     def delete_checkpoints(self, thread_id: str, doomed: Any) -> None:
-        """Some checkpoints of a thread, deleted in the saver's own rows (`checkpoint_deletes`)."""
+        """Some checkpoints of a thread, deleted in the saver's own rows (`deletes`)."""
         delete_checkpoints(self.cp.saver, thread_id, doomed)
 
     async def adelete_checkpoints(self, thread_id: str, doomed: Any) -> None:

@@ -25,17 +25,16 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
-from ..errors import ConfigurationError, ResourceMismatchError
-from ..pools import in_io_pool
-from ..storage.records import from_iso
-from ..twins import Steps, call, run_async, run_sync
-from . import checkpoint_configs as configs
-from .checkpoint_deletes import deletes_in_place
-from .checkpoint_io import overrides
-from .checkpoint_refs import referenced_at
+from ...errors import ConfigurationError, ResourceMismatchError
+from ...storage.records import from_iso
+from ...twins import Steps, call, run_async, run_sync
+from . import configs
+from .deletes import deletes_in_place
+from .io import on_saver, overrides
+from .refs import referenced_at
 
 if TYPE_CHECKING:
-    from ..memory import Memory
+    from ...memory import Memory
 
 STRATEGIES = ("keep_latest", "delete", "delete_all")  # "delete_all": LangGraph Server's name
 
@@ -64,13 +63,13 @@ def put_back(io: Any, items: Sequence[CheckpointTuple], thread_id: str) -> Steps
         if "thread_id" in metadata:
             metadata["thread_id"] = thread_id
         versions = dict(item.checkpoint.get("channel_versions") or {})
-        stored = yield call(io, "put", {"configurable": configurable}, item.checkpoint,
+        stored = yield call(io.put, {"configurable": configurable}, item.checkpoint,
                             metadata, versions)  # fmt: skip
         by_task: dict[str, list[tuple[str, Any]]] = {}
         for task_id, channel, value in item.pending_writes or ():
             by_task.setdefault(task_id, []).append((channel, value))
         for task_id, writes in by_task.items():
-            yield call(io, "put_writes", stored, writes, task_id)
+            yield call(io.put_writes, stored, writes, task_id)
 
 
 class SaverIO:
@@ -87,19 +86,10 @@ class SaverIO:
         self.saver.put_writes(*args)
 
     async def aput(self, *args: Any) -> RunnableConfig:
-        config: RunnableConfig = await self._async("put", *args)
-        return config
+        return await on_saver(self.saver.put, *args)
 
     async def aput_writes(self, *args: Any) -> None:
-        await self._async("put_writes", *args)
-
-    async def _async(self, method: str, *args: Any) -> Any:
-        if overrides(self.saver, "a" + method):
-            try:
-                return await getattr(self.saver, "a" + method)(*args)
-            except NotImplementedError:  # e.g. SqliteSaver: sync only
-                pass
-        return await in_io_pool(getattr(self.saver, method), *args)
+        await on_saver(self.saver.put_writes, *args)
 
 
 def keep_for_latest(items: Sequence[CheckpointTuple]) -> list[CheckpointTuple]:
@@ -166,21 +156,23 @@ class ThreadUpkeep:
 
     def _copy(self, source_thread_id: str, target_thread_id: str) -> Steps[None]:
         storage = self.memory.storage
-        source = yield call(storage, "get_thread", source_thread_id)
-        target = yield call(storage, "get_thread", target_thread_id)
+        source = yield call(storage.get_thread, source_thread_id)
+        target = yield call(storage.get_thread, target_thread_id)
         if source is not None and target is not None and target.resource_id != source.resource_id:
             raise ResourceMismatchError.for_thread(target_thread_id, source.resource_id)
         if overrides(self.saver, "copy_thread") or overrides(self.saver, "acopy_thread"):
-            yield call(self._io, "saver_call", "copy_thread", source_thread_id, target_thread_id)
+            yield call(
+                self._io.saver_call, self.saver.copy_thread, source_thread_id, target_thread_id
+            )
         else:
-            items = yield call(self._io, "list_all", _thread(source_thread_id))
+            items = yield call(self._io.list_all, _thread(source_thread_id))
             yield from put_back(self._io, items, target_thread_id)
         if source is not None and target is None:
-            yield call(self.memory, "clone_thread", source_thread_id,
+            yield call(self.memory.synced.clone, source_thread_id,
                        new_thread_id=target_thread_id, carry_ids=True)  # fmt: skip
-        if source is not None:  # the copied checkpoints' lists (`checkpoint_refs`); a storage
+        if source is not None:  # the copied checkpoints' lists (`checkpointer.refs`); a storage
             with suppress(NotImplementedError):  # without lists referenced none
-                yield call(storage, "copy_checkpoint_lists", source_thread_id, target_thread_id)
+                yield call(storage.copy_checkpoint_lists, source_thread_id, target_thread_id)
 
     # -- a cancelled run, rolled back -------------------------------------------------------------
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
@@ -194,13 +186,13 @@ class ThreadUpkeep:
         doomed_runs = {str(r) for r in run_ids}
         threads: set[str] = set()
         for run_id in doomed_runs:
-            found = yield call(self._io, "list_all", None, filter={"run_id": run_id})
+            found = yield call(self._io.list_all, None, filter={"run_id": run_id})
             threads |= {configs.thread_of(i) for i in found}
         native = overrides(self.saver, "delete_for_runs") or overrides(
             self.saver, "adelete_for_runs"
         )
         for thread_id in sorted(threads):
-            items = yield call(self._io, "list_all", _thread(thread_id))
+            items = yield call(self._io.list_all, _thread(thread_id))
             doomed = [i for i in items if str((i.metadata or {}).get("run_id")) in doomed_runs]
             kept = [i for i in items if i not in doomed]
             yield from self._forget_run_messages(thread_id, doomed, kept)
@@ -209,7 +201,7 @@ class ThreadUpkeep:
             else:
                 yield from self._rewrite(thread_id, kept)
         if native:
-            yield call(self._io, "saver_call", "delete_for_runs", sorted(doomed_runs))
+            yield call(self._io.saver_call, self.saver.delete_for_runs, sorted(doomed_runs))
 
     def _forget_run_messages(
         self, thread_id: str, doomed: list[CheckpointTuple], kept: list[CheckpointTuple]
@@ -227,19 +219,19 @@ class ThreadUpkeep:
         gone = sorted(added - held)
         if not gone:
             return
-        thread = yield call(self.memory.storage, "get_thread", thread_id)
+        thread = yield call(self.memory.storage.get_thread, thread_id)
         if thread is None:
             return
         ref = {"resource_id": thread.resource_id}
-        stored = yield call(self.memory.storage, "get_messages_by_id", gone, **ref)
+        stored = yield call(self.memory.storage.get_messages_by_id, gone, **ref)
         mine = [s.message.id for s in stored if s.thread_id == thread_id]
         if mine:
-            yield call(self.memory, "delete_messages", mine, **ref)
+            yield call(self.memory.synced.delete, mine, **ref)
 
     # -- the saver's own format -------------------------------------------------------------------
     def write_back(self, thread_id: str, *, saver: BaseCheckpointSaver | None = None) -> int:
         """Write a thread's checkpoints in the saver's own format, each ``messages`` list
-        whole (memory keeps them once, `checkpoint_refs`): in place, or into another `saver`
+        whole (memory keeps them once, `checkpointer.refs`): in place, or into another `saver`
         (leaving the package, or a copy for LangGraph alone). Checkpoint ids, parents,
         metadata and pending writes stay; returns how many checkpoints were written.
 
@@ -258,7 +250,7 @@ class ThreadUpkeep:
         return result
 
     def _write_back(self, thread_id: str, saver: BaseCheckpointSaver | None) -> Steps[int]:
-        items = yield call(self._io, "list_all", _thread(thread_id))
+        items = yield call(self._io.list_all, _thread(thread_id))
         scratch: dict[str, Any] = {}
         whole = []
         for item in items:
@@ -266,11 +258,11 @@ class ThreadUpkeep:
         if saver is not None:
             yield from put_back(SaverIO(saver), whole, thread_id)
             return len(whole)
-        yield call(self._io, "saver_call", "delete_thread", thread_id)
+        yield call(self._io.saver_call, self.saver.delete_thread, thread_id)
         yield from put_back(self._io, whole, thread_id)
         self._forget_caches(thread_id)
         with suppress(NotImplementedError):  # no checkpoint refers to memory's lists any more
-            yield call(self.memory.storage, "sweep_checkpoint_lists", thread_id, set())
+            yield call(self.memory.storage.sweep_checkpoint_lists, thread_id, set())
         return len(whole)
 
     # -- retention: checkpoints older than an age, or beyond the newest N --------------------------
@@ -292,7 +284,7 @@ class ThreadUpkeep:
     def _prune_checkpoints(
         self, thread_id: str, before: datetime | None, keep: int | None
     ) -> Steps[int]:
-        items = yield call(self._io, "list_all", _thread(thread_id))
+        items = yield call(self._io.list_all, _thread(thread_id))
         kept = keep_with_ancestors(items, keep_newest(items, before=before, count=keep))
         kept_ids = {i.checkpoint["id"] for i in kept}
         doomed = [(_namespace(i), i.checkpoint["id"]) for i in items if i.checkpoint["id"]
@@ -300,7 +292,7 @@ class ThreadUpkeep:
         if not doomed:
             return 0
         if deletes_in_place(self.saver):
-            yield call(self._io, "delete_checkpoints", thread_id, doomed)
+            yield call(self._io.delete_checkpoints, thread_id, doomed)
         else:
             yield from self._rewrite(thread_id, kept)
         rows = {
@@ -310,7 +302,7 @@ class ThreadUpkeep:
                 self._refs.key))) is not None
         }  # fmt: skip
         with suppress(NotImplementedError):
-            yield call(self.memory.storage, "sweep_checkpoint_lists", thread_id, rows, set(doomed))
+            yield call(self.memory.storage.sweep_checkpoint_lists, thread_id, rows, set(doomed))
         return len(doomed)
 
     # -- pruning ---------------------------------------------------------------------------------
@@ -328,23 +320,23 @@ class ThreadUpkeep:
             raise ConfigurationError(msg)
         if overrides(self.saver, "prune") or overrides(self.saver, "aprune"):
             try:
-                yield call(self._io, "saver_call", "prune", thread_ids, strategy=strategy)
+                yield call(self._io.saver_call, self.saver.prune, thread_ids, strategy=strategy)
                 return
             except ValueError:  # e.g. PostgresSaver refusing a thread with a DeltaChannel
                 pass
         for thread_id in map(str, thread_ids):
             if strategy != "keep_latest":
-                yield call(self._io, "saver_call", "delete_thread", thread_id)
+                yield call(self._io.saver_call, self.saver.delete_thread, thread_id)
                 self._forget_caches(thread_id)
                 continue
-            items = yield call(self._io, "list_all", _thread(thread_id))
+            items = yield call(self._io.list_all, _thread(thread_id))
             kept = keep_for_latest(items) if items else []
             if len(kept) < len(items):
                 yield from self._rewrite(thread_id, kept)
 
     def _rewrite(self, thread_id: str, kept: list[CheckpointTuple]) -> Steps[None]:
         """The thread holds `kept` alone from now on."""
-        yield call(self._io, "saver_call", "delete_thread", thread_id)
+        yield call(self._io.saver_call, self.saver.delete_thread, thread_id)
         yield from put_back(self._io, kept, thread_id)
         self._forget_caches(thread_id)
 

@@ -31,12 +31,12 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from ..conversation.suffix import with_stable_ids
-from ..errors import InvalidMessageError
-from ..messages import ensure_messages
-from ..twins import Steps, call
-from .checkpoint_configs import Messages
-from .checkpoint_refs import MessageRefs, referenced_at
+from ...conversation.suffix import with_stable_ids
+from ...errors import InvalidMessageError
+from ...messages import ensure_messages
+from ...twins import Steps, call
+from .configs import Messages
+from .refs import MessageRefs, referenced_at
 
 try:  # langgraph-checkpoint 4.1+ (older releases have no delta channels)
     from langgraph.checkpoint.serde.types import _DeltaSnapshot as DeltaSnapshot
@@ -131,7 +131,7 @@ class CheckpointMessages:
     def __init__(self, io: Any, key: str, refs: MessageRefs | None = None) -> None:
         self.io = io
         self.key = key
-        self.refs = refs  # lists memory keeps for the saver (`checkpoint_refs`)
+        self.refs = refs  # lists memory keeps for the saver (`checkpointer.refs`)
         self._latest: OrderedDict[str, tuple[str, Messages]] = OrderedDict()
         self._putting: dict[str, tuple[str, Messages]] = {}  # a put's value, until it is written
 
@@ -193,7 +193,7 @@ class CheckpointMessages:
         cached = self._cached(thread_id, checkpoint["id"])
         if cached is not None:
             return cached
-        history = yield call(self.io, "delta_history", found.config, [self.key])
+        history = yield call(self.io.delta_history, found.config, [self.key])
         entry = history.get(self.key) or {"writes": []}
         messages = self._replayed(entry.get("seed"), (w[2] for w in entry["writes"]))
         self.remember(thread_id, checkpoint["id"], messages)
@@ -235,7 +235,7 @@ class CheckpointMessages:
         unchanged = self.key not in new_versions
         if unchanged and (cached := self._cached(thread_id, parent_id)) is not None:
             return cached
-        parent = yield call(self.io, "get_tuple", _root(config, parent_id))
+        parent = yield call(self.io.get_tuple, _root(config, parent_id))
         if parent is None:  # the parent is gone (a pruned or deleted thread): start empty
             return []
         base = yield from self._stored(parent, thread_id)

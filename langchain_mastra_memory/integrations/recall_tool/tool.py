@@ -29,23 +29,23 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..browsing.paging import Page, SearchHit
-from ..errors import (
+from ...browsing.paging import Page, SearchHit
+from ...errors import (
     ConfigurationError,
     MastraMemoryError,
     ResourceMismatchError,
     ThreadNotFoundError,
 )
-from ..messages import mastra_role, message_text
-from ..storage.validation import is_count
-from ..threads.ids import tool_ids
-from ..twins import Steps, call, run_async, run_sync
-from . import recall_archives as archived
-from . import recall_listings as listings
-from .recall_listings import CursorError, read_cursor
+from ...messages import mastra_role, message_text
+from ...storage.validation import is_count
+from ...threads.ids import tool_ids
+from ...twins import Steps, call, run_async, run_sync
+from . import archives as archived
+from . import listings
+from .listings import CursorError, read_cursor
 
 if TYPE_CHECKING:
-    from ..memory import Memory
+    from ...memory import Memory
 
 TOOL_NAME = "search_memory"
 SNIPPET_CHARS = 400  # of each hit's text
@@ -207,16 +207,17 @@ def _answer(memory: Memory, who: str, args: RecallArguments, per_page: int) -> S
                 ))  # fmt: skip
             return (yield from listings.observations(memory.storage, who, keys, args.query,
                                                      args.thread_id, page, per_page))  # fmt: skip
-        found = yield call(memory, "search_messages", args.query, resource_id=who,
+        query = args.query or ""  # (never None here: the arguments' validator requires one)
+        found = yield call(memory.search_messages, query, resource_id=who,
                            **_search(args, mode, page, per_page))  # fmt: skip
     except MastraMemoryError as exc:
         raise ToolException(_explain(exc, args)) from exc
     return _render(found, args, mode)
 
 
-def _own_thread(memory: Memory, who: str, thread_id: str | None) -> Steps[None]:
+def _own_thread(memory: Memory, who: str, thread_id: str) -> Steps[None]:
     """A thread the call names must be the caller's (another's reads as unknown)."""
-    thread = yield call(memory.storage, "get_thread", thread_id)
+    thread = yield call(memory.storage.get_thread, thread_id)
     if thread is None or thread.resource_id != who:
         raise ThreadNotFoundError(f"no thread {thread_id!r}")
 
