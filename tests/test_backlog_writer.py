@@ -3,11 +3,13 @@ writer from the durable backlog; `flush()` and a later search wait for it; a cra
 
 from __future__ import annotations
 
+import functools
 import math
 import subprocess
 import sys
 import textwrap
 import threading
+import types
 from pathlib import Path
 from typing import Any
 
@@ -152,12 +154,13 @@ def held_writes(memory: Memory) -> tuple[set[str], threading.Event]:
     store = memory.recall_index.vector
     upsert = store.upsert
 
-    def gated(index_name, records):
+    @functools.wraps(upsert)
+    def gated(self, index_name, records):
         if held & {r.message_id for r in records}:
             gate.wait(30)
         return upsert(index_name, records)
 
-    store.upsert = gated
+    store.upsert = types.MethodType(gated, store)  # (a bound method, as `twins.call` takes)
     return held, gate
 
 

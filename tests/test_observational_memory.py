@@ -144,7 +144,7 @@ def test_concurrent_runs_observe_each_message_once() -> None:
     service = memory.synced.observations
     key = scope_key("thread", resource_id="alice", thread_id="t1")
     runs = [
-        threading.Thread(target=run_sync, args=(service._observe(key, "t1", "alice"),))
+        threading.Thread(target=run_sync, args=(service.observing.run(key, "t1", "alice"),))
         for _ in range(4)
     ]
     for t in runs:
@@ -273,7 +273,7 @@ def test_a_reflection_that_cannot_shorten_the_log_is_not_retried_every_turn(capl
     service = memory.synced.observations
     key = scope_key("thread", resource_id="alice", thread_id="t1")
     for _ in range(3):  # the log has not grown: no new Reflector call
-        run_sync(service._reflect(key, "alice"))
+        run_sync(service.reflecting.run(key, "alice"))
     assert len(observer.calls) == asked
     assert [g.kind for g in memory.storage.observation_log(key)] == ["observation"]  # kept
 

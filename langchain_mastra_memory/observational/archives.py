@@ -14,7 +14,6 @@ group's own high-priority lines, so archiving changes nothing in the Observer's 
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable, Sequence
 from html import escape
 from typing import TYPE_CHECKING
@@ -23,6 +22,7 @@ from ..injected import attribute, neutralised
 from ..storage.records import ObservationArchive, ObservationGroup
 from ..twins import Steps, call
 from .config import ArchiveConfig
+from .leases import under_lease
 
 if TYPE_CHECKING:
     from ..storage.base import MemoryStorage
@@ -206,23 +206,24 @@ def archive(
     log: list[ObservationGroup] = yield call(storage.observation_log, key)
     if not retiring(log, config):
         return None
-    owner = f"archiver-{uuid.uuid4()}"
-    if not (yield call(storage.claim_observation, key, owner=owner, seconds=lease_seconds)):
-        return None  # another run holds the scope: it archives when it ends
-    try:
-        log = yield call(storage.observation_log, key)
+
+    def commit(owner: str) -> Steps[ObservationArchive | None]:
+        log = yield call(storage.observation_log, key)  # (as it is now, under the lease)
         retires = retiring(log, config)
-        made: ObservationArchive | None = None
-        if retires:
-            made = yield call(storage.commit_archive, key, owner=owner,
-                              resource_id=resource_id, retires=retires)  # fmt: skip
+        if not retires:
+            return None
+        made: ObservationArchive | None = yield call(
+            storage.commit_archive, key, owner=owner, resource_id=resource_id, retires=retires
+        )
+        return made
+
+    try:  # (another run holding the scope archives when it ends)
+        made = yield from under_lease(storage, key, "archiver", lease_seconds, commit)
     except Exception as exc:  # the log stays as it was; the next save tries again
-        yield call(storage.release_observation, key, owner=owner)
         logger.warning("observational memory: archiving %s failed, retried later: %s", key, exc)
         emit("failed", key, resource_id, None, step="archive", error=str(exc))
         return None
     if made is None:
-        yield call(storage.release_observation, key, owner=owner)
         return None
     emit("archived", key, resource_id, None, archive_id=made.id, groups=len(made.groups),
          tokens=sum(g.token_count for g in made.groups))  # fmt: skip

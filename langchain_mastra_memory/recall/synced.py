@@ -345,9 +345,8 @@ class SyncedStorage:
         drained = self.flush(timeout)
         if self.titles:
             self.titles.close(timeout)
-        if self.observations and (worker := self.observations.worker) is not None:
-            self.observations.worker = None
-            worker.stop()
+        if self.observations:
+            self.observations.close()
         if self.index:
             self.index.writer.close(timeout)
             if callable(close := getattr(self.index.vector, "close", None)):

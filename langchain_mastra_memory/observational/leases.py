@@ -1,0 +1,54 @@
+"""A scope's lease, held by one pass at a time (the Observer's, the Reflector's, an archive).
+
+`under_lease` claims the lease (another run holding it: the pass does not run now; it runs
+when that run ends), runs the pass with its owner name, whose commit ends the lease, and
+releases the lease when the pass ends with nothing to commit (it returned None) or fails (it
+raised: the error goes on to the caller once the lease is released). A process killed
+meanwhile holds it until it lapses (``lease_seconds``): nothing is lost, only delayed.
+
+Examples:
+    >>> from langchain_mastra_memory import SQLiteStorage
+    >>> from langchain_mastra_memory.twins import call, run_sync
+    >>> storage = SQLiteStorage(":memory:")
+    >>> def nothing_to_do(owner):
+    ...     return (yield call(storage.observation_log, "thread:t1")) or None
+    >>> run_sync(under_lease(storage, "thread:t1", "observer", 60, nothing_to_do)) is None
+    True
+    >>> storage.claim_observation("thread:t1", owner="next", seconds=60)  # released: free
+    True
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from ..twins import Steps, call
+
+if TYPE_CHECKING:
+    from ..storage.base import MemoryStorage
+
+T = TypeVar("T")
+
+
+def under_lease(
+    storage: MemoryStorage,
+    key: str,
+    role: str,
+    seconds: float,
+    work: Callable[[str], Steps[T | None]],
+) -> Steps[T | None]:
+    """Steps running ``work(owner)`` under scope `key`'s lease, as ``<role>-<uuid>``: its
+    result, or None when another run holds the lease or the pass had nothing to commit."""
+    owner = f"{role}-{uuid.uuid4()}"
+    if not (yield call(storage.claim_observation, key, owner=owner, seconds=seconds)):
+        return None
+    try:
+        done = yield from work(owner)
+    except Exception:  # nothing committed: the scope is free for the next run at once
+        yield call(storage.release_observation, key, owner=owner)
+        raise
+    if done is None:
+        yield call(storage.release_observation, key, owner=owner)
+    return done
