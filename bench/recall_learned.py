@@ -39,7 +39,8 @@ from langchain_mastra_memory import SQLiteStorage
 from langchain_mastra_memory.recall.embedders import CachedEmbeddings, MiniLMEmbeddings
 from langchain_mastra_memory.recall.ranking.context import asks, remember, remembered
 from langchain_mastra_memory.recall.ranking.fusion import RecallHit
-from langchain_mastra_memory.storage.records import Neighbour, query_words
+from langchain_mastra_memory.storage.keywords import query_words
+from langchain_mastra_memory.storage.records import Neighbour
 
 POOL = 30  # the default's pool (rerank_pool)
 PAIR_DEPTH = 15  # a pair is learned from when one of its two is within this rank

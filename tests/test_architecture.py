@@ -277,8 +277,9 @@ PARTS = {  # a part of recall or storage, and what of its own package it may imp
     "recall.ranking": ("recall.vector", "recall.embedders"),
     "storage.sql": ("storage.base", "storage.records", "storage.validation", "storage.contract",
                     "storage.filters", "storage.blocking", "storage.derived"),
-    "storage.sqlite": ("storage.sql", "storage.base", "storage.records"),
-    "storage.postgres": ("storage.sql", "storage.base", "storage.records", "storage.validation"),
+    "storage.sqlite": ("storage.sql", "storage.base", "storage.records", "storage.keywords"),
+    "storage.postgres": ("storage.sql", "storage.base", "storage.records", "storage.validation",
+                         "storage.keywords"),
     "integrations.checkpointer": (),  # the checkpointer needs no other shape
     "integrations.recall_tool": (),
 }  # fmt: skip

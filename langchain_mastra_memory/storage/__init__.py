@@ -1,9 +1,11 @@
 """Storage: threads, messages, resources and what memory keeps beside them.
 
 The front: `base` (`MemoryStorage`, the interface every backend implements, over `contract`
-and `derived`), `records` (the rows and pure helpers every backend shares), `validation`
-(what storage accepts, checked once at its boundary), `filters` (LangGraph's filter semantics)
-and `blocking` (no sync call on an event loop). Behind it, by part:
+and `derived`, whose modules follow `sql`'s subjects: store items, withheld ids, checkpoint
+lists, retention, the observation log), `records` (the rows and pure helpers every backend
+shares), `keywords` (a keyword query's words), `validation` (what storage accepts, checked
+once at its boundary), `filters` (LangGraph's filter semantics) and `blocking` (no sync call
+on an event loop). Behind it, by part:
 
 - `sql`: the SQL both databases share (`SQLStorage` over a small `Dialect`, and its rooms:
   threads, messages, search, working memory, store items, observations, withheld ids);
@@ -11,7 +13,7 @@ and `blocking` (no sync call on an event loop). Behind it, by part:
 - `postgres`: `PostgresStorage`, its schema, its keyword search, and pgvector's SQL (shared
   with recall's `PgVectorStore`).
 
-`sqlite` and `postgres` import `sql`; `sql` imports the front; nothing here imports recall.
+`sqlite` and `postgres` import `sql` (and `keywords`); `sql` imports the front; nothing here imports recall.
 """
 
 from .base import MemoryStorage

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..records import query_words
+from ..keywords import query_words
 
 STATS_TTL = 60.0  # seconds the table's statistics are trusted
 MATCH_BUDGET = 1_000  # messages of the resource the kept words may match (estimated; as SQLite)

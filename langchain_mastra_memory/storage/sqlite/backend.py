@@ -12,7 +12,8 @@ from typing import Any
 
 from ...errors import ConfigurationError, StorageError
 from ..base import MemoryStorage
-from ..records import fts_query, query_words, to_iso
+from ..keywords import fts_query, query_words
+from ..records import to_iso
 from ..sql.backend import SCHEMA_TABLE, Dialect, SQLStorage, TextMatch
 from .schema import MIGRATIONS
 
