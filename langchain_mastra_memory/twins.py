@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import inspect
 from collections.abc import Awaitable, Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -41,20 +42,27 @@ P = ParamSpec("P")
 
 @dataclass(frozen=True)
 class Call:
-    """One I/O step: ``target.name(*args, **kwargs)``, or awaited ``target.aname(...)``."""
+    """One I/O step: ``target.name(*args, **kwargs)``, or awaited ``target.aname(...)``; or,
+    with `function`, that function called (awaited when it is a coroutine function, else run
+    on memory's I/O threads)."""
 
     target: Any
     name: str
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
+    function: Callable[..., Any] | None = None
 
 
 def call(method: Callable[P, Any], /, *args: P.args, **kwargs: P.kwargs) -> Call:
     """The step calling `method`, a bound method (``storage.get_thread``), with these arguments;
-    run async, its ``a``-twin on the same object (``storage.aget_thread``)."""
+    run async, its ``a``-twin on the same object (``storage.aget_thread``). A plain function
+    (one put on an object in place of its method, say) has no object to find a twin on: it is
+    its own, run on memory's I/O threads when async."""
     target = getattr(method, "__self__", None)
-    if target is None or isinstance(target, ModuleType):  # a function has no twin to find
+    if isinstance(target, ModuleType):  # a builtin function: no twin, and no reason to wrap it
         raise TypeError(f"call() takes a bound method (obj.method), not {method!r}")
+    if target is None or not hasattr(target, method.__name__):
+        return Call(None, getattr(method, "__name__", ""), args, kwargs, function=method)
     return Call(target, method.__name__, args, kwargs)
 
 
@@ -97,7 +105,8 @@ def _pool() -> ThreadPoolExecutor:
 
 def _perform(step: Any) -> Any:
     if isinstance(step, Call):
-        return getattr(step.target, step.name)(*step.args, **step.kwargs)
+        method = step.function or getattr(step.target, step.name)
+        return method(*step.args, **step.kwargs)
     if isinstance(step, Both):
         # in a copy of this thread's context: a traced step there reaches the same run
         context = contextvars.copy_context()
@@ -118,7 +127,13 @@ def _perform(step: Any) -> Any:
 
 async def _aperform(step: Any) -> Any:
     if isinstance(step, Call):
-        return await getattr(step.target, "a" + step.name)(*step.args, **step.kwargs)
+        if step.function is None:
+            return await getattr(step.target, "a" + step.name)(*step.args, **step.kwargs)
+        if inspect.iscoroutinefunction(step.function):
+            return await step.function(*step.args, **step.kwargs)
+        from .pools import in_io_pool  # (imported here: the pools build on LangChain)
+
+        return await in_io_pool(step.function, *step.args, **step.kwargs)
     if isinstance(step, Both):
         results = await asyncio.gather(
             _aperform(step.first), _aperform(step.second), return_exceptions=True

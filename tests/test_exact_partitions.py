@@ -234,7 +234,7 @@ def test_a_held_partition_gives_its_vectors_back_as_chroma_holds_them() -> None:
 def test_graph_searches_use_the_measured_beam_and_older_collections_are_widened(tmp_path) -> None:
     """Real chat pieces need a wide HNSW beam (see SEARCH_EF): a new collection gets it, and
     one an earlier version made with ef_search 400 is widened when opened (kept on disk)."""
-    from langchain_mastra_memory.recall.engines.chroma import HNSW, SEARCH_EF
+    from langchain_mastra_memory.recall.engines.chroma_collections import HNSW, SEARCH_EF
 
     assert SEARCH_EF >= 1600
     store = ChromaVectorStore(path=tmp_path / "new", exact_limit=0)

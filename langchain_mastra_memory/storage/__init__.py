@@ -13,7 +13,8 @@ on an event loop). Behind it, by part:
 - `postgres`: `PostgresStorage`, its schema, its keyword search, and pgvector's SQL (shared
   with recall's `PgVectorStore`).
 
-`sqlite` and `postgres` import `sql` (and `keywords`); `sql` imports the front; nothing here imports recall.
+`sqlite` and `postgres` import `sql` (and `keywords`); `sql` imports the front; nothing here
+imports recall.
 """
 
 from .base import MemoryStorage

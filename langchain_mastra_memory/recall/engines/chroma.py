@@ -25,7 +25,6 @@ Examples:
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import re
@@ -55,61 +54,19 @@ from ..vector import (
     only_threads,
     pieces_by_message,
 )
+from .chroma_collections import (
+    HNSW,
+    check_dimension,
+    partition_name,
+    set_http_timeout,
+    widen_beam,
+)
 from .chroma_legacy import split_legacy
 from .chroma_pages import read_in_pages
 
 logger = logging.getLogger(__name__)
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-
-
-# HNSW beam at query time. On 300,011 real chat pieces in one collection (LoCoMo, 60 questions,
-# M 32, efConstruction 256) ef 400 / 800 / 1,200 / 1,600 / 2,000 found 0.920 / 0.935 / 0.965 /
-# 0.977 / 0.982 of the exact top-10 at 1.9 / 2.3 / 2.7 / 3.3 / 4.2 ms p50 (2026-11-25)
-SEARCH_EF = 1600
-HNSW = {
-    "hnsw:space": "cosine",
-    "hnsw:search_ef": SEARCH_EF,
-    "hnsw:construction_ef": 256,
-    "hnsw:M": 32,
-}
-
-
-def _widen_beam(col: Any) -> None:
-    """Give a collection made with a narrower query beam this version's (Chroma keeps the
-    setting with the collection; a process that has it loaded sees it after a restart)."""
-    try:
-        hnsw = (getattr(col, "configuration", None) or {}).get("hnsw") or {}
-        if int(hnsw.get("ef_search", SEARCH_EF)) < SEARCH_EF:
-            col.modify(configuration={"hnsw": {"ef_search": SEARCH_EF}})
-    except Exception as exc:  # an older server or client: keep the collection's own beam
-        logger.debug("could not widen the HNSW beam of %s: %s", getattr(col, "name", col), exc)
-
-
-def _check_dimension(col: Any, name: str, dimension: int) -> None:
-    stored = (col.metadata or {}).get("dimension")
-    if stored is not None and int(stored) != dimension:
-        msg = (
-            f"vector collection {name!r} holds {stored}-dimensional vectors but the "
-            f"embedder makes {dimension}: use another index_name, or the same embedder"
-        )
-        raise VectorStoreError(msg)
-
-
-def set_http_timeout(client: Any, seconds: float) -> None:
-    """Bound every request of a Chroma ``HttpClient``: its httpx session is made with no timeout
-    at all (chromadb 1.x, ``FastAPI._session``); other clients are left as they are."""
-    session = getattr(getattr(client, "_server", None), "_session", None)
-    if session is not None and hasattr(session, "timeout"):
-        import httpx
-
-        session.timeout = httpx.Timeout(seconds)
-
-
-def partition_name(index_name: str, resource_id: str) -> str:
-    """The collection holding `resource_id`'s vectors of `index_name`."""
-    digest = hashlib.sha256(resource_id.encode("utf-8")).hexdigest()[:24]
-    return f"{index_name[:480]}-r{digest}"
 
 
 class ChromaVectorStore(AsyncTwinsWithVectors):
@@ -218,7 +175,7 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
         full = name if resource_id is None else partition_name(name, resource_id)
         cached = self._collections.get(full)
         if cached is not None:
-            _check_dimension(cached, name, dimension)
+            check_dimension(cached, name, dimension)
             return cached
         with self._lock:
             try:
@@ -229,8 +186,8 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
                 )
             except Exception as exc:
                 raise VectorStoreError(f"Chroma is unavailable: {exc}") from exc
-            _check_dimension(col, name, dimension)
-            _widen_beam(col)
+            check_dimension(col, name, dimension)
+            widen_beam(col)
             if self._exact is not None and resource_id is not None and col.count() == 0:
                 self._exact.start_empty(str(col.id), dimension)  # (before a search sees it)
             self._collections[full] = col
@@ -246,7 +203,7 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
             if "does not exist" in str(exc) or "not found" in str(exc).lower():
                 return None
             raise VectorStoreError(f"Chroma is unavailable: {exc}") from exc
-        _widen_beam(found)
+        widen_beam(found)
         self._collections[full_name] = found
         return found
 
@@ -361,7 +318,7 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
         col = self._existing(partition_name(index_name, resource_id))
         if col is None:
             return []  # this resource has no vectors yet
-        _check_dimension(col, index_name, len(vector))
+        check_dimension(col, index_name, len(vector))
         if self._exact is not None and window is None:  # (the matrices hold no times)
             found = self._exact.search(str(col.id), vector, top_k=top_k, threads=threads)
             if found is not None:
