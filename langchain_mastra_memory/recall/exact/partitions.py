@@ -48,7 +48,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -56,7 +55,7 @@ import numpy as np
 from ...shutdown import on_exit
 from .matrix import Loaded, Matrix, small, unit
 from .scan import INT8, INT8_AT, INT8_POOL, INT8_POOL_PER_HIT, PRECISIONS, best, dot, int8_scores
-from .snapshots import FOLDER, Snapshots
+from .snapshots import Snapshots
 
 logger = logging.getLogger(__name__)
 
@@ -469,29 +468,3 @@ def _close(ref: weakref.ref[ExactPartitions]) -> None:
     partitions = ref()
     if partitions is not None:
         partitions.close()
-
-
-# exact partitions per Chroma folder, shared by every store over it in this process
-_SHARED: weakref.WeakValueDictionary[str, ExactPartitions] = weakref.WeakValueDictionary()
-_SHARED_LOCK = threading.Lock()
-
-
-def shared_partitions(
-    folder: str | Path | None, load: Callable[[str], Loaded | None], limit: int, minimum: int
-) -> ExactPartitions:
-    """The exact partitions of a store over `folder`: the process's one set for that folder,
-    with the limits of whichever store over it came first (every `Memory` over one file then
-    loads a partition once, and every store's writes reach the matrices all of them search
-    and the snapshots saved from them: two sets over one folder would each miss the other's
-    writes); a store with no folder (in memory) has its own."""
-    if folder is None:
-        return ExactPartitions(load, limit=limit, minimum=min(minimum, limit))
-    make = partial(ExactPartitions, load, limit=limit, minimum=min(minimum, limit),
-                   snapshots=Snapshots(Path(folder) / FOLDER))  # fmt: skip
-    key = str(Path(folder).resolve())
-    with _SHARED_LOCK:
-        shared = _SHARED.get(key)
-        if shared is None:
-            shared = _SHARED[key] = make()
-            shared.resume()  # what the last process held, read back meanwhile
-        return shared
