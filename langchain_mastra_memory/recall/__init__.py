@@ -1,7 +1,7 @@
 """Semantic recall: search stored messages by meaning, by words, or both.
 
 The front: `index` (`RecallIndex`: vector, keyword and hybrid search, neighbour windows),
-`options` (`RecallOptions`), `vector` (the `VectorStore` contract every engine meets, the
+`second_stage` (the pool reordered: context, a reranker), `options` (`RecallOptions`), `vector` (the `VectorStore` contract every engine meets, the
 records it writes and the hits it returns), `writer` (`BacklogWriter`: embedding behind the
 turn), `upkeep` (vectors kept in step with storage) and `synced` (`SyncedStorage`: storage
 writes that keep the index in step). Behind it, by part:

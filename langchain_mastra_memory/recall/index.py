@@ -10,8 +10,7 @@ returned.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
@@ -23,17 +22,8 @@ from ..storage.filters import matches
 from ..storage.records import StoredMessage, TimeWindow
 from ..storage.validation import check_id, check_optional_id, check_query
 from ..tracing.runs import recall_run, stage
-from ..twins import Steps, both, call, call_by_name, run_async, run_sync
+from ..twins import Steps, both, call, run_async, run_sync
 from .options import DEFAULT_MODE, MessageRange, Mode, RecallOptions, SearchOptions
-from .ranking.context import (
-    by_thread,
-    in_context,
-    neighbours,
-    remember,
-    remembered,
-    windows,
-    with_follow_ups,
-)
 from .ranking.dates import created_dates, dated_first, named_date
 from .ranking.fusion import (
     HYBRID_POOL,
@@ -43,17 +33,9 @@ from .ranking.fusion import (
     fuse,
     hide_working_memory,
 )
-from .ranking.rerank import candidate_documents, fuse_ranks
+from .second_stage import Read, context_stage, read_missing, rerank_stage
 from .upkeep import VectorUpkeep, default_vector_store
 from .vector import VectorStore
-
-Read = dict[str, StoredMessage]  # message id -> the message, as a search's stages read it
-
-
-def _keep(read: Read, stored: Iterable[StoredMessage]) -> None:
-    """Note messages a stage read, by id, for the stages after it."""
-    read.update({s.message.id or "": s for s in stored})
-
 
 __all__ = [
     "DEFAULT_MODE",
@@ -181,11 +163,15 @@ class RecallIndex(VectorUpkeep):
             ranked = (keyword_hits if mode == "keyword" else vector_hits)[:wanted]
         read: Read = {}  # the pool's messages, as the stages read them (each read once)
         if with_context:
-            ranked = yield stage(self._in_context(query, ranked, resource_id, opts), "context")
+            assert self.embedder is not None
+            name = yield from self._index_name_steps()
+            ranked = yield stage(context_stage(
+                self.storage, self.vector, self.embedder, name, query, ranked, resource_id, opts,
+            ), "context")  # fmt: skip
         if opts.reranker is not None:
-            ranked = yield from self._reranked(query, ranked, resource_id, opts, read)
+            ranked = yield from rerank_stage(self.storage, query, ranked, resource_id, opts, read)
         if when is not None:
-            yield from self._read(ranked, resource_id, read)
+            yield from read_missing(self.storage, ranked, resource_id, read)
             ranked = dated_first(ranked, created_dates(read.values()), when)
         ranked = ranked[:k]
         if mode == "keyword":
@@ -198,69 +184,6 @@ class RecallIndex(VectorUpkeep):
     def _reads_vectors(self) -> bool:
         """Whether the vector store gives stored vectors back (the context stage reads them)."""
         return hasattr(self.vector, "vectors") and hasattr(self.vector, "avectors")
-
-    def _read(self, hits: list[RecallHit], resource_id: str, read: Read) -> Steps[None]:
-        """The messages of `hits` that an earlier stage did not read, into `read`."""
-        if missing := [h.message_id for h in hits if h.message_id not in read]:
-            stored = yield call(self.storage.get_messages_by_id, missing, resource_id=resource_id)
-            _keep(read, stored)
-
-    def _in_context(
-        self,
-        query: str,
-        hits: list[RecallHit],
-        resource_id: str,
-        opts: RecallOptions,
-    ) -> Steps[list[RecallHit]]:
-        """`hits` reordered with the conversation around each (`context`)."""
-        if len(hits) < 2:
-            return hits
-        assert self.embedder is not None
-        around = yield call(  # ids, threads, types, texts: no message objects built
-            self.storage.message_neighbours, [h.message_id for h in hits],
-            resource_id=resource_id,
-        )  # fmt: skip
-        hits = with_follow_ups(hits, around, opts.follow_ups)
-        ids = [h.message_id for h in hits]
-        window_ids = neighbours(ids, around)
-        wanted = sorted({*ids, *(m for ms in window_ids.values() for m in ms)})
-        name = yield from self._index_name_steps()
-        means = remembered(name, wanted)
-        if missing := [m for m in wanted if m not in means]:
-            read = "ranking_vectors" if hasattr(self.vector, "ranking_vectors") else "vectors"
-            means |= remember(
-                name, (yield call_by_name(self.vector, read, name, resource_id, missing))
-            )
-        query_vector = yield call(self.embedder.embed_query, query)  # (cached: the search's)
-        threads = {n.id: n.thread_id for n in around}  # (read anyway: no second read)
-        hits = [
-            h if h.thread_id else replace(h, thread_id=threads.get(h.message_id, "")) for h in hits
-        ]
-        weight = opts.context_weight
-        ranked = in_context(hits, windows(window_ids, means), query_vector, weight=weight)
-        return by_thread(ranked, weight=opts.thread_weight)
-
-    def _reranked(
-        self,
-        query: str,
-        hits: list[RecallHit],
-        resource_id: str,
-        opts: RecallOptions,
-        read: Read,
-    ) -> Steps[list[RecallHit]]:
-        """`hits` reordered by the options' reranker fused with their first-stage order
-        (`rerank`); a failing reranker (an API down, say) leaves the first stage's order and
-        warns."""
-        if len(hits) < 2:
-            return hits
-        yield from self._read(hits, resource_id, read)
-        documents = candidate_documents(hits, read)
-        try:
-            reordered = yield call(opts.reranker.compress_documents, documents, query)
-        except Exception as exc:  # recall goes on without the second stage
-            logger.warning("semantic recall: the reranker failed (%r); first-stage order", exc)
-            return hits
-        return fuse_ranks(hits, reordered, weight=opts.rerank_weight)
 
     def _with_threads(self, hits: list[RecallHit], resource_id: str) -> Steps[list[RecallHit]]:
         """`hits` with their thread ids (vector hits do not carry theirs: storage knows it);
