@@ -237,15 +237,24 @@ def test_a_moved_module_still_imports_from_its_old_name_with_a_warning() -> None
         assert not old_file.exists()  # the old file is gone: one copy of the code
 
 
-def test_no_room_over_500_lines() -> None:
+FACADE_LINES = 560  # `Memory`: one statement per method (`test_memory_is_a_thin_facade`), a
+# twin pair per public method; it grows with the API alone, and splitting one class to fit a
+# number would mean mixins (issue 85)
+
+
+def test_room_for_the_next_feature_in_every_module() -> None:
+    """One idea per module, under 480 lines (room for the next feature); the facade excepted,
+    whose size is the API's."""
     sizes = {
         p.relative_to(PACKAGE).as_posix(): len(p.read_text().splitlines())
         for p in PACKAGE.rglob("*.py")
     }
-    assert {path: lines for path, lines in sizes.items() if lines > 500} == {}
+    assert {path: n for path, n in sizes.items() if n >= 480 and path != "memory.py"} == {}
+    assert sizes["memory.py"] <= FACADE_LINES
     assert sizes["storage/base.py"] > 100  # the sizes are read (a wrong root reads nothing)
     assert sizes["storage/sql/backend.py"] <= 450  # split by subject: threads, messages, ...
     assert sizes["storage/base.py"] <= 450  # the contract, the derived records, the twins
+    assert sizes["observational/service.py"] <= 300  # the passes are `observing`, `reflecting`
 
 
 @pytest.mark.parametrize("package", ["checkpointer", "recall_tool"])

@@ -10,6 +10,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
 from ...pools import in_io_pool
+from .configs import root_config
 from .deletes import delete_checkpoints
 
 P = ParamSpec("P")
@@ -42,15 +43,10 @@ class Checkpointing(Protocol):
 
     saver: BaseCheckpointSaver
 
-    def _inner_alist(
-        self, config: RunnableConfig | None, filter: Any, before: Any, limit: Any
-    ) -> AsyncIterator[CheckpointTuple]: ...
     def _owner(self, thread_id: str) -> str | None: ...
     async def _aowner(self, thread_id: str) -> str | None: ...
     def _purge_orphans(self, thread_id: str) -> None: ...
     async def _apurge_orphans(self, thread_id: str) -> None: ...
-    def _latest(self, thread_id: str) -> str | None: ...
-    async def _alatest(self, thread_id: str) -> str | None: ...
 
 
 class CheckpointerIO:
@@ -86,7 +82,7 @@ class CheckpointerIO:
     async def alist_all(
         self, config: RunnableConfig | None, **kwargs: Any
     ) -> list[CheckpointTuple]:
-        items = self.cp._inner_alist(config, kwargs.get("filter"), None, None)
+        items = self.saver_alist(config, kwargs.get("filter"), None, None)
         return [item async for item in items]
 
     def saver_call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -131,7 +127,33 @@ class CheckpointerIO:
         await self.cp._apurge_orphans(thread_id)
 
     def latest(self, thread_id: str) -> str | None:
-        return self.cp._latest(thread_id)
+        """The thread's latest root checkpoint id, as the saver has it now."""
+        found = self.cp.saver.get_tuple(root_config(thread_id))
+        return None if found is None else str(found.checkpoint["id"])
 
     async def alatest(self, thread_id: str) -> str | None:
-        return await self.cp._alatest(thread_id)
+        found = await on_saver(self.cp.saver.get_tuple, root_config(thread_id))
+        return None if found is None else str(found.checkpoint["id"])
+
+    async def saver_alist(
+        self,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """The saver's `alist`, or its `list` read whole on memory's I/O threads (a sync-only
+        saver, whose `alist` raises NotImplementedError before its first item)."""
+        saver = self.cp.saver
+        if overrides(saver, "alist"):
+            try:
+                async for item in saver.alist(config, filter=filter, before=before, limit=limit):
+                    yield item
+                return
+            except NotImplementedError:
+                pass
+        items = await in_io_pool(
+            lambda: [*saver.list(config, filter=filter, before=before, limit=limit)]
+        )
+        for item in items:
+            yield item

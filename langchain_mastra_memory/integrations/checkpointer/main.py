@@ -51,13 +51,12 @@ from ...conversation.lineage import fork_diff
 from ...conversation.mirroring import MirrorPlan, ThreadMirror
 from ...errors import ConfigurationError
 from ...lifecycle import default_saver, warn_if_volatile
-from ...pools import in_io_pool
 from ...threads.ids import verify_owner
 from ...twins import Steps, both, call, run_async, run_sync
 from . import configs
 from .configs import Messages
 from .first_puts import FirstPuts
-from .io import CheckpointerIO, on_saver, overrides
+from .io import CheckpointerIO, on_saver
 from .messages import CheckpointMessages
 from .one_file import OneFileWrites
 from .owners import ThreadOwners
@@ -243,15 +242,6 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
                 state.warm = False  # one too): the next walk trusts no cache
             state.head = found.checkpoint["id"]
 
-    def _latest(self, thread_id: str) -> str | None:
-        """The thread's latest root checkpoint id, as the saver has it now."""
-        found = self.saver.get_tuple(configs.root_config(thread_id))
-        return None if found is None else str(found.checkpoint["id"])
-
-    async def _alatest(self, thread_id: str) -> str | None:
-        found = await on_saver(self.saver.get_tuple, configs.root_config(thread_id))
-        return None if found is None else str(found.checkpoint["id"])
-
     def list(
         self,
         config: RunnableConfig | None,
@@ -414,28 +404,6 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await run_async(self._get_tuple(config))
 
-    async def _inner_alist(
-        self,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-        limit: int | None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        if overrides(self.saver, "alist"):
-            try:
-                async for item in self.saver.alist(
-                    config, filter=filter, before=before, limit=limit
-                ):
-                    yield item
-                return
-            except NotImplementedError:  # raised before the first item by sync-only savers
-                pass
-        items = await in_io_pool(
-            lambda: [*self.saver.list(config, filter=filter, before=before, limit=limit)]
-        )
-        for item in items:
-            yield item
-
     async def alist(
         self,
         config: RunnableConfig | None,
@@ -447,7 +415,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         if target := self._read_target(config):
             if (owner := await self._acheck_owner(*target)) is not None:  # else orphaned
                 scratch: dict = {}
-                async for item in self._inner_alist(config, filter, before, limit):
+                async for item in self._io.saver_alist(config, filter, before, limit):
                     resolved = await run_async(self._refs.resolved(item, scratch))
                     yield configs.stamped(resolved, owner)
             return
@@ -455,7 +423,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         count = 0
         everyone = None if owner else config
         owners: dict[str, str | None] = {}  # read once per thread for this listing
-        async for item in self._inner_alist(everyone, filter, before, None if owner else limit):
+        async for item in self._io.saver_alist(everyone, filter, before, None if owner else limit):
             if limit is not None and count >= limit:
                 return
             thread_id = configs.thread_of(item)
