@@ -363,3 +363,35 @@ def test_the_bench_scripts_import_each_other_without_a_circle() -> None:
         return False
 
     assert sorted(s for s in scripts if reaches(s, s, set())) == []
+
+
+BELOW_MEMORY = ("conversation", "lifecycle", "recall", "storage", "observational", "threads",
+                "browsing", "tokens", "turn.py", "titles.py", "working_memory/service.py",
+                "integrations/checkpointer")  # fmt: skip
+# (the checkpointer's class is a shape built on `Memory`, as the tools are: it may; its parts
+# below it, the mirror and the upkeep among them, write through storage and `SyncedStorage`)
+MAY_CALL_MEMORY = {"integrations/checkpointer/main.py"}
+
+
+def test_nothing_below_memory_calls_the_facade() -> None:
+    """Writes go only downward: a part `Memory` is built from never calls one of `Memory`'s own
+    methods (``memory.save_messages``, ``memory.delete_messages``, ...) on the memory it was
+    given; it calls the storage or `SyncedStorage` under them (issue 85)."""
+    tree = ast.parse((PACKAGE / "memory.py").read_text())
+    memory = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Memory")
+    methods = {n.name for n in memory.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    assert {"save_messages", "update_messages", "delete_messages"} <= methods
+    paths = [p for part in BELOW_MEMORY
+             for p in ([PACKAGE / part] if part.endswith(".py") else (PACKAGE / part).rglob("*.py"))
+             if p.relative_to(PACKAGE).as_posix() not in MAY_CALL_MEMORY]  # fmt: skip
+    assert len(paths) > 60
+    calls = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Attribute) or node.attr not in methods:
+                continue
+            holder = node.value
+            name = getattr(holder, "id", None) or getattr(holder, "attr", None)
+            if name in ("memory", "_memory"):
+                calls.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {ast.unparse(node)}")
+    assert calls == []

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -92,6 +93,9 @@ def turn_plan(
     }
 
 
+_WARNED: weakref.WeakSet[Memory] = weakref.WeakSet()  # the memories warned about: once each
+
+
 def warn_if_nothing_saves(
     memory: Memory, config: RunnableConfig, shape: str = "memory.pre_model_hook()"
 ) -> None:
@@ -109,10 +113,10 @@ def warn_if_nothing_saves(
     if (
         isinstance(saver, MemoryCheckpointer)
         or (nested and configurable.get("ls_agent_type") == "subagent")
-        or getattr(memory, "_warned_unsaved", False)
+        or memory in _WARNED
     ):
         return
-    memory._warned_unsaved = True  # type: ignore[attr-defined]
+    _WARNED.add(memory)
     found = "no checkpointer" if saver is None else f"checkpointer {type(saver).__name__}"
     where = "a subgraph (a graph run from another graph's node or tool) of" if nested else "a"
     msg = (

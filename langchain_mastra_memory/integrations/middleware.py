@@ -36,6 +36,7 @@ from .graph import (
     warn_if_nothing_saves,
 )
 from .model_budget import input_budget, tools_tokens, within_budget
+from .recall_tool import create_recall_tool
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -93,7 +94,7 @@ class MemoryMiddleware(AgentMiddleware):
         if observing is not None and observing.config.archive is not None:
             # rolling archives bring the recall tool, as Mastra's archive mode does: the
             # catalog in the context names archives only the tool can read
-            self.tools = [memory.recall_tool()]
+            self.tools = [create_recall_tool(memory)]
 
     @property
     def name(self) -> str:

@@ -1,10 +1,11 @@
 """Semantic recall: search stored messages by meaning, by words, or both.
 
 The front: `index` (`RecallIndex`: vector, keyword and hybrid search, neighbour windows),
-`second_stage` (the pool reordered: context, a reranker), `options` (`RecallOptions`), `vector` (the `VectorStore` contract every engine meets, the
-records it writes and the hits it returns), `writer` (`BacklogWriter`: embedding behind the
-turn), `upkeep` (vectors kept in step with storage) and `synced` (`SyncedStorage`: storage
-writes that keep the index in step). Behind it, by part:
+`second_stage` (the pool reordered: context, a reranker), `options` (`RecallOptions`),
+`vector` (the `VectorStore` contract every engine meets, the records it writes and the hits it
+returns), `writer` (`BacklogWriter`: embedding behind the turn), `upkeep` (vectors kept in step
+with storage) and `synced` (`SyncedStorage`: storage writes that keep the index in step).
+Behind it, by part:
 
 - `engines`: where vectors live (Chroma, pgvector, Qdrant, Qdrant Edge, Milvus, any LangChain
   vector store);

@@ -319,7 +319,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         )
         if new_thread:  # the owner first, so the checkpoint is never orphaned
             made = yield call(
-                self.memory.ensure_thread, thread_id=thread_id, resource_id=resource_id
+                self.memory.storage.ensure_thread, thread_id=thread_id, resource_id=resource_id
             )
             verify_owner(thread_id, resource_id, made.resource_id)  # a racing owner
             self.mirror.observe(thread_id, made)
@@ -397,8 +397,10 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         self._forget_checks(thread_id)
 
     def delete_thread(self, thread_id: str) -> None:
-        self.forget(thread_id)  # also when memory holds no such thread
-        self.memory.delete_thread(thread_id)  # forgets it in every checkpointer of the memory
+        """Delete the thread everywhere, once (`Memory.delete_thread`): memory's thread, and
+        its checkpoints in every checkpointer of the memory, this one included (registered
+        when made), also when memory holds no such thread."""
+        self.memory.delete_thread(thread_id)
 
     # -- async twins (the wrapped saver's own async methods, or its sync ones: `io.on_saver`) --
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -452,5 +454,4 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         await run_async(self._put_writes(config, writes, task_id, task_path))
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await self.aforget(thread_id)
         await self.memory.adelete_thread(thread_id)
