@@ -39,6 +39,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_mastra_memory.messages import MAX_PIECES, embedding_pieces
 
+sys.path.insert(0, str(Path(__file__).parent))
+from results import save
+
 MODES = ("vector", "keyword", "hybrid")
 WORDS = [f"w{i}" for i in range(3000)]
 ZIPF = [1 / (rank + 1) for rank in range(len(WORDS))]
@@ -222,7 +225,11 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--pieces", type=float, default=1.0,
                         help="embedded pieces (sentences) per message, on average")  # fmt: skip
+    parser.add_argument("--json", type=Path, default=None,
+                        help="also write each run's figures here (bench/results/"
+                        "cold_recall.json: the docs' plot, `plot_figures.py`)")  # fmt: skip
     args = parser.parse_args()
+    runs: list[dict[str, Any]] = []
     for run in range(1, args.runs + 1):
         with tempfile.TemporaryDirectory() as folder:
             db = Path(folder) / "memory.db"
@@ -249,6 +256,16 @@ def main() -> None:
                   f"{warm[0] / floor[0]:16.1f}x")  # fmt: skip
         print(f"  floor: one exact int8 scan of the same pieces, {floor[0]:.2f} / "
               f"{floor[1]:.2f} ms p50 / p95")  # fmt: skip
+        runs.append({
+            mode: {"after_import": percentiles(imported["cold"][mode]),  # type: ignore[index]
+                   "after_restart": percentiles(restart[mode]),
+                   "warm": percentiles(imported["warm"][mode])}  # type: ignore[index]
+            for mode in MODES
+        } | {"floor": floor})  # fmt: skip
+    if args.json is not None:
+        setting = (f"{args.messages:,} messages in one resource, {args.pieces:g} pieces a "
+                   f"message, {args.embedder} embedder, SQLite + Chroma")  # fmt: skip
+        save("cold_recall", {"setting": setting, "runs": runs}, path=args.json)
 
 
 if __name__ == "__main__":

@@ -56,6 +56,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from load_bench import scripted_model
 from locomo_data import DEFAULT_DATA, turns_and_questions
+from results import save
 
 CONFIGURATIONS = ("bare", "memory", "memory+recall")
 GROUPS = (  # thread name pattern -> the step it runs
@@ -206,6 +207,27 @@ class Results:
 
         return start, stop
 
+    def figures(self, args: argparse.Namespace) -> dict[str, Any]:
+        """What `print` shows, for `results.save`: p50 / p95 and the ratio to bare for each
+        configuration, and each thread group's p50."""
+        bare = statistics.median(self.total["bare"])
+        shape = f"{args.conversations} conversations x {args.turns} turns"
+        return {
+            "setting": f"{shape}, {args.backend}, {'threads' if args.sync else 'asyncio'}",
+            "runs": args.runs,
+            "configurations": {
+                kind: {"p50_ms": statistics.median(v), "p95_ms": max(v) if len(v) < 2
+                       else statistics.quantiles(v, n=20)[-1],
+                       "x_bare": statistics.median(v) / bare,
+                       "server_p50_ms": statistics.median(self.server[kind])}
+                for kind, v in self.total.items()
+            },
+            "groups_p50_ms": {
+                kind: {g: statistics.median(v) for g, v in groups.items()}
+                for kind, groups in self.groups.items()
+            },
+        }  # fmt: skip
+
     def print(self, args: argparse.Namespace) -> None:
         mode = "sync (threads)" if args.sync else "asyncio"
         print(f"{args.conversations} conversations x {args.turns} turns, {args.backend}, {mode}; "
@@ -312,6 +334,9 @@ def main() -> None:
     parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--dsn", default=None, help="PostgreSQL (default: a throwaway server)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo's JSON files")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="also write the figures here (bench/results/turn_cpu.json: the "
+                        "docs' plot, `plot_figures.py`)")  # fmt: skip
     args = parser.parse_args()
     TEXTS[:] = [text for text, _ in turns_and_questions(args.data)[0]]
     if not TEXTS:
@@ -329,6 +354,8 @@ def main() -> None:
     if problems:
         raise SystemExit(f"the model was sent what a provider refuses: {problems[:3]}")
     results.print(args)
+    if args.json is not None:
+        save("turn_cpu", results.figures(args), path=args.json)
 
 
 if __name__ == "__main__":

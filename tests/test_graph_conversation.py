@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from langchain.agents.middleware import AgentState
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
@@ -555,6 +555,11 @@ def branch_conversation(graph: Any, config: dict) -> list[tuple[str, str]]:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(ops=OPS)
+@example(  # an edit, compacted out of the state, then a fork away and a fork back to it: the
+    # fork back brings the edited content its lineage holds (found by this test, 2026-11-29)
+    ops=[("turn", 0), ("turn", 0), ("edit", 0), ("turn", 0), ("turn", 0), ("compact", 0),
+         ("fork", 8), ("fork", 0)],
+)  # fmt: skip
 def test_any_sequence_of_turns_compactions_removals_edits_forks_and_replays(ops) -> None:
     memory = Memory(storage=SQLiteStorage(":memory:"))
     produced: list[str] = []

@@ -26,7 +26,9 @@ def test_the_turn_cpu_bench_measures_every_configuration(mode: list[str], tmp_pa
     ]  # fmt: skip
     data = {"speaker_a": "Alice", "speaker_b": "Bob", "session_1": chat, "qa": []}
     (tmp_path / "1.json").write_text(json.dumps(data))
-    args = ["--runs", "1", "--conversations", "2", "--turns", "2", "--data", str(tmp_path), *mode]
+    record = tmp_path / "figures" / "turn_cpu.json"
+    args = ["--runs", "1", "--conversations", "2", "--turns", "2", "--data", str(tmp_path),
+            "--json", str(record), *mode]  # fmt: skip
     done = subprocess.run(
         [sys.executable, str(BENCH), *args], capture_output=True, text=True, timeout=600
     )
@@ -39,6 +41,10 @@ def test_the_turn_cpu_bench_measures_every_configuration(mode: list[str], tmp_pa
     assert all(value > 0 for value in rows.values()), done.stdout
     groups = done.stdout.split("where it goes", 1)[1]
     assert "agent + memory's planning" in groups and "vector writer" in groups, done.stdout
+    saved = json.loads(record.read_text())  # what the docs' plot is drawn from
+    assert {k: round(v["p50_ms"], 1) for k, v in saved["configurations"].items()} == rows
+    assert saved["bench"] == "turn_cpu" and "--json" in saved["command"] and saved["machine"]
+    assert saved["configurations"]["bare"]["x_bare"] == 1.0
 
 
 def test_a_data_folder_without_chat_is_a_clear_error(tmp_path: Path) -> None:

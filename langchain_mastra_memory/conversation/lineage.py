@@ -8,6 +8,11 @@ appeared on the old side only are abandoned (they move to a branch thread), mess
 appeared on the fork's side only belong to the thread again (an earlier fork had moved them to
 a branch). Checkpoints before the meeting point are common and not read, so a fork costs the
 checkpoints since the split, not the thread's whole history.
+
+A message's content is its latest along the fork's side (an edit by id on either side is the
+branch's own): the walk keeps, for each message it saw on the fork's side since the split and
+in the state where the sides meet, its newest version, so a fork brings back the content its
+lineage had even for a message no longer in its state (compacted out after the edit).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ class ForkDiff:
 
     abandoned: set[str] = field(default_factory=set)
     returning: set[str] = field(default_factory=set)
+    versions: dict[str, Any] = field(default_factory=dict)  # id -> its newest on the fork's side
 
 
 def _config(thread_id: str, checkpoint_id: str) -> RunnableConfig:
@@ -54,6 +60,7 @@ def fork_diff(
     a found checkpoint's messages (a list channel's, or a delta channel's rebuilt)."""
     order: dict[str, list[str]] = {"old": [], "new": []}
     ids: dict[str, dict[str, set[str]]] = {"old": {}, "new": {}}
+    held: dict[str, Sequence[Any]] = {}  # checkpoint -> its messages
     cursor: dict[str, str | None] = {"old": head, "new": parent or None}
     meet: str | None = None
     while meet is None and (cursor["old"] or cursor["new"]):
@@ -69,6 +76,7 @@ def fork_diff(
                 cursor[side] = None
                 continue
             messages = (yield from messages_of(found)) or []
+            held[checkpoint] = messages
             ids[side][checkpoint] = {m.id for m in messages if getattr(m, "id", None)}
             order[side].append(checkpoint)
             parent_config = found.parent_config or {}
@@ -80,7 +88,18 @@ def fork_diff(
                 break
             since[side] |= ids[side][checkpoint]
     common = ids["old"].get(meet or "") or ids["new"].get(meet or "") or set()
+    versions: dict[str, Any] = {}  # walked newest first: the first version seen is the newest
+    for checkpoint in [*order["new"][: _until(order["new"], meet)], *([meet] if meet else [])]:
+        for message in held.get(checkpoint) or ():
+            if getattr(message, "id", None):
+                versions.setdefault(message.id, message)
     return ForkDiff(
         abandoned=since["old"] - since["new"] - common,
         returning=since["new"] - since["old"] - common,
+        versions=versions,
     )
+
+
+def _until(order: list[str], meet: str | None) -> int:
+    """How many of a side's walked checkpoints came before the meeting point."""
+    return order.index(meet) if meet in order else len(order)

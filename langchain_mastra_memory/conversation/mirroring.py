@@ -217,6 +217,9 @@ class ThreadMirror:
         if fork_from is not None or source == "update":  # a held message may differ by id:
             plan.check_edits = [m for m in messages if m.id]  # the branch's version, an edit
             plan.fork_diff = fork_diff
+            if fork_diff is not None:  # and what its lineage holds out of the state (compacted)
+                present = {m.id for m in plan.check_edits}
+                plan.check_edits += [m for i, m in fork_diff.versions.items() if i not in present]
         else:  # a node's rewrite by id whose writes reached us before the checkpoint it edits
             plan.check_edits = _rewrites_of_saved(state, messages, len(suffix.new))
         if self.mirror_deletes and parent_ids is not None and fork_from is None:

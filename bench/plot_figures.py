@@ -1,0 +1,124 @@
+"""The README's and the docs' figures, drawn from the benches' JSON (``bench/results/``).
+
+Each plot says what was measured, when, on which machine and with which command, as the JSON
+the bench wrote holds them (`results.save`). SVG, written the same way each time (no dates or
+random ids inside), so a figure changes in a commit only when its numbers do.
+
+    python bench/plot_figures.py [--results bench/results] [--out docs/figures]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("svg")
+import matplotlib.pyplot as plt
+
+HERE = Path(__file__).parent
+COLORS = {"bare": "#9e9e9e", "memory": "#3b7dd8", "memory+recall": "#e07b39"}
+MODE_COLORS = {"vector": "#3b7dd8", "keyword": "#4caf50", "hybrid": "#e07b39"}
+plt.rcParams.update(
+    {
+        "svg.hashsalt": "langchain-mastra-memory",  # the same ids each time
+        "svg.fonttype": "none",  # text as text: searchable, and checked by the tests
+        "font.size": 10,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+    }
+)
+
+
+def _caption(record: dict[str, Any]) -> str:
+    return f"{record['date']} · {record['machine']} · {record['command']}"
+
+
+def turn_cpu(record: dict[str, Any]) -> plt.Figure:
+    """CPU per agent turn, each configuration's p50 (its p95 as the whisker), with its ratio
+    to the bare agent's."""
+    kinds = list(record["configurations"])
+    values = [record["configurations"][k] for k in kinds]
+    figure, axes = plt.subplots(figsize=(8, 2.8))
+    p50 = [v["p50_ms"] for v in values]
+    errors = [[0 for _ in values], [v["p95_ms"] - v["p50_ms"] for v in values]]
+    bars = axes.barh(kinds, p50, xerr=errors, color=[COLORS.get(k, "#777") for k in kinds],
+                     capsize=3)  # fmt: skip
+    for bar, value in zip(bars, values, strict=True):
+        label = f"{value['p50_ms']:.1f} ms  ({value['x_bare']:.1f}× bare)"
+        y = bar.get_y() + bar.get_height() / 2
+        axes.text(bar.get_width() + max(p50) * 0.02, y, label, va="center")
+    axes.invert_yaxis()
+    axes.set_xlim(0, max(p50) * 1.45)
+    axes.set_xlabel("CPU ms per turn (p50; whisker: p95)")
+    axes.set_title(f"CPU per agent turn: {record['setting']}", loc="left")
+    figure.text(0.01, 0.01, _caption(record), fontsize=7, color="#555")
+    figure.tight_layout(rect=(0, 0.06, 1, 1))
+    return figure
+
+
+def cold_recall(record: dict[str, Any]) -> plt.Figure:
+    """Recall's p50 and p95 per mode, after an import, after a restart and warm, in every
+    run, beside the exact int8 scan of the same pieces (the floor)."""
+    phases = ("after_import", "after_restart", "warm")
+    figure, axes = plt.subplots(figsize=(8, 3.2))
+    width = 0.8 / (len(MODE_COLORS) * len(record["runs"]))
+    for r, run in enumerate(record["runs"]):
+        for m, mode in enumerate(MODE_COLORS):
+            offset = (m * len(record["runs"]) + r) * width - 0.4 + width / 2
+            p50 = [run[mode][phase][0] for phase in phases]
+            p95 = [run[mode][phase][1] for phase in phases]
+            xs = [i + offset for i in range(len(phases))]
+            axes.bar(xs, p95, width * 0.9, color=MODE_COLORS[mode], alpha=0.35)
+            axes.bar(xs, p50, width * 0.9, color=MODE_COLORS[mode],
+                     label=mode if r == 0 else None)  # fmt: skip
+    floor = record["runs"][0]["floor"][1]
+    axes.axhline(floor, color="#333", linestyle=":", linewidth=1)
+    axes.text(len(phases) - 0.5, floor, f" exact int8 scan p95 {floor:.1f} ms", va="bottom",
+              ha="right", fontsize=8)  # fmt: skip
+    axes.set_xticks(range(len(phases)), [p.replace("_", " ") for p in phases])
+    axes.set_ylabel("ms per recall (solid p50, pale p95)")
+    axes.set_title(f"Recall: {record['setting']} ({len(record['runs'])} runs)", loc="left")
+    axes.legend(frameon=False, ncols=3, loc="upper right")
+    figure.text(0.01, 0.01, _caption(record), fontsize=7, color="#555")
+    figure.tight_layout(rect=(0, 0.06, 1, 1))
+    return figure
+
+
+PLOTS: dict[str, Callable[[dict[str, Any]], plt.Figure]] = {
+    "turn_cpu": turn_cpu,
+    "cold_recall": cold_recall,
+}
+
+
+def draw(results: Path, out: Path) -> list[Path]:
+    """Every plot whose bench left its JSON in `results`, as ``<bench>.svg`` in `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, plot in PLOTS.items():
+        source = results / f"{name}.json"
+        if not source.exists():
+            continue
+        figure = plot(json.loads(source.read_text()))
+        target = out / f"{name}.svg"
+        figure.savefig(target, metadata={"Date": None})
+        plt.close(figure)
+        written.append(target)
+    return written
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", type=Path, default=HERE / "results")
+    parser.add_argument("--out", type=Path, default=HERE.parent / "docs" / "figures")
+    args = parser.parse_args()
+    for path in draw(args.results, args.out):
+        print(path)
+
+
+if __name__ == "__main__":
+    main()
