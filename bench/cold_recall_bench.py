@@ -263,8 +263,8 @@ def main() -> None:
             for mode in MODES
         } | {"floor": floor})  # fmt: skip
     if args.json is not None:
-        setting = (f"{args.messages:,} messages in one resource, {args.pieces:g} pieces a "
-                   f"message, {args.embedder} embedder, SQLite + Chroma")  # fmt: skip
+        setting = (f"{args.messages:,} messages in one resource, {args.pieces:g} embedded "
+                   f"piece(s) a message, {args.embedder} embedder, SQLite + Chroma")  # fmt: skip
         save("cold_recall", {"setting": setting, "runs": runs}, path=args.json)
 
 

@@ -395,3 +395,15 @@ def test_nothing_below_memory_calls_the_facade() -> None:
             if name in ("memory", "_memory"):
                 calls.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {ast.unparse(node)}")
     assert calls == []
+
+
+def test_the_checkpointer_is_built_from_the_parts_it_holds() -> None:
+    """`MemoryCheckpointer` subclasses LangGraph's saver alone: its owners, listing, upkeep and
+    saver I/O are parts it holds, not mixins (issue 85)."""
+    tree = ast.parse((PACKAGE / "integrations" / "checkpointer" / "main.py").read_text())
+    found = next(n for n in tree.body if isinstance(n, ast.ClassDef))
+    assert found.name == "MemoryCheckpointer"
+    assert [ast.unparse(b) for b in found.bases] == ["BaseCheckpointSaver"]
+    made = {ast.unparse(n.value.func) for n in ast.walk(found)
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)}  # fmt: skip
+    assert {"ThreadOwners", "CheckpointListing", "ThreadUpkeep", "CheckpointerIO"} <= made

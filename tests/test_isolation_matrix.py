@@ -60,7 +60,7 @@ from langchain_mastra_memory.integrations.checkpointer import MemoryCheckpointer
 from langchain_mastra_memory.integrations.store import InvalidStoreInputError, MemoryStore
 from langchain_mastra_memory.observational.extractors import Extractor
 from langchain_mastra_memory.observational.prompts import REFLECTOR_INSTRUCTIONS
-from langchain_mastra_memory.storage.sql.observations import scope_key
+from langchain_mastra_memory.storage.records import scope_key
 from langchain_mastra_memory.testing import strict_model
 from langchain_mastra_memory.threads.ids import resolve_ids
 from langchain_mastra_memory.threads.transfer import export_lines

@@ -13,8 +13,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_mastra_memory import SQLiteStorage
-from langchain_mastra_memory.storage.records import now_utc
-from langchain_mastra_memory.storage.sql.observations import scope_key
+from langchain_mastra_memory.storage.records import now_utc, scope_key
 
 
 def turns(storage, thread: str, n: int, owner: str = "alice") -> list[str]:

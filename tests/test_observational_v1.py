@@ -15,7 +15,7 @@ from langchain_core.outputs import ChatGenerationChunk
 from langchain_mastra_memory import ConfigurationError, Memory, MemoryStorage
 from langchain_mastra_memory.observational.prompts import OBSERVER_INSTRUCTIONS
 from langchain_mastra_memory.provider_rules import provider_violations
-from langchain_mastra_memory.storage.sql.observations import scope_key
+from langchain_mastra_memory.storage.records import scope_key
 from langchain_mastra_memory.testing import strict_model
 
 KEY = scope_key("thread", resource_id="alice", thread_id="t1")

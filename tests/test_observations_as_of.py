@@ -17,8 +17,7 @@ from langchain_mastra_memory.errors import (
     ResourceMismatchError,
     ThreadNotFoundError,
 )
-from langchain_mastra_memory.storage.records import now_utc
-from langchain_mastra_memory.storage.sql.observations import scope_key
+from langchain_mastra_memory.storage.records import now_utc, scope_key
 
 
 def moment() -> datetime:

@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_mastra_memory import ConfigurationError, Memory, ModelByInputTokens, SQLiteStorage
 from langchain_mastra_memory.provider_rules import provider_violations
-from langchain_mastra_memory.storage.sql.observations import scope_key
+from langchain_mastra_memory.storage.records import scope_key
 
 
 class Down(FakeListChatModel):

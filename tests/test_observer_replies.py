@@ -23,7 +23,7 @@ from langchain_mastra_memory.observational.checks import (
 )
 from langchain_mastra_memory.observational.parse import parse_log
 from langchain_mastra_memory.observational.prompts import REFLECTOR_INSTRUCTIONS
-from langchain_mastra_memory.storage.sql.observations import scope_key
+from langchain_mastra_memory.storage.records import scope_key
 
 GOOD = "Date: 2026-11-22\n- [high] (10:00) User lives in Lisbon and is allergic to peanuts."
 TEMPLATE = "<observations>\nDate: YYYY-MM-DD\n- [high] (HH:MM) ...\n- [medium] (HH:MM) ...\n</observations>"

@@ -34,7 +34,7 @@ from langchain_core.tools import ToolException
 
 from ..errors import ConfigurationError, MastraMemoryError
 from ..messages import mastra_role, message_text
-from ..storage.sql.observations import scope_key
+from ..storage.records import scope_key
 from ..storage.validation import check_id
 from .recall_tool import search_for_model
 

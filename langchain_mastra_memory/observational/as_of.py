@@ -23,8 +23,7 @@ from typing import Literal
 
 from ..errors import ConfigurationError, ResourceMismatchError, ThreadNotFoundError
 from ..storage.base import MemoryStorage
-from ..storage.records import ObservationGroup
-from ..storage.sql.observations import scope_key
+from ..storage.records import ObservationGroup, scope_key
 from ..storage.validation import check_id, check_optional_id
 from ..twins import Steps, call
 

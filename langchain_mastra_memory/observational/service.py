@@ -36,8 +36,7 @@ from ..injected import tag
 from ..messages import ids_of
 from ..pools import await_futures, in_io_pool
 from ..storage.base import MemoryStorage
-from ..storage.records import ObservationGroup, StoredMessage
-from ..storage.sql.observations import scope_key
+from ..storage.records import ObservationGroup, StoredMessage, scope_key
 from ..tokens.counting import TokenCounter
 from ..tracing.runs import detached_context
 from ..twins import Steps, call, run_sync

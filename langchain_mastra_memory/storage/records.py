@@ -312,6 +312,16 @@ def check_metadata_filter(metadata: dict[Any, Any] | None) -> list[tuple[str, st
     return pairs
 
 
+def scope_key(scope: str, *, resource_id: str, thread_id: str | None) -> str:
+    """``thread:<id>`` or ``resource:<id>``: whose observation log (a thread's, or its
+    resource's: observational memory's ``scope``)."""
+    if scope == "thread":
+        if thread_id is None:
+            raise ValueError("a thread-scoped observation log needs thread_id")
+        return f"thread:{thread_id}"
+    return f"resource:{resource_id}"
+
+
 def dumps_metadata(metadata: dict[str, Any] | None) -> str:
     """Thread metadata as JSON text (checked: see `validation.check_metadata`)."""
     check_metadata(metadata)

@@ -27,7 +27,7 @@ from ..browsing.paging import MAX_PAGE
 from ..errors import ConfigurationError, MastraMemoryError, ThreadNotFoundError
 from ..memory import Memory
 from ..messages import mastra_role, message_text
-from ..storage.sql.observations import scope_key
+from ..storage.records import scope_key
 from . import plots, views
 from .guard import COOKIE, LocalWebGuard, genuine_form
 

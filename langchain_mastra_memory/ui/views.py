@@ -19,8 +19,7 @@ from ..errors import ThreadNotFoundError
 from ..injected import SOURCE_KEY
 from ..memory import Memory
 from ..messages import mastra_role, message_text
-from ..storage.records import ResourceSummary
-from ..storage.sql.observations import scope_key
+from ..storage.records import ResourceSummary, scope_key
 from ..threads.thread import Thread
 from ..tokens.counting import TokenCounter
 

@@ -37,16 +37,11 @@ async def on_saver(method: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs)
 
 
 class Checkpointing(Protocol):
-    """What the I/O needs of a checkpointer (`MemoryCheckpointer`): its wrapped saver, a way
-    to reach the saver's async methods, and its owner and latest-checkpoint reads. Typed here
-    so this module does not name the class that uses it."""
+    """What the I/O needs of a checkpointer (`MemoryCheckpointer`): its wrapped saver and its
+    owners' reads. Typed here so this module does not name the class that uses it."""
 
     saver: BaseCheckpointSaver
-
-    def _owner(self, thread_id: str) -> str | None: ...
-    async def _aowner(self, thread_id: str) -> str | None: ...
-    def _purge_orphans(self, thread_id: str) -> None: ...
-    async def _apurge_orphans(self, thread_id: str) -> None: ...
+    owners: Any  # `owners.ThreadOwners`
 
 
 class CheckpointerIO:
@@ -115,16 +110,16 @@ class CheckpointerIO:
         return await in_io_pool(self.delta_history, config, channels)
 
     def owner(self, thread_id: str) -> str | None:
-        return self.cp._owner(thread_id)
+        return self.cp.owners.owner(thread_id)
 
     async def aowner(self, thread_id: str) -> str | None:
-        return await self.cp._aowner(thread_id)
+        return await self.cp.owners.aowner(thread_id)
 
     def purge_orphans(self, thread_id: str) -> None:
-        self.cp._purge_orphans(thread_id)
+        self.cp.owners.purge_orphans(thread_id)
 
     async def apurge_orphans(self, thread_id: str) -> None:
-        await self.cp._apurge_orphans(thread_id)
+        await self.cp.owners.apurge_orphans(thread_id)
 
     def latest(self, thread_id: str) -> str | None:
         """The thread's latest root checkpoint id, as the saver has it now."""

@@ -10,17 +10,14 @@ nothing (unless ``mirror_deletes=True``), an edit by id updates the stored messa
 or replay from an earlier checkpoint moves the abandoned messages to a branch thread.
 ``delete_thread`` deletes the memory thread too.
 
-Each message is stored once: a checkpoint's ``messages`` list goes to memory (`checkpointer.refs`)
-and the saver keeps a reference, put back on read (``reference_messages=False``: the saver's
-own format; `write_back` rewrites a thread in it).
+Each message is stored once, the saver keeping a reference (`refs`; ``reference_messages=False``
+keeps the saver's own format, and `write_back` rewrites a thread in it).
 
 Isolation holds both ways: a put, and a read (``get_tuple``, ``list`` with a thread, so
 ``get_state``, ``invoke`` and ``stream`` too), of a thread owned by another resource raises
-`ResourceMismatchError` before any checkpoint is written or returned; ``list`` without a thread
-lists only the threads of the resource the config names (all threads when it names none). The
-configs it returns carry the owner they were checked against (``resource_id``), so replaying a
-``get_state_history`` config works. Checkpoints whose memory thread was deleted elsewhere are
-nobody's: reads see none, and the next owner's first put purges them.
+`ResourceMismatchError` before any checkpoint is written or returned (listings: `listing`).
+Checkpoints whose memory thread was deleted elsewhere are nobody's: reads see none, and the
+next owner's first put purges them.
 
 Checks happen before anything is written (a missing ``thread_id``, a thread of another
 resource, a ``messages`` channel holding non-messages or unstorable ones), and the wrapped saver
@@ -32,8 +29,8 @@ not mirrored.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
@@ -55,8 +52,8 @@ from ...threads.ids import verify_owner
 from ...twins import Steps, both, call, run_async, run_sync
 from . import configs
 from .configs import Messages
-from .first_puts import FirstPuts
 from .io import CheckpointerIO, on_saver
+from .listing import CheckpointListing
 from .messages import CheckpointMessages
 from .one_file import OneFileWrites
 from .owners import ThreadOwners
@@ -69,7 +66,7 @@ if TYPE_CHECKING:
 Ids = list[str]  # aliases (with Messages): inside the class, `list` is the checkpointer method
 
 
-class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
+class MemoryCheckpointer(BaseCheckpointSaver):
     """A LangGraph checkpointer that also keeps the conversation in `Memory`.
 
     Examples:
@@ -107,7 +104,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         super().__init__(serde=self.saver.serde)
         self.messages_key = messages_key
         self.default_resource_id = default_resource_id
-        self.trust_thread_reads = trust_thread_reads  # see ThreadOwners._reader
+        self.trust_thread_reads = trust_thread_reads  # see ThreadOwners.reader
         if default_resource_id is not None:  # the hook and the middleware must agree with it
             if memory.default_resource_id not in (None, default_resource_id):
                 msg = (
@@ -117,6 +114,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
                 raise ConfigurationError(msg)
             memory.default_resource_id = default_resource_id
         self.mirror = ThreadMirror(memory, messages_key=messages_key, mirror_deletes=mirror_deletes)
+        self.owners = ThreadOwners(self)  # who owns each thread, checked at every read and write
         self._io = CheckpointerIO(self)
         refs = reference_messages and not memory.synced.read_only  # each message once
         self._refs = MessageRefs(
@@ -124,8 +122,10 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         )
         self._channel = CheckpointMessages(self._io, messages_key, self._refs)  # list or delta
         self._one_file = OneFileWrites.of(self.saver, memory)  # one transaction for a turn
-        self._checked = OrderedDict()  # the checkpoint each thread's owner was last checked at
-        self._first_puts = FirstPuts()  # a new thread's puts, one at a time
+        self.listing = CheckpointListing(self)  # `list` and `alist`, the owner's checkpoints
+        self.upkeep = ThreadUpkeep(  # copy, rollback, pruning (LangGraph Server's), write-back
+            self.saver, memory, self._io, self._channel, self._refs, self._forget_caches
+        )
         memory.checkpointers.add(self)  # memory.delete_thread deletes the checkpoints too
 
     def __repr__(self) -> str:
@@ -203,22 +203,16 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         messages = yield from self._channel.stored(parent)
         return configs.ids_of(messages)
 
-    def _root_writes(self, config: RunnableConfig) -> tuple[str, str] | None:
-        """Whose root-graph writes these are (None: a subgraph's)."""
-        if (config.get("configurable") or {}).get("checkpoint_ns"):
-            return None
-        return self._ids(config)
-
     # -- base capabilities ---------------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return run_sync(self._get_tuple(config))
+        return run_sync(self.owners.get_tuple(config))
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         """The wrapped saver's history of delta channels (its own fast query where it has
         one), for the thread's owner only."""
-        owner = self._check_owner(*self._reader(config))
+        owner = self.owners.check_owner(*self.owners.reader(config))
         if owner is None:  # orphaned checkpoints are nobody's: nothing to replay
             return {channel: {"writes": []} for channel in channels}
         return self._io.delta_history(config, channels)
@@ -226,7 +220,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
-        owner = await self._acheck_owner(*self._reader(config))
+        owner = await self.owners.acheck_owner(*self.owners.reader(config))
         if owner is None:
             return {channel: {"writes": []} for channel in channels}
         history: Mapping[str, DeltaChannelHistory] = await self._io.adelta_history(config, channels)
@@ -250,27 +244,8 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        if target := self._read_target(config):
-            if (owner := self._check_owner(*target)) is not None:  # else orphaned: nobody's
-                scratch: dict = {}  # values read for one checkpoint serve the next
-                for item in self.saver.list(config, filter=filter, before=before, limit=limit):
-                    yield configs.stamped(run_sync(self._refs.resolved(item, scratch)), owner)
-            return
-        owner = self._list_owner(config)
-        count = 0
-        everyone = None if owner else config  # the owner's threads: read all, keep theirs
-        owners: dict[str, str | None] = {}  # read once per thread for this listing
-        for item in self.saver.list(
-            everyone, filter=filter, before=before, limit=None if owner else limit
-        ):
-            if limit is not None and count >= limit:
-                return
-            thread_id = configs.thread_of(item)
-            if thread_id not in owners:
-                owners[thread_id] = self._owner(thread_id)
-            if (found := owners[thread_id]) == owner or owner is None:
-                count += 1
-                yield configs.stamped(run_sync(self._refs.resolved(item)), found)
+        """The owner's checkpoints only (`listing`)."""
+        return self.listing.list(config, filter, before, limit)
 
     def put(
         self,
@@ -279,7 +254,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return run_sync(self._owned_put(config, checkpoint, metadata, new_versions))
+        return run_sync(self.owners.owned_put(config, checkpoint, metadata, new_versions))
 
     def put_writes(
         self,
@@ -303,7 +278,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         held yet): checks, plan (reads only), the owner row, the saver's write, then the mirror
         (whose failure warns and never aborts the graph run)."""
         io = self._io
-        thread_id, resource_id = self._ids(config)
+        thread_id, resource_id = self.owners.ids(config)
         verify_owner(thread_id, resource_id, owner)
         messages = yield from self._root_messages(config, checkpoint, new_versions)
         new_thread = owner is None
@@ -371,7 +346,8 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         task_path: str,
     ) -> Steps[None]:
         yield call(self._io.put_writes, config, writes, task_id, task_path)
-        ids = None if self._read_only(config) else self._root_writes(config)
+        subgraph = (config.get("configurable") or {}).get("checkpoint_ns")  # (not mirrored)
+        ids = None if self._read_only(config) or subgraph else self.owners.ids(config)
         if ids is not None and (written := self.mirror.rewritten(ids[0], writes)):
             yield from self.mirror.safely(self.mirror.on_writes(*ids, written), ids[0])
 
@@ -383,18 +359,76 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         """Delete the thread's checkpoints from the wrapped saver (not its memory thread:
         `Memory.delete_thread` calls this for every checkpointer it made)."""
         self.saver.delete_thread(thread_id)
-        self.mirror.forget(thread_id)
-        self._channel.forget(thread_id)
-        self._refs.forget(thread_id)
-        self._forget_checks(thread_id)
+        self._forget_caches(thread_id)
+        self.owners.forget_checks(thread_id)
 
     async def aforget(self, thread_id: str) -> None:
         """Async `forget`."""
         await on_saver(self.saver.delete_thread, thread_id)
+        self._forget_caches(thread_id)
+        self.owners.forget_checks(thread_id)
+
+    def _forget_caches(self, thread_id: str) -> None:
+        """What the parts remember of the thread (its checkpoints were deleted or rewritten)."""
         self.mirror.forget(thread_id)
         self._channel.forget(thread_id)
         self._refs.forget(thread_id)
-        self._forget_checks(thread_id)
+
+    # -- upkeep: LangGraph Server's copy, rollback and pruning, and retention (`upkeep`) --------
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread's checkpoints, and memory's thread with them (same owner only)."""
+        run_sync(self.upkeep.copy(source_thread_id, target_thread_id))
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await run_async(self.upkeep.copy(source_thread_id, target_thread_id))
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints (and writes) of these runs; their new messages leave memory."""
+        run_sync(self.upkeep.delete_runs(list(run_ids)))
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await run_async(self.upkeep.delete_runs(list(run_ids)))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Prune the threads' checkpoints (``keep_latest``, or ``delete``: all of them); memory
+        keeps their conversations."""
+        run_sync(self.upkeep.prune(list(thread_ids), strategy))
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await run_async(self.upkeep.prune(list(thread_ids), strategy))
+
+    def prune_checkpoints(
+        self, thread_id: str, *, before: datetime | None = None, keep: int | None = None
+    ) -> int:
+        """Delete the thread's checkpoints written before `before` and not among each
+        namespace's newest `keep` (never a namespace's newest, nor an ancestor a kept one
+        reads through); memory's lists follow. How many went."""
+        return run_sync(self.upkeep.prune_checkpoints(thread_id, before, keep))
+
+    async def aprune_checkpoints(
+        self, thread_id: str, *, before: datetime | None = None, keep: int | None = None
+    ) -> int:
+        """Async `prune_checkpoints`."""
+        return await run_async(self.upkeep.prune_checkpoints(thread_id, before, keep))
+
+    def write_back(self, thread_id: str, *, saver: BaseCheckpointSaver | None = None) -> int:
+        """Write a thread's checkpoints in the saver's own format, each ``messages`` list
+        whole (memory keeps them once, `refs`): in place, or into another `saver` (leaving
+        the package, or a copy for LangGraph alone). Checkpoint ids, parents, metadata and
+        pending writes stay; returns how many checkpoints were written.
+
+        Examples:
+            >>> from langgraph.checkpoint.memory import InMemorySaver
+            >>> from langchain_mastra_memory import Memory, SQLiteStorage
+            >>> checkpointer = Memory(storage=SQLiteStorage(":memory:")).checkpointer()
+            >>> checkpointer.write_back("no-such-thread", saver=InMemorySaver())
+            0
+        """
+        return run_sync(self.upkeep.write_back(thread_id, saver))
+
+    async def awrite_back(self, thread_id: str, *, saver: BaseCheckpointSaver | None = None) -> int:
+        """Async `write_back`."""
+        return await run_async(self.upkeep.write_back(thread_id, saver))
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete the thread everywhere, once (`Memory.delete_thread`): memory's thread, and
@@ -404,9 +438,9 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
 
     # -- async twins (the wrapped saver's own async methods, or its sync ones: `io.on_saver`) --
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await run_async(self._get_tuple(config))
+        return await run_async(self.owners.get_tuple(config))
 
-    async def alist(
+    def alist(  # (an async iterator, as BaseCheckpointSaver's)
         self,
         config: RunnableConfig | None,
         *,
@@ -414,26 +448,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        if target := self._read_target(config):
-            if (owner := await self._acheck_owner(*target)) is not None:  # else orphaned
-                scratch: dict = {}
-                async for item in self._io.saver_alist(config, filter, before, limit):
-                    resolved = await run_async(self._refs.resolved(item, scratch))
-                    yield configs.stamped(resolved, owner)
-            return
-        owner = self._list_owner(config)
-        count = 0
-        everyone = None if owner else config
-        owners: dict[str, str | None] = {}  # read once per thread for this listing
-        async for item in self._io.saver_alist(everyone, filter, before, None if owner else limit):
-            if limit is not None and count >= limit:
-                return
-            thread_id = configs.thread_of(item)
-            if thread_id not in owners:
-                owners[thread_id] = await self._aowner(thread_id)
-            if (found := owners[thread_id]) == owner or owner is None:
-                count += 1
-                yield configs.stamped(await run_async(self._refs.resolved(item)), found)
+        return self.listing.alist(config, filter, before, limit)
 
     async def aput(
         self,
@@ -442,7 +457,7 @@ class MemoryCheckpointer(ThreadOwners, ThreadUpkeep, BaseCheckpointSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return await run_async(self._owned_put(config, checkpoint, metadata, new_versions))
+        return await run_async(self.owners.owned_put(config, checkpoint, metadata, new_versions))
 
     async def aput_writes(
         self,

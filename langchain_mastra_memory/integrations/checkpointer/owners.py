@@ -6,12 +6,12 @@ A thread can change hands between two calls of one live checkpointer (``transfer
 this process, a delete and a new owner of the id in another process), so no owner is trusted
 from an earlier call, with one exception:
 
-- **A read** (`_get_tuple`, ``list``) reads the owner as it is now. Where the checkpoint's
+- **A read** (`get_tuple`, ``list``) reads the owner as it is now. Where the checkpoint's
   list is memory's, in the same statement as the list (PostgreSQL: one round trip).
 - **A put that changes the messages** is checked inside its own first write: the list is
   stored only in a thread of the writer's resource, before the saver is written.
 - **A put right after a checked read or write of its very parent checkpoint** in this
-  process does not read the owner again: the check a step before stands (`_checked`); an
+  process does not read the owner again: the check a step before stands (`checked`); an
   input checkpoint or a node that only reads writes nothing else. Any other put reads the
   owner first; the puts of a thread memory does not hold yet go one at a time (`first_puts`).
 
@@ -23,7 +23,8 @@ dropped.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
@@ -43,168 +44,183 @@ if TYPE_CHECKING:
     from ...threads.thread import Thread
     from .refs import MessageRefs
 
+
+class Owned(Protocol):
+    """What the owners' checks need of the checkpointer. Typed here so this module does not
+    name the class that uses it."""
+
+    memory: Memory
+    mirror: ThreadMirror
+    saver: Any
+    default_resource_id: str | None
+    trust_thread_reads: bool
+    _io: Any
+    _refs: MessageRefs
+    _channel: Any  # `CheckpointMessages`: its cache follows the thread's life too
+
+    def _saw(self, thread_id: str, config: RunnableConfig, found: Any) -> None: ...
+
+    @property
+    def _put(self) -> Callable[..., Steps[Any]]: ...  # one put's steps, by its checked owner
+
+
 CHECKED_KEPT = 10_000  # threads whose last checked checkpoint is remembered, at most
 
 
 class ThreadOwners:
-    """The ownership half of `MemoryCheckpointer`: ids, owners and their checks."""
+    """Who owns each thread, checked at every read and write (a part of `MemoryCheckpointer`,
+    which holds one; see the module docstring). `checkpointer` gives the parts a check reads
+    through (its saver's I/O, the mirror, the lists) and the put it guards (``_put``)."""
 
-    memory: Memory
-    mirror: ThreadMirror
-    default_resource_id: str | None
-    trust_thread_reads: bool
-    _channel: Any  # `CheckpointMessages`: its cache follows the thread's life too
-    saver: Any
-    _io: Any
-    _refs: MessageRefs
-    _checked: OrderedDict[tuple[str, str], tuple[str, str]]  # (thread, ns) -> (owner, checkpoint)
-    _first_puts: FirstPuts  # a new thread's puts, one at a time
-    _saw: Any  # `MemoryCheckpointer._saw`: the thread's head, as a read found it
-    _put: Any  # `MemoryCheckpointer._put`: one put's steps
+    def __init__(self, checkpointer: Owned) -> None:
+        self.cp = checkpointer
+        self.checked: OrderedDict[tuple[str, str], tuple[str, str]] = OrderedDict()
+        self.first_puts = FirstPuts()  # a new thread's puts, one at a time
 
     # -- checked reads, and the puts that follow them ----------------------------------------------
-    def _get_tuple(self, config: RunnableConfig) -> Steps[CheckpointTuple | None]:
+    def get_tuple(self, config: RunnableConfig) -> Steps[CheckpointTuple | None]:
         """`get_tuple`, once: the saver's checkpoint, then the owner as storage has it now
         (read with the checkpoint's list where memory keeps it); refused when the reader is
         not the owner, None when memory has no such thread (orphaned checkpoints are
         nobody's)."""
-        thread_id, resource_id = self._reader(config)
-        found = yield call(self._io.get_tuple, config)
-        thread, listed = yield from self._refs.with_thread(thread_id, found)
-        owner = self._seen(thread_id, thread)
+        thread_id, resource_id = self.reader(config)
+        found = yield call(self.cp._io.get_tuple, config)
+        thread, listed = yield from self.cp._refs.with_thread(thread_id, found)
+        owner = self.seen(thread_id, thread)
         if resource_id is not None:
             verify_owner(thread_id, resource_id, owner)
         if owner is None:
             return None
-        self._saw(thread_id, config, found)
+        self.cp._saw(thread_id, config, found)
         if found is not None and resource_id is not None:
-            self._check_passed(found.config, resource_id)
-        resolved = yield from self._refs.resolved(found, listed=listed)
+            self.check_passed(found.config, resource_id)
+        resolved = yield from self.cp._refs.resolved(found, listed=listed)
         return configs.stamped(resolved, owner)
 
-    def _check_passed(self, config: RunnableConfig, resource_id: str) -> None:
+    def check_passed(self, config: RunnableConfig, resource_id: str) -> None:
         """`resource_id` was found to own the checkpoint `config` names, just now."""
         thread_id, ns, checkpoint_id = checkpoint_at(config)
         if checkpoint_id:
             where = (thread_id, ns)
-            self._checked[where] = (resource_id, str(checkpoint_id))
-            self._checked.move_to_end(where)
-            while len(self._checked) > CHECKED_KEPT:
-                self._checked.popitem(last=False)
+            self.checked[where] = (resource_id, str(checkpoint_id))
+            self.checked.move_to_end(where)
+            while len(self.checked) > CHECKED_KEPT:
+                self.checked.popitem(last=False)
 
-    def _follows_check(self, config: RunnableConfig, resource_id: str) -> bool:
+    def follows_check(self, config: RunnableConfig, resource_id: str) -> bool:
         """Whether a put under `config` builds on the checkpoint this process last checked
         `resource_id` owning (its owner need not be read again: see the module's docstring)."""
         thread_id, ns, parent = checkpoint_at(config)
-        return bool(parent) and self._checked.get((thread_id, ns)) == (resource_id, str(parent))
+        return bool(parent) and self.checked.get((thread_id, ns)) == (resource_id, str(parent))
 
-    def _owned_put(self, config: RunnableConfig, *args: Any) -> Steps[RunnableConfig]:
+    def owned_put(self, config: RunnableConfig, *args: Any) -> Steps[RunnableConfig]:
         """`_put`, its owner read left out after a check of its parent (`_follows_check`); a
         thread its first write finds gone (deleted meanwhile, elsewhere) is put again as a
         new one, as an unchecked put would."""
-        thread_id, resource_id = self._ids(config)
-        trusted = self._refs.enabled and self._follows_check(config, resource_id)
+        thread_id, resource_id = self.ids(config)
+        trusted = self.cp._refs.enabled and self.follows_check(config, resource_id)
         try:
             if trusted:  # its parent was checked a step ago
-                result = yield from self._put(config, *args, owner=resource_id)
+                result = yield from self.cp._put(config, *args, owner=resource_id)
             else:
-                result = yield from self._read_owner_and_put(config, thread_id, args)
+                result = yield from self.read_owner_and_put(config, thread_id, args)
         except ThreadNotFoundError:
-            self._forget_checks(thread_id)
+            self.forget_checks(thread_id)
             if not trusted:
                 raise
-            result = yield from self._read_owner_and_put(config, thread_id, args)
+            result = yield from self.read_owner_and_put(config, thread_id, args)
         except ResourceMismatchError:
-            self._forget_checks(thread_id)
+            self.forget_checks(thread_id)
             raise
-        self._check_passed(result, resource_id)
+        self.check_passed(result, resource_id)
         return result
 
-    def _read_owner_and_put(
+    def read_owner_and_put(
         self, config: RunnableConfig, thread_id: str, args: tuple
     ) -> Steps[RunnableConfig]:
         """`_put` after reading the owner now; a thread memory does not hold is put by one
         put at a time (`first_puts`), which reads the owner again once it holds the thread."""
-        owner = yield call(self._io.owner, thread_id)  # now: it may have changed hands
+        owner = yield call(self.cp._io.owner, thread_id)  # now: it may have changed hands
         if owner is not None:
-            return (yield from self._put(config, *args, owner=owner))
-        yield call(self._first_puts.hold, thread_id)
+            return (yield from self.cp._put(config, *args, owner=owner))
+        yield call(self.first_puts.hold, thread_id)
         try:
-            owner = yield call(self._io.owner, thread_id)  # made meanwhile by another put?
-            return (yield from self._put(config, *args, owner=owner))
+            owner = yield call(self.cp._io.owner, thread_id)  # made meanwhile by another put?
+            return (yield from self.cp._put(config, *args, owner=owner))
         finally:
-            self._first_puts.release(thread_id)
+            self.first_puts.release(thread_id)
 
-    def _forget_checks(self, thread_id: str) -> None:
-        for where in [w for w in self._checked if w[0] == thread_id]:
-            del self._checked[where]
+    def forget_checks(self, thread_id: str) -> None:
+        for where in [w for w in self.checked if w[0] == thread_id]:
+            del self.checked[where]
 
     # -- checkpoints nobody owns ---------------------------------------------------------------
-    def _purge_orphans(self, thread_id: str) -> None:
+    def purge_orphans(self, thread_id: str) -> None:
         """Before a thread memory does not hold gets its first checkpoint: delete checkpoints
         left under that id (its memory thread was deleted elsewhere, by another process or the
         CLI), so the new owner starts empty and never reads the old one's state."""
-        if self.saver.get_tuple(root_config(thread_id)):
-            self.saver.delete_thread(thread_id)
+        if self.cp.saver.get_tuple(root_config(thread_id)):
+            self.cp.saver.delete_thread(thread_id)
 
-    async def _apurge_orphans(self, thread_id: str) -> None:
+    async def apurge_orphans(self, thread_id: str) -> None:
         """Async `_purge_orphans`."""
-        if await on_saver(self.saver.get_tuple, root_config(thread_id)):
-            await on_saver(self.saver.delete_thread, thread_id)
+        if await on_saver(self.cp.saver.get_tuple, root_config(thread_id)):
+            await on_saver(self.cp.saver.delete_thread, thread_id)
 
     # -- ids and owners ------------------------------------------------------------------------
-    def _ids(self, config: RunnableConfig) -> tuple[str, str]:
+    def ids(self, config: RunnableConfig) -> tuple[str, str]:
         """``(thread_id, resource_id)`` by the package's rule (`ids`)."""
-        return resolve_ids(config, default_resource_id=self._default_resource_id())
+        return resolve_ids(config, default_resource_id=self.default_owner())
 
-    def _reader(self, config: RunnableConfig) -> tuple[str, str | None]:
+    def reader(self, config: RunnableConfig) -> tuple[str, str | None]:
         """``(thread_id, resource_id)`` of a read. With ``trust_thread_reads`` a read naming no
         owner (LangGraph Server reading a thread by its id for its state, history or copy,
         after its own auth let the caller reach the thread) is the stored owner's: None."""
-        if self.trust_thread_reads and not explicit_resource_id(
-            config, default_resource_id=self._default_resource_id()
+        if self.cp.trust_thread_reads and not explicit_resource_id(
+            config, default_resource_id=self.default_owner()
         ):
-            return self._ids(config)[0], None
-        return self._ids(config)
+            return self.ids(config)[0], None
+        return self.ids(config)
 
-    def _default_resource_id(self) -> str | None:
-        return self.default_resource_id or self.memory.default_resource_id
+    def default_owner(self) -> str | None:
+        """The owner a config naming none gets (the checkpointer's default, else memory's)."""
+        return self.cp.default_resource_id or self.cp.memory.default_resource_id
 
-    def _seen(self, thread_id: str, thread: Thread | None) -> str | None:
+    def seen(self, thread_id: str, thread: Thread | None) -> str | None:
         """The owner storage shows now; the mirror forgets a thread that changed hands or was
         made again since it last looked (None: memory has no such thread)."""
-        if self.mirror.observe(thread_id, thread):
-            self._channel.forget(thread_id)
+        if self.cp.mirror.observe(thread_id, thread):
+            self.cp._channel.forget(thread_id)
         return None if thread is None else thread.resource_id
 
-    def _owner(self, thread_id: str) -> str | None:
+    def owner(self, thread_id: str) -> str | None:
         """The resource that owns the memory thread now (None: memory has no such thread)."""
-        return self._seen(thread_id, self.memory.storage.get_thread(thread_id))
+        return self.seen(thread_id, self.cp.memory.storage.get_thread(thread_id))
 
-    async def _aowner(self, thread_id: str) -> str | None:
+    async def aowner(self, thread_id: str) -> str | None:
         """Async `_owner`."""
-        return self._seen(thread_id, await self.memory.storage.aget_thread(thread_id))
+        return self.seen(thread_id, await self.cp.memory.storage.aget_thread(thread_id))
 
-    def _check_owner(self, thread_id: str, resource_id: str | None) -> str | None:
+    def check_owner(self, thread_id: str, resource_id: str | None) -> str | None:
         """The thread's owner, refused when it is not `resource_id` (None: a trusted read)."""
-        owner = self._owner(thread_id)
+        owner = self.owner(thread_id)
         if resource_id is not None:
             verify_owner(thread_id, resource_id, owner)
         return owner
 
-    async def _acheck_owner(self, thread_id: str, resource_id: str | None) -> str | None:
-        owner = await self._aowner(thread_id)
+    async def acheck_owner(self, thread_id: str, resource_id: str | None) -> str | None:
+        owner = await self.aowner(thread_id)
         if resource_id is not None:
             verify_owner(thread_id, resource_id, owner)
         return owner
 
-    def _read_target(self, config: RunnableConfig | None) -> tuple[str, str | None] | None:
+    def read_target(self, config: RunnableConfig | None) -> tuple[str, str | None] | None:
         """The thread a read names, with the reader's resource (None: no thread named)."""
         if config is None or not (config.get("configurable") or {}).get("thread_id"):
             return None
-        return self._reader(config)
+        return self.reader(config)
 
-    def _list_owner(self, config: RunnableConfig | None) -> str | None:
+    def list_owner(self, config: RunnableConfig | None) -> str | None:
         """For a list without a thread filter: the resource whose threads alone are listed
         (None: the config names no owner, so every thread is listed)."""
-        return explicit_resource_id(config, default_resource_id=self._default_resource_id())
+        return explicit_resource_id(config, default_resource_id=self.default_owner())

@@ -17,7 +17,7 @@ conversation, as it does under compaction).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -27,7 +27,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
 from ...errors import ConfigurationError, ResourceMismatchError
 from ...storage.records import from_iso
-from ...twins import Steps, call, run_async, run_sync
+from ...twins import Steps, call
 from . import configs
 from .deletes import deletes_in_place
 from .io import on_saver, overrides
@@ -136,25 +136,26 @@ def keep_with_ancestors(
 
 
 class ThreadUpkeep:
-    """The upkeep half of `MemoryCheckpointer` (it has `saver`, `memory`, `_io`, `mirror`,
-    `_channel`, and runs steps sync or async)."""
+    """A thread's upkeep through the wrapped saver, as steps (`twins`): `MemoryCheckpointer`
+    holds one and runs them sync or async (its ``copy_thread``, ``delete_for_runs``,
+    ``write_back``, ``prune_checkpoints`` and ``prune``). `forget_caches` drops what the
+    checkpointer's parts remember of a thread whose checkpoints were rewritten."""
 
-    saver: Any
-    memory: Memory
-    _io: Any
-    mirror: Any
-    _channel: Any
-    _refs: Any
+    def __init__(
+        self,
+        saver: BaseCheckpointSaver,
+        memory: Memory,
+        io: Any,
+        channel: Any,
+        refs: Any,
+        forget_caches: Callable[[str], None],
+    ) -> None:
+        self.saver, self.memory, self._io = saver, memory, io
+        self._channel, self._refs, self._forget_caches = channel, refs, forget_caches
 
     # -- copy ----------------------------------------------------------------------------------
-    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+    def copy(self, source_thread_id: str, target_thread_id: str) -> Steps[None]:
         """Copy a thread's checkpoints, and memory's thread with them (same owner only)."""
-        run_sync(self._copy(source_thread_id, target_thread_id))
-
-    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await run_async(self._copy(source_thread_id, target_thread_id))
-
-    def _copy(self, source_thread_id: str, target_thread_id: str) -> Steps[None]:
         storage = self.memory.storage
         source = yield call(storage.get_thread, source_thread_id)
         target = yield call(storage.get_thread, target_thread_id)
@@ -175,14 +176,8 @@ class ThreadUpkeep:
                 yield call(storage.copy_checkpoint_lists, source_thread_id, target_thread_id)
 
     # -- a cancelled run, rolled back -------------------------------------------------------------
-    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+    def delete_runs(self, run_ids: list[str]) -> Steps[None]:
         """Delete the checkpoints (and writes) of these runs; their new messages leave memory."""
-        run_sync(self._delete_runs(list(run_ids)))
-
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await run_async(self._delete_runs(list(run_ids)))
-
-    def _delete_runs(self, run_ids: list[str]) -> Steps[None]:
         doomed_runs = {str(r) for r in run_ids}
         threads: set[str] = set()
         for run_id in doomed_runs:
@@ -229,27 +224,9 @@ class ThreadUpkeep:
             yield call(self.memory.synced.delete, mine, **ref)
 
     # -- the saver's own format -------------------------------------------------------------------
-    def write_back(self, thread_id: str, *, saver: BaseCheckpointSaver | None = None) -> int:
-        """Write a thread's checkpoints in the saver's own format, each ``messages`` list
-        whole (memory keeps them once, `checkpointer.refs`): in place, or into another `saver`
-        (leaving the package, or a copy for LangGraph alone). Checkpoint ids, parents,
-        metadata and pending writes stay; returns how many checkpoints were written.
-
-        Examples:
-            >>> from langgraph.checkpoint.memory import InMemorySaver
-            >>> from langchain_mastra_memory import Memory, SQLiteStorage
-            >>> checkpointer = Memory(storage=SQLiteStorage(":memory:")).checkpointer()
-            >>> checkpointer.write_back("no-such-thread", saver=InMemorySaver())
-            0
-        """
-        return run_sync(self._write_back(thread_id, saver))
-
-    async def awrite_back(self, thread_id: str, *, saver: BaseCheckpointSaver | None = None) -> int:
-        """Async `write_back`."""
-        result: int = await run_async(self._write_back(thread_id, saver))
-        return result
-
-    def _write_back(self, thread_id: str, saver: BaseCheckpointSaver | None) -> Steps[int]:
+    def write_back(self, thread_id: str, saver: BaseCheckpointSaver | None) -> Steps[int]:
+        """The thread's checkpoints in the saver's own format (`MemoryCheckpointer.write_back`):
+        how many were written."""
         items = yield call(self._io.list_all, _thread(thread_id))
         scratch: dict[str, Any] = {}
         whole = []
@@ -267,23 +244,11 @@ class ThreadUpkeep:
 
     # -- retention: checkpoints older than an age, or beyond the newest N --------------------------
     def prune_checkpoints(
-        self, thread_id: str, *, before: datetime | None = None, keep: int | None = None
-    ) -> int:
+        self, thread_id: str, before: datetime | None, keep: int | None
+    ) -> Steps[int]:
         """Delete the thread's checkpoints written before `before` and not among each
         namespace's newest `keep` (never a namespace's newest, nor an ancestor a kept one
         reads through); memory's lists follow. How many went."""
-        return run_sync(self._prune_checkpoints(thread_id, before, keep))
-
-    async def aprune_checkpoints(
-        self, thread_id: str, *, before: datetime | None = None, keep: int | None = None
-    ) -> int:
-        """Async `prune_checkpoints`."""
-        result: int = await run_async(self._prune_checkpoints(thread_id, before, keep))
-        return result
-
-    def _prune_checkpoints(
-        self, thread_id: str, before: datetime | None, keep: int | None
-    ) -> Steps[int]:
         items = yield call(self._io.list_all, _thread(thread_id))
         kept = keep_with_ancestors(items, keep_newest(items, before=before, count=keep))
         kept_ids = {i.checkpoint["id"] for i in kept}
@@ -306,15 +271,9 @@ class ThreadUpkeep:
         return len(doomed)
 
     # -- pruning ---------------------------------------------------------------------------------
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+    def prune(self, thread_ids: list[str], strategy: str) -> Steps[None]:
         """Prune the threads' checkpoints (``keep_latest``, or ``delete``: all of them); memory
         keeps their conversations."""
-        run_sync(self._prune(list(thread_ids), strategy))
-
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await run_async(self._prune(list(thread_ids), strategy))
-
-    def _prune(self, thread_ids: list[str], strategy: str) -> Steps[None]:
         if strategy not in STRATEGIES:
             msg = f"prune(strategy={strategy!r}): use one of {', '.join(STRATEGIES)}"
             raise ConfigurationError(msg)
@@ -339,8 +298,3 @@ class ThreadUpkeep:
         yield call(self._io.saver_call, self.saver.delete_thread, thread_id)
         yield from put_back(self._io, kept, thread_id)
         self._forget_caches(thread_id)
-
-    def _forget_caches(self, thread_id: str) -> None:
-        self.mirror.forget(thread_id)
-        self._channel.forget(thread_id)
-        self._refs.forget(thread_id)

@@ -15,8 +15,7 @@ from typing import Any
 from langchain_core.tools import ToolException
 
 from ...observational.archives import date_span, label
-from ...storage.records import ObservationArchive, ObservationGroup
-from ...storage.sql.observations import scope_key
+from ...storage.records import ObservationArchive, ObservationGroup, scope_key
 from ...tokens.counting import TokenCounter, default_counter
 from ...twins import Steps, call
 

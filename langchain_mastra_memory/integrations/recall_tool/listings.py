@@ -16,8 +16,7 @@ import re
 from typing import Any
 
 from ...browsing.browse import thread_page
-from ...storage.records import ObservationGroup
-from ...storage.sql.observations import scope_key
+from ...storage.records import ObservationGroup, scope_key
 from ...twins import Steps, call
 
 OBSERVATION_THREADS = 50  # the newest conversations whose logs an observation search reads

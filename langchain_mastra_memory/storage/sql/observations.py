@@ -35,21 +35,19 @@ from datetime import datetime
 from typing import Any
 
 from ..base import MemoryStorage
-from ..records import MESSAGE_COLUMNS, ObservationGroup, StoredMessage, from_iso, now_utc
+from ..records import (
+    MESSAGE_COLUMNS,
+    ObservationGroup,
+    StoredMessage,
+    from_iso,
+    now_utc,
+    scope_key,  # noqa: F401 (its home until 2026-11-29: a path users copied)
+)
 
 GROUP_COLUMNS = (
     "id, scope_key, resource_id, kind, text, current_task, message_ids, replaces, "
     "token_count, created_at, replaced_by, active, message_tokens"
 )
-
-
-def scope_key(scope: str, *, resource_id: str, thread_id: str | None) -> str:
-    """``thread:<id>`` or ``resource:<id>``: whose log."""
-    if scope == "thread":
-        if thread_id is None:
-            raise ValueError("a thread-scoped observation log needs thread_id")
-        return f"thread:{thread_id}"
-    return f"resource:{resource_id}"
 
 
 class ObservationTable(MemoryStorage):

@@ -12,8 +12,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from ..records import Namespace
-from .observations import scope_key
+from ..records import Namespace, scope_key
 from .statements import SQLRoom
 
 

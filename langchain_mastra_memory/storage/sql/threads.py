@@ -22,6 +22,7 @@ from ..records import (
     dumps_metadata,
     from_iso,
     now_utc,
+    scope_key,
     thread_from_row,
 )
 from ..validation import (
@@ -32,7 +33,6 @@ from ..validation import (
     check_title,
     is_count,
 )
-from .observations import scope_key
 from .statements import (
     CLONE_MESSAGE,
     INSERT_RESOURCE,
