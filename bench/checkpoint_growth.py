@@ -23,6 +23,7 @@ import argparse
 import os
 import random
 import sqlite3
+import sys
 import tempfile
 import time
 import uuid
@@ -35,6 +36,9 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import START, MessagesState, StateGraph
 
 from langchain_mastra_memory import Memory, PostgresStorage, SQLiteStorage
+
+sys.path.insert(0, str(Path(__file__).parent))
+from results import save
 
 WORDS = random.Random(7).choices(
     "the a of to and in is it you that was for on are with as his they be at one have this "
@@ -217,7 +221,12 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="*", default=[100, 1000, 10000])
     parser.add_argument("--no-postgres", action="store_true")
     parser.add_argument("--dsn", default=os.environ.get("LMM_TEST_POSTGRES_DSN"))
+    parser.add_argument("--json", type=Path, default=None,
+                        help="also write the figures here (bench/results/checkpoint_growth.json:"
+                        " the docs' plot, `plot_figures.py`)")  # fmt: skip
     args = parser.parse_args()
+    setting = f"one thread, a plain add_messages graph, {args.turns} turns of ~200-byte messages"
+    record: dict[str, Any] = {"setting": setting, "bytes": {}, "puts_ms": {}}
 
     print(f"### Bytes by turn (one thread, {args.turns} turns)\n")
     tables = {"SQLite file": sizes_sqlite(args.turns, args.every)}
@@ -233,6 +242,7 @@ def main() -> None:
         for turn, bare, mine in rows:
             print(f"| {turn} | {mb(bare)} | {mb(mine)} | {bare / mine:.0f}x |")
         print()
+        record["bytes"][where] = [{"turn": t, "bare": b, "memory": m} for t, b, m in rows]
     sides = {"SqliteSaver": None} | ({} if args.no_postgres else {"PostgresSaver": dsn})
     for saver, where in sides.items():
         print(f"### Put and read of the latest, ms ({saver}; p50 / p95)\n")
@@ -245,7 +255,13 @@ def main() -> None:
                 for key in ("bare_put", "wrapped_put", "bare_get", "wrapped_get")
             ]
             print(f"| {size:,} | " + " | ".join(cells) + " |")
+            record["puts_ms"].setdefault(saver, {})[str(size)] = {
+                key: [pct(t[key], 0.5), pct(t[key], 0.95)]
+                for key in ("bare_put", "wrapped_put", "bare_get", "wrapped_get")
+            }
         print()
+    if args.json is not None:
+        save("checkpoint_growth", record, path=args.json)
 
 
 if __name__ == "__main__":

@@ -91,9 +91,37 @@ def cold_recall(record: dict[str, Any]) -> plt.Figure:
     return figure
 
 
+def checkpoint_growth(record: dict[str, Any]) -> plt.Figure:
+    """A thread's checkpoint bytes turn by turn, LangGraph's bare saver against
+    ``memory.checkpointer()`` (each message stored once), one panel per database."""
+    places = list(record["bytes"])
+    figure, panels = plt.subplots(1, len(places), figsize=(8, 3.2), squeeze=False)
+    for axes, place in zip(panels[0], places, strict=True):
+        rows = record["bytes"][place]
+        turns = [r["turn"] for r in rows]
+        sides = (("bare", COLORS["bare"], "bare saver"),
+                 ("memory", COLORS["memory"], "memory.checkpointer()"))  # fmt: skip
+        for side, color, label in sides:
+            axes.plot(turns, [r[side] / 1e6 for r in rows], marker="o", color=color, label=label)
+        last = rows[-1]
+        axes.annotate(f"{last['bare'] / 1e6:.1f} MB", (turns[-1], last["bare"] / 1e6),
+                      textcoords="offset points", xytext=(-40, 6), fontsize=8)  # fmt: skip
+        axes.annotate(f"{last['memory'] / 1e6:.1f} MB", (turns[-1], last["memory"] / 1e6),
+                      textcoords="offset points", xytext=(-40, 6), fontsize=8)  # fmt: skip
+        axes.set_title(place, fontsize=9, loc="left")
+        axes.set_xlabel("turns")
+        axes.set_ylabel("MB")
+    panels[0][0].legend(frameon=False, fontsize=8, loc="upper left")
+    figure.suptitle(f"Checkpoint bytes: {record['setting']}", x=0.01, ha="left", fontsize=10)
+    figure.text(0.01, 0.01, _caption(record), fontsize=7, color="#555")
+    figure.tight_layout(rect=(0, 0.06, 1, 1))
+    return figure
+
+
 PLOTS: dict[str, Callable[[dict[str, Any]], plt.Figure]] = {
     "turn_cpu": turn_cpu,
     "cold_recall": cold_recall,
+    "checkpoint_growth": checkpoint_growth,
 }
 
 
