@@ -246,22 +246,19 @@ def main() -> None:
         print(f"  {'mode':8} {'after import p50/p95':>22} {'after restart p50/p95':>23} "
               f"{'warm p50/p95':>15} {'cold p95 / warm p95':>20} "
               f"{'warm p50 / floor':>17}")  # fmt: skip
+        figures: dict[str, Any] = {"floor": floor}
         for mode in MODES:
             cold = percentiles(imported["cold"][mode])  # type: ignore[index]
             again = percentiles(restart[mode])
             warm = percentiles(imported["warm"][mode])  # type: ignore[index]
+            figures[mode] = {"after_import": cold, "after_restart": again, "warm": warm}
             print(f"  {mode:8} {cold[0]:9.1f} / {cold[1]:6.1f} ms {again[0]:10.1f} / "
                   f"{again[1]:6.1f} ms {warm[0]:6.1f} / {warm[1]:5.1f} ms "
                   f"{max(cold[1], again[1]) / warm[1]:12.2f}x "
                   f"{warm[0] / floor[0]:16.1f}x")  # fmt: skip
         print(f"  floor: one exact int8 scan of the same pieces, {floor[0]:.2f} / "
               f"{floor[1]:.2f} ms p50 / p95")  # fmt: skip
-        runs.append({
-            mode: {"after_import": percentiles(imported["cold"][mode]),  # type: ignore[index]
-                   "after_restart": percentiles(restart[mode]),
-                   "warm": percentiles(imported["warm"][mode])}  # type: ignore[index]
-            for mode in MODES
-        } | {"floor": floor})  # fmt: skip
+        runs.append(figures)
     if args.json is not None:
         setting = (f"{args.messages:,} messages in one resource, {args.pieces:g} embedded "
                    f"piece(s) a message, {args.embedder} embedder, SQLite + Chroma")  # fmt: skip

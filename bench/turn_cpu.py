@@ -178,6 +178,11 @@ def conversation(agent: Any, kind: str, run: int, c: int, *, turns: int) -> None
         agent.invoke({"messages": [HumanMessage(said(run, c, turn, kind))]}, config_of(run, c))
 
 
+def p95(values: list[float]) -> float:
+    """The 95th percentile of the runs (the one run's value when there is one)."""
+    return statistics.quantiles(values, n=20)[-1] if len(values) > 1 else values[0]
+
+
 class Results:
     """CPU ms per turn, per configuration, run by run; and per thread group."""
 
@@ -216,8 +221,7 @@ class Results:
             "setting": f"{shape}, {args.backend}, {'threads' if args.sync else 'asyncio'}",
             "runs": args.runs,
             "configurations": {
-                kind: {"p50_ms": statistics.median(v), "p95_ms": max(v) if len(v) < 2
-                       else statistics.quantiles(v, n=20)[-1],
+                kind: {"p50_ms": statistics.median(v), "p95_ms": p95(v),
                        "x_bare": statistics.median(v) / bare,
                        "server_p50_ms": statistics.median(self.server[kind])}
                 for kind, v in self.total.items()
@@ -239,8 +243,7 @@ class Results:
         bare_both = bare + statistics.median(self.server["bare"])
         for kind, values in self.total.items():
             p50 = statistics.median(values)
-            p95 = statistics.quantiles(values, n=20)[-1] if len(values) > 1 else values[0]
-            line = f"{kind:16} {p50:7.1f} {p95:7.1f} {p50 / bare:7.2f}"
+            line = f"{kind:16} {p50:7.1f} {p95(values):7.1f} {p50 / bare:7.2f}"
             if server:
                 both = p50 + statistics.median(self.server[kind])
                 line += f" {statistics.median(self.server[kind]):11.1f} {both / bare_both:14.2f}"
