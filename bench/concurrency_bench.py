@@ -14,7 +14,7 @@ conversation's text (crossed).
 `--busy N` runs N processes spinning on the CPU beside the conversations (a loaded machine).
 
     python bench/concurrency_bench.py [--conversations 32] [--turns 10] [--runs 5]
-        [--backend sqlite|postgres] [--dsn ...] [--busy 0]
+        [--backend sqlite|postgres] [--dsn ...] [--busy 0] [--json PATH]
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from load_bench import scripted_model
-from locomo_data import turns_and_questions
+from locomo_data import DEFAULT_DATA, turns_and_questions
+from results import save
 
 SCHEMA = "concurrency_bench"
 MARK = re.compile(r"\[conv ([0-9a-f]+-\d+)\]")  # a conversation's marker in its messages
@@ -156,6 +157,10 @@ def main() -> None:
     parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--dsn", default=None)
     parser.add_argument("--busy", type=int, default=0, help="processes spinning beside")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo's JSON files")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="also write the figures here (bench/results/concurrency.json: "
+                        "the docs' plot, `plot_figures.py`)")  # fmt: skip
     args = parser.parse_args()
     if args.backend == "postgres" and args.dsn is None:
         from langchain_mastra_memory.testing import throwaway_postgres
@@ -163,7 +168,9 @@ def main() -> None:
         args.dsn = throwaway_postgres()
     counter = Counter()
     logging.getLogger("langchain_mastra_memory").addHandler(counter)
-    texts = [t for t, _ in turns_and_questions()[0]]
+    texts = [t for t, _ in turns_and_questions(args.data)[0]]
+    if not texts:
+        raise SystemExit(f"no chat turns in {args.data}")
     stop = mp.get_context("spawn").Event()
     spinners = [
         mp.get_context("spawn").Process(target=spin, args=(stop,)) for _ in range(args.busy)
@@ -174,6 +181,7 @@ def main() -> None:
         f"{args.conversations} conversations x {args.turns} turns, {args.backend}, "
         f"{args.busy} busy processes beside"
     )
+    runs: list[dict[str, Any]] = []
     try:
         with tempfile.TemporaryDirectory() as folder:
             for n in range(args.runs):
@@ -198,11 +206,26 @@ def main() -> None:
                     f"provider refusals {result['problems']}",
                     flush=True,
                 )
+                runs.append({
+                    "turns_per_s": len(times) / result["wall"],
+                    "turn_s": [statistics.median(times), p95, times[-1]],
+                    "over_10_s": sum(t > 10 for t in times),
+                    "wall_per_cpu": result["wall"] / result["cpu"],
+                    "busy_warnings": counter.busy,
+                    **{k: result[k] for k in ("lost", "duplicated", "extra", "checked",
+                                              "crossed", "inputs", "problems")},
+                })  # fmt: skip
                 storage.close()
     finally:
         stop.set()
         for s in spinners:
             s.join()
+    if args.json is not None:
+        setting = (
+            f"{args.conversations} conversations x {args.turns} turns at once in one "
+            f"async process, {args.backend}, {args.busy} busy processes beside"
+        )
+        save("concurrency", {"setting": setting, "runs": runs}, path=args.json)
 
 
 if __name__ == "__main__":

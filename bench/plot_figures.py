@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -118,10 +119,76 @@ def checkpoint_growth(record: dict[str, Any]) -> plt.Figure:
     return figure
 
 
+def prompt_cache(record: dict[str, Any]) -> plt.Figure:
+    """The share of each turn's model input a prefix cache can serve, per option set (p50 as
+    the bar, p10 as the dot, every run), with Claude Sonnet 4.5's input dollars per 100
+    turns beside it."""
+    labels = list(record["runs"][0])
+    figure, axes = plt.subplots(figsize=(8, 0.42 * len(labels) + 1.2))
+    height = 0.8 / len(record["runs"])
+    for r, run in enumerate(record["runs"]):
+        ys = [i + r * height - 0.4 + height / 2 for i in range(len(labels))]
+        shares = [run[label]["shared_p50"] for label in labels]
+        axes.barh(ys, shares, height * 0.9, color=COLORS["memory"], alpha=1 - 0.35 * r,
+                  label=f"run {r + 1}: p50")  # fmt: skip
+        axes.plot([run[label]["shared_p10"] for label in labels], ys, "o", color="#333",
+                  markersize=3, label="p10" if r == 0 else None)  # fmt: skip
+    provider = "Anthropic Claude Sonnet 4.5"
+    for i, label in enumerate(labels):
+        with_cache, without = record["runs"][0][label]["dollars_per_100_turns"][provider]
+        axes.text(1.02, i, rf"\${with_cache:.3f} (\${without:.3f} uncached)", va="center",
+                  fontsize=8)  # fmt: skip
+    axes.set_yticks(range(len(labels)), [textwrap.fill(label, 34) for label in labels],
+                    fontsize=8)  # fmt: skip
+    axes.invert_yaxis()
+    axes.set_xlim(0, 1.45)
+    axes.set_xticks([0, 0.25, 0.5, 0.75, 1.0])
+    axes.set_xlabel("share of the input equal to the previous turn's input, from its start")
+    axes.set_title(f"What a prompt cache can serve; Claude Sonnet 4.5 input per 100 turns on "
+                   f"the right\n{record['setting']}", loc="left", fontsize=9)  # fmt: skip
+    axes.legend(frameon=False, fontsize=8, ncols=3, loc="upper right", bbox_to_anchor=(1, -0.1))
+    figure.text(0.01, 0.01, _caption(record), fontsize=7, color="#555")
+    figure.tight_layout(rect=(0, 0.04, 1, 1))
+    return figure
+
+
+def concurrency(record: dict[str, Any]) -> plt.Figure:
+    """Many conversations at once in one process: turns a second per run, and each run's
+    turn p50 / p95 / max against the 10 s a turn must stay under."""
+    runs = record["runs"]
+    names = [f"run {i + 1}" for i in range(len(runs))]
+    figure, (rate, times) = plt.subplots(1, 2, figsize=(8, 2.9))
+    bars = rate.bar(names, [r["turns_per_s"] for r in runs], color=COLORS["memory"])
+    for bar, run in zip(bars, runs, strict=True):
+        rate.text(bar.get_x() + bar.get_width() / 2, bar.get_height(),
+                  f"{run['turns_per_s']:.1f}", ha="center", va="bottom", fontsize=8)  # fmt: skip
+    rate.set_ylabel("turns / s")
+    rate.set_title("throughput", fontsize=9, loc="left")
+    for i, (kind, marker) in enumerate((("p50", "o"), ("p95", "s"), ("max", "^"))):
+        times.plot(names, [r["turn_s"][i] for r in runs], marker, color="#333", label=kind)
+    times.axhline(10, color="#c62828", linestyle=":", linewidth=1)
+    times.text(1, 10, "10 s", transform=times.get_yaxis_transform(), ha="right", va="bottom",
+               fontsize=8, color="#c62828")  # fmt: skip
+    times.margins(x=0.25)
+    times.set_ylim(0, 11.5)
+    times.set_ylabel("s per turn")
+    times.legend(frameon=False, fontsize=8, ncols=3, loc="upper left")
+    lost = sum(r["lost"] + r["duplicated"] for r in runs)
+    crossed = sum(r["crossed"] for r in runs)
+    times.set_title(f"turn time · lost or duplicated {lost}, crossed {crossed}", fontsize=9,
+                    loc="left")  # fmt: skip
+    figure.suptitle(record["setting"], x=0.01, ha="left", fontsize=10)
+    figure.text(0.01, 0.01, _caption(record), fontsize=7, color="#555")
+    figure.tight_layout(rect=(0, 0.06, 1, 1))
+    return figure
+
+
 PLOTS: dict[str, Callable[[dict[str, Any]], plt.Figure]] = {
     "turn_cpu": turn_cpu,
     "cold_recall": cold_recall,
     "checkpoint_growth": checkpoint_growth,
+    "prompt_cache": prompt_cache,
+    "concurrency": concurrency,
 }
 
 

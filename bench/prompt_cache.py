@@ -13,7 +13,7 @@ prices (cached tokens at the cache-read price, the rest at the full one; nothing
 under the providers' 1,024-token minimum, OpenAI caches in 128-token steps). Two runs:
 ``--runs 2`` (the replay is deterministic; the second run checks it).
 
-    python bench/prompt_cache.py [--messages 200] [--runs 2]
+    python bench/prompt_cache.py [--messages 200] [--runs 2] [--json PATH]
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from locomo_data import DEFAULT_DATA, conversation_turns, turn_message
+from results import save
 
 from langchain_mastra_memory import Memory, SQLiteStorage
 from langchain_mastra_memory.messages import message_text
@@ -147,11 +148,16 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=200)
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--only", help="run only the option sets whose label contains this")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="also write the figures here (bench/results/prompt_cache.json: "
+                        "the docs' plot, `plot_figures.py`)")  # fmt: skip
     args = parser.parse_args()
     files = sorted(args.data.glob("*.json"))
     if not files:
         sys.exit(f"no conversations in {args.data} (see ../shared/eval/README.md)")
+    runs: list[dict[str, Any]] = []
     for run in range(1, args.runs + 1):
+        runs.append({})
         print(f"run {run}: {len(files)} conversations, first {args.messages} messages each, "
               "one thread each")  # fmt: skip
         for label, options in OPTION_SETS.items():
@@ -169,10 +175,24 @@ def main() -> None:
                   f"shared with the previous turn p50 {statistics.median(shares):.2f} "
                   f"p10 {p10:.2f}, the previous input kept whole in "
                   f"{sum(r['whole'] for r in steady) / len(steady):.0%} of turns")  # fmt: skip
+            figures: dict[str, Any] = {
+                "steady_turns": len(steady),
+                "tokens_p50": statistics.median(r["tokens"] for r in steady),
+                "shared_p50": statistics.median(shares),
+                "shared_p10": p10,
+                "kept_whole": sum(r["whole"] for r in steady) / len(steady),
+                "dollars_per_100_turns": {},
+            }
             for provider, price, cached, step in PRICES:
                 with_cache, without = cost_per_100(steady, price, cached, step)
                 print(f"    {provider}: ${with_cache:.3f} per 100 turns with the cache "
                       f"(${without:.3f} without)")  # fmt: skip
+                figures["dollars_per_100_turns"][provider] = [with_cache, without]
+            runs[-1][label] = figures
+    if args.json is not None:
+        setting = (f"{len(files)} LoCoMo dev conversations replayed, the first {args.messages} "
+                   "messages each, steady state")  # fmt: skip
+        save("prompt_cache", {"setting": setting, "runs": runs}, path=args.json)
 
 
 if __name__ == "__main__":
