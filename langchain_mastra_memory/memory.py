@@ -15,6 +15,7 @@ from typing_extensions import Unpack
 
 from .browsing.browse import message_page, search_page, thread_page
 from .browsing.paging import MessagePage, Page, SearchHit
+from .config import call_options
 from .config import params as kw
 from .config.options import MemoryOptions
 from .config.params import Ids, In, Messages, Node, Opt
@@ -328,11 +329,11 @@ class Memory:
     def recall(self, **request: Unpack[kw.RecallOptions]) -> Messages:
         """Recalled messages and the newest ``last_messages``, through the processors;
         `new_messages` (the turn) are never changed or returned, `history` replaces storage's."""
-        return self.turns.remembered(**request)
+        return self.turns.remembered(**call_options.carried(request))
 
     async def arecall(self, **request: Unpack[kw.RecallOptions]) -> Messages:
         """Async `recall`."""
-        return await self.turns.aremembered(**request)
+        return await self.turns.aremembered(**call_options.carried(request))
 
     def update_messages(self, messages: In, *, resource_id: str | None = None) -> Messages:
         """Replace stored messages by id (content, tool calls, metadata); re-embeds them."""
@@ -431,27 +432,27 @@ class Memory:
     # -- the turn ------------------------------------------------------------------------------
     def context(self, new_messages: In, **turn: Unpack[kw.TurnRef]) -> Messages:
         """Working memory, recall, history, then the turn: what OpenAI and Anthropic accept."""
-        return self.turns.context(new_messages, **turn)
+        return self.turns.context(new_messages, **call_options.carried(turn))
 
     async def acontext(self, new_messages: In, **turn: Unpack[kw.TurnRef]) -> Messages:
         """Async `context`."""
-        return await self.turns.acontext(new_messages, **turn)
+        return await self.turns.acontext(new_messages, **call_options.carried(turn))
 
-    def save_turn(self, messages: In, **ref: Unpack[kw.ThreadRef]) -> Messages:
+    def save_turn(self, messages: In, **ref: Unpack[kw.TurnSave]) -> Messages:
         """Save a turn (creating the thread on first use), skipping what memory injected."""
-        return self.synced.save_turn(messages, **ref)
+        return self.synced.save_turn(messages, **call_options.carried(ref))
 
-    async def asave_turn(self, messages: In, **ref: Unpack[kw.ThreadRef]) -> Messages:
+    async def asave_turn(self, messages: In, **ref: Unpack[kw.TurnSave]) -> Messages:
         """Async `save_turn`."""
-        return await self.synced.asave_turn(messages, **ref)
+        return await self.synced.asave_turn(messages, **call_options.carried(ref))
 
-    def save_new(self, messages: In, **ref: Unpack[kw.ThreadRef]) -> Messages:
+    def save_new(self, messages: In, **ref: Unpack[kw.TurnSave]) -> Messages:
         """Save the messages (of a graph state, say) that this thread does not hold yet."""
-        return self.synced.save_new(messages, **ref)
+        return self.synced.save_new(messages, **call_options.carried(ref))
 
-    async def asave_new(self, messages: In, **ref: Unpack[kw.ThreadRef]) -> Messages:
+    async def asave_new(self, messages: In, **ref: Unpack[kw.TurnSave]) -> Messages:
         """Async `save_new`."""
-        return await self.synced.asave_new(messages, **ref)
+        return await self.synced.asave_new(messages, **call_options.carried(ref))
 
     # -- shapes (built on Memory; their modules load when asked for) ---------------------------
     def as_runnable(self) -> Runnable[Any, Messages]:

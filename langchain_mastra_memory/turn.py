@@ -29,8 +29,7 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import Runnable
 
-from .config import call_options
-from .config.call_options import CallOptions
+from .config.call_options import NONE, CallOptions
 from .config.options import MemoryOptions
 from .conversation.token_budget import BudgetedHistory, MessageTokens
 from .conversation.windows import newest, stored_history
@@ -149,11 +148,12 @@ class TurnContext:
         history: Sequence[BaseMessage] | None,
         beside: Sequence[BaseMessage] = (),
         read_only: bool = False,
+        wanted: CallOptions = NONE,
     ) -> Steps[list[BaseMessage]]:
         """Recalled messages and the history, shaped by the processors (`beside`: what else
         is sent with them, for a token budget: working memory; `read_only`: the thread's
-        budget boundary stays where it is, whatever the run's options)."""
-        wanted = call_options.current()  # this call's own options, from the run's config
+        budget boundary stays where it is, whatever the call's options; `wanted`: the call's
+        own options, as the facade read them: `call_options.carried`)."""
         last = self.last_messages if wanted.last_messages is None else wanted.last_messages
         budget = self.budget if self.observations is None else None
         cap = None if budget is None else (
@@ -267,11 +267,12 @@ class TurnContext:
         resource_id: str,
         history: Sequence[BaseMessage] | None,
         read_only: bool = False,
+        wanted: CallOptions = NONE,
     ) -> Steps[list[BaseMessage]]:
         ids = {"thread_id": thread_id, "resource_id": resource_id}
         return (
             yield traced(
-                self._assembled(new, ids, history, read_only), "memory",
+                self._assembled(new, ids, history, read_only, wanted), "memory",
                 inputs={**ids, "new_messages": list(new)}, metadata=ids,
                 outputs=lambda sent: {"messages": sent},
                 attributes={"gen_ai.conversation.id": thread_id},
@@ -284,6 +285,7 @@ class TurnContext:
         ids: dict[str, str],
         history: Sequence[BaseMessage] | None,
         read_only: bool = False,
+        wanted: CallOptions = NONE,
     ) -> Steps[list[BaseMessage]]:
         """The context (`_context`'s, inside its run): `ids` are its thread and resource."""
         injected = yield traced(
@@ -292,7 +294,7 @@ class TurnContext:
         )  # fmt: skip
         remembered = yield from self._remembered(
             ids["thread_id"], ids["resource_id"], new, history,
-            [injected] if injected else [], read_only,
+            [injected] if injected else [], read_only, wanted,
         )  # fmt: skip
         sent = provider_safe([*([injected] if injected else []), *remembered], new)
         return cache_marked(sent, new) if self.cache_breakpoints else sent
@@ -305,10 +307,13 @@ class TurnContext:
         resource_id: str | None = None,
         new_messages: Sequence[BaseMessage] = (),
         history: Sequence[BaseMessage] | None = None,
+        memory_options: CallOptions = NONE,
     ) -> list[BaseMessage]:
         """Recalled messages and the history, shaped by the processors (no current turn).
         Without `resource_id`, the thread's owner is looked up."""
-        return run_sync(self._remembered(thread_id, resource_id, new_messages, history))
+        return run_sync(self._remembered(
+            thread_id, resource_id, new_messages, history, wanted=memory_options
+        ))  # fmt: skip
 
     async def aremembered(
         self,
@@ -317,9 +322,12 @@ class TurnContext:
         resource_id: str | None = None,
         new_messages: Sequence[BaseMessage] = (),
         history: Sequence[BaseMessage] | None = None,
+        memory_options: CallOptions = NONE,
     ) -> list[BaseMessage]:
         """Async `remembered`."""
-        return await run_async(self._remembered(thread_id, resource_id, new_messages, history))
+        return await run_async(self._remembered(
+            thread_id, resource_id, new_messages, history, wanted=memory_options
+        ))  # fmt: skip
 
     def recalled(
         self,
@@ -339,9 +347,12 @@ class TurnContext:
         resource_id: str,
         history: Sequence[BaseMessage] | None = None,
         read_only: bool = False,
+        memory_options: CallOptions = NONE,
     ) -> list[BaseMessage]:
-        """The messages to send for a turn."""
-        return run_sync(self._context(new, thread_id, resource_id, history, read_only))
+        """The messages to send for a turn (`memory_options`: the call's own)."""
+        return run_sync(
+            self._context(new, thread_id, resource_id, history, read_only, memory_options)
+        )
 
     async def acontext(
         self,
@@ -351,9 +362,12 @@ class TurnContext:
         resource_id: str,
         history: Sequence[BaseMessage] | None = None,
         read_only: bool = False,
+        memory_options: CallOptions = NONE,
     ) -> list[BaseMessage]:
         """Async `context`."""
-        return await run_async(self._context(new, thread_id, resource_id, history, read_only))
+        return await run_async(
+            self._context(new, thread_id, resource_id, history, read_only, memory_options)
+        )
 
 
 def owner_of(thread: Thread | None, thread_id: str) -> str:

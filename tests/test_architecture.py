@@ -407,3 +407,31 @@ def test_the_checkpointer_is_built_from_the_parts_it_holds() -> None:
     made = {ast.unparse(n.value.func) for n in ast.walk(found)
             if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)}  # fmt: skip
     assert {"ThreadOwners", "CheckpointListing", "ThreadUpkeep", "CheckpointerIO"} <= made
+
+
+# shapes LangChain hands no config (a `BaseStore`'s batch, a chat history's add_messages): they
+# read the run's options where they run, as `ensure_config` does
+READS_THE_RUN = {"config/call_options.py", "integrations/store.py", "integrations/chat_history.py"}
+
+
+def test_the_call_options_are_read_once_where_a_call_enters_and_carried_down() -> None:
+    """The turn's plan carries the call's ``memory_options``: `Memory`'s methods resolve them
+    (`call_options.carried`), the shapes with a config in hand parse that config's, and nothing
+    below `Memory` reads the ambient run for them (issue 85)."""
+    below = [p for part in BELOW_MEMORY
+             for p in ([PACKAGE / part] if part.endswith(".py") else (PACKAGE / part).rglob("*.py"))]  # fmt: skip
+    assert len(below) > 60
+    ambient = ("call_options.current", "call_options.given", "call_options.carried", ".current()")
+    found = [
+        f"{p.relative_to(PACKAGE)}:{n.lineno} {ast.unparse(n)}"
+        for p in below for n in ast.walk(ast.parse(p.read_text()))
+        if isinstance(n, ast.Call) and any(a in ast.unparse(n.func) + "()" for a in ambient)
+    ]  # fmt: skip
+    assert found == []
+    readers = {
+        p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py")
+        if "call_options.current()" in p.read_text() or "return of(ensure_config())" in p.read_text()
+    }  # fmt: skip
+    assert readers == READS_THE_RUN
+    facade = (PACKAGE / "memory.py").read_text()
+    assert facade.count("call_options.carried(") == 8  # context, recall, save_turn, save_new

@@ -9,6 +9,7 @@ import warnings
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableLambda
 
 from langchain_mastra_memory import ConfigurationError, Memory, MemoryStorage
 from langchain_mastra_memory.testing import strict_model
@@ -185,3 +186,42 @@ def test_the_working_memory_tool_refuses_a_read_only_call(storage: MemoryStorage
     assert reply.status == "error" and "read-only" in reply.content
     assert memory.get_working_memory(resource_id="alice") is None
     assert not isinstance(out["messages"][0], SystemMessage)
+
+
+def test_a_memory_method_takes_the_call_options_it_is_given(storage: MemoryStorage, call) -> None:
+    """Outside a run (a script, a web handler), a call passes its own ``memory_options``; inside
+    a run, what it passes wins over the run's config. Read once where the call enters memory."""
+    memory = seeded(storage)
+    turn = [HumanMessage("the harbour fact please", id="q")]
+    ids = {"thread_id": "now", "resource_id": "alice"}
+
+    def run(method: str, *args: object, **kwargs: object) -> list:
+        if call.mode == "sync":
+            return getattr(memory, method)(*args, **ids, **kwargs)
+        return asyncio.run(getattr(memory, f"a{method}")(*args, **ids, **kwargs))
+
+    assert len(recalled_ids(run("context", turn))) == 2
+    assert recalled_ids(run("context", turn, memory_options={"semantic_recall": False})) == set()
+    short = run("context", turn, memory_options={"last_messages": 1})
+    assert [m.id for m in short if m.id and m.id.startswith("n")] == ["n4"]
+    assert recalled_ids(run("recall", new_messages=turn, memory_options={
+        "semantic_recall": {"filter": {"project": "y"}}})) == {"y1"}  # fmt: skip
+    # inside a run whose config says read-only, the call's own options say otherwise
+    config = cfg("now", read_only=True)
+
+    def save(_: object) -> list:
+        kept = run("save_turn", [HumanMessage("kept", id="k1")])
+        run("save_turn", [HumanMessage("dropped", id="k2")], memory_options={"read_only": True})
+        written = run("save_turn", [HumanMessage("written", id="k3")],
+                      memory_options={"read_only": False})  # fmt: skip
+        return [kept, written]
+
+    kept, written = RunnableLambda(save).invoke(None, config)
+    assert kept == [] and [m.id for m in written] == ["k3"]  # the run's, then the call's own
+    stored = {m.id for m in memory.get_messages(thread_id="now")}
+    assert "k3" in stored and not {"k1", "k2"} & stored
+    with pytest.raises(ConfigurationError, match="memory_options"):
+        run("context", turn, memory_options={"last_messages": -2})
+    with pytest.raises(ConfigurationError, match="memory_options"):
+        run("save_new", [HumanMessage("x")], memory_options={"colour": "red"})
+    assert {m.id for m in memory.get_messages(thread_id="now")} == stored  # nothing lost

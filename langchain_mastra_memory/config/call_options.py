@@ -4,8 +4,10 @@ A graph, chain or agent invoked with ``config={"configurable": {"thread_id": ...
 "memory_options": {...}}}`` changes, for that call only: ``last_messages``, ``semantic_recall``
 (any of its options but the index: ``top_k``, ``message_range``, ``scope``, ``threshold``,
 ``mode``, ``filter``; ``False`` turns recall off) and ``read_only`` (the context is assembled,
-nothing of the turn is saved: a routing agent, a sub-agent). Every shape reads them from the
-config LangChain and LangGraph carry to the code they run (`ensure_config`).
+nothing of the turn is saved: a routing agent, a sub-agent). They are read once, where a call
+enters memory: from the ``memory_options`` a `Memory` method is given, else from the config
+LangChain and LangGraph carry to the code they run (`ensure_config`); the turn's plan carries
+them from there (`carried`).
 
 Examples:
     >>> CallOptions.parse({"last_messages": 5, "read_only": True}).read_only
@@ -14,6 +16,7 @@ Examples:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from langchain_core.runnables.config import ensure_config
@@ -63,3 +66,17 @@ def of(config: Any) -> CallOptions:
 def current() -> CallOptions:
     """The options of the run this code runs in (none outside a run, or when not given)."""
     return of(ensure_config())
+
+
+def given(value: CallOptions | Mapping[str, Any] | None) -> CallOptions:
+    """A call's own options: as given (parsed), else the run's (`current`)."""
+    if value is None:
+        return current()
+    return value if isinstance(value, CallOptions) else CallOptions.parse(value)
+
+
+def carried(request: Mapping[str, Any]) -> dict[str, Any]:
+    """`request` (a `Memory` method's keywords, checked there) with its ``memory_options``
+    resolved once, where the call enters memory (`given`): the parts below take them from the
+    request, never from the ambient run."""
+    return {**request, KEY: given(request.get(KEY))}

@@ -6,13 +6,15 @@ checked by type checkers and the sync and async twins stay one line each.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 from typing_extensions import Required, TypedDict
+
+from .call_options import CallOptions
 
 # the shapes of `Memory`'s positional parameters and results
 Messages = list[BaseMessage]
@@ -189,9 +191,17 @@ class SaveOptions(ThreadRef, total=False):
     created_at: Sequence[datetime | None] | None
 
 
-class TurnRef(ThreadRef, total=False):
-    """`Memory.context`: the thread and owner, the history a graph state already holds, and
-    ``read_only`` (assemble without changing the thread: a sub-agent's context)."""
+class TurnSave(ThreadRef, total=False):
+    """`Memory.save_turn` / `save_new`: the thread, its owner, and this call's own options
+    (``memory_options``: ``{"read_only": True}`` saves nothing; default: the run's config's)."""
+
+    memory_options: CallOptions | Mapping[str, Any] | None
+
+
+class TurnRef(TurnSave, total=False):
+    """`Memory.context`: the thread and owner, the history a graph state already holds,
+    ``read_only`` (assemble without changing the thread: a sub-agent's context) and this call's
+    own options (``memory_options``, as in a config; default: the run's config's)."""
 
     history: Sequence[BaseMessage] | None
     read_only: bool
@@ -205,6 +215,7 @@ class RecallOptions(TypedDict, total=False):
     resource_id: str | None
     new_messages: Sequence[BaseMessage]
     history: Sequence[BaseMessage] | None
+    memory_options: CallOptions | Mapping[str, Any] | None
 
 
 class SummaryOptions(TypedDict, total=False):

@@ -24,6 +24,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 
+from ..config import call_options
 from ..errors import ConfigurationError, UnsavedTurnWarning
 from ..messages import ensure_messages
 from ..turn import split_turn
@@ -90,6 +91,7 @@ def turn_plan(
         "resource_id": resource_id,
         "history": history if nested else history or None,
         "read_only": nested,
+        "memory_options": call_options.of(config),
     }
 
 

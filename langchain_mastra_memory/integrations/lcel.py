@@ -11,6 +11,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import ensure_config
 
+from ..config import call_options
 from ..recall.synced import to_save
 from ..turn import input_messages, produced_messages
 
@@ -29,15 +30,18 @@ def context_runnable(memory: Memory) -> Runnable[Any, list[BaseMessage]]:
         ['hi']
     """
 
-    def build(value: Any, config: RunnableConfig) -> list[BaseMessage]:
+    def plan(value: Any, config: RunnableConfig) -> dict[str, Any]:
         thread_id, resource_id = memory.ids(config)
-        return memory.context(input_messages(value), thread_id=thread_id, resource_id=resource_id)
+        return {
+            "new_messages": input_messages(value), "thread_id": thread_id,
+            "resource_id": resource_id, "memory_options": call_options.of(config),
+        }  # fmt: skip
+
+    def build(value: Any, config: RunnableConfig) -> list[BaseMessage]:
+        return memory.context(**plan(value, config))
 
     async def abuild(value: Any, config: RunnableConfig) -> list[BaseMessage]:
-        thread_id, resource_id = memory.ids(config)
-        return await memory.acontext(
-            input_messages(value), thread_id=thread_id, resource_id=resource_id
-        )
+        return await memory.acontext(**plan(value, config))
 
     return RunnableLambda(build, afunc=abuild, name="MemoryContext")
 
@@ -59,6 +63,8 @@ class _Turn:
         self.memory = memory
         self.value = value
         self.thread_id, self.resource_id = memory.ids(config)
+        self.options = call_options.of(config)  # the call's own (``memory_options``)
+        self.saves = memory.synced.saves_turns(self.options)
         self.new = input_messages(value)
         self.sent: list[BaseMessage] = []
 
@@ -108,7 +114,7 @@ class MemoryWrapped(Runnable[Any, Any]):
 
     def _save_turn(self, turn: tuple[_Turn, Any]) -> list[BaseMessage]:
         call, output = turn  # the thread was ensured (and its owner checked) by _start
-        if not self.memory.synced.saves_turns():  # a read-only memory, or call
+        if not call.saves:  # a read-only memory, or call
             return []
         return self.memory.save_messages(
             call.to_save(output), thread_id=call.thread_id, resource_id=call.resource_id
@@ -116,7 +122,7 @@ class MemoryWrapped(Runnable[Any, Any]):
 
     async def _asave_turn(self, turn: tuple[_Turn, Any]) -> list[BaseMessage]:
         call, output = turn
-        if not self.memory.synced.saves_turns():
+        if not call.saves:
             return []
         return await self.memory.asave_messages(
             call.to_save(output), thread_id=call.thread_id, resource_id=call.resource_id
@@ -125,24 +131,26 @@ class MemoryWrapped(Runnable[Any, Any]):
     def _start(self, value: Any, config: RunnableConfig) -> _Turn:
         turn = _Turn(self.memory, value, config)
         thread_id, resource_id = turn.thread_id, turn.resource_id
-        if self.memory.synced.saves_turns():  # read-only: not even an empty thread
+        if turn.saves:  # read-only: not even an empty thread
             self.memory.ensure_thread(thread_id=thread_id, resource_id=resource_id)
         if observed(config):
             turn.sent = self._context.invoke(turn.new, config)  # parsed once, by _Turn
         else:
-            turn.sent = self.memory.context(turn.new, thread_id=thread_id, resource_id=resource_id)
+            turn.sent = self.memory.context(
+                turn.new, thread_id=thread_id, resource_id=resource_id, memory_options=turn.options
+            )
         return turn
 
     async def _astart(self, value: Any, config: RunnableConfig) -> _Turn:
         turn = _Turn(self.memory, value, config)
         thread_id, resource_id = turn.thread_id, turn.resource_id
-        if self.memory.synced.saves_turns():
+        if turn.saves:
             await self.memory.aensure_thread(thread_id=thread_id, resource_id=resource_id)
         if observed(config):
             turn.sent = await self._context.ainvoke(turn.new, config)
         else:
             turn.sent = await self.memory.acontext(
-                turn.new, thread_id=thread_id, resource_id=resource_id
+                turn.new, thread_id=thread_id, resource_id=resource_id, memory_options=turn.options
             )
         return turn
 

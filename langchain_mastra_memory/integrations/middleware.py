@@ -27,6 +27,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.config import get_config
 
+from ..config import call_options
 from ..provider_rules import merge_system_messages
 from .graph import (
     in_subgraph,
@@ -115,31 +116,27 @@ class MemoryMiddleware(AgentMiddleware):
     ) -> ModelResponse:
         return await handler(_sent(request, await self.memory.acontext(**self._plan(request))))
 
-    def _save_to(self, runtime: Any) -> tuple[str, str] | None:
-        """The thread and owner to save under after a model call; None when the run's own
-        checkpointer is memory's (it saves with each checkpoint instead)."""
+    def _save_to(self, runtime: Any) -> dict[str, Any] | None:
+        """The thread, owner and call options to save under after a model call; None when the
+        run's own checkpointer is memory's (it saves with each checkpoint instead)."""
         config = get_config()
         if in_subgraph(config):  # a sub-agent's turns are not the user's conversation
             warn_if_nothing_saves(self.memory, config, "memory.middleware()")
             return None
         if saved_by_checkpointer(self.memory, config):
             return None
-        return self.memory.ids(config, context=_context(runtime))
+        thread_id, resource_id = self.memory.ids(config, context=_context(runtime))
+        options = call_options.of(config)
+        return {"thread_id": thread_id, "resource_id": resource_id, "memory_options": options}
 
     def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        if (ids := self._save_to(runtime)) is not None:
-            thread_id, resource_id = ids
-            self.memory.save_new(
-                state_messages(state), thread_id=thread_id, resource_id=resource_id
-            )
+        if (target := self._save_to(runtime)) is not None:
+            self.memory.save_new(state_messages(state), **target)
         return None
 
     async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        if (ids := self._save_to(runtime)) is not None:
-            thread_id, resource_id = ids
-            await self.memory.asave_new(
-                state_messages(state), thread_id=thread_id, resource_id=resource_id
-            )
+        if (target := self._save_to(runtime)) is not None:
+            await self.memory.asave_new(state_messages(state), **target)
         return None
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage
 from typing_extensions import Unpack
 
-from ..config import call_options
+from ..config.call_options import NONE, CallOptions
 from ..config.params import SaveOptions, ThreadRef
 from ..conversation.suffix import state_suffix, with_stable_ids
 from ..errors import ConfigurationError
@@ -73,9 +73,10 @@ class SyncedStorage:
         self.read_only = read_only  # turns are not saved (a call may ask for it too)
         self._local = threading.local()  # per thread: saves whose follow-up is held (`holding`)
 
-    def saves_turns(self) -> bool:
-        """Whether this call's turn is saved: not when the memory or the call is read-only."""
-        return not (self.read_only or call_options.current().read_only)
+    def saves_turns(self, memory_options: CallOptions = NONE) -> bool:
+        """Whether a call's turn is saved: not when the memory is read-only, nor when the call's
+        options (`memory_options`, read where the call entered memory) say so."""
+        return not (self.read_only or memory_options.read_only)
 
     def save(self, messages: Msgs, **target: Unpack[SaveOptions]) -> Saved:
         """Store messages in a thread, then embed them (and title the thread, when asked)."""
@@ -241,27 +242,33 @@ class SyncedStorage:
             )
         return deleted
 
-    def save_turn(self, messages: Msgs, **ref: Unpack[ThreadRef]) -> Saved:
+    def save_turn(
+        self, messages: Msgs, memory_options: CallOptions = NONE, **ref: Unpack[ThreadRef]
+    ) -> Saved:
         """Save a turn, creating the thread on first use; never what memory injected (nothing
         when read-only)."""
-        if not self.saves_turns():
+        if not self.saves_turns(memory_options):
             return []
         self.storage.ensure_thread(**ref)
         return self.save(to_save(messages), **ref)
 
-    async def asave_turn(self, messages: Msgs, **ref: Unpack[ThreadRef]) -> Saved:
+    async def asave_turn(
+        self, messages: Msgs, memory_options: CallOptions = NONE, **ref: Unpack[ThreadRef]
+    ) -> Saved:
         """Async `save_turn`."""
-        if not self.saves_turns():
+        if not self.saves_turns(memory_options):
             return []
         await self.storage.aensure_thread(**ref)
         return await self.asave(to_save(messages), **ref)
 
-    def save_new(self, messages: Msgs, **ref: Unpack[ThreadRef]) -> Saved:
+    def save_new(
+        self, messages: Msgs, memory_options: CallOptions = NONE, **ref: Unpack[ThreadRef]
+    ) -> Saved:
         """Save the new turns of a graph state: its unknown suffix (`conversation.suffix`), never a
         compaction's summary, never deleting what the state dropped. Read-only: nothing is
         saved, and the new turns' ids are withheld, so no later turn saves them."""
         messages = with_stable_ids(ensure_messages(messages), ref["thread_id"])
-        if not self.saves_turns():
+        if not self.saves_turns(memory_options):
             self._verify_owner(self.storage.get_thread(ref["thread_id"]), **ref)
             found = run_sync(state_suffix(self.storage, messages, **ref))
             self.storage.withhold_messages(found.ids, **ref)
@@ -270,10 +277,12 @@ class SyncedStorage:
         found = run_sync(state_suffix(self.storage, messages, **ref))
         return self.save(found.new, **ref, created_at=found.times) if found.new else []
 
-    async def asave_new(self, messages: Msgs, **ref: Unpack[ThreadRef]) -> Saved:
+    async def asave_new(
+        self, messages: Msgs, memory_options: CallOptions = NONE, **ref: Unpack[ThreadRef]
+    ) -> Saved:
         """Async `save_new`."""
         messages = with_stable_ids(ensure_messages(messages), ref["thread_id"])
-        if not self.saves_turns():
+        if not self.saves_turns(memory_options):
             self._verify_owner(await self.storage.aget_thread(ref["thread_id"]), **ref)
             found = await run_async(state_suffix(self.storage, messages, **ref))
             await self.storage.awithhold_messages(found.ids, **ref)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool, ToolException
 
+from ..config import call_options
 from ..errors import ConfigurationError, MastraMemoryError
 from ..threads.ids import tool_ids
 from .config import TOOL_NAME, WorkingMemoryConfig
@@ -119,12 +120,12 @@ def create_working_memory_tool(
         shown = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
         return f"Working memory updated. It now reads:\n{shown}"
 
-    def writable() -> None:
-        if not memory.synced.saves_turns():
+    def writable(run: RunnableConfig) -> None:
+        if not memory.synced.saves_turns(call_options.of(run)):
             raise ToolException("Memory is read-only in this conversation: nothing was saved.")
 
     def func(config: RunnableConfig, **kwargs: Any) -> str:
-        writable()
+        writable(config)
         value = argument(kwargs)
         resource, thread = ids(config)
         try:
@@ -135,7 +136,7 @@ def create_working_memory_tool(
             raise ToolException(str(exc)) from exc
 
     async def coroutine(config: RunnableConfig, **kwargs: Any) -> str:
-        writable()
+        writable(config)
         value = argument(kwargs)
         resource, thread = ids(config)
         try:
