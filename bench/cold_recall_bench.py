@@ -185,7 +185,7 @@ def after_import(
     for memory in by_mode.values():
         index = memory.recall_index  # type: ignore[attr-defined]
         if index.vector is not None:
-            index.vector.warm(index.index_name(), "alice")
+            index.vector.warm(index.upkeep.index_name(), "alice")
     warm = turns(by_mode, queries, seed=2)
     floor = scan_floor(messages, queries, pieces, seed=2)
     return {"ingest_per_s": rate, "cold": cold, "warm": warm, "floor": floor}

@@ -72,7 +72,7 @@ def build(n: int, resources: int, tmp: Path, seed: int = 0) -> tuple[RecallIndex
     vector = ChromaVectorStore(path=tmp / "chroma")
     embedder = MiniLMEmbeddings()
     index = RecallIndex(storage, vector, embedder, options=RecallOptions(top_k=4))
-    name = index.index_name()
+    name = index.upkeep.index_name()
     vectors = clustered(n, rng, centers)
     owners = [f"r{i % resources}" for i in range(n)]
     kept: dict[str, list[tuple[str, np.ndarray]]] = {}
@@ -141,7 +141,7 @@ def measure(index: RecallIndex, data: dict, queries: int) -> dict[str, tuple[flo
         text = f"question {q}: " + sentence(words, 4, 8)
         asked.append((owner, text, near, ids, matrix))
     rows: dict[str, tuple[float, ...]] = {}
-    name = index.index_name()
+    name = index.upkeep.index_name()
     assert index.vector is not None and index.embedder is not None
     started = time.perf_counter()
     held = [index.vector.warm(name, owner) for owner in dict.fromkeys(a[0] for a in asked)]

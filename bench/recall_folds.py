@@ -112,7 +112,7 @@ def second_pass(
     taken out), then the rest. None: as ranked."""
     if m is None or not hits:
         return list(hits[:k])
-    name = index.index_name()
+    name = index.upkeep.index_name()
     query = np.asarray(index.embedder.embed_query(question), dtype=np.float32)
     residual = query.copy()
     basis: list[np.ndarray] = []
@@ -243,7 +243,7 @@ def feedback(
     that (scores min-max normalised over the pool); the top `k` of that. None: as ranked."""
     if w is None or not hits:
         return list(hits[:k])
-    name = index.index_name()
+    name = index.upkeep.index_name()
     known = remembered(name, [h.message_id for h in hits])
     query = np.asarray(index.embedder.embed_query(question), dtype=np.float32)
     top3 = [known[h.message_id] for h in hits[:3] if h.message_id in known]
@@ -283,7 +283,7 @@ def with_windows(memory: Any, resource: str, embedder: Any, reach: str) -> None:
         for s, vector in zip(stored, embedder.embed_documents(windows), strict=True):
             records.append(VectorRecord(s.message.id or "", vector, thread.id, resource,
                                         "user", 0.0, piece=WINDOW_PIECE))  # fmt: skip
-    index.vector.upsert(index.index_name(), records)
+    index.vector.upsert(index.upkeep.index_name(), records)
 
 
 WINDOW_PIECE = 999  # past any sentence piece
@@ -298,7 +298,7 @@ def with_whole(memory: Any, resource: str, embedder: Any, use: str) -> None:
     from langchain_mastra_memory.recall.vector import VectorRecord
 
     index = memory.recall_index
-    name, whole, records = index.index_name(), {}, []
+    name, whole, records = index.upkeep.index_name(), {}, []
     for thread in memory.list_threads(resource_id=resource):
         for stored in memory.storage.list_messages(thread.id):
             pieces = embedding_pieces(stored.message)
@@ -345,7 +345,7 @@ REORDERINGS: dict[str, Callable[[Any, str, str, list[RecallHit], Any], list[Reca
         else speaker_first(at, q, who, asking_last(at, who, h, len(h), v[1]), 10, v[0])
     ),
     "mmr": lambda at, q, who, h, v: mmr(
-        h, 10, v, remembered(at.index_name(), [x.message_id for x in h])
+        h, 10, v, remembered(at.upkeep.index_name(), [x.message_id for x in h])
     ),
 }
 

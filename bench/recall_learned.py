@@ -70,7 +70,7 @@ def candidates(data: dict, stem: str, embedder: CachedEmbeddings) -> list[Questi
     memory, dia_of, texts = load_conversation(data, stem, SQLiteStorage(":memory:"), embedder, POOL)
     index = memory.recall_index
     assert index is not None
-    name = index.index_name()
+    name = index.upkeep.index_name()
     counts = Counter(w for text in texts for w in _words(text))
     rarity = {w: math.log(1 + (len(texts) - n + 0.5) / (n + 0.5)) for w, n in counts.items()}
     rarest = max(rarity.values())

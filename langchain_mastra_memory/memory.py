@@ -104,8 +104,9 @@ class Memory:
         )
         self.observation_scope = om.config.scope if om is not None else "thread"
         self.working.observed = om is not None and keeps_working_memory(om.config)
+        upkeep = None if self.recall_index is None else self.recall_index.upkeep
         self.synced = SyncedStorage(
-            self.storage, self.recall_index, self.titles, om, read_only=self.options.read_only
+            self.storage, upkeep, self.titles, om, read_only=self.options.read_only
         )
         self.processors = list(processors)
         warn_if_limiter_not_last(self.processors)

@@ -435,3 +435,16 @@ def test_the_call_options_are_read_once_where_a_call_enters_and_carried_down() -
     assert readers == READS_THE_RUN
     facade = (PACKAGE / "memory.py").read_text()
     assert facade.count("call_options.carried(") == 8  # context, recall, save_turn, save_new
+
+
+def test_no_class_is_split_by_inheritance_to_fit_a_size() -> None:
+    """The recall index holds its vectors' upkeep (``index.upkeep``), the checkpointer its parts;
+    the write side is given the upkeep alone, never the search (issue 85)."""
+    bases = {}
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef):
+                bases[node.name] = [ast.unparse(b) for b in node.bases]
+    assert bases["RecallIndex"] == [] and bases["VectorUpkeep"] == []
+    synced = (PACKAGE / "recall" / "synced.py").read_text()
+    assert "RecallIndex" not in synced and "upkeep: VectorUpkeep | None" in synced

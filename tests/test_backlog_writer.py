@@ -79,8 +79,8 @@ def test_a_search_waits_for_what_this_process_saved() -> None:
 @pytest.mark.parametrize(
     "held",
     [
-        "memory.recall_index.writer.notify = lambda *ids, **kw: None  # the writer never runs",
-        "memory.recall_index.writer.linger = 3600.0  # nobody waits: the write lingers",
+        "memory.recall_index.upkeep.writer.notify = lambda *ids, **kw: None  # the writer never runs",
+        "memory.recall_index.upkeep.writer.linger = 3600.0  # nobody waits: the write lingers",
     ],
     ids=["writer never ran", "write lingering"],
 )
@@ -137,7 +137,7 @@ def test_settle_waits_for_what_this_process_queued_except_what_it_is_told_to_ign
     text = f"the question ({call.mode})"  # (the embedding cache is the process's)
     embedder.held.add(text)
     memory = gated_memory(embedder)
-    writer = memory.recall_index.writer
+    writer = memory.recall_index.upkeep.writer
     [question] = memory.save_messages([HumanMessage(text)], thread_id="t1", resource_id="alice")
     assert call(writer, "settle", 0.2, ignoring=frozenset({question.id})) is True
     assert call(writer, "settle", 0.2) is False  # the question is still at the gate
@@ -167,7 +167,7 @@ def held_writes(memory: Memory) -> tuple[set[str], threading.Event]:
 def test_a_turn_s_recall_does_not_wait_for_the_vector_of_its_own_question(call, caplog) -> None:
     embedder = HeldTexts()
     memory = gated_memory(embedder)
-    memory.recall_index.flush_timeout = 1.0  # (a wait would end in a warning)
+    memory.recall_index.upkeep.flush_timeout = 1.0  # (a wait would end in a warning)
     held, gate = held_writes(memory)
     memory.save_messages(
         [HumanMessage("I keep bees on the roof.")], thread_id="t1", resource_id="alice"
@@ -273,7 +273,7 @@ def test_a_message_updated_after_it_was_handed_over_is_embedded_as_updated(call)
 def stored_vector(memory: Memory, message_id: str) -> list[float]:
     """The one vector the store holds for a message, as a unit vector."""
     assert memory.recall_index is not None and memory.vector is not None
-    name = memory.recall_index.index_name()
+    name = memory.recall_index.upkeep.index_name()
     [vector] = memory.vector.vectors(name, "alice", [message_id])[message_id]
     return unit(vector)
 
@@ -297,7 +297,7 @@ def test_an_update_that_overtakes_the_drain_writing_it_wins(call) -> None:
          HumanMessage(f"the overtaken hive is blue {call.mode}", id=f"n-{call.mode}")],
         thread_id="t1", resource_id="alice",
     )  # fmt: skip  # one drain holds both, at the gate
-    while not memory.recall_index.writer._busy:  # (texts of its own: none is cached)
+    while not memory.recall_index.upkeep.writer._busy:  # (texts of its own: none is cached)
         threading.Event().wait(0.01)
     edited = HumanMessage(f"the overtaken hive is green {call.mode}", id=note.id)
     call(memory, "update_messages", [edited], resource_id="alice")  # embeds green at once
@@ -320,12 +320,12 @@ def test_a_delete_that_overtakes_the_drain_writing_it_leaves_no_vector() -> None
         [HumanMessage("deleted blocker"), HumanMessage("the deleted hive is blue", id="n-gone")],
         thread_id="t1", resource_id="alice",
     )  # fmt: skip
-    while not memory.recall_index.writer._busy:
+    while not memory.recall_index.upkeep.writer._busy:
         threading.Event().wait(0.01)
     memory.delete_messages([note.id], resource_id="alice")
     embedder.gate.set()
     assert memory.flush(timeout=30)
-    name = memory.recall_index.index_name()
+    name = memory.recall_index.upkeep.index_name()
     assert memory.vector.vectors(name, "alice", [note.id]) == {}
 
 
@@ -343,7 +343,7 @@ def test_handed_over_messages_are_embedded_and_a_sweep_finds_what_was_not(tmp_pa
     memory.save_messages([HumanMessage("three")], thread_id="t1", resource_id="alice")
     assert memory.flush(timeout=30)
     assert [m.message.content for m in memory.storage.unembedded()] == ["left over"]
-    memory.recall_index.writer._swept_at = -float("inf")  # a minute later
+    memory.recall_index.upkeep.writer._swept_at = -float("inf")  # a minute later
     memory.save_messages([HumanMessage("four")], thread_id="t1", resource_id="alice")
     assert memory.flush(timeout=30) and memory.storage.unembedded() == []
     assert embedder.embedded[-2:] == ["left over", "four"]
@@ -404,11 +404,11 @@ def test_saves_close_together_are_one_vector_write_and_a_flush_ends_the_wait(cal
     embedder.gate.set()
     memory = gated_memory(embedder)
     assert memory.recall_index is not None
-    memory.recall_index.writer.linger = 3600.0  # (only a waiter can end it within the test)
+    memory.recall_index.upkeep.writer.linger = 3600.0  # (only a waiter can end it within the test)
     calls = recorded_upserts(memory)
     first = memory.save_messages([HumanMessage("one")], thread_id="t1", resource_id="alice")
     second = memory.save_messages([HumanMessage("two")], thread_id="t1", resource_id="alice")
-    assert call(memory.recall_index.writer, "flush", 30) is True
+    assert call(memory.recall_index.upkeep.writer, "flush", 30) is True
     assert calls == [sorted(m.id for m in [*first, *second])]  # one write for both
     third = memory.save_messages([HumanMessage("three")], thread_id="t1", resource_id="alice")
     hits = call(memory.recall_index, "search", "three", resource_id="alice")  # waits: ends it
@@ -423,7 +423,7 @@ def test_a_search_waits_only_for_its_own_resource_s_writes(call) -> None:
     embedder.held.add(text)
     memory = gated_memory(embedder)
     memory.create_thread(resource_id="bob", thread_id="t2")
-    writer = memory.recall_index.writer
+    writer = memory.recall_index.upkeep.writer
     [held] = memory.save_messages([HumanMessage(text)], thread_id="t1", resource_id="alice")
     assert call(writer, "settle", 0.2, resource_id="alice") is False  # hers is at the gate
     assert call(writer, "settle", 0.2, resource_id="bob") is True  # his search goes on
@@ -440,7 +440,7 @@ def test_a_search_has_only_its_own_resource_s_writes_made_at_once(call) -> None:
     memory = gated_memory(embedder)
     memory.create_thread(resource_id="bob", thread_id="t2")
     assert memory.recall_index is not None
-    writer = memory.recall_index.writer
+    writer = memory.recall_index.upkeep.writer
     writer.linger = 3600.0
     memory.save_messages([HumanMessage("before")], thread_id="t1", resource_id="alice")
     assert call(writer, "flush", 30) is True  # (a first drain reads storage's whole backlog)

@@ -34,7 +34,7 @@ def test_a_search_waits_for_a_stuck_writer_no_longer_than_flush_timeout(caplog) 
                     embedder=StuckOnDocuments(size=8, gate=gate),
                     options={"semantic_recall": {"mode": "hybrid"}})  # fmt: skip
     memory.create_thread(thread_id="t1", resource_id="alice")
-    memory.recall_index.flush_timeout = 0.2
+    memory.recall_index.upkeep.flush_timeout = 0.2
     memory.save_messages([HumanMessage("the kiln fires at dawn")], thread_id="t1",
                          resource_id="alice")  # fmt: skip
     found: list = []

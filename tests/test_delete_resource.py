@@ -57,7 +57,7 @@ def vectors_of(memory: Memory, resource: str) -> int:
     if isinstance(index.vector, LangChainVectorStore):  # (LangChain's API counts nothing)
         documents = index.vector.store.store.values()  # an InMemoryVectorStore's own dict
         return sum(d["metadata"].get("resource_id") == resource for d in documents)
-    return index.vector.count(index.index_name(), 384, resource)
+    return index.vector.count(index.upkeep.index_name(), 384, resource)
 
 
 @pytest.mark.parametrize("world_param", WORLDS)

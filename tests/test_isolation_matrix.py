@@ -529,7 +529,7 @@ def vector_hits(w: World, *, twin: bool = False, **part: str) -> Any:
     ids; the messages are what would leak)."""
     index, store = w.memory.recall_index, w.memory.vector
     assert index is not None and index.embedder is not None and store is not None
-    vector, name = index.embedder.embed_query(QUESTION), index.index_name()
+    vector, name = index.embedder.embed_query(QUESTION), index.upkeep.index_name()
     alices = [m.id or "" for m in w.memory.get_messages(thread_id="tA", resource_id="alice")]
     copies = hasattr(store, "vectors")  # a LangChain store hands no vectors back
     assert store.query(name, vector, top_k=20, resource_id="alice")  # alice's are there

@@ -160,18 +160,18 @@ def test_a_clone_after_a_restart_copies_vectors_and_embeds_nothing(
     writer.save_messages([HumanMessage(t) for t in lines], thread_id="long", resource_id="alice")
     writer.flush(60)
     assert first.texts >= len(lines)
-    writer.recall_index.writer.close()  # the restart: the first process is gone
+    writer.recall_index.upkeep.writer.close()  # the restart: the first process is gone
     EMBEDDING_CACHE.clear()
     counting = Counting()
     reader = Memory(storage=storage, embedder=counting, vector=writer.vector,
                     options={"semantic_recall": True})  # fmt: skip
-    reader.recall_index.index_name()  # the model's dimension, probed once per process
+    reader.recall_index.upkeep.index_name()  # the model's dimension, probed once per process
     counting.texts = 0
     clone = call(reader, "clone_thread", "long", new_thread_id="copy", resource_id="alice")
     assert counting.texts == 0
     assert storage.unembedded() == []
     copies = {m.id for m in reader.get_messages(thread_id=clone.id)}
-    index = reader.recall_index.index_name()
+    index = reader.recall_index.upkeep.index_name()
     originals = {m.id: m for m in reader.get_messages(thread_id="long")}
     copied = writer.vector.vectors(index, "alice", sorted(copies))
     source = writer.vector.vectors(index, "alice", sorted(originals))

@@ -149,7 +149,7 @@ def test_vectors_follow_updates_clones_deletes_and_reindex(pg: PostgresStorage, 
         thread_id="t1", resource_id="alice",
     )  # fmt: skip
     assert call(memory, "flush", timeout=60)
-    name = memory.recall_index.index_name()
+    name = memory.recall_index.upkeep.index_name()
     assert vector.present(name, "alice", [m.id for m in saved]) == {m.id for m in saved}
     # an update re-embeds: the old text is no longer what the vector says
     call(

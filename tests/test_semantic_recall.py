@@ -237,7 +237,7 @@ def test_deleted_messages_and_threads_are_never_recalled() -> None:
     saved = fill(memory, "t1", "alice", 6, fact="My laptop is an old ThinkPad.", at=0)
     fill(memory, "t2", "alice", 4, fact="I drive a blue Honda Civic.", at=0)
     memory.create_thread(resource_id="alice", thread_id="t3")
-    index = memory.recall_index.index_name()
+    index = memory.recall_index.upkeep.index_name()
     before = memory.vector.count(index, 384)
     in_t2 = sum(len(embedding_pieces(m)) for m in memory.get_messages(thread_id="t2"))
     memory.delete_messages([saved[0].id])
@@ -358,7 +358,7 @@ def test_a_message_is_embedded_as_its_sentences_and_an_update_replaces_them() ->
         resource_id="alice",
     )
     memory.flush()
-    index = memory.recall_index.index_name()
+    index = memory.recall_index.upkeep.index_name()
     assert memory.vector.count(index, 384) == 3
     hits = memory.recall_index.search("Which animal does Ana have?", resource_id="alice")
     assert [h.message_id for h in hits] == [saved.id]  # the one sentence about it carries it
@@ -390,7 +390,7 @@ def test_a_single_collection_from_before_partitioning_is_split_on_first_use(tmp_
     index = writer.recall_index
     # the layout of earlier versions: one collection, every resource's vectors in it
     client = chromadb.PersistentClient(path=str(path))
-    name = index.index_name()
+    name = index.upkeep.index_name()
     legacy = client.create_collection(name, metadata={"hnsw:space": "cosine", "dimension": 384})
     for part in writer.vector.partitions(name):
         rows = part.get(include=["embeddings", "metadatas"])
@@ -426,13 +426,13 @@ def test_reindex_rebuilds_vectors_the_store_lost(tmp_path) -> None:
     )
     fill(memory, "t1", "alice", 5, fact="My bike is a red Brompton.", at=2)
     fill(memory, "t2", "bob", 3)
-    name = memory.recall_index.index_name()
+    name = memory.recall_index.upkeep.index_name()
     before = store.count(name, 384)
     for partition in store.partitions(name):  # the vector store loses everything
         store.client.delete_collection(partition.name)
     store._collections.clear()
     assert store.count(name, 384) == 0
-    assert memory.recall_index.backfill() == 0  # the backlog flag alone sees nothing missing
+    assert memory.recall_index.upkeep.backfill() == 0  # the backlog flag alone sees nothing missing
     stored = memory.get_messages(thread_id="t1") + memory.get_messages(thread_id="t2")
     embeddable = sum(bool(embedding_pieces(m)) for m in stored if m.type in ("human", "ai"))
     assert memory.backfill_embeddings() == embeddable > 0  # reindex checks the store itself

@@ -120,7 +120,7 @@ def test_memory_recalls_isolates_and_keeps_vectors_in_step(
                     options={"semantic_recall": {"mode": "vector"}})  # fmt: skip
     garden(memory)
     index = memory.recall_index
-    name = index.index_name()
+    name = index.upkeep.index_name()
     assert vectors.count(name, 384, "alice") >= 2
     hits = call(index, "search", "what vegetables do I grow?", resource_id="alice")
     assert hits and hits[0].thread_id == "g1"
@@ -214,7 +214,7 @@ def test_a_writer_killed_mid_upsert_loses_no_vector_after_backfill(
     assert len(ids) > 6  # it was killed while saving
     memory.backfill_embeddings()
     assert memory.storage.unembedded() == []
-    name = memory.recall_index.index_name()
+    name = memory.recall_index.upkeep.index_name()
     assert vectors.present(name, "alice", ids) == set(ids)  # every saved message has its vector
     hits = memory.recall_index.search("which shelf needs water?", resource_id="alice")
     assert hits and {h.message_id for h in hits} <= set(ids)
@@ -285,7 +285,7 @@ def test_a_pruned_message_leaves_every_engine(
                     options={"semantic_recall": {"mode": "vector"},
                              "retention": {"messages": "90d"}})  # fmt: skip
     garden(memory)  # alice's two garden messages and bob's locker code
-    name = memory.recall_index.index_name()
+    name = memory.recall_index.upkeep.index_name()
     old = [m.id for m in memory.get_messages(thread_id="g1")][:1]
     when = memory.storage._time(datetime.now(timezone.utc) - timedelta(days=200))
     with memory.storage._transaction(write=True) as conn:

@@ -86,7 +86,7 @@ class SemanticRecall(MemoryProcessor):
     # -- the index's operations, for direct use ----------------------------------------------
     def index_name(self) -> str:
         """The vector collection in use (derived from the embedder's model and dimension)."""
-        return self.recall_index.index_name()
+        return self.recall_index.upkeep.index_name()
 
     def search(
         self,
@@ -116,25 +116,25 @@ class SemanticRecall(MemoryProcessor):
 
     def index(self, stored: Sequence[StoredMessage]) -> int:
         """Output side: embed and store user/assistant messages; returns how many."""
-        return self.recall_index.index(stored)
+        return self.recall_index.upkeep.index(stored)
 
     async def aindex(self, stored: Sequence[StoredMessage]) -> int:
         """Async `index`."""
-        return await self.recall_index.aindex(stored)
+        return await self.recall_index.upkeep.aindex(stored)
 
     def backfill(self, *, limit: int = 500, max_batches: int | None = None) -> int:
         """Index messages whose embedding is missing (e.g. saved while Chroma was down)."""
-        return self.recall_index.backfill(limit=limit, max_batches=max_batches)
+        return self.recall_index.upkeep.backfill(limit=limit, max_batches=max_batches)
 
     def forget(self, *, message_ids: Sequence[str] = (), thread_id: str | None = None) -> None:
         """Remove vectors of deleted messages or of a deleted thread."""
-        self.recall_index.forget(message_ids=message_ids, thread_id=thread_id)
+        self.recall_index.upkeep.forget(message_ids=message_ids, thread_id=thread_id)
 
     async def aforget(
         self, *, message_ids: Sequence[str] = (), thread_id: str | None = None
     ) -> None:
         """Async `forget`."""
-        await self.recall_index.aforget(message_ids=message_ids, thread_id=thread_id)
+        await self.recall_index.upkeep.aforget(message_ids=message_ids, thread_id=thread_id)
 
     # -- input side --------------------------------------------------------------------------
     def _ids(self, opts: dict[str, Any]) -> tuple[str, str | None]:

@@ -2,7 +2,8 @@
 
 The index owns the search (vector hits from the vector store, keyword hits from storage's
 full-text index, fused in hybrid mode) and the windows of neighbours around each hit; keeping
-the vectors in step with storage is `VectorUpkeep`'s (``upkeep.py``), on which it is built.
+the vectors in step with storage is `VectorUpkeep`'s (``upkeep.py``): the index holds one as
+``upkeep``, which the write side (`SyncedStorage`) is given; a search waits on its writer.
 Recall loads every hit from storage, so a vector left behind by a failed delete is never
 returned.
 """
@@ -55,8 +56,9 @@ MAX_THREAD_FILTER = 2000  # threads a recall filter passes into the searches (mo
 Part = tuple[str, "str | None", "Sequence[str] | None", "TimeWindow | None"]
 
 
-class RecallIndex(VectorUpkeep):
-    """Search, windows and vector upkeep for the messages of one storage.
+class RecallIndex:
+    """Search and windows over the messages of one storage; `upkeep` keeps their vectors in
+    step (`VectorUpkeep`: the writes, the backlog, the index's name).
 
     Examples:
         >>> from langchain_core.messages import HumanMessage
@@ -69,6 +71,20 @@ class RecallIndex(VectorUpkeep):
         >>> [h.thread_id for h in index.search("cat name", resource_id="alice")]
         ['t1']
     """
+
+    def __init__(
+        self,
+        storage: MemoryStorage,
+        vector: VectorStore | None = None,
+        embedder: Embeddings | None = None,
+        *,
+        options: RecallOptions | None = None,
+    ) -> None:
+        self.upkeep = VectorUpkeep(storage, vector, embedder, options=options)
+        self.options = self.upkeep.options  # the search's (a call may pass its own)
+        self.storage = storage
+        self.vector = vector
+        self.embedder = self.upkeep.embedder  # cached: a query the writes embedded is not again
 
     @classmethod
     def with_defaults(
@@ -124,13 +140,14 @@ class RecallIndex(VectorUpkeep):
             return []
         # what this process saved is searchable, unless the writer is stuck (a hung embedder
         # or vector store): then the search goes on with what is indexed, never waits forever
-        self.writer.warn_if_failing()
-        if not (yield call(self.writer.settle, self.flush_timeout, ignoring=never_hits,
+        self.upkeep.writer.warn_if_failing()
+        writer = self.upkeep.writer
+        if not (yield call(writer.settle, self.upkeep.flush_timeout, ignoring=never_hits,
                            resource_id=resource_id)):  # (no other resource's are hits)  # fmt: skip
             logger.warning(
                 "semantic recall: the vector writer is still busy after %.0f s; this search "
                 "does not see the newest messages' vectors (keyword search does)",
-                self.flush_timeout,
+                self.upkeep.flush_timeout,
             )
         k = limit or opts.top_k
         if within_thread is None:
@@ -164,7 +181,7 @@ class RecallIndex(VectorUpkeep):
         read: Read = {}  # the pool's messages, as the stages read them (each read once)
         if with_context:
             assert self.embedder is not None
-            name = yield from self._index_name_steps()
+            name = yield from self.upkeep.index_name_steps()
             ranked = yield stage(context_stage(
                 self.storage, self.vector, self.embedder, name, query, ranked, resource_id, opts,
             ), "context")  # fmt: skip
@@ -205,7 +222,7 @@ class RecallIndex(VectorUpkeep):
         assert self.vector is not None and self.embedder is not None
         resource_id, thread_id, thread_ids, window = part
         embedding = yield call(self.embedder.embed_query, query)
-        name = yield from self._index_name_steps()
+        name = yield from self.upkeep.index_name_steps()
         among: dict[str, Any] = {} if thread_ids is None else {"thread_ids": thread_ids}
         if window is not None:  # (passed only when given: a store of one's own may lack it)
             among["window"] = window

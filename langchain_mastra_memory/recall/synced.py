@@ -1,4 +1,5 @@
-"""`SyncedStorage`: storage writes that keep the recall index in step (a part of `Memory`).
+"""`SyncedStorage`: storage writes that keep the recall index's vectors in step (a part of
+`Memory`; it holds the index's `VectorUpkeep`, never its search).
 
 Messages are stored first; their vectors follow (a vector-store failure warns and leaves the
 backlog to catch up, it never fails the save). Deleting messages or a thread removes their
@@ -26,7 +27,7 @@ from ..storage.base import MemoryStorage
 from ..storage.records import ImportedThread, StoredMessage, stored_ids
 from ..threads.ids import verify_owner
 from ..twins import run_async, run_sync
-from .index import RecallIndex
+from .upkeep import VectorUpkeep
 from .writer import VectorBacklog
 
 if TYPE_CHECKING:
@@ -44,7 +45,8 @@ def to_save(messages: Msgs) -> Saved:
 
 
 class SyncedStorage:
-    """Saves, updates and deletes on `storage`, followed by `index` (when there is one).
+    """Saves, updates and deletes on `storage`, followed by the vectors' `upkeep` (when there
+    is one: `RecallIndex.upkeep`).
 
     Examples:
         >>> from langchain_core.messages import HumanMessage
@@ -60,14 +62,14 @@ class SyncedStorage:
     def __init__(
         self,
         storage: MemoryStorage,
-        index: RecallIndex | None,
+        upkeep: VectorUpkeep | None,
         titles: TitleWriter | None = None,
         observations: ObservationalMemory | None = None,
         *,
         read_only: bool = False,
     ) -> None:
         self.storage = storage
-        self.index = index
+        self.upkeep = upkeep  # the recall index's vectors (None: no semantic recall)
         self.titles = titles
         self.observations = observations
         self.read_only = read_only  # turns are not saved (a call may ask for it too)
@@ -141,15 +143,15 @@ class SyncedStorage:
         the copies' vectors are written before it returns, copied from the originals' (nothing
         is embedded again, even after a restart)."""
         thread, stored = self.storage.clone_thread(thread_id, **clone)
-        if self.index and stored:
-            self.index.after_copy(stored, thread.resource_id)
+        if self.upkeep and stored:
+            self.upkeep.after_copy(stored, thread.resource_id)
         return thread
 
     async def aclone(self, thread_id: str, **clone: Any) -> Thread:
         """Async `clone`."""
         thread, stored = await self.storage.aclone_thread(thread_id, **clone)
-        if self.index and stored:
-            await self.index.aafter_copy(stored, thread.resource_id)
+        if self.upkeep and stored:
+            await self.upkeep.aafter_copy(stored, thread.resource_id)
         return thread
 
     def transfer(self, thread_id: str, *, to_resource_id: str, resource_id: str | None) -> Thread:
@@ -159,13 +161,13 @@ class SyncedStorage:
         thread, stored = self.storage.transfer_thread(
             thread_id, to_resource_id=to_resource_id, resource_id=resource_id
         )
-        if self.index and owner is not None and owner.resource_id != thread.resource_id:
+        if self.upkeep and owner is not None and owner.resource_id != thread.resource_id:
             moved = stored_ids(stored)
-            self.index.after_delete(
-                message_ids=moved if self.index.deletes_by_id else (),
+            self.upkeep.after_delete(
+                message_ids=moved if self.upkeep.deletes_by_id else (),
                 thread_id=thread_id, resource_id=owner.resource_id,
             )  # fmt: skip
-            self.index.after_save(stored)
+            self.upkeep.after_save(stored)
         return thread
 
     async def atransfer(
@@ -176,13 +178,13 @@ class SyncedStorage:
         thread, stored = await self.storage.atransfer_thread(
             thread_id, to_resource_id=to_resource_id, resource_id=resource_id
         )
-        if self.index and owner is not None and owner.resource_id != thread.resource_id:
+        if self.upkeep and owner is not None and owner.resource_id != thread.resource_id:
             moved = stored_ids(stored)
-            await self.index.aafter_delete(
-                message_ids=moved if self.index.deletes_by_id else (),
+            await self.upkeep.aafter_delete(
+                message_ids=moved if self.upkeep.deletes_by_id else (),
                 thread_id=thread_id, resource_id=owner.resource_id,
             )  # fmt: skip
-            await self.index.aafter_save(stored)
+            await self.upkeep.aafter_save(stored)
         return thread
 
     def delete(self, message_ids: Sequence[str], *, resource_id: str | None) -> int:
@@ -190,7 +192,7 @@ class SyncedStorage:
         owners = self._owners(message_ids, resource_id)
         count = self.storage.delete_messages(message_ids, resource_id=resource_id)
         for owner, ids in owners.items():
-            self.index.after_delete(message_ids=ids, resource_id=owner)  # type: ignore[union-attr]
+            self.upkeep.after_delete(message_ids=ids, resource_id=owner)  # type: ignore[union-attr]
         return count
 
     async def adelete(self, message_ids: Sequence[str], *, resource_id: str | None) -> int:
@@ -198,19 +200,19 @@ class SyncedStorage:
         owners = await self._aowners(message_ids, resource_id)
         count = await self.storage.adelete_messages(message_ids, resource_id=resource_id)
         for owner, ids in owners.items():
-            await self.index.aafter_delete(message_ids=ids, resource_id=owner)  # type: ignore[union-attr]
+            await self.upkeep.aafter_delete(message_ids=ids, resource_id=owner)  # type: ignore[union-attr]
         return count
 
     def _owners(self, ids: Sequence[str], resource_id: str | None) -> dict[str, list[str]]:
         """Message ids by owner (nothing to do without an index)."""
-        if not self.index:
+        if not self.upkeep:
             return {}
         if resource_id is not None:
             return {resource_id: list(ids)}
         return _by_owner(self.storage.get_messages_by_id(ids))
 
     async def _aowners(self, ids: Sequence[str], resource_id: str | None) -> dict[str, list[str]]:
-        if not self.index:
+        if not self.upkeep:
             return {}
         if resource_id is not None:
             return {resource_id: list(ids)}
@@ -218,26 +220,26 @@ class SyncedStorage:
 
     def delete_thread(self, thread_id: str, *, resource_id: str | None) -> bool:
         """Delete a thread with its messages, then their vectors."""
-        thread = self.storage.get_thread(thread_id) if self.index else None
+        thread = self.storage.get_thread(thread_id) if self.upkeep else None
         held = []
-        if thread and self.index and self.index.deletes_by_id:
+        if thread and self.upkeep and self.upkeep.deletes_by_id:
             held = stored_ids(self.storage.list_messages(thread_id, resource_id=resource_id))
         deleted = self.storage.delete_thread(thread_id, resource_id=resource_id)
-        if deleted and self.index and thread:
-            self.index.after_delete(
+        if deleted and self.upkeep and thread:
+            self.upkeep.after_delete(
                 message_ids=held, thread_id=thread_id, resource_id=thread.resource_id
             )
         return deleted
 
     async def adelete_thread(self, thread_id: str, *, resource_id: str | None) -> bool:
         """Async `delete_thread`."""
-        thread = await self.storage.aget_thread(thread_id) if self.index else None
+        thread = await self.storage.aget_thread(thread_id) if self.upkeep else None
         held = []
-        if thread and self.index and self.index.deletes_by_id:
+        if thread and self.upkeep and self.upkeep.deletes_by_id:
             held = stored_ids(await self.storage.alist_messages(thread_id, resource_id=resource_id))
         deleted = await self.storage.adelete_thread(thread_id, resource_id=resource_id)
-        if deleted and self.index and thread:
-            await self.index.aafter_delete(
+        if deleted and self.upkeep and thread:
+            await self.upkeep.aafter_delete(
                 message_ids=held, thread_id=thread_id, resource_id=thread.resource_id
             )
         return deleted
@@ -307,44 +309,44 @@ class SyncedStorage:
     def backfill(self, progress: Callable[[int], None] | None = None) -> int:
         """Embed every stored message whose vector is missing from the vector store (checked
         there, not only by the backlog flag); returns how many were written."""
-        if self.index is None:
+        if self.upkeep is None:
             raise ConfigurationError("semantic recall is not enabled")
-        written = self.index.reindex(progress=progress)
-        self.index.writer.recovered()  # the store takes writes again
+        written = self.upkeep.reindex(progress=progress)
+        self.upkeep.writer.recovered()  # the store takes writes again
         return written
 
     def backlog(self) -> VectorBacklog:
         """The messages waiting for vectors, and why the last write failed."""
-        if self.index is None:
+        if self.upkeep is None:
             return VectorBacklog(0)
-        return VectorBacklog(self.storage.count_unembedded(), self.index.writer.last_error)
+        return VectorBacklog(self.storage.count_unembedded(), self.upkeep.writer.last_error)
 
     async def abacklog(self) -> VectorBacklog:
         """Async `backlog`."""
-        if self.index is None:
+        if self.upkeep is None:
             return VectorBacklog(0)
         pending = await self.storage.acount_unembedded()
-        return VectorBacklog(pending, self.index.writer.last_error)
+        return VectorBacklog(pending, self.upkeep.writer.last_error)
 
     def _indexed(self, stored: list[StoredMessage], *, replace: bool = False) -> Saved:
-        if self.index and replace:  # an update rewrites its pieces now (updates are rare)
-            self.index.after_save(stored, replace=True)
-        elif self.index and self.index.vector is not None:
-            self.index.writer.notify(stored=stored)  # new messages: embedded behind the turn
+        if self.upkeep and replace:  # an update rewrites its pieces now (updates are rare)
+            self.upkeep.after_save(stored, replace=True)
+        elif self.upkeep and self.upkeep.vector is not None:
+            self.upkeep.writer.notify(stored=stored)  # new messages: embedded behind the turn
         return [s.message for s in stored]
 
     async def _aindexed(self, stored: list[StoredMessage], *, replace: bool = False) -> Saved:
-        if self.index and replace:
-            await self.index.aafter_save(stored, replace=True)
-        elif self.index and self.index.vector is not None:
-            self.index.writer.notify(stored=stored)
+        if self.upkeep and replace:
+            await self.upkeep.aafter_save(stored, replace=True)
+        elif self.upkeep and self.upkeep.vector is not None:
+            self.upkeep.writer.notify(stored=stored)
         return [s.message for s in stored]
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until the embeddings (and titles) queued by this process are written."""
         titled = self.titles.flush(timeout) if self.titles else True
         observed = self.observations.flush(timeout) if self.observations else True
-        embedded = self.index.writer.flush(timeout) if self.index else True
+        embedded = self.upkeep.writer.flush(timeout) if self.upkeep else True
         return embedded and titled and observed
 
     def close(self, timeout: float | None = 30.0) -> bool:
@@ -356,9 +358,9 @@ class SyncedStorage:
             self.titles.close(timeout)
         if self.observations:
             self.observations.close()
-        if self.index:
-            self.index.writer.close(timeout)
-            if callable(close := getattr(self.index.vector, "close", None)):
+        if self.upkeep:
+            self.upkeep.writer.close(timeout)
+            if callable(close := getattr(self.upkeep.vector, "close", None)):
                 close()
         self.storage.close()
         return drained
@@ -375,7 +377,7 @@ class SyncedStorage:
         titled = await self.titles.aflush(timeout) if self.titles else True
         observed = await self.observations.aflush(timeout) if self.observations else True
         return (
-            (await self.index.writer.aflush(timeout) if self.index else True)
+            (await self.upkeep.writer.aflush(timeout) if self.upkeep else True)
             and titled
             and observed
         )

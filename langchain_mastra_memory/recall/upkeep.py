@@ -49,8 +49,8 @@ def default_vector_store(storage: MemoryStorage) -> VectorStore:
 
 
 class VectorUpkeep:
-    """The vectors of one storage's messages: their collection's name and their upkeep
-    (the part of `RecallIndex` that writes; the search is built on it)."""
+    """The vectors of one storage's messages: their collection's name and their upkeep (what
+    `RecallIndex` holds as ``upkeep``; `SyncedStorage` writes through it)."""
 
     def __init__(
         self,
@@ -80,7 +80,7 @@ class VectorUpkeep:
         return bool(getattr(self.vector, "deletes_by_id", False))
 
     # -- naming --------------------------------------------------------------------------------
-    def _index_name_steps(self) -> Steps[str]:
+    def index_name_steps(self) -> Steps[str]:
         if self._index_name is None:
             assert self.embedder is not None
             dimension = len((yield call(self.embedder.embed_query, "dimension")))
@@ -89,11 +89,11 @@ class VectorUpkeep:
 
     def index_name(self) -> str:
         """The vector collection in use (derived from the embedder's model and dimension)."""
-        return run_sync(self._index_name_steps())
+        return run_sync(self.index_name_steps())
 
     async def aindex_name(self) -> str:
         """Async `index_name` (the first call embeds a probe text off the event loop)."""
-        return await run_async(self._index_name_steps())
+        return await run_async(self.index_name_steps())
 
     # -- keeping vectors in step ---------------------------------------------------------------
     def _index(self, stored: Sequence[StoredMessage], replace: bool) -> Steps[int]:
@@ -105,7 +105,7 @@ class VectorUpkeep:
         todo = [(s, pieces) for s, pieces in todo if pieces]
         if self.vector is None or self.embedder is None:
             return 0
-        name = yield from self._index_name_steps()
+        name = yield from self.index_name_steps()
         if replace:  # what an earlier save handed the writer is stale now
             self.writer.discard(stored_ids(stored))
         for resource_id in {s.resource_id for s, _ in todo} if replace else ():
@@ -181,7 +181,7 @@ class VectorUpkeep:
         self, message_ids: Sequence[str], thread_id: str | None, resource_id: str | None
     ) -> Steps[None]:
         if self.vector is not None:
-            name = yield from self._index_name_steps()
+            name = yield from self.index_name_steps()
             yield call(
                 self.vector.delete, name, ids=message_ids, thread_id=thread_id,
                 resource_id=resource_id,
@@ -219,7 +219,7 @@ class VectorUpkeep:
         if self.vector is None or self.embedder is None or not copies:
             return 0
         pairs = [(copy.copied_from or "", copy) for copy in copies]
-        name = yield from self._index_name_steps()
+        name = yield from self.index_name_steps()
         found: MessageVectors = {}
         if hasattr(self.vector, "vectors"):
             found = yield call(self.vector.vectors, name, source_resource, [s for s, _ in pairs])

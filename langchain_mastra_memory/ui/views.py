@@ -137,7 +137,7 @@ def _with_vectors(memory: Memory, resource_id: str, message_ids: list[str]) -> s
     index = memory.recall_index
     if index is None or index.vector is None or not message_ids:
         return None if index is None or index.vector is None else set()
-    return index.vector.present(index.index_name(), resource_id, message_ids)
+    return index.vector.present(index.upkeep.index_name(), resource_id, message_ids)
 
 
 def tokens_per_turn(memory: Memory, resource_id: str, thread_id: str) -> list[float]:
