@@ -447,4 +447,4 @@ def test_no_class_is_split_by_inheritance_to_fit_a_size() -> None:
                 bases[node.name] = [ast.unparse(b) for b in node.bases]
     assert bases["RecallIndex"] == [] and bases["VectorUpkeep"] == []
     synced = (PACKAGE / "recall" / "synced.py").read_text()
-    assert "RecallIndex" not in synced and "upkeep: VectorUpkeep | None" in synced
+    assert "import RecallIndex" not in synced and "upkeep: VectorUpkeep | None" in synced
