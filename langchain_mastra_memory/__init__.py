@@ -202,6 +202,7 @@ MOVED = {  # old module -> where it lives now (0.2); the old name works for one 
     "call_options": "config.call_options",
     "state_mirror": "conversation.suffix",
     "branches": "conversation.branches",
+    "shutdown": "pools.shutdown",
 }
 # recall and storage split by part (the engine paths the reference documented among them)
 MOVED.update(

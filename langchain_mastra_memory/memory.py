@@ -19,15 +19,13 @@ from .config import call_options
 from .config import params as kw
 from .config.options import MemoryOptions
 from .config.params import Ids, In, Messages, Node, Opt
-from .config.retention import RetentionPolicy
 from .conversation.branches import branches_of, new_branch
 from .lifecycle import Erasure
 from .lifecycle.retention import Pruner, PruneReport
 from .messages import MessageList
-from .observational.as_of import observations_as_of
-from .observational.extracting import extracted_values, keeps_working_memory
-from .observational.service import ObservationalMemory
-from .recall.index import RecallIndex, RecallOptions
+from .observational.as_of import Scope, observations_as_of
+from .observational.extracting import extracted_values
+from .recall.index import RecallIndex
 from .recall.synced import SyncedStorage
 from .recall.writer import VectorBacklog
 from .storage.base import MemoryStorage
@@ -37,9 +35,9 @@ from .threads.ids import resolve_ids, visible_to, with_new_id
 from .threads.summaries import ThreadQueries, ThreadSummary
 from .threads.thread import Thread
 from .titles import TitleWriter
-from .tokens.startup import settle
-from .turn import TurnContext, warn_if_limiter_not_last
+from .turn import TurnContext
 from .twins import run_async, run_sync
+from .wiring import wire
 from .working_memory import WorkingMemoryConfig, WorkingMemoryStore
 
 if TYPE_CHECKING:
@@ -72,6 +70,25 @@ class Memory:
         ['hello', 'bye']
     """
 
+    # the parts, made by `wiring.wire`; each method below forwards to one of them
+    options: MemoryOptions
+    storage: MemoryStorage
+    recall_index: RecallIndex | None  # semantic recall (None: off)
+    searcher: RecallIndex  # what pages and searches go through (keyword when recall is off)
+    vector: Any
+    embedder: Any
+    titles: TitleWriter
+    working_memory: WorkingMemoryConfig
+    working: WorkingMemoryStore
+    observation_scope: Scope
+    synced: SyncedStorage  # writes, with the vectors' upkeep behind them
+    processors: list[Runnable[Any, Any]]
+    checkpointers: weakref.WeakSet[MemoryCheckpointer]
+    turns: TurnContext
+    queries: ThreadQueries
+    erasure: Erasure
+    pruner: Pruner
+
     def __init__(
         self,
         *,
@@ -84,42 +101,8 @@ class Memory:
     ) -> None:
         self.options = MemoryOptions.parse(options)
         self.default_resource_id = default_resource_id
-        self.storage: MemoryStorage = storage_or_default(storage, Path(DEFAULT_DATABASE))
-        self.recall_index: RecallIndex | None = None
-        if self.options.semantic_recall:
-            self.recall_index = RecallIndex.with_defaults(
-                self.storage, self.options.semantic_recall, vector, embedder
-            )
-            vector, embedder = self.recall_index.vector, self.recall_index.embedder
-        self.vector, self.embedder = vector, embedder
-        # what searches and pages go through: semantic recall's index, else keyword search
-        self.searcher = self.recall_index or RecallIndex(
-            self.storage, options=RecallOptions(mode="keyword")
-        )
-        self.titles = TitleWriter(self.storage, self.options.generate_title)
-        self.working_memory = WorkingMemoryConfig.parse(self.options.working_memory)
-        self.working = WorkingMemoryStore(self.storage, self.working_memory)
-        om = ObservationalMemory.from_option(
-            self.storage, self.options.observational_memory, self.working
-        )
-        self.observation_scope = om.config.scope if om is not None else "thread"
-        self.working.observed = om is not None and keeps_working_memory(om.config)
-        upkeep = None if self.recall_index is None else self.recall_index.upkeep
-        self.synced = SyncedStorage(
-            self.storage, upkeep, self.titles, om, read_only=self.options.read_only
-        )
-        self.processors = list(processors)
-        warn_if_limiter_not_last(self.processors)
-        self.checkpointers: weakref.WeakSet[MemoryCheckpointer] = weakref.WeakSet()
-        self.turns = TurnContext(self.storage, self.options, self.recall_index, self.working,
-                                 processors, om)  # fmt: skip
-        self.queries = ThreadQueries(self.storage, self.synced)
-        self.erasure = Erasure(self.storage, self.synced, self.checkpointers)
-        self.pruner = Pruner(
-            self.storage, self.synced, self.erasure, self.checkpointers, self.checkpointer,
-            RetentionPolicy.parse(self.options.retention),
-        )  # fmt: skip
-        settle()  # once per process: what the first turns would otherwise pay
+        self.storage = storage_or_default(storage, Path(DEFAULT_DATABASE))
+        wire(self, vector, embedder, processors)
 
     def __repr__(self) -> str:
         return f"Memory(storage={self.storage!r}, options={self.options!r})"
@@ -236,22 +219,14 @@ class Memory:
         """Async `clone_thread`."""
         return await self.synced.aclone(thread_id, **with_new_id(clone, "new_thread_id"))
 
-    def transfer_thread(
-        self, thread_id: str, *, to_resource_id: str, resource_id: Opt = None
-    ) -> Thread:
-        """Give a thread to another resource: messages, vectors, keyword index, working memory
+    def transfer_thread(self, thread_id: str, **to: Unpack[kw.Transfer]) -> Thread:
+        """Give a thread to `to_resource_id`: messages, vectors, keyword index, working memory
         and observation log follow (`resource_id`: the caller, who must own it)."""
-        return self.synced.transfer(
-            thread_id, to_resource_id=to_resource_id, resource_id=resource_id
-        )
+        return self.synced.transfer(thread_id, **to)
 
-    async def atransfer_thread(
-        self, thread_id: str, *, to_resource_id: str, resource_id: Opt = None
-    ) -> Thread:
+    async def atransfer_thread(self, thread_id: str, **to: Unpack[kw.Transfer]) -> Thread:
         """Async `transfer_thread`."""
-        return await self.synced.atransfer(
-            thread_id, to_resource_id=to_resource_id, resource_id=resource_id
-        )
+        return await self.synced.atransfer(thread_id, **to)
 
     def branch_thread(self, thread_id: str, **branch: Unpack[kw.BranchOptions]) -> Thread:
         """Move the messages after `after_message_id` into a new branch thread (`branches`)."""

@@ -185,6 +185,13 @@ class RecallToolOptions(ToolIds, total=False):
     per_page: int
 
 
+class Transfer(TypedDict, total=False):
+    """`Memory.transfer_thread`: the new owner, and the caller (who must own the thread)."""
+
+    to_resource_id: Required[str]
+    resource_id: str | None
+
+
 class SaveOptions(ThreadRef, total=False):
     """`Memory.save_messages`: the thread, its owner, and optionally one time per message."""
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from ..shutdown import on_exit
+from ..pools.shutdown import on_exit
 
 
 class DaemonWorker:

@@ -154,7 +154,9 @@ class SyncedStorage:
             await self.upkeep.aafter_copy(stored, thread.resource_id)
         return thread
 
-    def transfer(self, thread_id: str, *, to_resource_id: str, resource_id: str | None) -> Thread:
+    def transfer(
+        self, thread_id: str, *, to_resource_id: str, resource_id: str | None = None
+    ) -> Thread:
         """Give a thread to another resource; its vectors move to the new owner's partition
         before it returns."""
         owner = self.storage.get_thread(thread_id)
@@ -171,7 +173,7 @@ class SyncedStorage:
         return thread
 
     async def atransfer(
-        self, thread_id: str, *, to_resource_id: str, resource_id: str | None
+        self, thread_id: str, *, to_resource_id: str, resource_id: str | None = None
     ) -> Thread:
         """Async `transfer`."""
         owner = await self.storage.aget_thread(thread_id)

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..errors import VectorStoreError
 from ..pools import Changes
-from ..shutdown import on_exit
+from ..pools.shutdown import on_exit
 
 if TYPE_CHECKING:
     from ..storage.base import MemoryStorage

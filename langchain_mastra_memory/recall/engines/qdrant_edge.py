@@ -40,7 +40,7 @@ from typing import Any
 
 from ...errors import ConfigurationError, VectorStoreError
 from ...pools import in_io_pool
-from ...shutdown import on_exit
+from ...pools.shutdown import on_exit
 from ...storage.records import TimeWindow
 from ..vector import VectorHit, VectorRecord, piece_uuid
 from .base import EngineStore, extra_missing

@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from ...shutdown import on_exit
+from ...pools.shutdown import on_exit
 from .matrix import Loaded, Matrix, small, unit
 from .scan import INT8, INT8_AT, INT8_POOL, INT8_POOL_PER_HIT, PRECISIONS, best, dot, int8_scores
 from .snapshots import Snapshots
