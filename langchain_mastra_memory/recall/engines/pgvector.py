@@ -60,8 +60,10 @@ if TYPE_CHECKING:
     from ...storage.postgres.backend import PostgresStorage
 
 BACKEND_DIED = (
-    "the PostgreSQL backend died during a pgvector operation ({detail}). When it happens on "
-    "every vector query, the server's pgvector is most likely built for CPU instructions this "
+    "the PostgreSQL backend died during a pgvector operation ({detail}): the server restarted "
+    "or failed over (nothing of the operation was kept; the next call connects to the server "
+    "that answers), or the backend crashed. When it happens on every vector query while the "
+    "server stays up, the server's pgvector is most likely built for CPU instructions this "
     "machine lacks (the server log says 'terminated by signal 4: Illegal instruction'; "
     "AVX-512 builds crash on AVX2-only CPUs): install a pgvector built for your CPU (the "
     "postgresql-<version>-pgvector package, pgvector built from source, or the portable "
