@@ -35,11 +35,25 @@ def _aborted_by_conflict(exc: BaseException) -> bool:
     return getattr(cause, "sqlstate", None) in ("40P01", "40001")
 
 
+NO_PRIMARY = (
+    "no server of the DSN accepts writes, and memory writes with every turn; name the primary, "
+    "or every server with target_session_attrs=read-write (libpq then connects to whichever "
+    "is the primary, and after a failover to the promoted one)"
+)
+
+
+def in_recovery(conn: Any) -> bool:
+    """Whether `conn` is on a standby (PostgreSQL 14+ reports ``in_hot_standby`` with each
+    connection and when it changes: no round trip)."""
+    return conn.info.parameter_status("in_hot_standby") == "on"
+
+
 def check_alive(conn: Any) -> None:
     """A pool's check of a connection before it is handed out, without a round trip: an
     idle connection the server closed (a restart, a failover, an idle timeout) has its
     goodbye waiting on the socket; reading it marks the connection bad, and this raises (the
-    pool then drops it and takes another). The pool's other idle connections are checked at
+    pool then drops it and takes another). A connection to a standby is refused the same way:
+    memory never writes to a server in recovery. The pool's other idle connections are checked at
     once then (`ConnectionPool.check`), so after a failover its next connection comes from the
     new primary in about a second, not after a backoff per dead connection (15 s with four).
     LangGraph's savers on memory's database use it; pass it as ``check=`` to your own pool
@@ -49,6 +63,8 @@ def check_alive(conn: Any) -> None:
 
     try:
         _probe(conn)
+        if in_recovery(conn):  # (a DSN without target_session_attrs, a demoted old primary)
+            raise psycopg.OperationalError("the server is a standby in recovery (read-only)")
     except psycopg.OperationalError:
         conn.close()  # so the pool discards it (a connection it thinks open goes back in)
         pool = getattr(conn, "_pool", None)  # (psycopg_pool's: set before it checks)
@@ -63,6 +79,8 @@ async def acheck_alive(conn: Any) -> None:
 
     try:
         _probe(conn)
+        if in_recovery(conn):
+            raise psycopg.OperationalError("the server is a standby in recovery (read-only)")
     except psycopg.OperationalError:
         await conn.close()
         pool = getattr(conn, "_pool", None)
@@ -177,8 +195,11 @@ class PostgresStorage(SQLStorage):
             parts = psycopg.conninfo.conninfo_to_dict(self.conninfo)
         except psycopg.Error:
             return "(an unreadable DSN)"
-        host = str(parts.get("host") or "localhost")
-        return f"{host}:{parts.get('port') or 5432}/{parts.get('dbname') or ''}"
+        hosts = str(parts.get("host") or "localhost").split(",")
+        ports = str(parts.get("port") or "5432").split(",")
+        ports += ports[-1:] * (len(hosts) - len(ports))  # (one port for all hosts)
+        servers = ",".join(f"{h}:{p}" for h, p in zip(hosts, ports, strict=False))
+        return f"{servers}/{parts.get('dbname') or ''}"
 
     def _first_connection(self, connect_timeout: float) -> None:
         """Connect once before the pool does, so an unreachable server fails within
@@ -187,11 +208,17 @@ class PostgresStorage(SQLStorage):
         import psycopg
 
         try:
-            psycopg.connect(self.conninfo, **self._options).close()  # type: ignore[arg-type]
+            with psycopg.connect(self.conninfo, **self._options) as conn:  # type: ignore[arg-type]
+                on_standby = in_recovery(conn)
         except psycopg.Error as exc:
             cause = " ".join(str(exc).split()) or type(exc).__name__
             msg = f"cannot connect to PostgreSQL at {self.where()}: {cause}"
+            if "session is read-only" in cause:
+                msg += f" ({NO_PRIMARY})"
             raise StorageError(msg) from exc
+        if on_standby:
+            msg = f"PostgreSQL at {self.where()} is a standby in recovery: {NO_PRIMARY}"
+            raise StorageError(msg)
 
     # -- plumbing ------------------------------------------------------------------------------
     @contextmanager
@@ -210,7 +237,8 @@ class PostgresStorage(SQLStorage):
             with self._live_connection(write and atomic) as conn:
                 yield conn
         except psycopg.OperationalError as exc:
-            raise StorageError(f"PostgreSQL is unavailable: {exc}") from exc
+            hint = f" ({NO_PRIMARY})" if "standby in recovery" in str(exc) else ""
+            raise StorageError(f"PostgreSQL is unavailable: {exc}{hint}") from exc
         except psycopg.Error as exc:  # rolled back by the transaction block
             raise StorageError(f"PostgreSQL refused the operation: {exc}") from exc
 
