@@ -149,9 +149,10 @@ class PgVectorStore(AsyncTwinsWithVectors):
 
     # -- plumbing ------------------------------------------------------------------------------
     @contextmanager
-    def _transaction(self, what: str, *, atomic: bool = True) -> Iterator[Any]:
+    def _transaction(self, what: str, *, atomic: bool = True, read: bool = False) -> Iterator[Any]:
+        """A connection for `what` (`read`: one that may be the storage's replica)."""
         try:
-            with self.storage._transaction(write=True, atomic=atomic) as conn:
+            with self.storage._transaction(write=not read, atomic=atomic) as conn:
                 yield conn
         except StorageError as exc:
             if backend_died(exc.__cause__):
@@ -348,7 +349,8 @@ class PgVectorStore(AsyncTwinsWithVectors):
             where, params = where + " AND created_at >= %s", (*params, window.start)
         if window is not None and window.end is not None:
             where, params = where + " AND created_at < %s", (*params, window.end)
-        with self._transaction("query", atomic=False) as conn:  # an exact scan: one statement
+        # an exact scan is one statement; the graph's search a read-only transaction
+        with self._transaction("query", atomic=False, read=True) as conn:
             exact = self._exact(conn, table, where, params, top_k)
             with nullcontext() if exact else conn.transaction():  # the graph's SET LOCALs
                 rows = nearest_rows(
@@ -411,7 +413,7 @@ class PgVectorStore(AsyncTwinsWithVectors):
         table = self._known(index_name)
         if table is None or not message_ids:
             return set()
-        with self._transaction("present", atomic=False) as conn:  # one read
+        with self._transaction("present", atomic=False, read=True) as conn:  # one read
             rows = conn.execute(
                 f"SELECT id FROM {table} WHERE resource_id = %s AND id = ANY(%s)",
                 (resource_id, list(message_ids)),
@@ -427,7 +429,7 @@ class PgVectorStore(AsyncTwinsWithVectors):
         table = self._known(index_name)
         if table is None or not message_ids:
             return {}
-        with self._transaction("vectors", atomic=False) as conn:  # one read
+        with self._transaction("vectors", atomic=False, read=True) as conn:  # one read
             rows = (
                 conn.cursor(binary=True)  # (halfvec read as vector: float32 either way)
                 .execute(
@@ -445,7 +447,7 @@ class PgVectorStore(AsyncTwinsWithVectors):
         if table is None:
             return 0
         where, params = ("WHERE resource_id = %s", (resource_id,)) if resource_id else ("", ())
-        with self._transaction("count", atomic=False) as conn:  # one read
+        with self._transaction("count", atomic=False, read=True) as conn:  # one read
             return int(conn.execute(f"SELECT count(*) FROM {table} {where}", params).fetchone()[0])
 
     def _known(self, index_name: str) -> str | None:

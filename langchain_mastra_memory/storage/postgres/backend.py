@@ -10,6 +10,7 @@ from typing import Any
 from ...errors import ConfigurationError, StorageError
 from ..sql.backend import Dialect, SQLStorage, TextMatch
 from .items import ItemVectors
+from .replicas import ReplicaReads
 from .schema import MIGRATIONS
 from .text import PostgresText
 
@@ -113,6 +114,17 @@ def _probe(conn: Any) -> None:
         raise psycopg.OperationalError("the server closed the connection")
 
 
+def _when_committed(callback: Callable[[Any], None], served: list[Any]) -> Callable[..., bool]:
+    """An exit callback: `callback(connection)` once the work on it ended without an error."""
+
+    def exit_(kind: type[BaseException] | None, *_: Any) -> bool:
+        if kind is None and served:
+            callback(served[0])
+        return False
+
+    return exit_
+
+
 def _whole(script: str) -> list[str]:
     """PostgreSQL runs a multi-statement migration as one."""
     return [script]
@@ -145,6 +157,7 @@ class PostgresStorage(SQLStorage):
         lock_timeout: float = 30.0,
         connect_timeout: float = 10.0,
         pool_timeout: float = 30.0,
+        read_dsn: str | None = None,
     ) -> None:
         try:
             from psycopg_pool import ConnectionPool
@@ -182,6 +195,11 @@ class PostgresStorage(SQLStorage):
             self._pool.open(wait=True, timeout=connect_timeout + 5)
         except Exception as exc:
             raise StorageError(f"cannot connect to PostgreSQL at {self.where()}: {exc}") from exc
+        self.replica: ReplicaReads | None = None  # reads that need not be the primary's
+        if read_dsn is not None:
+            self.replica = ReplicaReads(read_dsn, self._options, max_connections=max_connections,
+                                        connect_timeout=connect_timeout)  # fmt: skip
+            self.on_close(self.replica.close)
         self.setup()
 
     def __repr__(self) -> str:
@@ -234,7 +252,7 @@ class PostgresStorage(SQLStorage):
         import psycopg
 
         try:
-            with self._live_connection(write and atomic) as conn:
+            with self._connection(write, atomic) as conn:
                 yield conn
         except psycopg.OperationalError as exc:
             hint = f" ({NO_PRIMARY})" if "standby in recovery" in str(exc) else ""
@@ -243,15 +261,34 @@ class PostgresStorage(SQLStorage):
             raise StorageError(f"PostgreSQL refused the operation: {exc}") from exc
 
     @contextmanager
-    def _live_connection(self, write: bool) -> Iterator[Any]:
+    def _connection(self, write: bool, atomic: bool) -> Iterator[Any]:
+        """A read on the replica when it has replayed this storage's writes (`replicas`),
+        else on the primary; a write on the primary, its WAL position noted for the replica."""
+        if not write and self.replica is not None:
+            with self.replica.connection() as conn:
+                if conn is not None:
+                    yield conn
+                    return
+        noted = self.replica.wrote if write and self.replica is not None else None
+        with self._live_connection(write and atomic, after_commit=noted) as conn:
+            yield conn
+
+    @contextmanager
+    def _live_connection(
+        self, write: bool, after_commit: Callable[[Any], None] | None = None
+    ) -> Iterator[Any]:
         """A pooled connection found alive (`check_alive`), with a write's transaction
         begun. A dead one, or one whose BEGIN fails all the same, goes back to the pool (which
-        discards a broken one) and the next is taken, up to the pool's size plus one."""
+        discards a broken one) and the next is taken, up to the pool's size plus one.
+        `after_commit(conn)` runs once the caller's work is committed (not when it failed)."""
         import psycopg
 
         for attempt in range(self._pool.max_size + 1):
             with ExitStack() as stack:
                 conn = stack.enter_context(self._pool.connection())
+                served: list[Any] = []  # the connection, once the caller's work succeeded
+                if after_commit is not None:  # (runs after the transaction below has ended)
+                    stack.push(_when_committed(after_commit, served))
                 try:  # here, not as the pool's check: its retries back off (1 s, 2 s, 4 s...)
                     check_alive(conn)
                 except psycopg.OperationalError:
@@ -266,6 +303,7 @@ class PostgresStorage(SQLStorage):
                             raise
                         continue
                 yield conn
+                served.append(conn)
                 return
 
     _transient = staticmethod(_aborted_by_conflict)  # a deadlock or serialization victim
