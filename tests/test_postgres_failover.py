@@ -299,3 +299,48 @@ def test_a_promoted_standby_serves_every_acknowledged_turn(
         assert vectors_of == stored_ids  # and none of a message memory does not hold
     finally:
         memory.close(30)
+
+
+@pytest.mark.parametrize("late", ["lapsed", "in time"])
+def test_an_observers_lease_comes_through_a_failover_and_the_scope_is_observed_once(
+    cluster: Cluster, late: str
+) -> None:
+    """An Observer holds a scope's lease when the primary dies. The lease was replicated with
+    the claim (synchronous replication): on the promoted standby no second Observer runs while
+    it holds. Its pass either commits on the new primary in time (once), or its lease lapses,
+    the next run takes the scope and observes it, and the late commit writes nothing."""
+    from langchain_mastra_memory.storage.records import scope_key
+
+    storage = PostgresStorage(cluster.dsn("primary", "standby1"), connect_timeout=3)
+    try:
+        storage.create_thread(thread_id="t", resource_id="alice")
+        saved = storage.save_messages(
+            [HumanMessage(f"q{i}") if i % 2 == 0 else AIMessage(f"a{i}") for i in range(6)],
+            thread_id="t", resource_id="alice",
+        )  # fmt: skip
+        ids = [s.message.id for s in saved]
+        key = scope_key("thread", resource_id="alice", thread_id="t")
+        assert storage.claim_observation(key, owner="observer-1", seconds=3)
+        cluster.kill("primary")
+        cluster.promote("standby1")
+        assert not storage.claim_observation(key, owner="observer-2", seconds=30)  # still held
+
+        def commit(owner: str) -> Any:
+            return storage.commit_observation(
+                key, owner=owner, resource_id="alice", text=f"- [high] seen by {owner}",
+                current_task=None, message_ids=ids, token_count=4.0,
+            )  # fmt: skip
+
+        if late == "lapsed":
+            time.sleep(3.2)  # observer-1's process is gone: its lease lapses
+            assert storage.claim_observation(key, owner="observer-2", seconds=30)
+            assert commit("observer-1") is None  # the late result: nothing written
+            assert commit("observer-2") is not None
+        else:
+            assert commit("observer-1") is not None  # its commit ends the lease
+            assert storage.claim_observation(key, owner="observer-2", seconds=30)
+        log = storage.observation_log(key)
+        assert len(log) == 1 and log[0].message_ids == tuple(ids)  # observed once
+        assert storage.unobserved_messages(key, resource_id="alice", thread_id="t") == []
+    finally:
+        storage.close()
