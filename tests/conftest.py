@@ -79,7 +79,7 @@ def call(request: pytest.FixtureRequest) -> Call:
 
 
 @pytest.fixture(scope="session")
-def milvus_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def milvus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A real Milvus server for the session (the `milvus` wheel: Milvus 2.3 standalone with
     embedded etcd, no Docker), in a temporary folder on a free port, stopped at the end. A
     failure to start is an error, never a skip."""
@@ -93,8 +93,14 @@ def milvus_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         probe.bind(("127.0.0.1", 0))
         server.listen_port = probe.getsockname()[1]
     server.start()
-    uri = os.environ["LMM_TEST_MILVUS_URI"] = f"http://127.0.0.1:{server.listen_port}"
     try:
-        yield uri
+        yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def milvus_uri(milvus_server: Any) -> str:
+    """The session's Milvus server's address."""
+    uri = os.environ["LMM_TEST_MILVUS_URI"] = f"http://127.0.0.1:{milvus_server.listen_port}"
+    return uri
