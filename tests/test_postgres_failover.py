@@ -346,3 +346,29 @@ def test_an_observers_lease_comes_through_a_failover_and_the_scope_is_observed_o
         assert storage.unobserved_messages(key, resource_id="alice", thread_id="t") == []
     finally:
         storage.close()
+
+
+def test_the_deployment_pages_example_runs_on_a_standby_pair(cluster: Cluster) -> None:
+    """docs/deployment.md's example as written, its DSNs this cluster's (the standby as the
+    replica), its model a scripted one: a turn through it is saved and read back."""
+    import re
+
+    page = (Path(__file__).parents[1] / "docs" / "deployment.md").read_text()
+    (block,) = re.findall(r"```python\n(.*?)```", page, flags=re.S)
+    code = block.replace(
+        '"host=db-a,db-b port=5432,5432 dbname=app user=app target_session_attrs=read-write"',
+        repr(cluster.dsn("primary", "standby1")),
+    ).replace('"host=db-replica dbname=app user=app"', repr(cluster.nodes["standby1"].conninfo()))
+    code = re.sub(r'ChatOpenAI\(model="[^"]+"\)', "__model__", code)
+    assert "db-a" not in code and "__model__" in code
+    namespace: dict[str, Any] = {"__model__": Replies(count=itertools.count())}
+    exec(compile(code, "docs/deployment.md", "exec"), namespace)
+    agent, memory = namespace["agent"], namespace["memory"]
+    try:
+        out = agent.invoke(turn_input(0, 0), config(0))
+        assert out["messages"][-1].content == "noted 0"
+        stored = memory.get_messages(thread_id="t0", resource_id="u0")
+        assert [m.id for m in stored] == ["h-0-0", "ai-0"]
+        assert memory.storage.replica is not None  # the read_dsn was taken
+    finally:
+        memory.close(30)

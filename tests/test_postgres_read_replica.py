@@ -97,6 +97,32 @@ def test_another_process_sees_a_write_after_the_replication_lag(cluster: Cluster
         reader.close()
 
 
+def test_the_explorer_and_the_recall_tool_read_from_the_replica(cluster: Cluster) -> None:
+    """A read-only service (the explorer, an agent's recall tool in another process) reads
+    from the replica what it has replayed; nothing of theirs goes to the primary."""
+    from starlette.testclient import TestClient
+
+    from langchain_mastra_memory.ui.app import create_app
+
+    writer = Memory(storage=storage_on(cluster, "browse"), options={"semantic_recall": True})
+    writer.create_thread(thread_id="t", resource_id="alice")
+    writer.save_messages([HumanMessage("our sailboat is named Albatross", id="m1")],
+                         thread_id="t", resource_id="alice")  # fmt: skip
+    assert writer.flush(60)
+    time.sleep(LAG * 1.5)  # replayed on the replica
+    reader = Memory(storage=storage_on(cluster, "browse"), options={"semantic_recall": True})
+    served = reader.storage.replica.served  # type: ignore[attr-defined]
+    try:
+        page = TestClient(create_app(reader), base_url="http://127.0.0.1").get("/r/alice/t/t")
+        assert page.status_code == 200 and "Albatross" in page.text
+        found = reader.recall_tool(resource_id="alice").invoke({"query": "sailboat name"})
+        assert "Albatross" in found
+        assert served["replica"] > 0 and served["primary: behind"] == 0
+    finally:
+        reader.close(30)
+        writer.close(30)
+
+
 def test_a_replica_that_stops_answering_sends_the_reads_to_the_primary(cluster: Cluster) -> None:
     storage = storage_on(cluster, "down")
     try:

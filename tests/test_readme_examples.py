@@ -255,6 +255,8 @@ def _text(message: BaseMessage) -> str:
 REPLY = "Lisbon is a city of hills and light."
 PAGES = ["storage.md", "working-memory.md", "semantic-recall.md", "observational-memory.md",
          "processors.md", "context-layout.md"]  # fmt: skip
+# pages whose blocks need servers the suite starts: run there, on them
+RUN_WITH_SERVERS = {"deployment.md": "tests/test_postgres_failover.py"}
 ANY_MODEL = re.compile(r'ChatOpenAI\(model="[^"]+"\)')
 
 
@@ -281,7 +283,7 @@ def test_every_python_block_of_the_site_is_run_by_a_test() -> None:
         p.relative_to(docs).as_posix() for p in docs.rglob("*.md") if "```python" in p.read_text()
     }
     integration_pages = {f"integrations/{p.name}" for p in DOCS.glob("*.md")}
-    assert with_code <= set(PAGES) | integration_pages
+    assert with_code <= set(PAGES) | integration_pages | set(RUN_WITH_SERVERS)
     for page in with_code & integration_pages:  # each of these pages' examples runs
         blocks = re.findall(r"```python\n(.*?)```", (docs / page).read_text(), flags=re.S)
         assert blocks and all(MODEL in block for block in blocks), page

@@ -349,6 +349,36 @@ def test_logs_and_keeps_going_when_the_vector_store_fails(caplog) -> None:
     assert memory.recall_index.search("Where do I live?", resource_id="alice")
 
 
+def test_the_writer_tries_the_backlog_again_by_itself_once_the_store_is_back() -> None:
+    """A vector store down, then back (a server restarted): no save is needed for the backlog
+    to be written; the writer tries again after 1 s, backing off."""
+    import time
+
+    storage = SQLiteStorage(":memory:")
+    store = ChromaVectorStore()
+    memory = Memory(storage=storage, vector=store, options={"semantic_recall": {"top_k": 2}})
+    memory.create_thread(resource_id="alice", thread_id="t1")
+    real_upsert, attempts = store.upsert, []
+
+    def down(*args, **kwargs):
+        attempts.append(time.monotonic())
+        raise VectorStoreError("Chroma is unavailable (upsert): connection refused")
+
+    store.upsert = down
+    memory.save_messages([HumanMessage("I moved to Lisbon.")], thread_id="t1", resource_id="alice")
+    assert memory.flush(timeout=30) is False
+    while len(attempts) < 2:  # tried again, with no save in between
+        time.sleep(0.1)
+    store.upsert = real_upsert  # the store is back
+    deadline = time.monotonic() + 30
+    while not memory.flush(timeout=30):
+        assert time.monotonic() < deadline, memory.vector_backlog()
+        time.sleep(0.1)
+    assert storage.unembedded() == [] and memory.vector_backlog().last_error is None
+    assert memory.recall_index.search("Where do I live?", resource_id="alice")
+    memory.close()
+
+
 def test_a_message_is_embedded_as_its_sentences_and_an_update_replaces_them() -> None:
     memory = recall_memory(top_k=3, message_range=0)
     memory.create_thread(resource_id="alice", thread_id="t1")

@@ -58,6 +58,7 @@ BATCH = 200
 UNNAMED = ""  # what a notify without message ids queues: only a whole drain settles it
 SWEEP_EVERY = 60.0  # seconds between reads of storage's whole backlog
 LINGER = 1.0  # seconds a drain waits for more saves while no search or flush needs them
+RETRY = (1.0, 30.0)  # after a failed drain, the backlog is tried again: first after, at most
 
 
 @dataclass(frozen=True)
@@ -278,9 +279,16 @@ class BacklogWriter:
             thread.join(timeout)
 
     def _run(self) -> None:
+        retry_in = RETRY[0]
         while True:
             with self._state:
-                self._state.wait_for(lambda: self._dirty or self._closed)
+                if self.last_error is None:
+                    retry_in = RETRY[0]
+                    self._state.wait_for(lambda: self._dirty or self._closed)
+                elif not self._state.wait_for(lambda: self._dirty or self._closed, retry_in):
+                    # the store refused the last drain (down, restarting): try the backlog
+                    # again by itself, backing off, so it catches up without a new save
+                    self._dirty, retry_in = True, min(retry_in * 2, RETRY[1])
                 drained = self._next_drain()  # (lingering for more saves to write with them)
                 if self._closed:
                     return
@@ -310,11 +318,12 @@ class BacklogWriter:
                 self._rewrite_overtaken(written)
                 self.recovered()
             except VectorStoreError as exc:
-                self.last_error = str(exc)
-                logger.warning(
-                    "semantic recall: embeddings not written (%s); they stay in the backlog for "
-                    "the next save, memory.backfill_embeddings() or `langchain-mastra-memory "
-                    "reindex`",
+                again, self.last_error = self.last_error == str(exc), str(exc)
+                (logger.debug if again else logger.warning)(
+                    "semantic recall: embeddings not written (%s); they stay in the backlog, "
+                    "tried again by the writer (after 1 s, backing off to 30 s) and at the next "
+                    "save; memory.backfill_embeddings() or `langchain-mastra-memory reindex` "
+                    "write them at once",
                     exc,
                 )
             except Exception as exc:  # never let the writer die silently
