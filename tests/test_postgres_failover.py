@@ -39,6 +39,7 @@ from pg_cluster import Cluster
 from langchain_mastra_memory import Memory, PostgresStorage, StorageError, VectorStoreError
 from langchain_mastra_memory.provider_rules import provider_violations
 from langchain_mastra_memory.storage.postgres.backend import acheck_alive, check_alive
+from langchain_mastra_memory.storage.records import scope_key
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -311,8 +312,6 @@ def test_an_observers_lease_comes_through_a_failover_and_the_scope_is_observed_o
     the claim (synchronous replication): on the promoted standby no second Observer runs while
     it holds. Its pass either commits on the new primary in time (once), or its lease lapses,
     the next run takes the scope and observes it, and the late commit writes nothing."""
-    from langchain_mastra_memory.storage.records import scope_key
-
     storage = PostgresStorage(cluster.dsn("primary", "standby1"), connect_timeout=3)
     try:
         storage.create_thread(thread_id="t", resource_id="alice")
@@ -372,3 +371,81 @@ def test_the_deployment_pages_example_runs_on_a_standby_pair(cluster: Cluster) -
         assert memory.storage.replica is not None  # the read_dsn was taken
     finally:
         memory.close(30)
+
+
+def om_memory_on(dsn: str, observer: Any, **option: Any) -> Memory:
+    settings = {"model": observer, "message_tokens": 100, "buffer_tokens": None,
+                "block_timeout": 0.2, **option}  # fmt: skip
+    storage = PostgresStorage(dsn, connect_timeout=3)
+    return Memory(storage=storage, options={"observational_memory": settings})
+
+
+def wait_for(condition: Any, what: str, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def test_an_observer_mid_pass_through_a_failover_observes_once(cluster: Cluster) -> None:
+    """The Observer is in its model call, holding the scope's lease, when the primary dies; it
+    answers after the promotion: its result is committed once, on the new primary, and the
+    observed messages are not observed again."""
+    from test_observational_memory import Scripted, chat_turns
+
+    gate = threading.Event()
+    observer = Scripted(calls=[], gate=gate, gate_seconds=None)
+    memory = om_memory_on(cluster.dsn("primary", "standby1"), observer)
+    try:
+        chat_turns(memory, 4)  # past the threshold: the Observer runs behind the turns
+        wait_for(lambda: len(observer.calls) == 1, "the Observer did not start")
+        cluster.kill("primary")
+        cluster.promote("standby1")
+        gate.set()  # the model answers; the pass commits on the promoted standby
+        wait_for(lambda: memory.flush(5), "the Observer's pass did not land")
+        key = scope_key("thread", resource_id="alice", thread_id="t1")
+        (group,) = memory.storage.observation_log(key)
+        assert len(group.message_ids) == 8
+        chat_turns(memory, 1, start=4)
+        assert memory.flush(60) and len(observer.calls) == 1  # nothing observed twice
+    finally:
+        gate.set()
+        memory.close(30)
+
+
+def test_an_observer_lost_with_the_primary_lapses_and_the_next_save_observes_once(
+    cluster: Cluster,
+) -> None:
+    """The process whose Observer held the lease is gone with the primary (its model never
+    answers). On the promoted standby the lease still holds, so another process's saves skip
+    the scope; once it lapses, the next save observes everything once, and the lost pass's
+    late answer writes nothing."""
+    from test_observational_memory import Scripted, chat_turns
+
+    dsn = cluster.dsn("primary", "standby1")
+    gate = threading.Event()
+    lost = Scripted(calls=[], gate=gate, gate_seconds=None)
+    first = om_memory_on(dsn, lost, lease_seconds=2)
+    observer = Scripted(calls=[])
+    second: Memory | None = None
+    try:
+        chat_turns(first, 4)
+        wait_for(lambda: len(lost.calls) == 1, "the first Observer did not start")
+        cluster.kill("primary")
+        cluster.promote("standby1")
+        second = om_memory_on(dsn, observer, lease_seconds=2)  # another app process
+        chat_turns(second, 1, start=4)
+        assert second.flush(60) and observer.calls == []  # the lease holds: skipped
+        time.sleep(2.2)  # the lost Observer's lease lapses
+        chat_turns(second, 1, start=5)
+        assert second.flush(60) and len(observer.calls) == 1  # the next save observes, once
+        gate.set()  # the lost pass answers at last
+        wait_for(lambda: first.flush(5), "the lost pass did not end")
+        key = scope_key("thread", resource_id="alice", thread_id="t1")
+        (group,) = second.storage.observation_log(key)  # its late commit wrote nothing
+        assert len(group.message_ids) == 12
+    finally:
+        gate.set()
+        first.close(30)
+        if second is not None:
+            second.close(30)
