@@ -155,9 +155,13 @@ def vector_store(kind: str, folder: Path) -> Any:
 
 
 def build_world(kind: str, om: str | None, folder: Path) -> World:
+    dsn = os.environ["LMM_TEST_POSTGRES_DSN"]
     storage = (
-        PostgresStorage(os.environ["LMM_TEST_POSTGRES_DSN"], schema=f"t_{uuid.uuid4().hex[:12]}")
+        PostgresStorage(dsn, schema=f"t_{uuid.uuid4().hex[:12]}")
         if kind == "postgres"
+        # every read through the replica route (`read_dsn`), here the same server
+        else PostgresStorage(dsn, schema=f"t_{uuid.uuid4().hex[:12]}", read_dsn=dsn)
+        if kind == "postgres+replica"
         else SQLiteStorage(folder / "memory.db")
     )
     options: dict[str, Any] = {
@@ -199,27 +203,35 @@ def build_world(kind: str, om: str | None, folder: Path) -> World:
         memory,
         kind,
         om,
-        None if kind == "postgres" else folder / "memory.db",
+        None if kind.startswith("postgres") else folder / "memory.db",
         graph,
         store,
         delta_graph,
     )
 
 
-WORLDS = [
-    pytest.param((kind, om), id=f"{kind}-om:{om or 'off'}", marks=marks)
-    for kind, marks in [("sqlite", ()), ("postgres", (pytest.mark.postgres,))]
-    for om in (None, "thread", "resource")
-] + [  # recall's other vector engines, beside SQLite
-    pytest.param((kind, None), id=f"{kind}-om:off")
-    for kind in (
-        "sqlite+qdrant",
-        "sqlite+qdrant-edge",
-        "sqlite+milvus",
-        "sqlite+milvus-server",
-        "sqlite+langchain",
-    )
-]
+WORLDS = (
+    [
+        pytest.param((kind, om), id=f"{kind}-om:{om or 'off'}", marks=marks)
+        for kind, marks in [("sqlite", ()), ("postgres", (pytest.mark.postgres,))]
+        for om in (None, "thread", "resource")
+    ]
+    + [  # reads from a replica (`PostgresStorage(read_dsn=...)`)
+        pytest.param(
+            ("postgres+replica", None), id="postgres+replica-om:off", marks=pytest.mark.postgres
+        )
+    ]
+    + [  # recall's other vector engines, beside SQLite
+        pytest.param((kind, None), id=f"{kind}-om:off")
+        for kind in (
+            "sqlite+qdrant",
+            "sqlite+qdrant-edge",
+            "sqlite+milvus",
+            "sqlite+milvus-server",
+            "sqlite+langchain",
+        )
+    ]
+)
 ENGINE_STORES = ("QdrantVectorStore", "QdrantEdgeVectorStore", "MilvusVectorStore")
 ALL_STORES = ("PgVectorStore", "ChromaVectorStore", *ENGINE_STORES, "LangChainVectorStore")
 
@@ -797,3 +809,12 @@ def test_copy_thread_copies_within_the_owner_only() -> None:
     with pytest.raises(ResourceMismatchError):
         graph.checkpointer.copy_thread("tA", "tB")
     assert LEAK not in repr(graph.get_state(BOB_ON_B).values)
+
+
+def test_the_replica_world_reads_through_the_replica_route(world: World) -> None:
+    """The world on `read_dsn` really read through it (else the matrix proved nothing new)."""
+    replica = getattr(world.memory.storage, "replica", None)
+    if world.kind != "postgres+replica":
+        assert replica is None
+        return
+    assert replica is not None and replica.served["replica"] > 0
