@@ -117,8 +117,9 @@ def test_saving_while_the_server_is_down_then_backfilling(tmp_path: Path) -> Non
     with pytest.raises(VectorStoreError):
         memory.recall_index.search("Where do I live?", resource_id="alice")
     proc = start_server(data, port)
-    try:
-        assert memory.backfill_embeddings() == 1
+    try:  # the backlog kept the vector: a backfill writes it, unless the writer, trying again
+        # by itself once the server answers, wrote it first (one of the two, never both)
+        assert memory.backfill_embeddings() in (0, 1)
         assert memory.storage.unembedded() == []
         assert memory.vector_backlog().last_error is None and memory.flush(60)
         hits = memory.recall_index.search("Where do I live?", resource_id="alice")
@@ -159,7 +160,9 @@ def test_a_frozen_server_never_blocks_a_save_and_bounds_a_search(tmp_path: Path)
         assert [s.message.id for s in memory.storage.unembedded()] == [saved[0].id]
     finally:
         os.kill(proc.pid, signal.SIGCONT)
-    assert memory.backfill_embeddings() == 1  # the backlog kept the vector
+    assert memory.backfill_embeddings() in (0, 1)  # the backlog kept the vector (written by
+    # the backfill, or by the writer trying again once the server answers)
+    assert memory.storage.unembedded() == []
     hits = memory.recall_index.search("Where do I live?", resource_id="alice")
     assert hits[0].message_id == saved[0].id
     proc.terminate()
