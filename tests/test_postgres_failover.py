@@ -38,7 +38,7 @@ from pg_cluster import Cluster
 
 from langchain_mastra_memory import Memory, PostgresStorage, StorageError, VectorStoreError
 from langchain_mastra_memory.provider_rules import provider_violations
-from langchain_mastra_memory.storage.postgres.backend import acheck_alive, check_alive
+from langchain_mastra_memory.storage.postgres.connections import acheck_alive, check_alive
 from langchain_mastra_memory.storage.records import scope_key
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]

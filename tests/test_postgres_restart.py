@@ -143,7 +143,7 @@ def test_a_pooled_connection_is_checked_without_a_query_at_any_descriptor() -> N
 
     import psycopg
 
-    from langchain_mastra_memory.storage.postgres.backend import check_alive
+    from langchain_mastra_memory.storage.postgres.connections import check_alive
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(max(soft, 4096), hard), hard))

@@ -40,7 +40,7 @@ def _made(storage: PostgresStorage) -> PostgresSaver:
     from psycopg.rows import dict_row
     from psycopg_pool import ConnectionPool
 
-    from ..storage.postgres.backend import check_alive
+    from ..storage.postgres.connections import check_alive
 
     options = storage.connection_options()
     pool = ConnectionPool(

@@ -76,7 +76,7 @@ class ReplicaReads:
     def _caught_up(self) -> Any | None:
         import psycopg
 
-        from .backend import _probe
+        from .connections import _probe
 
         pending = self._pending
         try:
