@@ -183,12 +183,42 @@ def concurrency(record: dict[str, Any]) -> plt.Figure:
     return figure
 
 
+def failover(record: dict[str, Any]) -> plt.Figure:
+    """Each run's outage after a primary is killed and its standby promoted, per pool check,
+    with the turns that failed."""
+    sides = list(record["runs"])
+    figure, axes = plt.subplots(figsize=(8, 3.0))
+    colors = {"check_alive": COLORS["memory"], "check_connection": COLORS["bare"]}
+    labels = {"check_alive": "check_alive\n(memory's)",
+              "check_connection": "psycopg_pool's\ncheck_connection"}  # fmt: skip
+    for i, side in enumerate(sides):
+        runs = record["runs"][side]
+        outages = [r["outage_s"] for r in runs]
+        axes.scatter(outages, [i] * len(outages), color=colors.get(side, "#777"), s=40, zorder=3)
+        p50 = record["summary"][side]["p50_s"]
+        failed = ", ".join(f"{r['failed']:.0f}" for r in runs)
+        axes.text(max(outages) + 0.8, i, f"p50 {p50:.1f} s · turns failed per run: {failed}",
+                  va="center", fontsize=8)  # fmt: skip
+    axes.set_yticks(range(len(sides)), [labels.get(s, s) for s in sides], fontsize=8)
+    axes.set_ylim(-0.6, len(sides) - 0.4)
+    axes.set_xlim(0, max(r["outage_s"] for v in record["runs"].values() for r in v) * 1.8 + 1)
+    axes.axvline(0.5, color="#333", linestyle=":", linewidth=1)
+    axes.text(0.55, len(sides) - 0.5, "promoted", fontsize=7, va="top")
+    axes.set_xlabel("s from the kill to the first turn served that started after it")
+    axes.set_title(f"PostgreSQL failover under load, by the application's saver pool check\n"
+                   f"{textwrap.fill(record['setting'], 95)}", loc="left", fontsize=8)  # fmt: skip
+    figure.text(0.01, 0.01, _caption(record), fontsize=7, color="#555")
+    figure.tight_layout(rect=(0, 0.06, 1, 1))
+    return figure
+
+
 PLOTS: dict[str, Callable[[dict[str, Any]], plt.Figure]] = {
     "turn_cpu": turn_cpu,
     "cold_recall": cold_recall,
     "checkpoint_growth": checkpoint_growth,
     "prompt_cache": prompt_cache,
     "concurrency": concurrency,
+    "failover": failover,
 }
 
 

@@ -86,3 +86,17 @@ def test_a_data_folder_without_chat_is_a_clear_error(bench: str, tmp_path: Path)
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode != 0 and str(tmp_path) in done.stderr
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_the_failover_bench_writes_the_outages_it_prints(tmp_path: Path) -> None:
+    record = tmp_path / "failover.json"
+    out = run("failover_bench.py", "--runs", "1", "--conversations", "2", "--json", str(record))
+    printed = dict(re.findall(r"^run 1 (\w+): outage ([\d.]+) s", out, re.M))
+    assert set(printed) == {"check_alive", "check_connection"}, out
+    saved = json.loads(record.read_text())
+    for side, outage in printed.items():
+        (only,) = saved["runs"][side]
+        assert round(only["outage_s"], 2) == float(outage) and only["outage_s"] > 0
+    assert "x" in out.splitlines()[-1]  # the ratio to the peer, measured in the same run
