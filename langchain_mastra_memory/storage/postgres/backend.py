@@ -63,6 +63,11 @@ class PostgresStorage(SQLStorage):
     a `StorageError` (nothing applied), a connection is made within `connect_timeout` and taken
     from the pool within `pool_timeout`. Needs the ``postgres`` extra.
 
+    High availability: give a libpq multi-host DSN with ``target_session_attrs=read-write``
+    and memory follows a promoted standby by itself; it never writes to a server in recovery
+    (`connections`). `read_dsn` names a replica for reads: each read goes there once the
+    replica has replayed this storage's writes, else to the primary (`replicas`).
+
     Example (needs a server)::
 
         storage = PostgresStorage("postgresql://user:pass@db:5432/app")
@@ -120,8 +125,7 @@ class PostgresStorage(SQLStorage):
             raise StorageError(f"cannot connect to PostgreSQL at {self.where()}: {exc}") from exc
         self.replica: ReplicaReads | None = None  # reads that need not be the primary's
         if read_dsn is not None:
-            self.replica = ReplicaReads(read_dsn, self._options, max_connections=max_connections,
-                                        connect_timeout=connect_timeout)  # fmt: skip
+            self.replica = ReplicaReads(read_dsn, self._options, max_connections=max_connections)
             self.on_close(self.replica.close)
         self.setup()
 

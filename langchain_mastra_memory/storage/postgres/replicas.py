@@ -9,7 +9,7 @@ replica behind it, or one that does not answer, leaves the read to the primary. 
 its own writes, and the next turn of the thread its previous one, wherever the reads go; writes
 of *other* processes reach this one's replica reads after the replication lag.
 
-    reads = ReplicaReads("host=replica ...", options, max_connections=8, pool_timeout=30)
+    reads = ReplicaReads("host=replica ...", options, max_connections=8)
     with reads.connection() as conn:   # None: read from the primary
         ...
 """
@@ -37,9 +37,7 @@ def lsn(position: str) -> int:
 class ReplicaReads:
     """A pool on a replica, and the newest write of this storage it has not replayed yet."""
 
-    def __init__(
-        self, dsn: str, options: dict[str, Any], *, max_connections: int, connect_timeout: float
-    ) -> None:
+    def __init__(self, dsn: str, options: dict[str, Any], *, max_connections: int) -> None:
         from psycopg_pool import ConnectionPool
 
         self.pool = ConnectionPool(
