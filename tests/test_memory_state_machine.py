@@ -46,6 +46,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_mastra_memory import (
     ChromaVectorStore,
+    ConfigurationError,
     Memory,
     PostgresStorage,
     ResourceMismatchError,
@@ -124,6 +125,9 @@ def expect(error: type[BaseException] | None) -> Iterator[None]:
     except error:
         return
     raise AssertionError(f"expected {error.__name__}")
+
+
+BAD_CALL_OPTIONS = ({"read_only": "yes"}, {"last_messages": True}, {"colour": "red"}, "read_only")
 
 
 class MemoryMachine(RuleBasedStateMachine):
@@ -287,6 +291,28 @@ class MemoryMachine(RuleBasedStateMachine):
             self.world.messages[message.id] = Stored(message.id, thread, message.content,
                                                      message.type, old)  # fmt: skip
             self.world.order[thread].append(message.id)
+
+    @precondition(has_threads)
+    @rule(data=st.data(), owner=st.sampled_from(OWNERS), words=st.lists(WORDS, min_size=1,
+          max_size=2), options=st.one_of(st.none(), st.fixed_dictionaries(
+              {"read_only": st.booleans()}), st.sampled_from(BAD_CALL_OPTIONS)),
+          which=st.integers(0, 3), asynchronous=st.booleans())  # fmt: skip
+    def save_turn(self, data: st.DataObject, owner: str, words: list[str], options: Any,
+                  which: int, asynchronous: bool) -> None:  # fmt: skip
+        """A turn saved with this call's own options: read-only saves nothing; options of the
+        wrong type are refused by name, nothing saved; another owner's thread is refused."""
+        thread = self.some_thread(data)
+        mine = self.world.owner_of[thread] == owner
+        bad = options in BAD_CALL_OPTIONS
+        reads_only = bool(options) and not bad and options["read_only"]  # (nothing to refuse)
+        turn = [HumanMessage(self.text(words)), AIMessage(self.text(words))]
+        error = ConfigurationError if bad else None if mine or reads_only else ResourceMismatchError
+        with expect(error):
+            saved = self.run(which, asynchronous, "save_turn", turn, thread_id=thread,
+                             resource_id=owner, memory_options=options)  # fmt: skip
+            if reads_only:
+                assert saved == []
+            self.keep(thread, saved)
 
     @rule(owner=st.sampled_from(OWNERS), which=st.integers(0, 3))
     def save_to_an_unknown_thread(self, owner: str, which: int) -> None:
@@ -479,9 +505,10 @@ def test_two_memories_over_one_postgres_equal_the_model() -> None:
 
     def make() -> list[Memory]:
         schema = f"sm_{uuid.uuid4().hex[:12]}"
-        return [Memory(storage=PostgresStorage(dsn, schema=schema),
+        # the second reads through the replica route (`read_dsn`; here the same server)
+        return [Memory(storage=PostgresStorage(dsn, schema=schema, read_dsn=read),
                        embedder=DeterministicFakeEmbedding(size=16), options=OPTIONS)
-                for _ in range(2)]  # fmt: skip
+                for read in (None, dsn)]  # fmt: skip
 
     def close(memories: list[Memory]) -> None:
         for memory in memories:

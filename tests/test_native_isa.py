@@ -71,6 +71,7 @@ def test_the_checks_catch_an_avx512_build(avx512_program: Path) -> None:
         "bin/postgres",
         "bin/initdb",
         "bin/pg_ctl",
+        "bin/pg_basebackup",  # (the standbys of the failover and read-replica tests)
         *sorted(str(p.relative_to(PGINSTALL)) for p in (PGINSTALL / "lib/postgresql").glob("*.so")),
     ],
 )

@@ -137,3 +137,12 @@ def test_a_replica_that_stops_answering_sends_the_reads_to_the_primary(cluster: 
             cluster.up(cluster.nodes["replica"])
     finally:
         storage.close()
+
+
+def test_a_read_dsn_that_is_not_one_is_refused_by_name() -> None:
+    import os
+
+    from langchain_mastra_memory import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="read_dsn is not a PostgreSQL DSN"):
+        PostgresStorage(os.environ["LMM_TEST_POSTGRES_DSN"], schema="bad_read", read_dsn="replica")

@@ -11,7 +11,7 @@ from ...errors import ConfigurationError, StorageError
 from ..sql.backend import Dialect, SQLStorage, TextMatch
 from .connections import NO_PRIMARY, check_alive, in_recovery
 from .items import ItemVectors
-from .replicas import ReplicaReads
+from .replicas import ReplicaReads, check_read_dsn
 from .schema import MIGRATIONS
 from .text import PostgresText
 
@@ -97,6 +97,8 @@ class PostgresStorage(SQLStorage):
             raise ConfigurationError(msg) from exc
         if not _SCHEMA_NAME.match(schema):
             raise ConfigurationError(f"schema must be a lower-case SQL identifier, got {schema!r}")
+        if read_dsn is not None:
+            check_read_dsn(read_dsn)  # before any connection is made
         self.schema = schema
         self.conninfo = conninfo
         self.max_connections = max_connections

@@ -23,9 +23,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ...errors import ConfigurationError
+
 logger = logging.getLogger(__name__)
 
 REPLICA_WAIT = 1.0  # seconds a read waits for a replica connection before it goes to the primary
+
+
+def check_read_dsn(dsn: str) -> None:
+    """A replica that is down is fine (the primary reads); a DSN that is not one is an error."""
+    import psycopg
+
+    try:
+        psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.Error as exc:
+        raise ConfigurationError(f"read_dsn is not a PostgreSQL DSN: {exc}") from exc
 
 
 def lsn(position: str) -> int:
