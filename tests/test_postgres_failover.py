@@ -194,6 +194,8 @@ def run_sync(make: Any, cluster: Cluster) -> Load:
     for worker in workers:
         worker.join(DEADLINE + 30)
     load.states = {c: agent.get_state(config(c)).values["messages"] for c in load.acked}
+    if hasattr(agent.checkpointer, "conn"):
+        agent.checkpointer.conn.close()  # (the application's pool)
     return load
 
 

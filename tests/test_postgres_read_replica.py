@@ -146,3 +146,29 @@ def test_a_read_dsn_that_is_not_one_is_refused_by_name() -> None:
 
     with pytest.raises(ConfigurationError, match="read_dsn is not a PostgreSQL DSN"):
         PostgresStorage(os.environ["LMM_TEST_POSTGRES_DSN"], schema="bad_read", read_dsn="replica")
+
+
+def test_a_write_whose_position_cannot_be_read_sends_reads_to_the_primary(cluster: Cluster) -> None:
+    """The connection lost just after a commit: the write stands, its WAL position is unknown,
+    so reads go to the primary until a later write's position is noted and replayed."""
+    import psycopg
+
+    storage = storage_on(cluster, "unknown")
+    replica = storage.replica
+    assert replica is not None
+    try:
+        storage.create_thread(thread_id="t", resource_id="alice")
+        time.sleep(LAG * 1.5)
+        lost = psycopg.connect(cluster.nodes["primary"].conninfo())
+        lost.close()
+        replica.wrote(lost)  # (what a write's after-commit step meets: no exception)
+        before = replica.served["primary: behind"]
+        storage.list_messages("t", resource_id="alice")
+        assert replica.served["primary: behind"] == before + 1  # read from the primary
+        storage.save_messages([HumanMessage("later", id="m1")], thread_id="t", resource_id="alice")
+        time.sleep(LAG * 1.5)
+        served = replica.served["replica"]
+        assert [s.message.id for s in storage.list_messages("t", resource_id="alice")] == ["m1"]
+        assert replica.served["replica"] == served + 1  # a later write noted: the replica again
+    finally:
+        storage.close()

@@ -27,6 +27,7 @@ from ...errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
 
+UNKNOWN = -1  # a write whose WAL position could not be read: the replica counts as behind it
 REPLICA_WAIT = 1.0  # seconds a read waits for a replica connection before it goes to the primary
 
 
@@ -63,11 +64,18 @@ class ReplicaReads:
         self._warned = False
 
     def wrote(self, conn: Any) -> None:
-        """Note the primary's WAL position after a write committed on `conn`."""
-        row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
-        with self._lock:
-            position = lsn(row[0])
-            if self._pending is None or position > self._pending:
+        """Note the primary's WAL position after a write committed on `conn`. The write is
+        committed whatever happens here: a position that cannot be read (the connection lost
+        just after the commit) sends reads to the primary until a later write is noted."""
+        import psycopg
+
+        try:
+            row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+            position = lsn(row[0]) if row is not None else UNKNOWN
+        except psycopg.Error:
+            position = UNKNOWN
+        with self._lock:  # (a later write's position is past an unknown earlier one's)
+            if position == UNKNOWN or self._pending in (None, UNKNOWN) or position > self._pending:
                 self._pending = position
 
     @contextmanager
@@ -99,7 +107,9 @@ class ReplicaReads:
                 row = conn.execute(
                     "SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()::text"
                 ).fetchone()
-                if row is not None and row[0] and (row[1] is None or lsn(row[1]) < pending):
+                recovering, replayed = row if row is not None else (False, None)
+                behind = pending == UNKNOWN or replayed is None or lsn(replayed) < pending
+                if recovering and behind:  # (a "replica" that is a primary is never behind)
                     self.served["primary: behind"] += 1
                     self.pool.putconn(conn)
                     return None
