@@ -99,8 +99,9 @@ class ReplicaReads:
         pending = self._pending
         try:
             conn = self.pool.getconn(REPLICA_WAIT)
-        except Exception as exc:
-            return self._down(exc)
+        except Exception as exc:  # (a replica down, or its pool's wait over: the primary reads)
+            self._down(exc)
+            return None
         try:
             _probe(conn)
             if pending is not None:
@@ -120,14 +121,14 @@ class ReplicaReads:
         except psycopg.OperationalError as exc:
             conn.close()
             self.pool.putconn(conn)
-            return self._down(exc)
+            self._down(exc)
+            return None
 
-    def _down(self, exc: BaseException) -> Any | None:
+    def _down(self, exc: BaseException) -> None:
         self.served["primary: down"] += 1
         if not self._warned:
             self._warned = True
             logger.warning("the read replica does not answer (%s): reads go to the primary", exc)
-        return None  # (read from the primary)
 
     def close(self) -> None:
         self.pool.close()
