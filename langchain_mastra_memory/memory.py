@@ -107,6 +107,22 @@ class Memory:
     def __repr__(self) -> str:
         return f"Memory(storage={self.storage!r}, options={self.options!r})"
 
+    def __enter__(self) -> Memory:
+        """``with Memory(...) as memory:`` closes it on the way out (`close`)."""
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        """Close it (the block's exception, if any, goes on)."""
+        self.close()
+
+    async def __aenter__(self) -> Memory:
+        """``async with Memory(...) as memory:`` closes it on the way out (`aclose`)."""
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """Close it, awaited (the block's exception, if any, goes on)."""
+        await self.aclose()
+
     def ids(self, config: RunnableConfig | None, *, context: Any = None) -> tuple[str, str]:
         """``(thread_id, resource_id)`` of a call by the package's one rule (see `ids`)."""
         return resolve_ids(config, default_resource_id=self.default_resource_id, context=context)
@@ -328,7 +344,9 @@ class Memory:
         return await self.synced.adelete(message_ids, resource_id=resource_id)
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until saved messages are embedded and titles written (behind the turn)."""
+        """Wait until every stored message is embedded, whichever process stored it (what an
+        ended process left in the backlog too), and this process's titles and observations
+        are written; False if `timeout` ran out or the vector store refused the writes."""
         return self.synced.flush(timeout)
 
     async def aflush(self, timeout: float | None = None) -> bool:
@@ -348,7 +366,7 @@ class Memory:
         return self.synced.close(timeout)
 
     async def aclose(self, timeout: float | None = 30.0) -> bool:
-        """Async `close` (``async with contextlib.aclosing(Memory(...)) as memory:``)."""
+        """Async `close` (``async with Memory(...) as memory:`` calls it)."""
         return await self.synced.aclose(timeout)
 
     def vector_backlog(self) -> VectorBacklog:

@@ -20,15 +20,17 @@ import logging
 import re
 import threading
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, wait
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
+from .config.options import EXIT_DRAIN
 from .errors import ConfigurationError
 from .pools import await_futures
+from .pools.worker import DaemonWorker
 from .storage.base import MemoryStorage
 from .storage.records import StoredMessage
 from .tracing.runs import detached_context
@@ -70,7 +72,13 @@ def title_prompt(message: BaseMessage, instructions: str = INSTRUCTIONS) -> list
 class TitleWriter:
     """Writes thread titles in the background (see the module docstring)."""
 
-    def __init__(self, storage: MemoryStorage, option: bool | dict[str, Any]) -> None:
+    def __init__(
+        self,
+        storage: MemoryStorage,
+        option: bool | dict[str, Any],
+        *,
+        exit_drain: float = EXIT_DRAIN,
+    ) -> None:
         settings = option if isinstance(option, dict) else {}
         unknown = set(settings) - {"model", "instructions"}
         if unknown:
@@ -93,7 +101,8 @@ class TitleWriter:
         self.instructions: str = settings.get("instructions") or INSTRUCTIONS
         self._attempted: set[str] = set()
         self._lock = threading.Lock()
-        self._pool: ThreadPoolExecutor | None = None
+        self.exit_drain = exit_drain  # a title under way at exit gets this long, then is left
+        self._pool: DaemonWorker | None = None
         self._futures: set[Future[None]] = set()
         self._warned = False
 
@@ -126,7 +135,7 @@ class TitleWriter:
         """Wait for the titles under way (`timeout`), then stop the worker thread."""
         self.flush(timeout)
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool.stop(0.0)  # (a title still running is left: the next save titles)
             self._pool = None
 
     def after_save(self, stored: Sequence[StoredMessage]) -> None:
@@ -134,7 +143,7 @@ class TitleWriter:
         if (first := self._first_user_message(stored)) is None:
             return
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-titles")
+            self._pool = DaemonWorker("memory-titles", exit_wait=self.exit_drain)
         # with the turn's tracers: the title is traced as a run of its own
         future = self._pool.submit(detached_context().run, run_sync, self._title(first))
         self._futures.add(future)

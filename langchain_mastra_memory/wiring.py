@@ -48,14 +48,23 @@ def wire(
     memory.searcher = memory.recall_index or RecallIndex(
         storage, options=RecallOptions(mode="keyword")
     )
-    memory.titles = TitleWriter(storage, options.generate_title)
+    memory.titles = TitleWriter(storage, options.generate_title, exit_drain=options.exit_drain)
     memory.working_memory = WorkingMemoryConfig.parse(options.working_memory)
     memory.working = WorkingMemoryStore(storage, memory.working_memory)
-    om = ObservationalMemory.from_option(storage, options.observational_memory, memory.working)
+    om = ObservationalMemory.from_option(
+        storage, options.observational_memory, memory.working, exit_drain=options.exit_drain
+    )
     memory.observation_scope = om.config.scope if om is not None else "thread"
     memory.working.observed = om is not None and keeps_working_memory(om.config)
     upkeep = None if memory.recall_index is None else memory.recall_index.upkeep
-    memory.synced = SyncedStorage(storage, upkeep, memory.titles, om, read_only=options.read_only)
+    memory.synced = SyncedStorage(
+        storage,
+        upkeep,
+        memory.titles,
+        om,
+        read_only=options.read_only,
+        exit_drain=options.exit_drain,
+    )
     memory.processors = list(processors)
     warn_if_limiter_not_last(memory.processors)
     memory.checkpointers = weakref.WeakSet()

@@ -239,13 +239,13 @@ def test_a_moved_module_still_imports_from_its_old_name_with_a_warning() -> None
 
 
 def test_room_for_the_next_feature_in_every_module() -> None:
-    """One idea per module, under 480 lines (room for the next feature), the facade too: its
-    parts are made in `wiring`, and it only forwards."""
+    """One idea per module, sized by the idea: past 800 lines a module is looked at again (the
+    review's soft bar), the facade too: its parts are made in `wiring`, and it only forwards."""
     sizes = {
         p.relative_to(PACKAGE).as_posix(): len(p.read_text().splitlines())
         for p in PACKAGE.rglob("*.py")
     }
-    assert {path: n for path, n in sizes.items() if n >= 480} == {}
+    assert {path: n for path, n in sizes.items() if n >= 800} == {}
     assert sizes["storage/base.py"] > 100  # the sizes are read (a wrong root reads nothing)
     assert sizes["storage/sql/backend.py"] <= 450  # split by subject: threads, messages, ...
     assert sizes["storage/base.py"] <= 450  # the contract, the derived records, the twins

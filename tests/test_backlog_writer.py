@@ -338,15 +338,21 @@ def test_handed_over_messages_are_embedded_and_a_sweep_finds_what_was_not(tmp_pa
     memory.save_messages([HumanMessage("two")], thread_id="t1", resource_id="alice")
     assert memory.flush(timeout=30) and memory.storage.unembedded() == []
     assert embedder.embedded == ["one", "two"]
-    # a backlog left by another writer (stored, never handed over here) waits for a sweep
+    # a backlog left by another writer (stored, never handed over here) waits for a sweep:
+    # a save's drain writes what was handed over only ...
+    writer = memory.recall_index.upkeep.writer
     memory.storage.save_messages([HumanMessage("left over")], thread_id="t1", resource_id="alice")
     memory.save_messages([HumanMessage("three")], thread_id="t1", resource_id="alice")
-    assert memory.flush(timeout=30)
+    assert writer.flush(timeout=30)  # (this process's writes)
     assert [m.message.content for m in memory.storage.unembedded()] == ["left over"]
-    memory.recall_index.upkeep.writer._swept_at = -float("inf")  # a minute later
+    writer._swept_at = -float("inf")  # ... until a minute later, a save's drain sweeps
     memory.save_messages([HumanMessage("four")], thread_id="t1", resource_id="alice")
-    assert memory.flush(timeout=30) and memory.storage.unembedded() == []
+    assert writer.flush(timeout=30) and memory.storage.unembedded() == []
     assert embedder.embedded[-2:] == ["left over", "four"]
+    # and memory.flush() sweeps at once: everything stored so far, whoever stored it
+    memory.storage.save_messages([HumanMessage("five")], thread_id="t1", resource_id="alice")
+    assert memory.flush(timeout=30) and memory.storage.unembedded() == []
+    assert embedder.embedded[-1] == "five"
 
 
 def test_a_message_a_sweep_wrote_is_not_written_again_from_its_handover() -> None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..storage.validation import is_count, validated
+
+EXIT_DRAIN = 2.0  # seconds of vector writing at interpreter exit, by default
 
 
 def check_last_messages(value: Any) -> Any:
@@ -46,6 +48,10 @@ class MemoryOptions(BaseModel):
     - ``retention``: an age per kind (``messages``, ``threads``, ``checkpoints``,
       ``observations``, ``items``), Mastra's ``storage.retention``; ``memory.prune()``
       applies it (`lifecycle.retention`). Nothing is pruned unless configured.
+    - ``exit_drain``: seconds the vectors still queued get to be written when the interpreter
+      exits (default 2.0; 0: none). What is left stays in storage's backlog, which the next
+      `Memory` over that storage writes by itself; ``memory.close()`` (or ``with Memory(...)``)
+      writes everything before it returns.
 
     Examples:
         >>> MemoryOptions.parse({"last_messages": 10}).last_messages
@@ -65,6 +71,7 @@ class MemoryOptions(BaseModel):
     read_only: bool = False
     message_tokens: dict[str, Any] | None = None
     retention: dict[str, Any] | None = None
+    exit_drain: float = Field(default=EXIT_DRAIN, ge=0.0, le=600.0)
 
     @field_validator("last_messages", mode="before")
     @classmethod

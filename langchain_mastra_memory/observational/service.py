@@ -31,10 +31,12 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 
+from ..config.options import EXIT_DRAIN
 from ..errors import ConfigurationError, ResourceMismatchError
 from ..injected import tag
 from ..messages import ids_of
 from ..pools import await_futures, in_io_pool
+from ..pools.worker import DaemonWorker
 from ..storage.base import MemoryStorage
 from ..storage.records import ObservationGroup, StoredMessage, scope_key
 from ..tokens.counting import TokenCounter
@@ -46,7 +48,6 @@ from .extracting import check_working_extractor
 from .observing import ObserverPass
 from .prompts import context_block
 from .reflecting import ReflectorPass
-from .worker import DaemonWorker
 
 if TYPE_CHECKING:
     from ..working_memory.service import WorkingMemoryStore
@@ -62,9 +63,12 @@ class ObservationalMemory:
         storage: MemoryStorage,
         config: ObservationalConfig,
         working: WorkingMemoryStore | None = None,
+        *,
+        exit_drain: float = EXIT_DRAIN,
     ) -> None:
         self.storage = storage
         self.config = config
+        self.exit_drain = exit_drain  # what a pass under way at exit gets, then it is left
         if config.manage_working_memory and (working is None or not working.config.enabled):
             raise ConfigurationError(
                 "observational_memory.manage_working_memory needs working memory: "
@@ -89,10 +93,12 @@ class ObservationalMemory:
         storage: MemoryStorage,
         option: bool | dict[str, Any],
         working: WorkingMemoryStore | None = None,
+        *,
+        exit_drain: float = EXIT_DRAIN,
     ) -> ObservationalMemory | None:
         """The service for ``options["observational_memory"]`` (None when it is off)."""
         config = ObservationalConfig.parse(option)
-        return None if config is None else cls(storage, config, working)
+        return None if config is None else cls(storage, config, working, exit_drain=exit_drain)
 
     def _emit(self, kind: EventKind, key: str, resource_id: str, thread_id: str | None,
               **detail: Any) -> None:  # fmt: skip
@@ -217,7 +223,7 @@ class ObservationalMemory:
                 steps.close()
                 return
             if self.worker is None:
-                self.worker = DaemonWorker("memory-observer")
+                self.worker = DaemonWorker("memory-observer", exit_wait=self.exit_drain)
             future = self.worker.submit(context.run, run_sync, steps)
             self._running[key] = future
         future.add_done_callback(lambda done: self._finished(key, done))

@@ -6,8 +6,14 @@ engine, ONNX Runtime, SQLite). A daemon thread still inside native code when the
 tears itself down can jump into freed memory: the process then dies with a segmentation fault
 after its work was done. So each thread is registered here when it starts, and at exit every
 registered stopper runs (ask the thread to stop at its next safe point, then join it, bounded).
-The `atexit` hook is installed with the first thread, after the engines it drives were
-imported, so it runs before their own exit handlers (`atexit` runs the newest first).
+
+The stoppers run from `threading`'s own exit hook, the first thing the interpreter does when
+the main thread ends (a script's last line, an uncaught exception, `sys.exit`, the end of
+`asyncio.run`): before `concurrent.futures` refuses new work ("cannot schedule new futures
+after interpreter shutdown", which a drain at exit still needs: the embedder's threads) and
+before any `atexit` handler, the engines' own among them. Where that hook is missing (another
+Python), `atexit` is the fallback, installed after the engines were imported so it still runs
+before their handlers (`atexit` runs the newest first).
 
 Examples:
     >>> import threading
@@ -23,6 +29,7 @@ Examples:
 from __future__ import annotations
 
 import atexit
+import concurrent.futures.thread  # noqa: F401 (its exit hook first: ours must run before it)
 import logging
 import threading
 from collections.abc import Callable
@@ -40,8 +47,20 @@ def on_exit(stop: Callable[[], object]) -> None:
     with _lock:
         _stoppers.append(stop)
         if not _installed:
-            atexit.register(stop_all)
+            _install()
             _installed = True
+
+
+def _install() -> None:
+    """Run `stop_all` when the main thread ends, before the executors stop taking work."""
+    register = getattr(threading, "_register_atexit", None)  # CPython 3.9+
+    try:
+        if register is not None:
+            register(stop_all)  # the hooks run newest first: before concurrent.futures' own
+            return
+    except RuntimeError:  # registered while the interpreter already shuts down
+        pass
+    atexit.register(stop_all)
 
 
 def stop_all() -> None:

@@ -17,6 +17,7 @@ from langchain_core.messages import BaseMessage
 from typing_extensions import Unpack
 
 from ..config.call_options import NONE, CallOptions
+from ..config.options import EXIT_DRAIN
 from ..config.params import SaveOptions, ThreadRef
 from ..conversation.suffix import state_suffix, with_stable_ids
 from ..errors import ConfigurationError
@@ -67,6 +68,7 @@ class SyncedStorage:
         observations: ObservationalMemory | None = None,
         *,
         read_only: bool = False,
+        exit_drain: float = EXIT_DRAIN,
     ) -> None:
         self.storage = storage
         self.upkeep = upkeep  # the recall index's vectors (None: no semantic recall)
@@ -74,6 +76,14 @@ class SyncedStorage:
         self.observations = observations
         self.read_only = read_only  # turns are not saved (a call may ask for it too)
         self._local = threading.local()  # per thread: saves whose follow-up is held (`holding`)
+        if self._writes_vectors:  # what earlier processes left unembedded is written now
+            upkeep.writer.start(exit_drain=exit_drain)
+
+    @property
+    def _writes_vectors(self) -> bool:
+        """Whether this memory writes vectors behind the turn (a read-only one writes none:
+        its caller may hold a read-only role, or a replica)."""
+        return not self.read_only and self.upkeep is not None and self.upkeep.vector is not None
 
     def saves_turns(self, memory_options: CallOptions = NONE) -> bool:
         """Whether a call's turn is saved: not when the memory is read-only, nor when the call's
@@ -345,10 +355,13 @@ class SyncedStorage:
         return [s.message for s in stored]
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until the embeddings (and titles) queued by this process are written."""
+        """Wait until this process's titles and observations are written, and every message
+        stored so far is embedded, whichever process stored it (a read-only memory: those this
+        process queued)."""
         titled = self.titles.flush(timeout) if self.titles else True
         observed = self.observations.flush(timeout) if self.observations else True
-        embedded = self.upkeep.writer.flush(timeout) if self.upkeep else True
+        everyone = self._writes_vectors
+        embedded = self.upkeep.writer.flush(timeout, everyone=everyone) if self.upkeep else True
         return embedded and titled and observed
 
     def close(self, timeout: float | None = 30.0) -> bool:
@@ -378,11 +391,11 @@ class SyncedStorage:
         """Async `flush`."""
         titled = await self.titles.aflush(timeout) if self.titles else True
         observed = await self.observations.aflush(timeout) if self.observations else True
-        return (
-            (await self.upkeep.writer.aflush(timeout) if self.upkeep else True)
-            and titled
-            and observed
+        everyone = self._writes_vectors
+        embedded = (
+            await self.upkeep.writer.aflush(timeout, everyone=everyone) if self.upkeep else True
         )
+        return embedded and titled and observed
 
 
 def _by_owner(stored: Sequence[StoredMessage]) -> dict[str, list[str]]:

@@ -14,9 +14,18 @@ for other resources' (they are never its hits). A drain lingers up to `LINGER` f
 while nobody waits for them: a vector store writes a resource's partition in one call whatever
 it holds (Chroma: ~6 ms of CPU a call, +0.5 ms a vector), so the saves of a turn, and of
 turns close together, are written together; a search or `flush()` that needs them ends the
-linger at once. `flush()`
-drains the whole backlog, and so does interpreter exit. A vector-store failure is logged and
-leaves the backlog for the next wake-up.
+linger at once. A vector-store failure is logged and leaves the backlog for the next wake-up.
+
+The backlog is drained by whoever runs next, whichever process stored it: a writer `start`s
+with a sweep (a short program's messages, left by a process that ended first, are written by
+the next `Memory` over that storage), sweeps again whenever it was idle for `SWEEP_EVERY`, and
+`flush(everyone=True)` sweeps before it waits, so it means "everything stored so far is
+searchable". Two processes sweeping one backlog may embed a message both: a vector's id is its
+message's and piece's, and every engine upserts by id, so the index holds it once.
+
+At interpreter exit the writer gets `exit_drain` seconds (`EXIT_DRAIN` by default) to write
+what is queued, in batches of `EXIT_BATCH` so it stops soon after the deadline; then it stops
+quietly, and what is left stays in the backlog for the next start (one INFO line says how many).
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
+from ..config.options import EXIT_DRAIN
 from ..errors import VectorStoreError
 from ..pools import Changes
 from ..pools.shutdown import on_exit
@@ -56,9 +66,14 @@ class Backlog(Protocol):
 logger = logging.getLogger(__name__)
 BATCH = 200
 UNNAMED = ""  # what a notify without message ids queues: only a whole drain settles it
+# a read of storage's whole backlog, whoever stored it (at start, when idle, for a flush): a
+# flush waits for it, `settle` does not (a search waits for what this process saved)
+SWEEP = "\0sweep"
 SWEEP_EVERY = 60.0  # seconds between reads of storage's whole backlog
 LINGER = 1.0  # seconds a drain waits for more saves while no search or flush needs them
 RETRY = (1.0, 30.0)  # after a failed drain, the backlog is tried again: first after, at most
+EXIT_BATCH = 32  # messages a batch at exit: the deadline is overrun by one batch at most
+EXIT_GRACE = 5.0  # seconds the batch under way at that deadline may take before it is left
 
 
 @dataclass(frozen=True)
@@ -105,8 +120,21 @@ class BacklogWriter:
         self._overtaken_threads: set[str] = set()
         self._closed = False
         self._thread: threading.Thread | None = None
+        self.exit_drain = EXIT_DRAIN
+        self._deadline: float | None = None  # at exit: no batch starts past it
         self.last_error: str | None = None  # why the last drain failed (None: it did not)
         self._told = False  # a search was warned about the failing writes
+
+    def start(self, *, exit_drain: float = EXIT_DRAIN) -> None:
+        """Write storage's backlog behind the turn from now on, what earlier (or other)
+        processes left in it too: a sweep at once, and one whenever the writer was idle for
+        `SWEEP_EVERY`; at interpreter exit, `exit_drain` seconds to write what is queued."""
+        self.exit_drain = exit_drain
+        self.sweep()
+
+    def sweep(self) -> None:
+        """Read storage's whole backlog soon and write it (what other processes left too)."""
+        self.notify([SWEEP])
 
     def notify(
         self, message_ids: Iterable[str] = (), *, stored: Sequence[StoredMessage] = ()
@@ -144,9 +172,12 @@ class BacklogWriter:
                     if s.thread_id == thread_id:
                         del self._handed[message_id]
 
-    def flush(self, timeout: float | None = None) -> bool:
-        """Wait until what was queued is written; False if `timeout` ran out first, or if the
+    def flush(self, timeout: float | None = None, *, everyone: bool = False) -> bool:
+        """Wait until what was queued is written (`everyone`: storage's whole backlog, whoever
+        stored it, read by a sweep first); False if `timeout` ran out first, or if the
         vector store refused the writes (`last_error` says why; the backlog keeps them)."""
+        if everyone:
+            self.sweep()
         done = self._waited(lambda: not (self._dirty or self._busy), timeout, None)
         return done and self.last_error is None
 
@@ -166,8 +197,10 @@ class BacklogWriter:
                 self.last_error,
             )
 
-    async def aflush(self, timeout: float | None = None) -> bool:
+    async def aflush(self, timeout: float | None = None, *, everyone: bool = False) -> bool:
         """Async `flush` (awaited: no thread is held while the writer works)."""
+        if everyone:
+            self.sweep()
         done = await self._awaited(lambda: not (self._dirty or self._busy), timeout, None)
         return done and self.last_error is None
 
@@ -176,7 +209,7 @@ class BacklogWriter:
         written, those in `ignoring` aside."""
 
         def waited_for(message_id: str) -> bool:
-            if message_id in ignoring:
+            if message_id in ignoring or message_id == SWEEP:  # (another process's, maybe)
                 return False
             return resource_id is None or self._owners.get(message_id, resource_id) == resource_id
 
@@ -278,19 +311,55 @@ class BacklogWriter:
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
 
+    def stop_at_exit(self) -> None:
+        """At interpreter exit: `exit_drain` seconds to write what is queued (no batch starts
+        past them), then stop; what is left waits in storage's backlog for the next start, and
+        one INFO line says how many."""
+        with self._state:
+            if self._thread is None or self._closed:
+                return
+            self._deadline = time.monotonic() + self.exit_drain
+            self.batch = min(self.batch, EXIT_BATCH)
+            self._state.notify_all()
+        drained = self.flush(self.exit_drain)
+        with self._state:
+            self._closed = True
+            self._state.notify_all()
+        if self._thread is not threading.current_thread():
+            self._thread.join(EXIT_GRACE)  # the batch under way at the deadline
+        if drained:
+            return
+        try:
+            left = self.index.storage.count_unembedded()
+        except Exception:  # storage closed or gone: nothing to report
+            return
+        if left:
+            logger.info(
+                "semantic recall: %d stored messages wait for their vectors; the next Memory "
+                "over this storage writes them (memory.flush() or close() before exit writes "
+                "them now)",
+                left,
+            )
+
+    def _out_of_time(self) -> bool:
+        """Whether the exit's deadline has passed (no batch starts then)."""
+        return self._deadline is not None and time.monotonic() >= self._deadline
+
     def _run(self) -> None:
         retry_in = RETRY[0]
         while True:
             with self._state:
                 if self.last_error is None:
                     retry_in = RETRY[0]
-                    self._state.wait_for(lambda: self._dirty or self._closed)
+                    if not self._state.wait_for(lambda: self._dirty or self._closed, SWEEP_EVERY):
+                        self._queued.add(SWEEP)  # idle: another process's leftovers?
+                        self._dirty, self._since = True, time.monotonic() - self.linger
                 elif not self._state.wait_for(lambda: self._dirty or self._closed, retry_in):
                     # the store refused the last drain (down, restarting): try the backlog
                     # again by itself, backing off, so it catches up without a new save
                     self._dirty, retry_in = True, min(retry_in * 2, RETRY[1])
                 drained = self._next_drain()  # (lingering for more saves to write with them)
-                if self._closed:
+                if self._closed or self._out_of_time():
                     return
                 self._busy = True
                 self._overtaken, self._overtaken_threads = set(), set()  # (for this drain)
@@ -301,7 +370,9 @@ class BacklogWriter:
                 written: dict[str, StoredMessage] = {}
                 if self._sweep_due(handed):
                     self._swept_at, self._swept = time.monotonic(), set()
-                    while batch := self.index.storage.unembedded(limit=self.batch):
+                    while not self._out_of_time() and (
+                        batch := self.index.storage.unembedded(limit=self.batch)
+                    ):
                         self.index.index(batch)
                         written.update((s.message.id or "", s) for s in batch)
                         self._swept.update(s.message.id or "" for s in batch)
@@ -311,6 +382,8 @@ class BacklogWriter:
                     ready = [handed[i] for i in sorted(self._draining - self._swept)]
                     self._swept -= self._draining
                     for start in range(0, len(ready), self.batch):
+                        if self._out_of_time():
+                            break  # (left in storage's backlog for the next start)
                         self.index.index(ready[start : start + self.batch])
                         written.update(
                             (s.message.id or "", s) for s in ready[start : start + self.batch]
@@ -368,5 +441,5 @@ class BacklogWriter:
 
 def _drain_at_exit(ref: weakref.ref[BacklogWriter]) -> None:
     writer = ref()
-    if writer is not None and writer._thread is not None:
-        writer.close()
+    if writer is not None:
+        writer.stop_at_exit()

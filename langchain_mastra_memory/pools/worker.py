@@ -1,4 +1,5 @@
-"""`DaemonWorker`: the thread the Observer and Reflector run on behind the turn."""
+"""`DaemonWorker`: one thread for work behind the turn that must never hold the process at
+exit (the Observer and Reflector, titles)."""
 
 from __future__ import annotations
 
@@ -8,24 +9,32 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from ..pools.shutdown import on_exit
+from .shutdown import on_exit
 
 
 class DaemonWorker:
     """One daemon thread running submitted calls in order, each with its `Future`.
 
     Unlike a `ThreadPoolExecutor` (whose threads the interpreter joins at exit), it never
-    holds the process: a slow or hung Observer is abandoned at exit, its lease lapses, and the
+    holds the process: at exit the call under way gets `exit_wait` seconds, then a slow or hung
+    one is abandoned (an Observer's lease is given back, see `observational.leases`) and the
     next process takes the work over (nothing was committed, so nothing is lost).
+
+    Examples:
+        >>> worker = DaemonWorker("example", exit_wait=1.0)
+        >>> worker.submit(sum, [1, 2]).result()
+        3
+        >>> worker.stop()
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, exit_wait: float = 10.0) -> None:
         self._calls: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]]
         self._calls = queue.SimpleQueue()
         self._stopping = False
+        self.exit_wait = exit_wait
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
-        on_exit(self.stop)
+        on_exit(lambda: self.stop(self.exit_wait))
 
     def stop(self, timeout: float = 10.0) -> None:
         """At exit: no new call starts; the one running gets `timeout` to finish (a hung one
