@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import socket
+import subprocess
 import sys
+import time
+from pathlib import Path
 from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
@@ -20,8 +26,10 @@ __all__ = [
     "ScriptedChatModel",
     "delta_state",
     "drop_milvus_collections",
+    "free_port",
     "garden",
     "scripted",
+    "start_chroma_server",
     "strict_model",
     "thread_columns_before_archiving",
 ]
@@ -101,3 +109,29 @@ def listed_messages(checkpoint: dict, storage: Any, thread_id: str) -> list:
         return list(value or [])
     refs = MessageRefs(None, storage, JsonPlusSerializer(), "messages", enabled=True)
     return run_sync(refs.messages(thread_id, "", at, checkpoint["id"]))
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_chroma_server(path: Path, port: int) -> subprocess.Popen:
+    """`chroma run` (the chromadb package's server) on 127.0.0.1:`port`, data in `path`."""
+    chroma = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
+    env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
+    proc = subprocess.Popen(
+        [chroma, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return proc
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("chroma server did not start")

@@ -8,9 +8,6 @@ never skip.
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
 import sys
 import time
 import uuid
@@ -18,35 +15,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import free_port
+from helpers import start_chroma_server as start_server
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_mastra_memory import ChromaVectorStore, Memory, SQLiteStorage, VectorStoreError
 
 pytestmark = pytest.mark.chroma_server
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(path: Path, port: int) -> subprocess.Popen:
-    chroma = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
-    env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
-    proc = subprocess.Popen(
-        [chroma, "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-    )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return proc
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("chroma server did not start")
 
 
 @pytest.fixture(scope="module")

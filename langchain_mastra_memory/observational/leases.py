@@ -73,7 +73,8 @@ def release_held() -> int:
     """Give back every lease a pass of this process still holds (at exit, once the workers'
     bounded waits are over: what is left was abandoned); how many were given back."""
     with _held_lock:
-        held, _ = list(_held.items()), _held.clear()
+        held = list(_held.items())
+        _held.clear()
     for owner, (storage, key) in held:
         try:
             storage.release_observation(key, owner=owner)

@@ -76,8 +76,8 @@ class SyncedStorage:
         self.observations = observations
         self.read_only = read_only  # turns are not saved (a call may ask for it too)
         self._local = threading.local()  # per thread: saves whose follow-up is held (`holding`)
-        if self._writes_vectors:  # what earlier processes left unembedded is written now
-            upkeep.writer.start(exit_drain=exit_drain)
+        if upkeep is not None and self._writes_vectors:  # what earlier processes left
+            upkeep.writer.start(exit_drain=exit_drain)  # unembedded is written now
 
     @property
     def _writes_vectors(self) -> bool:
