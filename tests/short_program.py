@@ -23,16 +23,20 @@ RESOURCE = os.environ.get("LMM_TEST_RESOURCE", "alice")  # (each test its own)
 CROPS = "tomatoes basil beans leeks chard kale peas garlic onions squash".split()
 
 
+def open_storage(world: str, where: str) -> Any:
+    """WORLD's storage alone (no writer: nothing is embedded by opening it)."""
+    if world == "postgres":
+        dsn, schema = where.split("|")
+        return PostgresStorage(dsn, schema=schema)
+    return SQLiteStorage(os.path.join(where, "m.db"))
+
+
 def open_memory(world: str, where: str, exit_drain: float = 2.0) -> Memory:
     """Vector recall over WORLD's storage and engine: ``sqlite`` (embedded Chroma beside the
     file), ``postgres`` (pgvector; WHERE is ``dsn|schema``), ``chroma-server``, ``qdrant``,
     ``milvus-server`` (beside a SQLite file in the folder WHERE)."""
     vector: Any = None
-    if world == "postgres":
-        dsn, schema = where.split("|")
-        storage: Any = PostgresStorage(dsn, schema=schema)
-    else:
-        storage = SQLiteStorage(os.path.join(where, "m.db"))
+    storage = open_storage(world, where)
     if world == "chroma-server":
         import chromadb
 

@@ -143,9 +143,9 @@ class MemoryMachine(RuleBasedStateMachine):
         self.numbers = itertools.count()
 
     def teardown(self) -> None:
-        type(self).close(self.memories)
         for memory in self.memories:
             assert memory.close(30)  # (every example's files and threads released)
+        type(self).close(self.memories)
 
     # -- how a step is run -----------------------------------------------------------------
     def run(self, which: int, asynchronous: bool, name: str, *args: Any, **kwargs: Any) -> Any:
@@ -398,6 +398,24 @@ class MemoryMachine(RuleBasedStateMachine):
         for (_, thread, _), saved in zip(jobs, results, strict=True):
             self.keep(thread, saved)
 
+    # -- processes -------------------------------------------------------------------------
+    @rule(which=st.integers(0, 3))
+    def the_process_ends_and_another_opens_the_store(self, which: int) -> None:
+        """A process ends with no flush and no close: its vector writer stops where it is, as
+        at exit with nothing drained (``exit_drain: 0``), and its stores are let go; the next
+        process opens the same store (`reopen`, set by each test) and, after its ``flush()``
+        alone (`flush_and_recall`), finds everything the first one saved."""
+        i = which % len(self.memories)
+        ended = self.memories[i]
+        assert ended.recall_index is not None
+        writer = ended.recall_index.upkeep.writer
+        writer.exit_drain = 0.0
+        writer.stop_at_exit()
+        if callable(close := getattr(ended.vector, "close", None)):
+            close()
+        ended.storage.close()
+        self.memories[i] = ended.reopen()  # type: ignore[attr-defined]
+
     # -- what may be read ------------------------------------------------------------------
     @rule(which=st.integers(0, 3))
     def flush_and_recall(self, which: int) -> None:
@@ -478,10 +496,18 @@ def on_sqlite(root: Path, count: int) -> Callable[[], list[Memory]]:
     def make() -> list[Memory]:
         folder = root / f"example-{next(examples)}"
         folder.mkdir()
-        return [Memory(storage=SQLiteStorage(folder / "memory.db"),
-                       vector=ChromaVectorStore(path=folder / "vectors"),
-                       embedder=DeterministicFakeEmbedding(size=16), options=OPTIONS)
-                for _ in range(count)]  # fmt: skip
+
+        def opened() -> Memory:
+            memory = Memory(
+                storage=SQLiteStorage(folder / "memory.db"),
+                vector=ChromaVectorStore(path=folder / "vectors"),
+                embedder=DeterministicFakeEmbedding(size=16),
+                options=OPTIONS,
+            )
+            memory.reopen = opened  # type: ignore[attr-defined]  (the next process's)
+            return memory
+
+        return [opened() for _ in range(count)]
 
     return make
 
@@ -505,16 +531,23 @@ def test_two_memories_over_one_postgres_equal_the_model() -> None:
 
     def make() -> list[Memory]:
         schema = f"sm_{uuid.uuid4().hex[:12]}"
-        # the second reads through the replica route (`read_dsn`; here the same server)
-        return [Memory(storage=PostgresStorage(dsn, schema=schema, read_dsn=read),
-                       embedder=DeterministicFakeEmbedding(size=16), options=OPTIONS)
-                for read in (None, dsn)]  # fmt: skip
 
-    def close(memories: list[Memory]) -> None:
-        for memory in memories:
-            memory.flush(30)
-        storage = memories[0].storage
-        assert isinstance(storage, PostgresStorage)
+        def opened(read: str | None) -> Memory:
+            memory = Memory(
+                storage=PostgresStorage(dsn, schema=schema, read_dsn=read),
+                embedder=DeterministicFakeEmbedding(size=16),
+                options=OPTIONS,
+            )
+            memory.reopen = lambda: opened(read)  # type: ignore[attr-defined]
+            return memory
+
+        # the second reads through the replica route (`read_dsn`; here the same server)
+        return [opened(read) for read in (None, dsn)]
+
+    def close(memories: list[Memory]) -> None:  # (after each was closed)
+        schema = memories[0].storage.schema  # type: ignore[attr-defined]
+        storage = PostgresStorage(dsn, schema=schema)
         storage.drop_schema()
+        storage.close()
 
     run_state_machine_as_test(machine(make, close), settings=BOUNDED)

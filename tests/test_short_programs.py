@@ -15,13 +15,15 @@ import re
 import signal
 import subprocess
 import sys
+import textwrap
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from helpers import free_port, start_chroma_server
-from short_program import RESOURCE, open_memory
+from langchain_core.messages import AIMessage, HumanMessage
+from short_program import RESOURCE, open_memory, open_storage
 
 from langchain_mastra_memory import Memory, PostgresStorage
 from langchain_mastra_memory.messages import embedding_pieces
@@ -221,7 +223,7 @@ def test_every_engine_the_next_process_writes_what_an_ended_one_left(
     world: tuple[str, str],
 ) -> None:
     kind, where = world
-    done = run_program(kind, where, "async", exit_drain=0.0)  # nothing written at exit
+    done = run_program(kind, where, "async", n=600, exit_drain=0.0)  # no batch at exit but one
     assert done.returncode == 0, done.stderr[-4000:]
     assert_quiet(done)
     memory = open_memory(kind, where)
@@ -241,11 +243,14 @@ def test_every_engine_the_next_process_writes_what_an_ended_one_left(
 def test_two_live_processes_drain_one_backlog_with_every_vector_once(
     world: tuple[str, str],
 ) -> None:
-    """A program leaves 200 messages unembedded; two start at once over the same storage,
+    """A program leaves 200 or more messages unembedded; two start at once over the same storage,
     both sweep that backlog while both save 200 of their own: every message ends with exactly
     its vectors, none twice."""
     kind, where = world
-    assert run_program(kind, where, "sync", exit_drain=0.0).returncode == 0
+    assert run_program(kind, where, "sync", n=600, exit_drain=0.0).returncode == 0
+    left = open_storage(kind, where)
+    assert left.count_unembedded() >= 200
+    left.close()
     env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
     both = [
         subprocess.Popen(
@@ -260,6 +265,96 @@ def test_two_live_processes_drain_one_backlog_with_every_vector_once(
         assert "Traceback" not in err, err[-4000:]
     memory = open_memory(kind, where)
     ids = saved_ids(memory)
-    assert len(ids) == 600
+    assert len(ids) == 1000
     assert_every_message_found(memory, ids)
+    memory.close()
+
+
+# -- observational memory's and titles' work behind the turn -------------------------------------
+HUNG_WORK = textwrap.dedent(
+    """
+    import sys, time
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_mastra_memory import Memory, SQLiteStorage
+
+    class Hung(FakeListChatModel):  # an Observer or title model that never answers in time
+        responses: list = ["never"]
+        def _call(self, messages, *args, **kwargs):
+            print("called", flush=True)
+            time.sleep(120)
+            return "too late"
+
+    option = {"model": Hung(), "message_tokens": 100, "buffer_tokens": None,
+              "block_after": 100.0}
+    options = {"observational_memory": option} if sys.argv[2] == "observer" else {
+        "generate_title": {"model": Hung()}}
+    memory = Memory(storage=SQLiteStorage(sys.argv[1]), options={**options, "exit_drain": 1.0})
+    memory.create_thread(thread_id="t1", resource_id="alice")
+    memory.save_messages(
+        [(HumanMessage if i % 2 == 0 else AIMessage)(
+            f"Message {i}: I live in Lisbon and I am allergic to peanuts.") for i in range(10)],
+        thread_id="t1", resource_id="alice")
+    print("saved", flush=True)
+    sys.stdin.readline()  # ends when the test says so (the model call is under way)
+    """
+)
+
+
+def run_until_called(db: Path, work: str) -> tuple[str, str]:
+    """Run the hung program until its model call is under way, then let it end; its output.
+    (A subprocess timeout far below the model's 120 s: the exit never waits for the call.)"""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HUNG_WORK, str(db), work],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stdin is not None
+    lines = {proc.stdout.readline().strip() for _ in range(2)}
+    assert lines == {"saved", "called"}
+    out, err = proc.communicate("\n", timeout=30)
+    assert proc.returncode == 0, err[-4000:]
+    return out, err
+
+
+def test_an_observer_cut_by_the_exit_commits_nothing_and_the_next_process_observes_at_once(
+    tmp_path: Path,
+) -> None:
+    from test_observational_memory import Scripted
+
+    from langchain_mastra_memory import SQLiteStorage
+    from langchain_mastra_memory.storage.records import scope_key
+
+    db = tmp_path / "m.db"
+    _, err = run_until_called(db, "observer")
+    assert "Traceback" not in err, err[-4000:]
+    key = scope_key("thread", resource_id="alice", thread_id="t1")
+    storage = SQLiteStorage(db)
+    assert storage.observation_log(key) == []  # nothing half-committed
+    observer = Scripted(calls=[])
+    options = {"model": observer, "message_tokens": 100, "buffer_tokens": None}
+    memory = Memory(storage=storage, options={"observational_memory": options})
+    memory.save_messages(  # the next save: its lease was given back at exit, so no wait
+        [AIMessage("Noted: Lisbon, no peanuts.")], thread_id="t1", resource_id="alice"
+    )
+    assert memory.flush(timeout=30)
+    (group,) = storage.observation_log(key)
+    assert len(group.message_ids) == 11 and len(observer.calls) == 1  # all of them, once
+    memory.close()
+
+
+def test_a_title_cut_by_the_exit_is_written_by_the_next_process(tmp_path: Path) -> None:
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    from langchain_mastra_memory import SQLiteStorage
+
+    db = tmp_path / "m.db"
+    _, err = run_until_called(db, "title")
+    assert "Traceback" not in err, err[-4000:]
+    storage = SQLiteStorage(db)
+    assert storage.get_thread("t1").title is None
+    titler = FakeListChatModel(responses=["Lisbon and peanuts"])
+    memory = Memory(storage=storage, options={"generate_title": {"model": titler}})
+    memory.save_messages([HumanMessage("And I like tea.")], thread_id="t1", resource_id="alice")
+    assert memory.flush(timeout=30)
+    assert storage.get_thread("t1").title == "Lisbon and peanuts"
     memory.close()
