@@ -126,3 +126,87 @@ def test_closing_stops_the_observer_s_thread(tmp_path) -> None:
     for n in range(4):
         observed_once(n)
         assert observers() == before
+
+
+def writer_threads() -> int:
+    return sum(t.name == "lmm-backlog-writer" and t.is_alive() for t in threading.enumerate())
+
+
+@pytest.mark.parametrize("failing", [False, True], ids=["block ends", "block raises"])
+def test_with_memory_writes_its_vectors_and_closes_on_the_way_out(
+    tmp_path: Path, failing: bool
+) -> None:
+    before = writer_threads()
+    with contextlib.suppress(ValueError), memory_in(tmp_path) as memory:
+        memory.create_thread(thread_id="t", resource_id="alice")
+        memory.save_messages([HumanMessage("My boat is the Albatross.")], thread_id="t",
+                             resource_id="alice")  # fmt: skip
+        assert writer_threads() == before + 1
+        if failing:
+            raise ValueError("the block failed")
+    assert writer_threads() == before  # stopped and joined
+    with pytest.raises(StorageError):  # closed
+        memory.get_messages(thread_id="t", resource_id="alice")
+    after = SQLiteStorage(tmp_path / "m.db")
+    assert after.count_unembedded() == 0  # written before the block ended
+    after.close()
+
+
+def test_async_with_memory_writes_its_vectors_and_closes_on_the_way_out(tmp_path: Path) -> None:
+    before = writer_threads()
+
+    async def program() -> None:
+        async with memory_in(tmp_path) as memory:
+            await memory.acreate_thread(thread_id="t", resource_id="alice")
+            await memory.asave_messages([HumanMessage("Tea, no sugar.")], thread_id="t",
+                                        resource_id="alice")  # fmt: skip
+        with pytest.raises(StorageError):
+            await memory.aget_messages(thread_id="t", resource_id="alice")
+
+    asyncio.run(program())
+    assert writer_threads() == before
+    after = SQLiteStorage(tmp_path / "m.db")
+    assert after.count_unembedded() == 0
+    after.close()
+
+
+def test_flush_writes_what_another_process_left_and_a_read_only_memory_writes_nothing(
+    tmp_path: Path, call
+) -> None:
+    """`flush()` means everything stored so far is searchable, whoever stored it: messages
+    in storage's backlog that this memory never saw (saved past it, as another process would)
+    are written by its flush; a read-only memory leaves the backlog alone (its caller may hold
+    a read-only role)."""
+    memory = memory_in(tmp_path)
+    memory.create_thread(thread_id="t", resource_id="alice")
+    assert call(memory, "flush", 30)  # the start's sweep: nothing there
+    reader = Memory(storage=SQLiteStorage(tmp_path / "m.db"),
+                    vector=ChromaVectorStore(path=tmp_path / "vectors"),
+                    embedder=DeterministicFakeEmbedding(size=16),
+                    options={**OPTIONS, "read_only": True})  # fmt: skip
+    memory.storage.save_messages([HumanMessage("The violin is in the attic.")], thread_id="t",
+                                 resource_id="alice")  # fmt: skip
+    assert call(reader, "flush", 30) is True and memory.storage.count_unembedded() == 1
+    assert call(memory, "flush", 30) is True and memory.storage.count_unembedded() == 0
+    hits = memory.search_messages("The violin is in the attic.", resource_id="alice", mode="vector")
+    assert [h.message.content for h in hits.items] == ["The violin is in the attic."]
+    reader.close()
+    memory.close()
+
+
+def test_a_memory_opened_over_a_backlog_writes_it_by_itself(tmp_path: Path) -> None:
+    """No flush, no save: the writer sweeps at start, behind the turn (the next process of a
+    program that ended early)."""
+    storage = SQLiteStorage(tmp_path / "m.db")
+    storage.create_thread(thread_id="t", resource_id="alice")
+    storage.save_messages([HumanMessage(f"Note {i} about the garden.") for i in range(5)],
+                          thread_id="t", resource_id="alice")  # fmt: skip
+    storage.close()
+    memory = memory_in(tmp_path)
+    writer = memory.recall_index.upkeep.writer
+    for _ in range(300):  # the sweep lingers a second at most: wait for it, bounded
+        if memory.storage.count_unembedded() == 0:
+            break
+        threading.Event().wait(0.05)
+    assert memory.storage.count_unembedded() == 0 and writer.last_error is None
+    memory.close()
