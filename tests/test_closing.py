@@ -210,3 +210,23 @@ def test_a_memory_opened_over_a_backlog_writes_it_by_itself(tmp_path: Path) -> N
         threading.Event().wait(0.05)
     assert memory.storage.count_unembedded() == 0 and writer.last_error is None
     memory.close()
+
+
+def test_an_idle_writer_sweeps_what_another_process_left(tmp_path: Path, monkeypatch) -> None:
+    """A live memory whose writer has been idle for `SWEEP_EVERY` reads storage's backlog by
+    itself: another process's leftovers are written with no save and no flush here."""
+    from langchain_mastra_memory.recall import writer as backlog_writer
+
+    monkeypatch.setattr(backlog_writer, "SWEEP_EVERY", 0.3)
+    memory = memory_in(tmp_path)
+    memory.create_thread(thread_id="t", resource_id="alice")
+    assert memory.flush(30)  # (its start's sweep done: the writer idles from here)
+    other = SQLiteStorage(tmp_path / "m.db")  # another process's save, past this memory
+    other.save_messages([HumanMessage("The kayak is blue.")], thread_id="t", resource_id="alice")
+    for _ in range(300):
+        if memory.storage.count_unembedded() == 0:
+            break
+        threading.Event().wait(0.05)
+    assert memory.storage.count_unembedded() == 0
+    other.close()
+    memory.close()
