@@ -9,6 +9,11 @@ with the server is replaced, and closed with the storage. Its tables are made on
 advisory lock (two processes starting together), in the storage's schema (so two tenants in
 two schemas share nothing, and `drop_schema` removes them too).
 
+Behind a connection pooler (`storage.postgres.poolers`) the saver's connections prepare
+nothing and each of its cursors is one transaction that sets the schema for itself
+(`PooledPostgresSaver`); its setup creates its indexes without ``CONCURRENTLY`` (which no
+transaction may run), and the setup lock is the transaction's.
+
 Example (needs a server)::
 
     memory = Memory(storage=PostgresStorage(dsn))
@@ -17,7 +22,9 @@ Example (needs a server)::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.postgres import PostgresSaver
@@ -43,26 +50,55 @@ def _made(storage: PostgresStorage) -> PostgresSaver:
     from ..storage.postgres.connections import check_alive
 
     options = storage.connection_options()
+    begin = storage.begin_statement()
     pool = ConnectionPool(
         storage.conninfo,
         min_size=1,
         max_size=storage.max_connections,
-        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
-                "options": options["options"], "connect_timeout": options["connect_timeout"]},
+        kwargs={
+            **options,
+            "autocommit": True,
+            "prepare_threshold": 0 if begin is None else None,  # (a pooler: nothing prepared)
+            "row_factory": dict_row,
+        },
         check=check_alive,  # a connection dead since a restart: replaced (no round trip)
         timeout=storage.pool_timeout,
         open=False,
-    )  # fmt: skip
+    )
     pool.open(wait=True, timeout=storage.pool_timeout)
-    saver = PostgresSaver(pool)
-    with psycopg.connect(storage.conninfo, autocommit=True, **options) as conn:
-        conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (SETUP_LOCK,))
-        try:
-            saver.setup()
-        finally:
-            conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (SETUP_LOCK,))
+    saver = PostgresSaver(pool) if begin is None else _pooled_saver(pool, begin)
+    # the setup's lock is a transaction's: a pooler keeps it whole (a session's it would not)
+    with psycopg.connect(storage.conninfo, **options) as conn, conn.transaction():
+        if begin is not None:
+            conn.execute(begin.removeprefix("BEGIN; "))
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (SETUP_LOCK,))
+        saver.setup()
     storage.on_close(pool.close)
     return saver
+
+
+def _pooled_saver(pool: Any, begin: str) -> PostgresSaver:
+    """LangGraph's `PostgresSaver` for a connection pooler: every cursor one transaction
+    begun with `begin` (the schema set for it alone), the setup's indexes made in one."""
+    from langgraph.checkpoint.postgres import PostgresSaver, _internal
+    from psycopg.rows import dict_row
+
+    from ..storage.postgres.poolers import session_transaction
+
+    class PooledPostgresSaver(PostgresSaver):
+        MIGRATIONS = [m.replace(" CONCURRENTLY", "") for m in PostgresSaver.MIGRATIONS]  # noqa: RUF012
+
+        @contextmanager
+        def _cursor(self, *, pipeline: bool = False) -> Iterator[Any]:
+            with (
+                self.lock,
+                _internal.get_connection(self.conn) as conn,
+                session_transaction(conn, begin),
+                conn.cursor(binary=True, row_factory=dict_row) as cur,
+            ):
+                yield cur
+
+    return PooledPostgresSaver(pool)
 
 
 def forget_in_postgres(storage: PostgresStorage, thread_id: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -11,9 +12,18 @@ from ...errors import ConfigurationError, StorageError
 from ..sql.backend import Dialect, SQLStorage, TextMatch
 from .connections import NO_PRIMARY, check_alive, in_recovery
 from .items import ItemVectors
+from .poolers import (
+    PREPARED_HINT,
+    begin_statement,
+    refused_options,
+    session_transaction,
+    sessions_dropped,
+)
 from .replicas import ReplicaReads, check_read_dsn
 from .schema import MIGRATIONS
 from .text import PostgresText
+
+logger = logging.getLogger(__name__)
 
 POSTGRES = Dialect(
     placeholder="%s",
@@ -86,6 +96,7 @@ class PostgresStorage(SQLStorage):
         connect_timeout: float = 10.0,
         pool_timeout: float = 30.0,
         read_dsn: str | None = None,
+        pooler: bool | None = None,
     ) -> None:
         try:
             from psycopg_pool import ConnectionPool
@@ -103,7 +114,7 @@ class PostgresStorage(SQLStorage):
         self.conninfo = conninfo
         self.max_connections = max_connections
         self.pool_timeout = pool_timeout
-        self._options = {
+        self._options: dict[str, Any] = {
             "options": f"-c search_path={schema} -c timezone=UTC "
             f"-c lock_timeout={int(lock_timeout * 1000)}",
             "connect_timeout": max(1, round(connect_timeout)),
@@ -112,6 +123,21 @@ class PostgresStorage(SQLStorage):
         self._closers: list[Callable[[], None]] = []
         self._text = PostgresText(schema)
         self._item_vectors = ItemVectors()
+        # behind a pooler (`poolers`): no startup options, nothing prepared, and every use of
+        # a connection one transaction that sets its session first (None: a plain server)
+        self.pooled = self._first_connection(connect_timeout) if pooler is None else pooler
+        self._begin: str | None = None
+        if self.pooled:
+            self._options = {
+                "connect_timeout": self._options["connect_timeout"],
+                "prepare_threshold": None,
+            }
+            self._begin = begin_statement(schema, lock_timeout_ms=int(lock_timeout * 1000))
+            logger.info(
+                "PostgreSQL at %s is behind a connection pooler: each operation is one "
+                "transaction setting its own session, nothing prepared",
+                self.where(),
+            )
         self._pool = ConnectionPool(
             conninfo,
             min_size=1,
@@ -120,14 +146,15 @@ class PostgresStorage(SQLStorage):
             timeout=pool_timeout,
             open=False,
         )
-        self._first_connection(connect_timeout)
         try:
             self._pool.open(wait=True, timeout=connect_timeout + 5)
         except Exception as exc:
             raise StorageError(f"cannot connect to PostgreSQL at {self.where()}: {exc}") from exc
         self.replica: ReplicaReads | None = None  # reads that need not be the primary's
         if read_dsn is not None:
-            self.replica = ReplicaReads(read_dsn, self._options, max_connections=max_connections)
+            self.replica = ReplicaReads(
+                read_dsn, self._options, max_connections=max_connections, begin=self._begin
+            )
             self.on_close(self.replica.close)
         self.setup()
 
@@ -148,15 +175,23 @@ class PostgresStorage(SQLStorage):
         servers = ",".join(f"{h}:{p}" for h, p in zip(hosts, ports, strict=False))
         return f"{servers}/{parts.get('dbname') or ''}"
 
-    def _first_connection(self, connect_timeout: float) -> None:
+    def _first_connection(self, connect_timeout: float) -> bool:
         """Connect once before the pool does, so an unreachable server fails within
         `connect_timeout` with one line naming the server and the cause (the pool would retry
-        in the background and report only its own timeout)."""
+        in the background and report only its own timeout); whether a pooler stands between
+        (the startup options refused, or not applied: `poolers`)."""
         import psycopg
 
+        bare = {"connect_timeout": self._options["connect_timeout"], "prepare_threshold": None}
         try:
-            with psycopg.connect(self.conninfo, **self._options) as conn:  # type: ignore[arg-type]
-                on_standby = in_recovery(conn)
+            try:
+                with psycopg.connect(self.conninfo, **self._options) as conn:
+                    on_standby, pooled = in_recovery(conn), sessions_dropped(conn, self.schema)
+            except psycopg.OperationalError as exc:
+                if not refused_options(exc):
+                    raise
+                with psycopg.connect(self.conninfo, **bare) as conn:
+                    on_standby, pooled = in_recovery(conn), True
         except psycopg.Error as exc:
             cause = " ".join(str(exc).split()) or type(exc).__name__
             msg = f"cannot connect to PostgreSQL at {self.where()}: {cause}"
@@ -166,6 +201,7 @@ class PostgresStorage(SQLStorage):
         if on_standby:
             msg = f"PostgreSQL at {self.where()} is a standby in recovery: {NO_PRIMARY}"
             raise StorageError(msg)
+        return pooled
 
     # -- plumbing ------------------------------------------------------------------------------
     @contextmanager
@@ -187,7 +223,8 @@ class PostgresStorage(SQLStorage):
             hint = f" ({NO_PRIMARY})" if "standby in recovery" in str(exc) else ""
             raise StorageError(f"PostgreSQL is unavailable: {exc}{hint}") from exc
         except psycopg.Error as exc:  # rolled back by the transaction block
-            raise StorageError(f"PostgreSQL refused the operation: {exc}") from exc
+            hint = f" ({PREPARED_HINT})" if "prepared statement" in str(exc) else ""
+            raise StorageError(f"PostgreSQL refused the operation: {exc}{hint}") from exc
 
     @contextmanager
     def _connection(self, write: bool, atomic: bool) -> Iterator[Any]:
@@ -224,9 +261,14 @@ class PostgresStorage(SQLStorage):
                     if attempt == self._pool.max_size:
                         raise
                     continue  # (closed: the pool replaces it)
-                if write:
+                if write or self._begin is not None:  # (behind a pooler: every use)
                     try:
-                        stack.enter_context(conn.transaction())
+                        begun = (
+                            conn.transaction()
+                            if self._begin is None
+                            else session_transaction(conn, self._begin)
+                        )
+                        stack.enter_context(begun)
                     except psycopg.OperationalError:
                         if not conn.broken or attempt == self._pool.max_size:
                             raise
@@ -275,8 +317,14 @@ class PostgresStorage(SQLStorage):
 
     def connection_options(self) -> dict[str, Any]:
         """What every connection to this storage is opened with (its schema on the search
-        path, UTC, the lock and connect timeouts): for a saver sharing the database."""
+        path, UTC, the lock and connect timeouts; behind a pooler, none of those but the
+        connect timeout, and nothing prepared): for a saver sharing the database."""
         return dict(self._options)
+
+    def begin_statement(self) -> str | None:
+        """Behind a pooler, what begins each transaction (its session set for it alone: the
+        schema, UTC, the lock timeout); None on a plain server (the session has them)."""
+        return self._begin
 
     def on_close(self, closer: Callable[[], None]) -> None:
         """Call `closer` when the storage closes (a pool made for it: LangGraph's saver's)."""

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ...errors import ConfigurationError
+from .poolers import session_transaction
 
 logger = logging.getLogger(__name__)
 
@@ -50,9 +51,17 @@ def lsn(position: str) -> int:
 class ReplicaReads:
     """A pool on a replica, and the newest write of this storage it has not replayed yet."""
 
-    def __init__(self, dsn: str, options: dict[str, Any], *, max_connections: int) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        options: dict[str, Any],
+        *,
+        max_connections: int,
+        begin: str | None = None,
+    ) -> None:
         from psycopg_pool import ConnectionPool
 
+        self.begin = begin  # behind a pooler: each read one transaction that sets its session
         self.pool = ConnectionPool(
             dsn, min_size=1, max_size=max_connections, open=False,
             kwargs={**options, "autocommit": True}, timeout=REPLICA_WAIT,
@@ -87,7 +96,11 @@ class ReplicaReads:
             return
         self.served["replica"] += 1
         try:
-            yield conn
+            if self.begin is None:
+                yield conn
+            else:
+                with session_transaction(conn, self.begin):
+                    yield conn
         finally:
             self.pool.putconn(conn)
 
