@@ -19,11 +19,13 @@ $(VENV)/.setup-done: pyproject.toml
 
 # Programs the tests drive, installed when missing (as root, from Debian's packages; elsewhere
 # the tests say what to install): headless Chromium for the memory explorer; QEMU's user mode
-# and objdump, which check that the native code the tests run works on any x86-64 (AVX2).
-SYSTEM_TOOLS := chromium chromium-driver qemu-user binutils
+# and objdump, which check that the native code the tests run works on any x86-64 (AVX2);
+# PgBouncer, which the pooler tests put in front of the session's PostgreSQL.
+SYSTEM_TOOLS := chromium chromium-driver qemu-user binutils pgbouncer
 system-tools:
 	@command -v chromedriver >/dev/null && { command -v chromium >/dev/null || command -v chromium-browser >/dev/null; } \
-		&& command -v qemu-x86_64 >/dev/null && command -v objdump >/dev/null || \
+		&& command -v qemu-x86_64 >/dev/null && command -v objdump >/dev/null \
+		&& { command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer; } || \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_TOOLS) >/dev/null; \
 	else echo "install $(SYSTEM_TOOLS) (the UI and portability tests drive them)"; fi

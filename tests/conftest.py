@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -104,3 +106,27 @@ def milvus_uri(milvus_server: Any) -> str:
     """The session's Milvus server's address."""
     uri = os.environ["LMM_TEST_MILVUS_URI"] = f"http://127.0.0.1:{milvus_server.listen_port}"
     return uri
+
+
+@pytest.fixture(scope="session")
+def pgbouncer() -> Iterator[Callable[..., Any]]:
+    """``pgbouncer(mode, ignore_options=False)``: a PgBouncer (`pg_bouncer.Bouncer`) in front
+    of the session's PostgreSQL in that pooling mode, one per kind for the session."""
+    from pg_bouncer import Bouncer
+
+    started: dict[tuple[str, bool], Any] = {}
+
+    def bouncer(mode: str, *, ignore_options: bool = False) -> Any:
+        if (mode, ignore_options) not in started:
+            # (under /tmp itself: pytest's own folders are closed to the user PgBouncer runs as)
+            folder = Path(tempfile.mkdtemp(prefix=f"lmm-pgbouncer-{mode}-"))
+            started[mode, ignore_options] = Bouncer.start(
+                folder, os.environ["LMM_TEST_POSTGRES_DSN"], mode=mode,
+                ignore_options=ignore_options,
+            )  # fmt: skip
+        return started[mode, ignore_options]
+
+    yield bouncer
+    for running in started.values():
+        running.stop()
+        shutil.rmtree(running.folder, ignore_errors=True)
