@@ -162,6 +162,11 @@ def build_world(kind: str, om: str | None, folder: Path) -> World:
         # every read through the replica route (`read_dsn`), here the same server
         else PostgresStorage(dsn, schema=f"t_{uuid.uuid4().hex[:12]}", read_dsn=dsn)
         if kind == "postgres+replica"
+        # every operation through PgBouncer in transaction pooling mode (`server_for`)
+        else PostgresStorage(
+            os.environ["LMM_TEST_PGBOUNCER_DSN"], schema=f"t_{uuid.uuid4().hex[:12]}"
+        )
+        if kind == "postgres+pgbouncer"
         else SQLiteStorage(folder / "memory.db")
     )
     options: dict[str, Any] = {
@@ -221,6 +226,14 @@ WORLDS = (
             ("postgres+replica", None), id="postgres+replica-om:off", marks=pytest.mark.postgres
         )
     ]
+    + [  # behind PgBouncer, transaction pooling (`server_for` starts it)
+        pytest.param(
+            ("postgres+pgbouncer", om),
+            id=f"postgres+pgbouncer-om:{om or 'off'}",
+            marks=pytest.mark.postgres,
+        )
+        for om in (None, "thread")
+    ]
     + [  # recall's other vector engines, beside SQLite
         pytest.param((kind, None), id=f"{kind}-om:off")
         for kind in (
@@ -246,6 +259,9 @@ def built_world(request: pytest.FixtureRequest, folder: Path) -> Iterator[World]
 
 def server_for(kind: str, request: pytest.FixtureRequest) -> None:
     """A world on the real Milvus server starts it (once a session) and empties it after."""
+    if kind == "postgres+pgbouncer":
+        bouncer = request.getfixturevalue("pgbouncer")("transaction", ignore_options=True)
+        os.environ["LMM_TEST_PGBOUNCER_DSN"] = bouncer.dsn
     if kind == "sqlite+milvus-server":
         uri = request.getfixturevalue("milvus_uri")
         request.addfinalizer(lambda: drop_milvus_collections(uri))

@@ -551,3 +551,32 @@ def test_two_memories_over_one_postgres_equal_the_model() -> None:
         storage.close()
 
     run_state_machine_as_test(machine(make, close), settings=BOUNDED)
+
+
+@pytest.mark.postgres
+def test_two_memories_behind_pgbouncer_equal_the_model(pgbouncer: Any) -> None:
+    """The same, both memories through PgBouncer in transaction pooling mode (issue 93): each
+    operation may land on any server connection."""
+    import uuid
+
+    dsn = pgbouncer("transaction", ignore_options=True).dsn
+
+    def make() -> list[Memory]:
+        schema = f"sb_{uuid.uuid4().hex[:12]}"
+
+        def opened() -> Memory:
+            storage = PostgresStorage(dsn, schema=schema)
+            assert storage.pooled
+            memory = Memory(storage=storage, embedder=DeterministicFakeEmbedding(size=16),
+                            options=OPTIONS)  # fmt: skip
+            memory.reopen = opened  # type: ignore[attr-defined]
+            return memory
+
+        return [opened(), opened()]
+
+    def close(memories: list[Memory]) -> None:
+        storage = PostgresStorage(dsn, schema=memories[0].storage.schema)  # type: ignore[attr-defined]
+        storage.drop_schema()
+        storage.close()
+
+    run_state_machine_as_test(machine(make, close), settings=BOUNDED)
