@@ -18,6 +18,13 @@ markers (cross-resource reads), every stored user/assistant message embedded wit
 vectors present in pgvector, and how often the second thread knew the secret.
 
     python bench/load_bench.py [--processes 8] [--conversations 4] [--turns 12] [--dsn ...]
+
+With ``--pooler``, the same memory runs go to PostgreSQL directly and through PgBouncer in
+transaction pooling mode (Debian's ``pgbouncer``, started here in front of the server; the
+application's saver opened with ``prepare_threshold=None``, as a pooler needs), interleaved
+``--runs`` times, each side's turns/s and turn p50 / p95 printed with their ratio.
+
+    python bench/load_bench.py --pooler [--runs 2]
 """
 
 from __future__ import annotations
@@ -103,7 +110,14 @@ def timed(function: Any, key: str) -> Any:
 
 
 async def conversations(
-    process: int, count: int, turns: int, dsn: str, with_memory: bool, texts: list[str], run: str
+    process: int,
+    count: int,
+    turns: int,
+    dsn: str,
+    with_memory: bool,
+    texts: list[str],
+    run: str,
+    pooled: bool = False,
 ) -> dict[str, Any]:
     from langchain_core.messages import HumanMessage
     from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -123,7 +137,12 @@ async def conversations(
         min_size=2,
         max_size=count + 1,
         open=False,
-        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        # behind a pooler nothing may be prepared (the docs' advice for an app's own saver)
+        kwargs={
+            "autocommit": True,
+            "prepare_threshold": None if pooled else 0,
+            "row_factory": dict_row,
+        },
     )
     await pool.open()
     saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
@@ -222,7 +241,14 @@ def worker(process: int, args: argparse.Namespace, with_memory: bool, barrier, o
     barrier.wait()
     result = asyncio.run(
         conversations(
-            process, args.conversations, args.turns, args.dsn, with_memory, texts, args.run
+            process,
+            args.conversations,
+            args.turns,
+            args.dsn,
+            with_memory,
+            texts,
+            args.run,
+            getattr(args, "pooled", False),
         )
     )
     out.put((process, result))
@@ -317,6 +343,8 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=8)
     parser.add_argument("--conversations", type=int, default=4)
     parser.add_argument("--turns", type=int, default=12)
+    parser.add_argument("--pooler", action="store_true", help="direct against PgBouncer")
+    parser.add_argument("--runs", type=int, default=2, help="with --pooler: runs of each side")
     args = parser.parse_args()
     args.run = uuid.uuid4().hex[:6]  # LangGraph's checkpoint tables outlive the schema
     if args.dsn is None:
@@ -335,6 +363,9 @@ def main() -> None:
             await saver.setup()
 
     asyncio.run(setup())
+    if args.pooler:
+        compare_pooler(args)
+        return
     print(
         f"{os.cpu_count()} cores; {args.processes} processes x {args.conversations} "
         f"conversations x {args.turns} turns",
@@ -366,6 +397,57 @@ def main() -> None:
         f"{sum(r['knew'] for r in withm)} of {args.processes * args.conversations}"
     )
     print(audit(args.dsn, args.run))
+
+
+def summary(results: list[dict[str, Any]]) -> tuple[float, list[float]]:
+    """Turns/s over the slowest process's wall time, and every turn's time."""
+    turns = sum(len(r["records"]) for r in results)
+    wall = max(r["elapsed"] for r in results)
+    return turns / wall, [x["turn"] for r in results for x in r["records"]]
+
+
+def compare_pooler(args: argparse.Namespace) -> None:
+    """Memory's runs direct and through PgBouncer (transaction pooling), interleaved."""
+    import shutil
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
+    from pg_bouncer import Bouncer
+
+    folder = Path(tempfile.mkdtemp(prefix="lmm-bench-pgbouncer-"))
+    bouncer = Bouncer.start(folder, args.dsn, mode="transaction", ignore_options=True)
+    sides = {
+        "direct": argparse.Namespace(**{**vars(args), "pooled": False}),
+        "pgbouncer": argparse.Namespace(**{**vars(args), "dsn": bouncer.dsn, "pooled": True}),
+    }
+    print(
+        f"{os.cpu_count()} cores; {args.processes} processes x {args.conversations} "
+        f"conversations x {args.turns} turns; direct against PgBouncer 1.18 (transaction "
+        f"pooling), {args.runs} runs each, interleaved",
+        file=sys.stderr,
+    )
+    rates: dict[str, list[float]] = {"direct": [], "pgbouncer": []}
+    times: dict[str, list[float]] = {"direct": [], "pgbouncer": []}
+    try:
+        for n in range(args.runs):
+            for side in ("direct", "pgbouncer") if n % 2 == 0 else ("pgbouncer", "direct"):
+                sides[side].run = uuid.uuid4().hex[:6]
+                rate, turn_times = summary(run(sides[side], with_memory=True))
+                rates[side].append(rate)
+                times[side] += turn_times
+                found = audit(args.dsn, sides[side].run)
+                print(f"run {n + 1} {side}: {rate:.1f} turns/s; turn p50/p95 {pct(turn_times)} ms; "
+                      f"lost {found['lost']}, duplicated {found['duplicated']}, unembedded "
+                      f"{found['unembedded']} of {found['embeddable']}")  # fmt: skip
+    finally:
+        bouncer.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+    for side in ("direct", "pgbouncer"):
+        print(f"{side}: {statistics.median(rates[side]):.1f} turns/s (median of runs); "
+              f"turn p50/p95 {pct(times[side])} ms")  # fmt: skip
+    ratio = statistics.median(rates["pgbouncer"]) / statistics.median(rates["direct"])
+    p50 = statistics.median(times["pgbouncer"]) / statistics.median(times["direct"])
+    print(f"pgbouncer / direct: {ratio:.2f}x the turns/s, {p50:.2f}x the turn p50")
 
 
 if __name__ == "__main__":
