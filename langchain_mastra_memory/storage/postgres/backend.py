@@ -78,6 +78,11 @@ class PostgresStorage(SQLStorage):
     (`connections`). `read_dsn` names a replica for reads: each read goes there once the
     replica has replayed this storage's writes, else to the primary (`replicas`).
 
+    Behind a connection pooler (PgBouncer, in transaction or session mode) it works as it is:
+    the pooler is found at the first connection, and then nothing is prepared and every
+    operation is one transaction that sets its own session (`poolers`); ``pooler=True`` says
+    so for a pooler it cannot see, ``pooler=False`` never looks.
+
     Example (needs a server)::
 
         storage = PostgresStorage("postgresql://user:pass@db:5432/app")
