@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,16 +58,19 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    folder = tmp_path_factory.mktemp("langgraph-server")
+@contextmanager
+def running_server(
+    folder: Path, db: str, options: str = '{"semantic_recall": true}'
+) -> Iterator[Server]:
+    """``langgraph dev`` on the fixture's ``langgraph.json`` in `folder`, memory on `db` (a
+    SQLite file or a PostgreSQL DSN, ``LMM_DB``), until the block ends."""
     for name in ("agent.py", "auth.py", "langgraph.json"):
         shutil.copy(FIXTURE / name, folder / name)
     port, log = free_port(), folder / "server.log"
     env = {
         **os.environ,
-        "LMM_DB": str(folder / "memory.db"),
-        "LMM_OPTIONS": '{"semantic_recall": true}',
+        "LMM_DB": db,
+        "LMM_OPTIONS": options,
         "HF_HUB_OFFLINE": "1",
         "ANONYMIZED_TELEMETRY": "False",
         "LANGSMITH_TRACING": "false",
@@ -96,6 +100,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    folder = tmp_path_factory.mktemp("langgraph-server")
+    with running_server(folder, str(folder / "memory.db")) as started:
+        yield started
 
 
 def ask(client: Any, thread_id: str, text: str, **kwargs: Any) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +14,7 @@ from ..errors import ConfigurationError
 from ..memory import Memory
 
 DB, VECTOR, OPTIONS = "LMM_DB", "LMM_VECTOR", "LMM_OPTIONS"
+_CONNINFO = re.compile(r"(?:^|\s)(?:host|hostaddr|dbname|user|port|service)\s*=")
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,8 @@ class Settings:
     Examples:
         >>> settings({"LMM_DB": "postgresql://db/app", "LMM_OPTIONS": '{"last_messages": 20}'})
         Settings(db='postgresql://db/app', vector='default', options={'last_messages': 20})
+        >>> settings({"LMM_DB": "host=db-a,db-b dbname=app target_session_attrs=any"}).postgres
+        True
     """
 
     db: str = "memory.db"
@@ -30,7 +34,11 @@ class Settings:
 
     @property
     def postgres(self) -> bool:
-        return self.db.startswith(("postgresql://", "postgres://"))
+        """Whether `db` is a PostgreSQL DSN: a URL, or libpq's ``key=value`` form (a
+        multi-host DSN for failover is often written so)."""
+        return self.db.startswith(("postgresql://", "postgres://")) or bool(
+            _CONNINFO.search(self.db)
+        )
 
 
 def settings(environ: Mapping[str, str] | None = None) -> Settings:

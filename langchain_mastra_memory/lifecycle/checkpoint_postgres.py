@@ -67,12 +67,19 @@ def _made(storage: PostgresStorage) -> PostgresSaver:
     )
     pool.open(wait=True, timeout=storage.pool_timeout)
     saver = PostgresSaver(pool) if begin is None else _pooled_saver(pool, begin)
-    # the setup's lock is a transaction's: a pooler keeps it whole (a session's it would not)
-    with psycopg.connect(storage.conninfo, **options) as conn, conn.transaction():
-        if begin is not None:
+    if begin is None:  # a session's lock, outside any transaction (CONCURRENTLY waits for those)
+        with psycopg.connect(storage.conninfo, autocommit=True, **options) as conn:
+            conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (SETUP_LOCK,))
+            try:
+                saver.setup()
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (SETUP_LOCK,))
+    else:  # behind a pooler, a transaction's lock (a session's would outlive it, on any
+        # server connection); its indexes are made without CONCURRENTLY (`_pooled_saver`)
+        with psycopg.connect(storage.conninfo, **options) as conn, conn.transaction():
             conn.execute(begin.removeprefix("BEGIN; "))
-        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (SETUP_LOCK,))
-        saver.setup()
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (SETUP_LOCK,))
+            saver.setup()
     storage.on_close(pool.close)
     return saver
 
