@@ -24,7 +24,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from test_postgres_failover import Replies
 
-from langchain_mastra_memory import Memory, PostgresStorage
+from langchain_mastra_memory import ConfigurationError, Memory, PostgresStorage
 
 pytestmark = pytest.mark.postgres
 
@@ -204,3 +204,20 @@ def test_the_replica_route_and_prune_behind_the_pooler(bouncer: Any, schema: str
     ]
     assert storage.replica is not None and storage.replica.served["replica"] > 0
     memory.close()
+
+
+def test_told_there_is_no_pooler_where_there_is_one_is_a_clear_error(
+    bouncer: Any, schema: str
+) -> None:
+    """``pooler=False`` in front of a pooler is refused at once, naming the setting, before a
+    table is made (they would all go to ``public``)."""
+    public_before = tables_in("public")
+    with pytest.raises(ConfigurationError, match=r"behind a connection pooler.*pooler=True"):
+        PostgresStorage(bouncer.dsn, schema=schema, pooler=False)
+    assert tables_in("public") == public_before and tables_in(schema) == set()
+
+
+def test_a_plain_server_is_not_taken_for_a_pooler(schema: str) -> None:
+    storage = PostgresStorage(os.environ["LMM_TEST_POSTGRES_DSN"], schema=schema)
+    assert storage.pooled is False and storage.begin_statement() is None
+    storage.close()

@@ -130,7 +130,14 @@ class PostgresStorage(SQLStorage):
         self._item_vectors = ItemVectors()
         # behind a pooler (`poolers`): no startup options, nothing prepared, and every use of
         # a connection one transaction that sets its session first (None: a plain server)
-        self.pooled = self._first_connection(connect_timeout) if pooler is None else pooler
+        found = self._first_connection(connect_timeout)  # (fails at once, naming the cause)
+        if found and pooler is False:  # every table would go to public, statements clash
+            raise ConfigurationError(
+                f"PostgreSQL at {self.where()} is behind a connection pooler (the connection's "
+                "startup options were refused or dropped), but pooler=False: pass pooler=True, "
+                "or leave it out and memory finds the pooler itself"
+            )
+        self.pooled = found if pooler is None else pooler
         self._begin: str | None = None
         if self.pooled:
             self._options = {
