@@ -230,3 +230,19 @@ def test_an_idle_writer_sweeps_what_another_process_left(tmp_path: Path, monkeyp
     assert memory.storage.count_unembedded() == 0
     other.close()
     memory.close()
+
+
+def test_a_storage_closed_under_the_writer_stops_it_quietly(tmp_path: Path, caplog) -> None:
+    """Storage closed by its owner, not through `memory.close()`: the writer's next wake-up
+    (an idle sweep, a flush) stops it without an error logged, and a flush returns."""
+    memory = memory_in(tmp_path)
+    use(memory)
+    writer = memory.recall_index.upkeep.writer
+    memory.storage.close()
+    with caplog.at_level("WARNING"):
+        writer.sweep()  # what the idle writer does every minute
+        assert writer.flush(30) is False  # returns at once: the writer stopped, the sweep undone
+    assert "writer failed" not in caplog.text
+    assert writer._thread is not None
+    writer._thread.join(10)
+    assert not writer._thread.is_alive()

@@ -140,8 +140,10 @@ class BacklogWriter:
         self, message_ids: Iterable[str] = (), *, stored: Sequence[StoredMessage] = ()
     ) -> None:
         """New messages (`message_ids`, or the `stored` messages themselves; unnamed:
-        anything) are in the backlog: embed them soon."""
+        anything) are in the backlog: embed them soon (once closed: the next start does)."""
         with self._state:
+            if self._closed:
+                return
             if not self._queued:
                 self._since = time.monotonic()
             self._dirty = True
@@ -178,8 +180,8 @@ class BacklogWriter:
         vector store refused the writes (`last_error` says why; the backlog keeps them)."""
         if everyone:
             self.sweep()
-        done = self._waited(lambda: not (self._dirty or self._busy), timeout, None)
-        return done and self.last_error is None
+        done = self._waited(self._drained, timeout, None)
+        return done and not self._dirty and self.last_error is None
 
     def recovered(self) -> None:
         """The vector store took writes again (a backfill wrote the backlog)."""
@@ -201,8 +203,12 @@ class BacklogWriter:
         """Async `flush` (awaited: no thread is held while the writer works)."""
         if everyone:
             self.sweep()
-        done = await self._awaited(lambda: not (self._dirty or self._busy), timeout, None)
-        return done and self.last_error is None
+        done = await self._awaited(self._drained, timeout, None)
+        return done and not self._dirty and self.last_error is None
+
+    def _drained(self) -> bool:
+        """Nothing queued nor under way (or the writer stopped: nothing will be)."""
+        return not (self._dirty or self._busy) or (self._closed and not self._busy)
 
     def _settled(self, ignoring: Collection[str], resource_id: str | None) -> Callable[[], bool]:
         """Whether every message this process queued (for `resource_id`, when given) is
@@ -359,6 +365,9 @@ class BacklogWriter:
                     # again by itself, backing off, so it catches up without a new save
                     self._dirty, retry_in = True, min(retry_in * 2, RETRY[1])
                 drained = self._next_drain()  # (lingering for more saves to write with them)
+                if self._storage_closed():  # by its owner: nothing to write, nor to say
+                    self._closed = True
+                    self._state.notify_all()
                 if self._closed or self._out_of_time():
                     return
                 self._busy = True
@@ -390,18 +399,12 @@ class BacklogWriter:
                         )
                 self._rewrite_overtaken(written)
                 self.recovered()
-            except VectorStoreError as exc:
-                again, self.last_error = self.last_error == str(exc), str(exc)
-                (logger.debug if again else logger.warning)(
-                    "semantic recall: embeddings not written (%s); they stay in the backlog, "
-                    "tried again by the writer (after 1 s, backing off to 30 s) and at the next "
-                    "save; memory.backfill_embeddings() or `langchain-mastra-memory reindex` "
-                    "write them at once",
-                    exc,
-                )
-            except Exception as exc:  # never let the writer die silently
-                self.last_error = f"{type(exc).__name__}: {exc}"
-                logger.exception("semantic recall: the background writer failed")
+            except Exception as exc:
+                if self._storage_closed():  # closed by its owner meanwhile: stop, quietly
+                    with self._state:
+                        self._closed = True
+                    continue
+                self._failed(exc)
             finally:
                 with self._state:
                     self._busy = False
@@ -409,6 +412,27 @@ class BacklogWriter:
                         self._owners.pop(message_id, None)
                     self._draining = set()  # written, or left in the backlog on a failure
                     self._state.notify_all()
+
+    def _storage_closed(self) -> bool:
+        """Whether the storage under this writer was closed (by its owner, without the
+        memory's `close`): its backlog is out of reach, so the writer stops without a word."""
+        return bool(getattr(self.index.storage, "closed", False))
+
+    def _failed(self, exc: Exception) -> None:
+        """Say why a drain failed (its messages stay in the backlog): a vector store's refusal
+        once (again: at debug level), anything else with its traceback (never silently)."""
+        if isinstance(exc, VectorStoreError):
+            again, self.last_error = self.last_error == str(exc), str(exc)
+            (logger.debug if again else logger.warning)(
+                "semantic recall: embeddings not written (%s); they stay in the backlog, "
+                "tried again by the writer (after 1 s, backing off to 30 s) and at the next "
+                "save; memory.backfill_embeddings() or `langchain-mastra-memory reindex` "
+                "write them at once",
+                exc,
+            )
+            return
+        self.last_error = f"{type(exc).__name__}: {exc}"
+        logger.error("semantic recall: the background writer failed", exc_info=exc)
 
     def _rewrite_overtaken(self, written: dict[str, StoredMessage]) -> None:
         """Write again, as storage has them now, the messages this drain wrote that an update

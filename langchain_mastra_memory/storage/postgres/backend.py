@@ -342,6 +342,11 @@ class PostgresStorage(SQLStorage):
         """Call `closer` when the storage closes (a pool made for it: LangGraph's saver's)."""
         self._closers.append(closer)
 
+    @property
+    def closed(self) -> bool:
+        """Whether `close` was called (its pool is closed: nothing can be read or written)."""
+        return bool(self._pool.closed)
+
     def close(self) -> None:
         """Close the pool (and those made for it)."""
         for closer in reversed(self._closers):

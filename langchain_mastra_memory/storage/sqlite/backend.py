@@ -347,6 +347,11 @@ class SQLiteStorage(SQLStorage):
         with self._transaction(write=False) as conn:
             return int(conn.execute(f"SELECT version FROM {SCHEMA_TABLE}").fetchone()[0])
 
+    @property
+    def closed(self) -> bool:
+        """Whether `close` was called (nothing can be read or written then)."""
+        return self._closed
+
     def close(self) -> None:
         """Close the connection."""
         with self._lock, self._readers_lock:
