@@ -237,7 +237,6 @@ def test_every_engine_the_next_process_writes_what_an_ended_one_left(
     [
         pytest.param("postgres", marks=pytest.mark.postgres),
         pytest.param("chroma-server", marks=pytest.mark.chroma_server),
-        "milvus-server",
     ],
     indirect=True,
 )
