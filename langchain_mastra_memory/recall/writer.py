@@ -208,7 +208,7 @@ class BacklogWriter:
 
     def _drained(self) -> bool:
         """Nothing queued nor under way (or the writer stopped: nothing will be)."""
-        return not (self._dirty or self._busy) or (self._closed and not self._busy)
+        return not self._busy and (not self._dirty or self._closed)
 
     def _settled(self, ignoring: Collection[str], resource_id: str | None) -> Callable[[], bool]:
         """Whether every message this process queued (for `resource_id`, when given) is
