@@ -99,12 +99,15 @@ class Bouncer:
 
     def _run(self) -> None:
         command = [binary(), *(["-u", self.user] if self.user else []), str(self.config)]
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # its log goes to stderr too: a file, never a pipe nobody reads (a fault's flood of
+        # "server login has been failing" fills a pipe, and PgBouncer stops, blocked writing)
+        stderr = self.folder / "stderr.log"
+        with stderr.open("ab") as sink:
+            self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=sink)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                err = self.process.stderr.read().decode() if self.process.stderr else ""
-                raise RuntimeError(f"PgBouncer did not start: {err}")
+                raise RuntimeError(f"PgBouncer did not start: {stderr.read_text()[-2000:]}")
             try:
                 with psycopg.connect(self.dsn, autocommit=True) as conn:
                     conn.execute("SELECT 1")

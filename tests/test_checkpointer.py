@@ -327,3 +327,60 @@ def test_a_node_rewriting_a_saved_message_by_id_updates_it(tmp_path: Path, durab
         app.invoke({"messages": [HumanMessage(f"q{n}")]}, config, durability=durability)
         stored = memory.get_messages(thread_id=f"t{n}")
         assert [(m.id, m.content) for m in stored[1:]] == [(f"reply-q{n}", "final")]
+
+
+class SaverFailingWithMemory(InMemorySaver):
+    """A real saver that fails on the checkpoint holding `fail_on` once memory has saved its turn,
+    and leaves memory's SQLite file locked by another connection (as a process holding a long
+    write would): the adapter's take-back of the turn fails too."""
+
+    def __init__(self, memory: Memory, path: Path) -> None:
+        super().__init__()
+        self.memory, self.path = memory, path
+        self.fail_on: str | None = None
+        self.lock: sqlite3.Connection | None = None
+
+    def _check(self, checkpoint) -> None:
+        messages = listed_messages(checkpoint, self.memory.storage, "t1")
+        if not (self.fail_on and any(m.content == self.fail_on for m in messages)):
+            return
+        for _ in range(200):  # until memory holds the turn (it saves while the saver writes)
+            if self.memory.storage.get_messages_by_id([messages[-1].id], resource_id="alice"):
+                break
+            threading.Event().wait(0.05)
+        self.fail_on = None
+        self.lock = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self.lock.execute("BEGIN EXCLUSIVE")
+        raise OSError("disk full")
+
+    def put(self, config, checkpoint, metadata, new_versions):
+        self._check(checkpoint)
+        return super().put(config, checkpoint, metadata, new_versions)
+
+    async def aput(self, config, checkpoint, metadata, new_versions):
+        await asyncio.to_thread(self._check, checkpoint)
+        return InMemorySaver.put(self, config, checkpoint, metadata, new_versions)
+
+
+def test_a_turn_memory_could_not_take_back_leaves_at_the_next_checkpoint(
+    call, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    memory = Memory(storage=SQLiteStorage(tmp_path / "m.db", busy_timeout=0.2))
+    saver = SaverFailingWithMemory(memory, tmp_path / "m.db")
+    app = echo_graph(memory.checkpointer(saver))
+    call(app, "invoke", {"messages": [HumanMessage("one")]}, ALICE)
+    saver.fail_on = "two"
+    with pytest.raises(OSError, match="disk full"):
+        call(app, "invoke", {"messages": [HumanMessage("two")]}, ALICE)
+    assert "could not mirror" in caplog.text  # the take-back failed, warned about
+    assert saver.lock is not None
+    saver.lock.rollback()
+    saver.lock.close()
+    held = [m.content for m in memory.get_messages(thread_id="t1")]
+    assert held == ["one", "echo: one", "two"]  # still there, for now
+    call(app, "invoke", {"messages": [HumanMessage("three")]}, ALICE)  # not a retry
+    state = [m.id for m in app.get_state(ALICE).values["messages"]]
+    assert [m.content for m in memory.get_messages(thread_id="t1")] == [
+        "one", "echo: one", "three", "echo: three",
+    ]  # fmt: skip
+    assert [m.id for m in memory.get_messages(thread_id="t1")] == state

@@ -1,12 +1,12 @@
 """Faults behind PgBouncer (issue 93), with 32 agent conversations at once in one event loop:
-PgBouncer told to ``RECONNECT`` (every server connection closed once its client lets go), and
-PgBouncer killed and started again (every client connection cut). Every acknowledged turn is kept, memory equals the graph's state in every thread,
+PgBouncer told to ``RECONNECT`` (every server connection closed once its client lets go),
+PgBouncer killed and started again (every client connection cut), and PostgreSQL restarted
+behind it (every server connection cut; PgBouncer refuses logins for ``server_login_retry``). Every acknowledged turn is kept, memory equals the graph's state in every thread,
 and every failure is a documented error (`StorageError`, `VectorStoreError`, psycopg's
 ``OperationalError``).
 
 The server is one of this module's own (pgserver's PostgreSQL 18, as the session's), so that
-a fault disturbs no other test. PostgreSQL restarted behind the pooler (`inject`'s third
-fault) is not run: it hung once (issue 93).
+a fault disturbs no other test.
 """
 
 from __future__ import annotations
@@ -69,9 +69,7 @@ def inject(fault: str, bouncer: Bouncer, server: Any) -> None:
         restart(server)
 
 
-# PostgreSQL restarted behind PgBouncer under this load hung once in a clean-clone run (turns
-# parked in BEGIN through the pooler, LangGraph's saver lock held): issue 93 stays open for it
-@pytest.mark.parametrize("fault", ["reconnect", "pgbouncer restarted"])
+@pytest.mark.parametrize("fault", ["reconnect", "pgbouncer restarted", "postgres restarted"])
 def test_thirty_two_conversations_through_a_fault_behind_the_pooler(
     bouncer: Bouncer, server: Any, fault: str
 ) -> None:

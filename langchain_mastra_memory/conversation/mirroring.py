@@ -125,6 +125,9 @@ class ThreadMirror:
         self.messages_key = messages_key
         self.mirror_deletes = mirror_deletes
         self._threads: OrderedDict[str, ThreadState] = OrderedDict()
+        # turns an `undo` could not take back (memory was unreachable too): thread id ->
+        # (resource id, message ids), taken back at the thread's next applied checkpoint
+        self._undone: OrderedDict[str, tuple[str, set[str]]] = OrderedDict()
 
     def thread(self, thread_id: str) -> ThreadState:
         """The thread's state (a fresh one, knowing nothing, on first use or after eviction)."""
@@ -142,6 +145,7 @@ class ThreadMirror:
 
     def forget(self, thread_id: str) -> None:
         self._threads.pop(thread_id, None)
+        self._undone.pop(thread_id, None)
 
     def observe(self, thread_id: str, thread: Thread | None) -> bool:
         """Storage shows `thread` under `thread_id` now (None: no thread): what is known of
@@ -232,6 +236,7 @@ class ThreadMirror:
         memory, ref = self.memory, {"resource_id": plan.resource_id}
         state = self.thread(plan.thread_id)
         known = state.known
+        yield from self._finish_undo(plan)
         if plan.fork_from is not None:
             yield from self._follow_fork(plan)
             if self.mirror_deletes:
@@ -270,9 +275,27 @@ class ThreadMirror:
         checkpoint): the turns it saved leave memory, so a retried run does not hold them
         twice; the next walk reads storage."""
         new = [m.id for m in plan.suffix.new if m.id]
-        if new:
-            yield call(self.memory.synced.delete, new, resource_id=plan.resource_id)
         self.thread(plan.thread_id).reset()
+        if new:  # noted first: if memory fails too, the thread's next checkpoint takes them back
+            _, pending = self._undone.setdefault(plan.thread_id, (plan.resource_id, set()))
+            pending.update(new)
+            while len(self._undone) > CACHED_THREADS:
+                self._undone.popitem(last=False)
+            yield call(self.memory.synced.delete, new, resource_id=plan.resource_id)
+            self._undone.pop(plan.thread_id, None)
+
+    def _finish_undo(self, plan: MirrorPlan) -> Steps[None]:
+        """Take back what an earlier `undo` of the thread could not, unless the state now holds
+        it (a retried run that sent the same message)."""
+        resource_id, pending = self._undone.get(plan.thread_id, (plan.resource_id, set()))
+        left = sorted(pending - {m.id for m in plan.messages})
+        if left and resource_id == plan.resource_id:
+            held = yield call(self.memory.storage.get_messages_by_id, left, resource_id=resource_id)
+            mine = [s.message.id for s in held if s.thread_id == plan.thread_id]
+            if mine:
+                yield call(self.memory.synced.delete, mine, resource_id=resource_id)
+            self.thread(plan.thread_id).known.difference_update(left)
+        self._undone.pop(plan.thread_id, None)
 
     def _follow_fork(self, plan: MirrorPlan) -> Steps[None]:
         """Make the thread the fork's branch (`lineage`): what an earlier fork moved to a branch
