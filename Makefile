@@ -37,7 +37,7 @@ test: setup system-tools
 	$(BIN)/python -m pytest
 
 test-fast: setup
-	$(BIN)/python -m pytest -m "not slow and not postgres and not chroma_server and not browser and not langgraph_server"
+	$(BIN)/python -m pytest -m "not slow and not postgres and not chroma_server and not browser and not langgraph_server and not mastra"
 
 lint: setup
 	$(BIN)/ruff check langchain_mastra_memory tests bench

@@ -105,7 +105,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, `__getattr__`
     )
     from .processors.semantic_recall import SemanticRecall
     from .recall import CachedEmbeddings, ChromaVectorStore, MiniLMEmbeddings, PgVectorStore
-    from .storage import MemoryStorage, PostgresStorage, SQLiteStorage, StoredMessage
+    from .storage import MastraStorage, MemoryStorage, PostgresStorage, SQLiteStorage, StoredMessage
     from .threads.thread import Thread
     from .tokens.counting import TokenCounter
     from .working_memory import WorkingMemoryConfig
@@ -154,6 +154,7 @@ _WHERE = {  # public name -> the module defining it
     "SearchHit": ".browsing.paging",
     "SemanticRecall": ".processors.semantic_recall",
     "SQLiteStorage": ".storage",
+    "MastraStorage": ".storage",
     "StorageError": ".errors",
     "StoredMessage": ".storage",
     "Thread": ".threads.thread",
@@ -286,6 +287,7 @@ __all__ = [
     "InvalidMessageError",
     "LangChainVectorStore",
     "MastraMemoryError",
+    "MastraStorage",
     "Memory",
     "MemoryChatMessageHistory",
     "MemoryCheckpointer",

@@ -221,3 +221,9 @@ def test_a_plain_server_is_not_taken_for_a_pooler(schema: str) -> None:
     storage = PostgresStorage(os.environ["LMM_TEST_POSTGRES_DSN"], schema=schema)
     assert storage.pooled is False and storage.begin_statement() is None
     storage.close()
+
+
+@pytest.mark.parametrize("pooler", ["yes", 1, 0.0])
+def test_a_pooler_setting_that_is_not_a_bool_is_refused_before_connecting(pooler: Any) -> None:
+    with pytest.raises(ConfigurationError, match="pooler must be True, False or None"):
+        PostgresStorage("postgresql://nobody@127.0.0.1:1/none", pooler=pooler)

@@ -23,6 +23,7 @@ EXPECTED = [
     "InvalidMessageError",
     "LangChainVectorStore",
     "MastraMemoryError",
+    "MastraStorage",
     "Memory",
     "MemoryChatMessageHistory",
     "MemoryCheckpointer",

@@ -10,6 +10,9 @@ on an event loop). Behind it, by part:
 - `sql`: the SQL both databases share (`SQLStorage` over a small `Dialect`, and its rooms:
   threads, messages, search, working memory, store items, observations, withheld ids);
 - `sqlite`: `SQLiteStorage`, the embedded default, and its schema;
+- `mastra`: `MastraStorage`, memory on a Mastra (TypeScript) store's own tables (a LibSQL
+  file), shared with a running Mastra agent: `content` (Mastra's rows and LangChain messages,
+  both ways), `layout` (its tables, times and JSONB), `sqlite` (the backend);
 - `postgres`: `PostgresStorage`, its schema, its keyword search, and pgvector's SQL (shared
   with recall's `PgVectorStore`).
 
@@ -18,8 +21,9 @@ imports recall.
 """
 
 from .base import MemoryStorage
+from .mastra import MastraStorage
 from .postgres import PostgresStorage
 from .records import StoredMessage
 from .sqlite import SQLiteStorage
 
-__all__ = ["MemoryStorage", "PostgresStorage", "SQLiteStorage", "StoredMessage"]
+__all__ = ["MastraStorage", "MemoryStorage", "PostgresStorage", "SQLiteStorage", "StoredMessage"]

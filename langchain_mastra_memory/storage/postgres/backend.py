@@ -113,6 +113,8 @@ class PostgresStorage(SQLStorage):
             raise ConfigurationError(msg) from exc
         if not _SCHEMA_NAME.match(schema):
             raise ConfigurationError(f"schema must be a lower-case SQL identifier, got {schema!r}")
+        if pooler is not None and not isinstance(pooler, bool):
+            raise ConfigurationError(f"pooler must be True, False or None, got {pooler!r}")
         if read_dsn is not None:
             check_read_dsn(read_dsn)  # before any connection is made
         self.schema = schema

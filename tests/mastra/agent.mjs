@@ -1,0 +1,71 @@
+// One Mastra step on a store, driven by a JSON command on stdin; prints a JSON answer.
+//   {"op": "generate", "db": path, "thread": id, "resource": id, "input": text,
+//    "replies": [{"tool": name, "id": call id, "args": {...}} | {"text": "..."}]}
+//       -> {"text", "prompts": [the model's input, per call]}
+//   {"op": "set_working_memory" | "get_working_memory", "db", "thread", "resource", "text"?}
+//   {"op": "recall", "db", "thread", "resource", "last": n} -> {"messages": [...]}
+//   {"op": "jsonb", "db", "values": [...]} -> {"hex": [libsql's jsonb(value) per value]}
+import { Agent } from "@mastra/core/agent";
+import { createTool } from "@mastra/core/tools";
+import { Memory } from "@mastra/memory";
+import { LibSQLStore } from "@mastra/libsql";
+import { MockLanguageModelV2 } from "ai/test";
+import { z } from "zod";
+
+const command = JSON.parse(await new Promise((resolve) => {
+  let text = "";
+  process.stdin.on("data", (chunk) => (text += chunk));
+  process.stdin.on("end", () => resolve(text));
+}));
+const storage = new LibSQLStore({ id: "side", url: "file:" + command.db });
+const memory = new Memory({
+  storage,
+  options: { lastMessages: command.last ?? 40, workingMemory: { enabled: true, scope: command.scope ?? "resource" } },
+});
+const usage = { inputTokens: 1, outputTokens: 1, totalTokens: 2 };
+
+async function generate() {
+  const prompts = [];
+  const replies = [...(command.replies ?? [])];
+  const model = new MockLanguageModelV2({
+    doGenerate: async (options) => {
+      prompts.push(options.prompt);
+      const reply = replies.shift() ?? { text: "(no more replies)" };
+      if (reply.tool) {
+        return { content: [{ type: "tool-call", toolCallId: reply.id, toolName: reply.tool, input: JSON.stringify(reply.args ?? {}) }],
+                 finishReason: "tool-calls", usage, warnings: [] };
+      }
+      return { content: [{ type: "text", text: reply.text }], finishReason: "stop", usage, warnings: [] };
+    },
+  });
+  const get_weather = createTool({
+    id: "get_weather", description: "The weather in a city", inputSchema: z.object({ city: z.string() }),
+    execute: async (input) => ({ tempC: 18, city: input?.city ?? input?.context?.city }),
+  });
+  const agent = new Agent({ id: "side", name: "side", instructions: "be brief", model, tools: { get_weather }, memory });
+  const out = await agent.generate(command.input, { memory: { thread: command.thread, resource: command.resource } });
+  return { text: out.text, prompts };
+}
+
+let answer;
+if (command.op === "generate") answer = await generate();
+else if (command.op === "set_working_memory") {
+  await memory.updateWorkingMemory({ threadId: command.thread, resourceId: command.resource, workingMemory: command.text });
+  answer = {};
+} else if (command.op === "get_working_memory") {
+  answer = { text: await memory.getWorkingMemory({ threadId: command.thread, resourceId: command.resource }) };
+} else if (command.op === "recall") {
+  const { messages } = await memory.recall({ threadId: command.thread, resourceId: command.resource, perPage: command.last ?? 40 });
+  answer = { messages };
+} else if (command.op === "jsonb") {
+  const { createClient } = await import("@libsql/client");
+  const client = createClient({ url: "file:" + command.db });
+  const hex = [];
+  for (const value of command.values) {
+    const result = await client.execute({ sql: "SELECT hex(jsonb(?)) AS h", args: [JSON.stringify(value)] });
+    hex.push(result.rows[0].h);
+  }
+  answer = { hex };
+} else throw new Error("unknown op " + command.op);
+// (exit once the pipe took it all: a large answer is written in several chunks)
+process.stdout.write(JSON.stringify(answer), () => process.exit(0));

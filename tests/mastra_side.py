@@ -1,0 +1,84 @@
+"""Mastra itself beside our memory (issue 94): Node 22 (npm's ``node`` package: the machine's
+own node may be older than Mastra 1.x's >= 22.13) and ``@mastra/memory`` 1.31 with the
+``@mastra/core``, ``@mastra/libsql`` and ``@mastra/pg`` it was built with, pinned by
+``tests/mastra/package-lock.json``, installed once per machine with ``npm ci`` into a folder
+named by the lockfile's hash and reused by every later session.
+
+``tests/mastra/agent.mjs`` runs one Mastra step per call (an agent's turn with the AI SDK's
+mock model, working memory, recall, LibSQL's own ``jsonb()``): JSON in, JSON out.
+
+    side = MastraSide.installed()
+    side.run({"op": "generate", "db": path, "thread": "t1", "resource": "alice",
+              "input": "hi", "replies": [{"text": "hello"}]})["prompts"]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+SOURCE = Path(__file__).parent / "mastra"
+
+
+def _folder() -> Path:
+    lock = (SOURCE / "package-lock.json").read_bytes()
+    digest = hashlib.sha256(lock + (SOURCE / "package.json").read_bytes()).hexdigest()[:16]
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return root / "langchain-mastra-memory-tests" / f"mastra-{digest}"
+
+
+@dataclass(frozen=True)
+class MastraSide:
+    folder: Path
+
+    @property
+    def node(self) -> Path:
+        return self.folder / "node_modules" / ".bin" / "node"
+
+    @classmethod
+    def installed(cls) -> MastraSide:
+        """Install (once per machine) and return the Mastra side."""
+        folder = _folder()
+        folder.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(folder) + ".lock"):
+            side = cls(folder)
+            if not (folder / "installed").exists():
+                for name in ("package.json", "package-lock.json"):
+                    shutil.copy(SOURCE / name, folder / name)
+                subprocess.run(
+                    ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                    cwd=folder,
+                    check=True,
+                    timeout=900,
+                    capture_output=True,
+                )
+                version = subprocess.run(
+                    [str(side.node), "--version"], capture_output=True, text=True, check=True
+                ).stdout
+                assert version.startswith("v22."), version
+                (folder / "installed").write_text(version)
+            shutil.copy(SOURCE / "agent.mjs", folder / "agent.mjs")
+        return side
+
+    def run(self, command: dict[str, Any], *, timeout: float = 120) -> Any:
+        """One step on Mastra's side; its JSON answer (a clear error with Node's output)."""
+        done = subprocess.run(
+            [str(self.node), str(self.folder / "agent.mjs")],
+            input=json.dumps(command),
+            capture_output=True,
+            text=True,
+            cwd=self.folder,
+            timeout=timeout,
+            env={**os.environ, "MASTRA_TELEMETRY_DISABLED": "1"},
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"Mastra's side failed ({done.returncode}): {done.stderr[-3000:]}")
+        return json.loads(done.stdout)

@@ -1,0 +1,181 @@
+"""One memory, two runtimes (issue 94): a Mastra agent (Mastra 1.31 itself, in Node, with the AI
+SDK's mock model) and our `create_agent` (a provider-strict scripted model) take turns on one
+thread of one LibSQL file through `MastraStorage`. Each side's tool calls reach the other's
+model paired with their results; working memory written on one side reads on the other; our ids
+survive Mastra's rewrite of the thread; LibSQL's binary JSONB reads here as libsql wrote it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from mastra_side import MastraSide
+
+from langchain_mastra_memory import Memory
+from langchain_mastra_memory.storage.mastra import MastraStorage
+from langchain_mastra_memory.storage.mastra.layout import json_value
+from langchain_mastra_memory.testing import strict_model
+
+pytestmark = [pytest.mark.mastra, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def side() -> MastraSide:
+    return MastraSide.installed()
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return str(tmp_path / "mastra.db")
+
+
+@tool
+def get_weather(city: str) -> dict:
+    """The weather in a city."""
+    return {"tempC": 21, "city": city}
+
+
+def mastra_turn(side: MastraSide, db: str, text: str, replies: list[dict], **ids: str) -> Any:
+    ids = {"thread": "t1", "resource": "alice", **ids}
+    return side.run({"op": "generate", "db": db, "input": text, "replies": replies, **ids})
+
+
+def our_agent(memory: Memory, *replies: AIMessage) -> Any:
+    from langchain.agents import create_agent
+
+    model = strict_model(*replies)
+    return model, create_agent(model, tools=[get_weather], middleware=[memory.middleware()])
+
+
+ALICE = {"configurable": {"thread_id": "t1", "resource_id": "alice"}}
+PARIS = [
+    {"tool": "get_weather", "id": "call_m1", "args": {"city": "Paris"}},
+    {"text": "It is 18C in Paris."},
+]
+
+
+def test_a_mastra_turn_with_a_tool_call_reads_here_as_provider_valid_messages(
+    side: MastraSide, db: str
+) -> None:
+    mastra_turn(side, db, "Weather in Paris?", PARIS)
+    memory = Memory(storage=MastraStorage(f"file:{db}"))
+    messages = memory.get_messages(thread_id="t1", resource_id="alice")
+    assert [type(m) for m in messages] == [HumanMessage, AIMessage, ToolMessage, AIMessage]
+    human, call, result, answer = messages
+    assert human.content == "Weather in Paris?"
+    assert call.tool_calls[0]["id"] == "call_m1" and call.tool_calls[0]["args"] == {"city": "Paris"}
+    assert result.tool_call_id == "call_m1" and '"tempC": 18' in result.content
+    assert answer.content == "It is 18C in Paris."
+    # our agent continues the thread: its (provider-strict) model is sent Mastra's turn
+    model, agent = our_agent(memory, AIMessage("Still 18C.", id="ours-1"))
+    agent.invoke({"messages": [HumanMessage("And now?", id="h-ours-1")]}, ALICE)
+    sent = model.seen[-1]
+    assert [m.id for m in sent if m.id in {x.id for x in messages}] == [m.id for m in messages]
+    memory.close()
+
+
+def test_our_turn_with_a_tool_call_reaches_mastras_next_model_input_paired(
+    side: MastraSide, db: str
+) -> None:
+    memory = Memory(storage=MastraStorage(db))
+    call = AIMessage(
+        "",
+        id="ours-call",
+        tool_calls=[{"id": "call_py1", "name": "get_weather", "args": {"city": "Rome"}}],
+    )
+    _, agent = our_agent(memory, call, AIMessage("21C in Rome.", id="ours-answer"))
+    agent.invoke({"messages": [HumanMessage("Weather in Rome?", id="h-rome")]}, ALICE)
+    stored = memory.get_messages(thread_id="t1", resource_id="alice")
+    memory.close()
+    rows = (
+        sqlite3.connect(db)
+        .execute('SELECT id, role FROM mastra_messages ORDER BY "createdAt"')
+        .fetchall()
+    )
+    assert rows == [("h-rome", "user"), ("ours-call", "assistant")]  # one row for the turn
+    answer = mastra_turn(side, db, "Thanks!", [{"text": "You're welcome."}])
+    prompt = [m for m in answer["prompts"][0] if m["role"] != "system"]  # (its instructions)
+    assert [m["role"] for m in prompt] == ["user", "assistant", "tool", "assistant", "user"]
+    assert prompt[0]["content"][0]["text"] == "Weather in Rome?"
+    tool_call = prompt[1]["content"][0]
+    assert tool_call["type"] == "tool-call" and tool_call["toolCallId"] == "call_py1"
+    assert tool_call["input"] == {"city": "Rome"}
+    tool_result = prompt[2]["content"][0]
+    assert tool_result["toolCallId"] == "call_py1"
+    assert tool_result["output"]["value"] == {"tempC": 21, "city": "Rome"}
+    assert prompt[3]["content"][0]["text"] == "21C in Rome."
+    assert prompt[4]["content"][0]["text"] == "Thanks!"
+    # and back here: our ids, names and order survive, Mastra's new turn follows
+    memory = Memory(storage=MastraStorage(db))
+    again = memory.get_messages(thread_id="t1", resource_id="alice")
+    assert again[: len(stored)] == stored
+    assert [type(m) for m in again[len(stored) :]] == [HumanMessage, AIMessage]
+    assert again[-1].content == "You're welcome."
+    memory.close()
+
+
+def test_turns_alternate_and_neither_side_loses_or_repeats_one(side: MastraSide, db: str) -> None:
+    for turn in range(3):
+        mastra_turn(side, db, f"mastra {turn}", [{"text": f"mastra reply {turn}"}])
+        memory = Memory(storage=MastraStorage(db))
+        _, agent = our_agent(memory, AIMessage(f"our reply {turn}", id=f"a{turn}"))
+        agent.invoke({"messages": [HumanMessage(f"ours {turn}", id=f"h{turn}")]}, ALICE)
+        memory.close()
+    answer = side.run({"op": "recall", "db": db, "thread": "t1", "resource": "alice", "last": 40})
+    texts = [m["content"]["parts"][-1]["text"] for m in answer["messages"]]
+    expected = [
+        x
+        for t in range(3)
+        for x in (f"mastra {t}", f"mastra reply {t}", f"ours {t}", f"our reply {t}")
+    ]
+    assert texts == expected
+    memory = Memory(storage=MastraStorage(db))
+    assert [m.content for m in memory.get_messages(thread_id="t1", resource_id="alice")] == (
+        expected
+    )
+    memory.close()
+
+
+def test_working_memory_written_on_either_side_reads_on_the_other(
+    side: MastraSide, db: str
+) -> None:
+    mastra_turn(side, db, "hi", [{"text": "hello"}])
+    side.run(
+        {
+            "op": "set_working_memory",
+            "db": db,
+            "thread": "t1",
+            "resource": "alice",
+            "text": "# User\n- Name: Alice\n",
+        }
+    )
+    memory = Memory(storage=MastraStorage(db), options={"working_memory": {"enabled": True}})
+    assert memory.get_working_memory(thread_id="t1", resource_id="alice") == (
+        "# User\n- Name: Alice\n"
+    )
+    memory.update_working_memory(
+        "# User\n- Name: Alice\n- City: Lyon\n", thread_id="t1", resource_id="alice"
+    )
+    ours = memory.get_working_memory(thread_id="t1", resource_id="alice")
+    memory.close()
+    answer = side.run({"op": "get_working_memory", "db": db, "thread": "t1", "resource": "alice"})
+    assert "- City: Lyon" in ours and answer["text"] == ours
+
+
+def test_binary_jsonb_reads_as_libsql_wrote_it(side: MastraSide, db: str) -> None:
+    values = [
+        {},
+        {"source": "node", "nested": {"n": 1, "ok": True}},
+        [1, 2.5, -3, 'x"y\n', None],
+        {"workingMemory": "# Héllo\n- **a**: 😀"},
+        "long" * 100,
+        1e300,
+        {"k": "v" * 70000},
+    ]
+    hexes = side.run({"op": "jsonb", "db": db, "values": values})["hex"]
+    assert [json_value(bytes.fromhex(h)) for h in hexes] == values
