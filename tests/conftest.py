@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import sqlite3
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
@@ -13,7 +14,13 @@ from typing import Any
 
 import pytest
 
-from langchain_mastra_memory import Memory, MemoryStorage, PostgresStorage, SQLiteStorage
+from langchain_mastra_memory import (
+    MastraStorage,
+    Memory,
+    MemoryStorage,
+    PostgresStorage,
+    SQLiteStorage,
+)
 from langchain_mastra_memory.storage.base import forbid_blocking_calls
 from langchain_mastra_memory.testing import pgvector_problem, throwaway_postgres
 
@@ -21,7 +28,7 @@ from langchain_mastra_memory.testing import pgvector_problem, throwaway_postgres
 # the session starts its own server, and a failure to start is an error, never a skip.
 if not os.environ.get("LMM_TEST_POSTGRES_DSN"):
     os.environ["LMM_TEST_POSTGRES_DSN"] = throwaway_postgres()
-BACKENDS = ["sqlite-memory", "sqlite-file", "postgres"]
+BACKENDS = ["sqlite-memory", "sqlite-file", "mastra-file", "postgres"]
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -37,6 +44,8 @@ def make_storage(kind: str, tmp_path: Path) -> MemoryStorage:
         return SQLiteStorage(":memory:")
     if kind == "sqlite-file":
         return SQLiteStorage(tmp_path / "memory.db")
+    if kind == "mastra-file":  # memory on a Mastra store's own tables (issue 94)
+        return MastraStorage(f"file:{tmp_path / 'mastra.db'}")
     if kind == "postgres":  # a fresh schema per test, dropped afterwards
         return PostgresStorage(
             os.environ["LMM_TEST_POSTGRES_DSN"], schema=f"t_{uuid.uuid4().hex[:12]}"
@@ -55,7 +64,58 @@ def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemorySt
     yield store
     if isinstance(store, PostgresStorage):
         store.drop_schema()
+    if isinstance(store, MastraStorage) and not store.closed:
+        assert mastra_rows_disagree(store) == []  # whatever the test did, both sides agree
     store.close()
+
+
+def mastra_rows_disagree(store: MastraStorage) -> list[str]:
+    """Where Mastra's tables, decoded as `MastraStorage` reads them, differ from our tables:
+    the threads, each thread's messages (ids, order, every field), working memory."""
+    from langchain_core.messages import message_to_dict
+
+    from langchain_mastra_memory.messages import message_from_json
+    from langchain_mastra_memory.storage.mastra.content import decode_row
+    from langchain_mastra_memory.storage.mastra.layout import json_object
+
+    problems = []
+    with sqlite3.connect(store.path) as conn:
+        ours = dict(conn.execute("SELECT id, working_memory FROM memory_threads").fetchall())
+        theirs = {
+            tid: json_object(meta).get("workingMemory")
+            for tid, meta in conn.execute("SELECT id, metadata FROM mastra_threads")
+        }
+        if ours != theirs:
+            problems.append(f"threads (and their working memory): {ours} != {theirs}")
+        for thread_id in ours:
+            mine = [
+                message_to_dict(message_from_json(c))
+                for (c,) in conn.execute(
+                    "SELECT content FROM memory_messages WHERE thread_id = ? "
+                    "ORDER BY created_at, seq",
+                    (thread_id,),
+                )
+            ]
+            decoded = [
+                message_to_dict(m)
+                for row in conn.execute(
+                    "SELECT id, role, content FROM mastra_messages WHERE thread_id = ? "
+                    'ORDER BY "createdAt", id',
+                    (thread_id,),
+                )
+                for m in decode_row(*row)
+            ]
+            if mine != decoded:
+                problems.append(f"thread {thread_id!r}: {mine} != {decoded}")
+        memories = dict(
+            conn.execute(
+                "SELECT id, working_memory FROM memory_resources WHERE working_memory IS NOT NULL"
+            )
+        )
+        mastra = dict(conn.execute('SELECT id, "workingMemory" FROM mastra_resources'))
+        if memories != {k: v for k, v in mastra.items() if v is not None or k in memories}:
+            problems.append(f"working memory: {memories} != {mastra}")
+    return problems
 
 
 @pytest.fixture

@@ -42,6 +42,7 @@ from typer.testing import CliRunner
 from langchain_mastra_memory import (
     ChromaVectorStore,
     LangChainVectorStore,
+    MastraStorage,
     Memory,
     MemoryChatMessageHistory,
     MessageHistory,
@@ -167,6 +168,9 @@ def build_world(kind: str, om: str | None, folder: Path) -> World:
             os.environ["LMM_TEST_PGBOUNCER_DSN"], schema=f"t_{uuid.uuid4().hex[:12]}"
         )
         if kind == "postgres+pgbouncer"
+        # memory on a Mastra store's own tables, shared with Mastra (`MastraStorage`)
+        else MastraStorage(folder / "mastra.db")
+        if kind == "mastra"
         else SQLiteStorage(folder / "memory.db")
     )
     options: dict[str, Any] = {
@@ -208,7 +212,9 @@ def build_world(kind: str, om: str | None, folder: Path) -> World:
         memory,
         kind,
         om,
-        None if kind.startswith("postgres") else folder / "memory.db",
+        None
+        if kind.startswith("postgres")
+        else folder / ("mastra.db" if kind == "mastra" else "memory.db"),
         graph,
         store,
         delta_graph,
@@ -233,6 +239,9 @@ WORLDS = (
             marks=pytest.mark.postgres,
         )
         for om in (None, "thread")
+    ]
+    + [  # a Mastra store's own tables (`MastraStorage`)
+        pytest.param(("mastra", om), id=f"mastra-om:{om or 'off'}") for om in (None, "thread")
     ]
     + [  # recall's other vector engines, beside SQLite
         pytest.param((kind, None), id=f"{kind}-om:off")

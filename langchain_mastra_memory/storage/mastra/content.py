@@ -251,10 +251,17 @@ def _restored(row_id: str, messages: list[BaseMessage], ours: dict[str, Any]) ->
         data = message_to_dict(message)
         data["data"]["id"] = row_id if position == 0 else f"{row_id}{DERIVED}{position}"
         extra = extras[position] if position < len(extras) else None
-        if isinstance(extra, dict) and extra.get("type") == data["type"]:
+        if isinstance(extra, dict) and _same_kind(str(extra.get("type")), data["type"]):
+            data["type"] = extra["type"]  # (a chunk's type: AIMessageChunk for "ai")
             data["data"].update(extra.get("data") or {})
         restored.append(messages_from_dict([data])[0])
     return restored
+
+
+def _same_kind(recorded: str, decoded: str) -> bool:
+    """Whether our record of a message fits the one decoded there (the same type, or its
+    chunk: Mastra may have rewritten the row, moving what sits where)."""
+    return recorded == decoded or recorded.lower() == f"{decoded}messagechunk"
 
 
 # -- writing ------------------------------------------------------------------------------------
@@ -368,7 +375,7 @@ def _assistant_parts(group: Sequence[BaseMessage]) -> list[dict[str, Any]]:
                     "details": [{"type": "text", "text": reasoning}],
                 }
             )
-        if _text_of(message):
+        if _text_of(message) or not (message.tool_calls or reasoning):  # (an empty one too)
             parts.append({"type": "text", "text": _text_of(message)})
         for call in message.tool_calls:
             invocation: dict[str, Any] = {
@@ -419,13 +426,13 @@ def _record(
     for position, message in enumerate(group):
         original = message_to_dict(message)
         plain = message_to_dict(decoded[position]) if position < len(decoded) else None
-        if plain is None or plain["type"] != original["type"]:
+        if plain is None or not _same_kind(original["type"], plain["type"]):
             record.append({"type": original["type"], "data": original["data"]})
             needed = True
             continue
         differs = {k: v for k, v in original["data"].items() if plain["data"].get(k) != v}
         record.append({"type": original["type"], "data": differs})
-        needed = needed or bool(differs)
+        needed = needed or bool(differs) or original["type"] != plain["type"]
     return record if needed else []
 
 

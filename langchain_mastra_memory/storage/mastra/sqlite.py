@@ -491,14 +491,15 @@ class MastraStorage(SQLiteStorage):
                 "SELECT row_id, digest FROM memory_mastra_rows WHERE thread_id = ?", (thread_id,)
             ).fetchall()
         )
-        first = js_time(window[0].created_at) if window else None
-        previous = None
-        if first is not None:
-            previous = conn.execute(
-                'SELECT max("createdAt") FROM mastra_messages WHERE thread_id = ? '
-                'AND "createdAt" < ?',
-                (thread_id, first),
-            ).fetchone()[0]
+        # the newest row before the window: the thread's rows in time order end with the ones
+        # the window renders again, so it is among the last of them (times may have been
+        # moved a millisecond or more past a neighbour's: never compare with ours)
+        tail = conn.execute(
+            'SELECT id, "createdAt" FROM mastra_messages WHERE thread_id = ? '
+            'ORDER BY "createdAt" DESC LIMIT ?',
+            (thread_id, len(old_rows) + 1),
+        ).fetchall()
+        previous = max((at for row_id, at in tail if row_id not in old_rows), default=None)
         by_id = {str(s.message.id): s for s in window}
         used: set[str] = set()
         for group in group_rows([s.message for s in window]):

@@ -1,0 +1,195 @@
+"""Mastra's message rows and LangChain messages (issue 94): any conversation we store reads back
+from Mastra's rows exactly (every field, id and order), each turn in the rows Mastra's agent
+writes (a user row, one assistant row per run of model and tool messages); and rows Mastra or an
+older writer left in its other shapes read as provider-valid messages."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    message_to_dict,
+)
+
+from langchain_mastra_memory.storage.mastra.content import decode_row, encode_rows, group_rows
+
+texts = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=30)
+values = st.recursive(
+    st.none() | st.booleans() | st.integers(-1000, 1000) | texts,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+    max_leaves=6,
+)
+names = st.none() | st.sampled_from(["ada", "bob"])
+
+
+@st.composite
+def human(draw: Any, n: int) -> HumanMessage:
+    if draw(st.booleans()):
+        content: Any = draw(texts)
+    else:
+        content = [
+            {"type": "text", "text": draw(texts)},
+            {"type": "image", "base64": "iVBORw0KGgo=", "mime_type": "image/png"},
+        ]
+    return HumanMessage(content, id=f"h{n}", name=draw(names))
+
+
+@st.composite
+def run(draw: Any, n: int) -> list[BaseMessage]:
+    """A model's run: steps of text, reasoning and tool calls, each call answered."""
+    messages: list[BaseMessage] = []
+    for step in range(draw(st.integers(1, 3))):
+        calls = [
+            {
+                "id": f"c{n}-{step}-{k}",
+                "name": draw(st.sampled_from(["w", "search"])),
+                "args": draw(st.dictionaries(texts, values, max_size=2)),
+                "type": "tool_call",
+            }
+            for k in range(draw(st.integers(0, 2)))
+        ]
+        kind = AIMessageChunk if draw(st.booleans()) and not calls else AIMessage
+        kwargs = {"reasoning_content": draw(texts)} if draw(st.booleans()) else {}
+        messages.append(
+            kind(
+                content=draw(texts),
+                id=f"a{n}-{step}",
+                tool_calls=calls,
+                additional_kwargs=kwargs,
+                response_metadata=draw(st.dictionaries(texts, values, max_size=2)),
+            )
+        )
+        for call in calls:
+            result = draw(values)
+            text = result if isinstance(result, str) else json.dumps(result)
+            messages.append(
+                ToolMessage(
+                    text,
+                    tool_call_id=call["id"],
+                    id=f"t{call['id']}",
+                    status=draw(st.sampled_from(["success", "error"])),
+                )
+            )
+    return messages
+
+
+@st.composite
+def conversations(draw: Any) -> list[BaseMessage]:
+    messages: list[BaseMessage] = []
+    if draw(st.booleans()):
+        messages.append(SystemMessage(draw(texts), id="s"))
+    for n in range(draw(st.integers(1, 4))):
+        messages.append(draw(human(n)))
+        messages.extend(draw(run(n)))
+    return messages
+
+
+@settings(max_examples=300, deadline=None)
+@given(conversations())
+def test_a_conversation_reads_back_from_mastras_rows_exactly(messages: list[BaseMessage]) -> None:
+    rows = encode_rows(messages)
+    assert len(rows) == len(group_rows(messages))
+    assert all(row.role in ("user", "assistant", "system") for row in rows)
+    back = [m for row in rows for m in decode_row(row.id, row.role, row.text())]
+    assert [message_to_dict(m) for m in back] == [message_to_dict(m) for m in messages]
+    for row in rows:  # Mastra's shape: JSON as JavaScript writes it, v2 parts
+        content = json.loads(row.text())
+        assert content["format"] == 2 and isinstance(content["parts"], list)
+        assert row.text() == json.dumps(content, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_a_turn_is_one_user_row_and_one_assistant_row_as_mastras_agent_writes_it() -> None:
+    turn = [
+        HumanMessage("weather?", id="u"),
+        AIMessage(
+            "checking", id="a1", tool_calls=[{"id": "c1", "name": "w", "args": {"city": "Paris"}}]
+        ),
+        ToolMessage('{"tempC": 18}', tool_call_id="c1", id="t1"),
+        AIMessage("18C.", id="a2"),
+    ]
+    user, assistant = encode_rows(turn)
+    assert user.content == {
+        "format": 2,
+        "parts": [{"type": "text", "text": "weather?"}],
+        "content": "weather?",
+    }
+    assert [p["type"] for p in assistant.content["parts"]] == [
+        "text",
+        "tool-invocation",
+        "step-start",
+        "text",
+    ]
+    invocation = assistant.content["parts"][1]["toolInvocation"]
+    assert invocation == {
+        "state": "result",
+        "step": 0,
+        "toolCallId": "c1",
+        "toolName": "w",
+        "args": {"city": "Paris"},
+        "result": {"tempC": 18},
+    }
+    assert assistant.content["content"] == "18C."
+    assert assistant.message_ids == ["a1", "t1", "a2"]
+
+
+MASTRA_SHAPES = [
+    # what Mastra's agent wrote in our test run (Mastra 1.31, the AI SDK's mock model)
+    (
+        "assistant",
+        {
+            "format": 2,
+            "parts": [
+                {
+                    "type": "tool-invocation",
+                    "toolInvocation": {
+                        "state": "result",
+                        "toolCallId": "call_1",
+                        "toolName": "get_weather",
+                        "args": {"city": "Paris"},
+                        "result": {"tempC": 18},
+                    },
+                },
+                {"type": "step-start", "createdAt": 1796186360567, "model": "mock/mock"},
+                {"type": "text", "text": "It is 18C.", "createdAt": 1796186360575},
+            ],
+            "metadata": {"modelId": "mock-model-id", "provider": "mock-provider"},
+            "content": "It is 18C.",
+        },
+        ["ai", "tool", "ai"],
+    ),
+    ("user", "plain v1 text", ["human"]),
+    ("user", [{"type": "text", "text": "v1 parts"}], ["human"]),
+    ("assistant", [{"type": "tool-call", "toolCallId": "c9", "toolName": "w", "args": {}}], ["ai"]),
+    (
+        "tool",
+        [{"type": "tool-result", "toolCallId": "c9", "toolName": "w", "result": 1}],
+        ["ai", "tool"],
+    ),
+    ("assistant", {"format": 2, "parts": [{"type": "step-start"}]}, []),
+    ("signal", {"format": 2, "parts": [{"type": "text", "text": "stop"}]}, []),
+    ("user", "{truncated json", ["human"]),
+    (
+        "assistant",
+        {"format": 2, "parts": [{"type": "data-x", "data": 1}, {"type": "text", "text": "kept"}]},
+        ["ai"],
+    ),
+]
+
+
+def test_rows_in_mastras_other_shapes_read_as_provider_valid_messages() -> None:
+    for role, content, kinds in MASTRA_SHAPES:
+        raw = content if isinstance(content, str) else json.dumps(content)
+        messages = decode_row("r1", role, raw)
+        assert [m.type for m in messages] == kinds, (role, content)
+        assert [m.id for m in messages] == ["r1", "r1~1", "r1~2"][: len(messages)]
+        calls = {c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls}
+        assert all(m.tool_call_id in calls for m in messages if isinstance(m, ToolMessage))
