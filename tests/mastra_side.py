@@ -82,3 +82,44 @@ class MastraSide:
         if done.returncode != 0:
             raise RuntimeError(f"Mastra's side failed ({done.returncode}): {done.stderr[-3000:]}")
         return json.loads(done.stdout)
+
+
+class LiveMastra:
+    """A Mastra process kept running (``agent.mjs --serve``): its LibSQL store stays open
+    between commands, as a deployed Mastra agent's does.
+
+        with LiveMastra(side) as live:
+            live.run({"op": "generate", ...})
+    """
+
+    def __init__(self, side: MastraSide) -> None:
+        self.process = subprocess.Popen(
+            [str(side.node), str(side.folder / "agent.mjs"), "--serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            cwd=side.folder,
+            env={**os.environ, "MASTRA_TELEMETRY_DISABLED": "1"},
+        )
+
+    def run(self, command: dict[str, Any]) -> Any:
+        """One command; its answer (``error`` set when Mastra raised)."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps(command) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the live Mastra process ended ({self.process.poll()})")
+        return json.loads(line)
+
+    def __enter__(self) -> LiveMastra:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()

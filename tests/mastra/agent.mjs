@@ -1,4 +1,5 @@
-// One Mastra step on a store, driven by a JSON command on stdin; prints a JSON answer.
+// Mastra's side of the tests: one step on a store per JSON command (on stdin; with --serve, a
+// live process taking one command per line and keeping its stores open), a JSON answer back.
 //   {"op": "generate", "db": path, "thread": id, "resource": id, "input": text,
 //    "replies": [{"tool": name, "id": call id, "args": {...}} | {"text": "..."}]}
 //       -> {"text", "prompts": [the model's input, per call]}
@@ -12,19 +13,21 @@ import { LibSQLStore } from "@mastra/libsql";
 import { MockLanguageModelV2 } from "ai/test";
 import { z } from "zod";
 
-const command = JSON.parse(await new Promise((resolve) => {
-  let text = "";
-  process.stdin.on("data", (chunk) => (text += chunk));
-  process.stdin.on("end", () => resolve(text));
-}));
-const storage = new LibSQLStore({ id: "side", url: "file:" + command.db });
-const memory = new Memory({
-  storage,
-  options: { lastMessages: command.last ?? 40, workingMemory: { enabled: true, scope: command.scope ?? "resource" } },
-});
+const stores = new Map(); // one LibSQLStore (and Memory) per file and options, kept open
+function memoryFor(command) {
+  const key = JSON.stringify([command.db, command.last ?? 40, command.scope ?? "resource"]);
+  if (!stores.has(key)) {
+    const storage = new LibSQLStore({ id: "side", url: "file:" + command.db });
+    stores.set(key, new Memory({
+      storage,
+      options: { lastMessages: command.last ?? 40, workingMemory: { enabled: true, scope: command.scope ?? "resource" } },
+    }));
+  }
+  return stores.get(key);
+}
 const usage = { inputTokens: 1, outputTokens: 1, totalTokens: 2 };
 
-async function generate() {
+async function generate(command, memory) {
   const prompts = [];
   const replies = [...(command.replies ?? [])];
   const model = new MockLanguageModelV2({
@@ -47,25 +50,55 @@ async function generate() {
   return { text: out.text, prompts };
 }
 
-let answer;
-if (command.op === "generate") answer = await generate();
-else if (command.op === "set_working_memory") {
-  await memory.updateWorkingMemory({ threadId: command.thread, resourceId: command.resource, workingMemory: command.text });
-  answer = {};
-} else if (command.op === "get_working_memory") {
-  answer = { text: await memory.getWorkingMemory({ threadId: command.thread, resourceId: command.resource }) };
-} else if (command.op === "recall") {
-  const { messages } = await memory.recall({ threadId: command.thread, resourceId: command.resource, perPage: command.last ?? 40 });
-  answer = { messages };
-} else if (command.op === "jsonb") {
-  const { createClient } = await import("@libsql/client");
-  const client = createClient({ url: "file:" + command.db });
-  const hex = [];
-  for (const value of command.values) {
-    const result = await client.execute({ sql: "SELECT hex(jsonb(?)) AS h", args: [JSON.stringify(value)] });
-    hex.push(result.rows[0].h);
+async function handle(command) {
+  const memory = memoryFor(command);
+  if (command.op === "generate") return await generate(command, memory);
+  if (command.op === "set_working_memory") {
+    await memory.updateWorkingMemory({ threadId: command.thread, resourceId: command.resource, workingMemory: command.text });
+    return {};
   }
-  answer = { hex };
-} else throw new Error("unknown op " + command.op);
+  if (command.op === "get_working_memory") {
+    return { text: await memory.getWorkingMemory({ threadId: command.thread, resourceId: command.resource }) };
+  }
+  if (command.op === "recall") {
+    const { messages } = await memory.recall({ threadId: command.thread, resourceId: command.resource, perPage: command.last ?? 40 });
+    return { messages };
+  }
+  if (command.op === "jsonb") {
+    const { createClient } = await import("@libsql/client");
+    const client = createClient({ url: "file:" + command.db });
+    const hex = [];
+    for (const value of command.values) {
+      const result = await client.execute({ sql: "SELECT hex(jsonb(?)) AS h", args: [JSON.stringify(value)] });
+      hex.push(result.rows[0].h);
+    }
+    return { hex };
+  }
+  throw new Error("unknown op " + command.op);
+}
+
+if (process.argv.includes("--serve")) {
+  // a live Mastra process: one command per line on stdin, one answer per line on stdout
+  // ({"error": ...} for a failed one), its stores kept open between them
+  const { createInterface } = await import("node:readline");
+  for await (const line of createInterface({ input: process.stdin })) {
+    if (!line.trim()) continue;
+    let answer;
+    const started = Date.now();
+    try {
+      answer = { ...(await handle(JSON.parse(line))), ms: Date.now() - started };
+    } catch (error) {
+      answer = { error: String(error?.stack ?? error), ms: Date.now() - started };
+    }
+    await new Promise((resolve) => process.stdout.write(JSON.stringify(answer) + "\n", resolve));
+  }
+  process.exit(0);
+}
+const command = JSON.parse(await new Promise((resolve) => {
+  let text = "";
+  process.stdin.on("data", (chunk) => (text += chunk));
+  process.stdin.on("end", () => resolve(text));
+}));
+const answer = await handle(command);
 // (exit once the pipe took it all: a large answer is written in several chunks)
 process.stdout.write(JSON.stringify(answer), () => process.exit(0));
