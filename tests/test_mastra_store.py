@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from mastra_side import LiveMastra, MastraSide
 
-from langchain_mastra_memory import Memory
+from langchain_mastra_memory import Memory, SQLiteStorage
 from langchain_mastra_memory.storage.mastra import MastraStorage
 from langchain_mastra_memory.storage.mastra.layout import json_value
 from langchain_mastra_memory.testing import strict_model
@@ -235,3 +235,80 @@ def test_two_live_processes_alternate_200_turns_and_neither_loses_repeats_or_reo
     assert sum(isinstance(m, ToolMessage) for m in stored) == 40  # 20 calls a side, answered
     print(f"\nMastra's slowest turn beside ours: {slowest} ms")  # (a busy one: an error above)
     memory.close()
+
+
+def mastra_view(side: MastraSide, db: str, thread: str = "t1") -> list[tuple[str, list]]:
+    """What Mastra reads of a thread, as its model is sent it: each message's role, and its
+    parts' text, reasoning and tool invocations (call, arguments, result), steps kept apart
+    (times, the model a step ran and provider metadata dropped)."""
+    seen = side.run({"op": "recall", "db": db, "thread": thread, "resource": "alice", "last": 1000})
+    keep = ("state", "toolCallId", "toolName", "args", "result")
+
+    def part(p: dict) -> Any:
+        if p["type"] == "tool-invocation":
+            return {k: p["toolInvocation"].get(k) for k in keep}
+        return (p["type"], p.get("text") or p.get("reasoning"))
+
+    return [(m["role"], [part(p) for p in m["content"]["parts"]]) for m in seen["messages"]]
+
+
+def test_import_then_export_gives_back_rows_mastra_reads_as_before(
+    side: MastraSide, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from langchain_mastra_memory.cli import app
+
+    source, ours, back = (str(tmp_path / n) for n in ("mastra.db", "memory.db", "back.db"))
+    mastra_turn(side, source, "Weather in Paris?", PARIS)
+    mastra_turn(side, source, "And Lyon?", [{"text": "Sunny."}], thread="t2")
+    side.run(
+        {
+            "op": "set_working_memory",
+            "db": source,
+            "thread": "t1",
+            "resource": "alice",
+            "text": "# User\n- Name: Alice\n",
+        }
+    )
+    runner = CliRunner()
+    imported = runner.invoke(app, ["import-mastra", source, "--db", ours])
+    assert imported.exit_code == 0, imported.output
+    assert "imported 2 threads, 6 messages, 1 working memories" in imported.output
+    memory = Memory(storage=SQLiteStorage(ours))  # our own layout now
+    assert [type(m) for m in memory.get_messages(thread_id="t1", resource_id="alice")] == [
+        HumanMessage,
+        AIMessage,
+        ToolMessage,
+        AIMessage,
+    ]
+    assert memory.storage.get_working_memory(resource_id="alice") == "# User\n- Name: Alice\n"
+    memory.close()
+    exported = runner.invoke(app, ["export-mastra", back, "--db", ours])
+    assert exported.exit_code == 0, exported.output
+    assert "exported 2 threads, 6 messages, 1 working memories" in exported.output
+    for thread in ("t1", "t2"):
+        assert mastra_view(side, back, thread) == mastra_view(side, source, thread)
+    answer = side.run({"op": "get_working_memory", "db": back, "thread": "t1", "resource": "alice"})
+    assert answer["text"] == "# User\n- Name: Alice\n"
+
+
+def test_an_import_that_cannot_land_whole_lands_not_at_all(
+    side: MastraSide, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from langchain_mastra_memory.cli import app
+
+    source, ours = str(tmp_path / "mastra.db"), tmp_path / "memory.db"
+    mastra_turn(side, source, "one", [{"text": "1"}], thread="t1")
+    mastra_turn(side, source, "two", [{"text": "2"}], thread="t2")
+    target = SQLiteStorage(ours)
+    target.create_thread(thread_id="t2", resource_id="mallory")  # t2 is someone else's here
+    target.close()
+    result = CliRunner().invoke(app, ["import-mastra", source, "--db", str(ours)])
+    assert result.exit_code != 0 and "t2" in result.output
+    target = SQLiteStorage(ours)
+    assert target.get_thread("t1") is None  # nothing of the import landed
+    assert target.list_messages("t2") == []
+    target.close()
