@@ -254,7 +254,7 @@ def _text(message: BaseMessage) -> str:
 
 REPLY = "Lisbon is a city of hills and light."
 PAGES = ["getting-started.md", "storage.md", "working-memory.md", "semantic-recall.md", "observational-memory.md",
-         "processors.md", "context-layout.md"]  # fmt: skip
+         "processors.md", "context-layout.md", "mastra-store.md"]  # fmt: skip
 # pages whose blocks need servers the suite starts: run there, on them
 RUN_WITH_SERVERS = {"deployment.md": "tests/test_postgres_failover.py"}
 ANY_MODEL = re.compile(r'ChatOpenAI\(model="[^"]+"\)')
