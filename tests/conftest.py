@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import sqlite3
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
@@ -28,7 +27,7 @@ from langchain_mastra_memory.testing import pgvector_problem, throwaway_postgres
 # the session starts its own server, and a failure to start is an error, never a skip.
 if not os.environ.get("LMM_TEST_POSTGRES_DSN"):
     os.environ["LMM_TEST_POSTGRES_DSN"] = throwaway_postgres()
-BACKENDS = ["sqlite-memory", "sqlite-file", "mastra-file", "postgres"]
+BACKENDS = ["sqlite-memory", "sqlite-file", "mastra-file", "postgres", "mastra-postgres"]
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -46,6 +45,11 @@ def make_storage(kind: str, tmp_path: Path) -> MemoryStorage:
         return SQLiteStorage(tmp_path / "memory.db")
     if kind == "mastra-file":  # memory on a Mastra store's own tables (issue 94)
         return MastraStorage(f"file:{tmp_path / 'mastra.db'}")
+    if kind == "mastra-postgres":  # Mastra's PostgresStore tables, in a schema of the test's
+        name = uuid.uuid4().hex[:12]
+        return MastraStorage(
+            os.environ["LMM_TEST_POSTGRES_DSN"], schema_name=f"m_{name}", schema=f"t_{name}"
+        )
     if kind == "postgres":  # a fresh schema per test, dropped afterwards
         return PostgresStorage(
             os.environ["LMM_TEST_POSTGRES_DSN"], schema=f"t_{uuid.uuid4().hex[:12]}"
@@ -55,18 +59,23 @@ def make_storage(kind: str, tmp_path: Path) -> MemoryStorage:
 
 @pytest.fixture(
     params=[
-        pytest.param(kind, marks=pytest.mark.postgres) if kind == "postgres" else kind
+        pytest.param(kind, marks=pytest.mark.postgres) if "postgres" in kind else kind
         for kind in BACKENDS
     ]
 )
 def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryStorage]:
     store = make_storage(request.param, tmp_path)
     yield store
-    if isinstance(store, PostgresStorage):
-        store.drop_schema()
-    if isinstance(store, MastraStorage) and not store.closed:
-        assert mastra_rows_disagree(store) == []  # whatever the test did, both sides agree
-    store.close()
+    try:
+        if isinstance(store, MastraStorage) and not store.closed:
+            assert mastra_rows_disagree(store) == []  # whatever the test did, both sides agree
+    finally:
+        if isinstance(store, PostgresStorage):
+            store.drop_schema()
+            if isinstance(store, MastraStorage):  # Mastra's tables: the test's own schema
+                with store._transaction(write=True) as conn:
+                    conn.execute(f'DROP SCHEMA "{store.schema_name}" CASCADE')
+        store.close()
 
 
 def mastra_rows_disagree(store: MastraStorage) -> list[str]:
@@ -79,40 +88,42 @@ def mastra_rows_disagree(store: MastraStorage) -> list[str]:
     from langchain_mastra_memory.storage.mastra.layout import json_object
 
     problems = []
-    with sqlite3.connect(store.path) as conn:
-        ours = dict(conn.execute("SELECT id, working_memory FROM memory_threads").fetchall())
+    with store._transaction(write=False) as conn:
+
+        def rows(sql: str, *params: object) -> list:
+            return store._run(conn, sql, params).fetchall()
+
+        ours = dict(rows("SELECT id, working_memory FROM memory_threads"))
         theirs = {
             tid: json_object(meta).get("workingMemory")
-            for tid, meta in conn.execute("SELECT id, metadata FROM mastra_threads")
+            for tid, meta in rows(f"SELECT id, metadata FROM {store._t('mastra_threads')}")
         }
         if ours != theirs:
             problems.append(f"threads (and their working memory): {ours} != {theirs}")
         for thread_id in ours:
             mine = [
                 message_to_dict(message_from_json(c))
-                for (c,) in conn.execute(
+                for (c,) in rows(
                     "SELECT content FROM memory_messages WHERE thread_id = ? "
                     "ORDER BY created_at, seq",
-                    (thread_id,),
+                    thread_id,
                 )
             ]
             decoded = [
                 message_to_dict(m)
-                for row in conn.execute(
-                    "SELECT id, role, content FROM mastra_messages WHERE thread_id = ? "
-                    'ORDER BY "createdAt", id',
-                    (thread_id,),
+                for row in rows(
+                    f"SELECT id, role, content FROM {store._t('mastra_messages')} "
+                    'WHERE thread_id = ? ORDER BY "createdAt", id',
+                    thread_id,
                 )
                 for m in decode_row(*row)
             ]
             if mine != decoded:
                 problems.append(f"thread {thread_id!r}: {mine} != {decoded}")
         memories = dict(
-            conn.execute(
-                "SELECT id, working_memory FROM memory_resources WHERE working_memory IS NOT NULL"
-            )
+            rows("SELECT id, working_memory FROM memory_resources WHERE working_memory IS NOT NULL")
         )
-        mastra = dict(conn.execute('SELECT id, "workingMemory" FROM mastra_resources'))
+        mastra = dict(rows(f'SELECT id, "workingMemory" FROM {store._t("mastra_resources")}'))
         if memories != {k: v for k, v in mastra.items() if v is not None or k in memories}:
             problems.append(f"working memory: {memories} != {mastra}")
     return problems

@@ -1,13 +1,18 @@
 """One memory, two runtimes (issue 94): a Mastra agent (Mastra 1.31 itself, in Node, with the AI
 SDK's mock model) and our `create_agent` (a provider-strict scripted model) take turns on one
-thread of one LibSQL file through `MastraStorage`. Each side's tool calls reach the other's
+thread of one store through `MastraStorage`: a LibSQL file, and Mastra's PostgresStore
+(the session's PostgreSQL, a schema of the test's). Each side's tool calls reach the other's
 model paired with their results; working memory written on one side reads on the other; our ids
 survive Mastra's rewrite of the thread; LibSQL's binary JSONB reads here as libsql wrote it.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +34,44 @@ def side() -> MastraSide:
     return MastraSide.installed()
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> str:
-    return str(tmp_path / "mastra.db")
+@dataclass
+class Store:
+    """One Mastra store, as each side opens it."""
+
+    path: str | None = None  # a LibSQL file
+    dsn: str | None = None  # or PostgreSQL, Mastra's tables in `schema`
+    schema: str | None = None
+
+    def command(self) -> dict[str, Any]:
+        """What Mastra's side is told (its LibSQLStore's file, or its PostgresStore)."""
+        return {"db": self.path} if self.path else {"pg": self.dsn, "schema": self.schema}
+
+    def storage(self) -> MastraStorage:
+        if self.path:
+            return MastraStorage(f"file:{self.path}")
+        return MastraStorage(str(self.dsn), schema_name=str(self.schema))
+
+    def rows(self, sql: str) -> list[tuple]:
+        """`sql` on the store itself ({m}: where Mastra's tables are)."""
+        if self.path:
+            return sqlite3.connect(self.path).execute(sql.format(m="")).fetchall()
+        import psycopg
+
+        with psycopg.connect(str(self.dsn)) as conn:
+            return [tuple(r) for r in conn.execute(sql.format(m=f'"{self.schema}".')).fetchall()]
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    if request.param == "sqlite":
+        yield Store(path=str(tmp_path / "mastra.db"))
+        return
+    import psycopg
+
+    store = Store(dsn=os.environ["LMM_TEST_POSTGRES_DSN"], schema=f"m_{uuid.uuid4().hex[:12]}")
+    yield store
+    with psycopg.connect(str(store.dsn), autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{store.schema}" CASCADE')
 
 
 @tool
@@ -40,9 +80,10 @@ def get_weather(city: str) -> dict:
     return {"tempC": 21, "city": city}
 
 
-def mastra_turn(side: MastraSide, db: str, text: str, replies: list[dict], **ids: str) -> Any:
+def mastra_turn(side: MastraSide, db: Any, text: str, replies: list[dict], **ids: str) -> Any:
     ids = {"thread": "t1", "resource": "alice", **ids}
-    return side.run({"op": "generate", "db": db, "input": text, "replies": replies, **ids})
+    where = db.command() if isinstance(db, Store) else {"db": db}
+    return side.run({"op": "generate", **where, "input": text, "replies": replies, **ids})
 
 
 def our_agent(memory: Memory, *replies: AIMessage) -> Any:
@@ -60,10 +101,10 @@ PARIS = [
 
 
 def test_a_mastra_turn_with_a_tool_call_reads_here_as_provider_valid_messages(
-    side: MastraSide, db: str
+    side: MastraSide, db: Store
 ) -> None:
     mastra_turn(side, db, "Weather in Paris?", PARIS)
-    memory = Memory(storage=MastraStorage(f"file:{db}"))
+    memory = Memory(storage=db.storage())
     messages = memory.get_messages(thread_id="t1", resource_id="alice")
     assert [type(m) for m in messages] == [HumanMessage, AIMessage, ToolMessage, AIMessage]
     human, call, result, answer = messages
@@ -80,9 +121,9 @@ def test_a_mastra_turn_with_a_tool_call_reads_here_as_provider_valid_messages(
 
 
 def test_our_turn_with_a_tool_call_reaches_mastras_next_model_input_paired(
-    side: MastraSide, db: str
+    side: MastraSide, db: Store
 ) -> None:
-    memory = Memory(storage=MastraStorage(db))
+    memory = Memory(storage=db.storage())
     call = AIMessage(
         "",
         id="ours-call",
@@ -92,11 +133,7 @@ def test_our_turn_with_a_tool_call_reaches_mastras_next_model_input_paired(
     agent.invoke({"messages": [HumanMessage("Weather in Rome?", id="h-rome")]}, ALICE)
     stored = memory.get_messages(thread_id="t1", resource_id="alice")
     memory.close()
-    rows = (
-        sqlite3.connect(db)
-        .execute('SELECT id, role FROM mastra_messages ORDER BY "createdAt"')
-        .fetchall()
-    )
+    rows = db.rows('SELECT id, role FROM {m}mastra_messages ORDER BY "createdAt"')
     assert rows == [("h-rome", "user"), ("ours-call", "assistant")]  # one row for the turn
     answer = mastra_turn(side, db, "Thanks!", [{"text": "You're welcome."}])
     prompt = [m for m in answer["prompts"][0] if m["role"] != "system"]  # (its instructions)
@@ -111,7 +148,7 @@ def test_our_turn_with_a_tool_call_reaches_mastras_next_model_input_paired(
     assert prompt[3]["content"][0]["text"] == "21C in Rome."
     assert prompt[4]["content"][0]["text"] == "Thanks!"
     # and back here: our ids, names and order survive, Mastra's new turn follows
-    memory = Memory(storage=MastraStorage(db))
+    memory = Memory(storage=db.storage())
     again = memory.get_messages(thread_id="t1", resource_id="alice")
     assert again[: len(stored)] == stored
     assert [type(m) for m in again[len(stored) :]] == [HumanMessage, AIMessage]
@@ -119,14 +156,16 @@ def test_our_turn_with_a_tool_call_reaches_mastras_next_model_input_paired(
     memory.close()
 
 
-def test_turns_alternate_and_neither_side_loses_or_repeats_one(side: MastraSide, db: str) -> None:
+def test_turns_alternate_and_neither_side_loses_or_repeats_one(side: MastraSide, db: Store) -> None:
     for turn in range(3):
         mastra_turn(side, db, f"mastra {turn}", [{"text": f"mastra reply {turn}"}])
-        memory = Memory(storage=MastraStorage(db))
+        memory = Memory(storage=db.storage())
         _, agent = our_agent(memory, AIMessage(f"our reply {turn}", id=f"a{turn}"))
         agent.invoke({"messages": [HumanMessage(f"ours {turn}", id=f"h{turn}")]}, ALICE)
         memory.close()
-    answer = side.run({"op": "recall", "db": db, "thread": "t1", "resource": "alice", "last": 40})
+    answer = side.run(
+        {"op": "recall", **db.command(), "thread": "t1", "resource": "alice", "last": 40}
+    )
     texts = [m["content"]["parts"][-1]["text"] for m in answer["messages"]]
     expected = [
         x
@@ -134,7 +173,7 @@ def test_turns_alternate_and_neither_side_loses_or_repeats_one(side: MastraSide,
         for x in (f"mastra {t}", f"mastra reply {t}", f"ours {t}", f"our reply {t}")
     ]
     assert texts == expected
-    memory = Memory(storage=MastraStorage(db))
+    memory = Memory(storage=db.storage())
     assert [m.content for m in memory.get_messages(thread_id="t1", resource_id="alice")] == (
         expected
     )
@@ -142,19 +181,19 @@ def test_turns_alternate_and_neither_side_loses_or_repeats_one(side: MastraSide,
 
 
 def test_working_memory_written_on_either_side_reads_on_the_other(
-    side: MastraSide, db: str
+    side: MastraSide, db: Store
 ) -> None:
     mastra_turn(side, db, "hi", [{"text": "hello"}])
     side.run(
         {
             "op": "set_working_memory",
-            "db": db,
+            **db.command(),
             "thread": "t1",
             "resource": "alice",
             "text": "# User\n- Name: Alice\n",
         }
     )
-    memory = Memory(storage=MastraStorage(db), options={"working_memory": {"enabled": True}})
+    memory = Memory(storage=db.storage(), options={"working_memory": {"enabled": True}})
     assert memory.get_working_memory(thread_id="t1", resource_id="alice") == (
         "# User\n- Name: Alice\n"
     )
@@ -163,11 +202,13 @@ def test_working_memory_written_on_either_side_reads_on_the_other(
     )
     ours = memory.get_working_memory(thread_id="t1", resource_id="alice")
     memory.close()
-    answer = side.run({"op": "get_working_memory", "db": db, "thread": "t1", "resource": "alice"})
+    answer = side.run(
+        {"op": "get_working_memory", **db.command(), "thread": "t1", "resource": "alice"}
+    )
     assert "- City: Lyon" in ours and answer["text"] == ours
 
 
-def test_binary_jsonb_reads_as_libsql_wrote_it(side: MastraSide, db: str) -> None:
+def test_binary_jsonb_reads_as_libsql_wrote_it(side: MastraSide, tmp_path: Path) -> None:
     values = [
         {},
         {"source": "node", "nested": {"n": 1, "ok": True}},
@@ -177,18 +218,18 @@ def test_binary_jsonb_reads_as_libsql_wrote_it(side: MastraSide, db: str) -> Non
         1e300,
         {"k": "v" * 70000},
     ]
-    hexes = side.run({"op": "jsonb", "db": db, "values": values})["hex"]
+    hexes = side.run({"op": "jsonb", "db": str(tmp_path / "j.db"), "values": values})["hex"]
     assert [json_value(bytes.fromhex(h)) for h in hexes] == values
 
 
 def test_two_live_processes_alternate_200_turns_and_neither_loses_repeats_or_reorders_one(
-    side: MastraSide, db: str
+    side: MastraSide, db: Store
 ) -> None:
     """A Mastra process holding the store open, ours writing beside it: 100 turns each,
     alternating, every fifth with a tool call on either side."""
     from langchain.agents import create_agent
 
-    memory = Memory(storage=MastraStorage(db))
+    memory = Memory(storage=db.storage())
     expected: list[str] = []
     slowest = 0
     with LiveMastra(side) as live:
@@ -202,7 +243,7 @@ def test_two_live_processes_alternate_200_turns_and_neither_loses_repeats_or_reo
             answer = live.run(
                 {
                     "op": "generate",
-                    "db": db,
+                    **db.command(),
                     "thread": "t1",
                     "resource": "alice",
                     "input": f"mastra {turn}",
@@ -220,7 +261,7 @@ def test_two_live_processes_alternate_200_turns_and_neither_loses_repeats_or_reo
             agent.invoke({"messages": [HumanMessage(f"ours {turn}", id=f"h{turn}")]}, ALICE)
             expected += [f"ours {turn}", f"our reply {turn}"]
         seen = live.run(
-            {"op": "recall", "db": db, "thread": "t1", "resource": "alice", "last": 1000}
+            {"op": "recall", **db.command(), "thread": "t1", "resource": "alice", "last": 1000}
         )
     texts = [m["content"]["content"] for m in seen["messages"]]
     assert texts == expected  # Mastra's view: nothing lost, repeated or out of order

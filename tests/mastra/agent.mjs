@@ -13,11 +13,18 @@ import { LibSQLStore } from "@mastra/libsql";
 import { MockLanguageModelV2 } from "ai/test";
 import { z } from "zod";
 
-const stores = new Map(); // one LibSQLStore (and Memory) per file and options, kept open
-function memoryFor(command) {
-  const key = JSON.stringify([command.db, command.last ?? 40, command.scope ?? "resource"]);
+const stores = new Map(); // one store (and Memory) per database and options, kept open
+async function storeFor(command) {
+  if (command.pg) {  // Mastra's PostgresStore: {"pg": connection string, "schema": schemaName}
+    const { PostgresStore } = await import("@mastra/pg");
+    return new PostgresStore({ id: "side", connectionString: command.pg, schemaName: command.schema });
+  }
+  return new LibSQLStore({ id: "side", url: "file:" + command.db });
+}
+async function memoryFor(command) {
+  const key = JSON.stringify([command.db, command.pg, command.schema, command.last ?? 40, command.scope ?? "resource"]);
   if (!stores.has(key)) {
-    const storage = new LibSQLStore({ id: "side", url: "file:" + command.db });
+    const storage = await storeFor(command);
     stores.set(key, new Memory({
       storage,
       options: { lastMessages: command.last ?? 40, workingMemory: { enabled: true, scope: command.scope ?? "resource" } },
@@ -51,7 +58,7 @@ async function generate(command, memory) {
 }
 
 async function handle(command) {
-  const memory = memoryFor(command);
+  const memory = await memoryFor(command);
   if (command.op === "generate") return await generate(command, memory);
   if (command.op === "set_working_memory") {
     await memory.updateWorkingMemory({ threadId: command.thread, resourceId: command.resource, workingMemory: command.text });

@@ -1,6 +1,9 @@
-"""Memory on a Mastra store's own tables (see `sqlite`): `content` reads and writes Mastra's
-message rows, `layout` its tables, times and JSONB."""
+"""Memory on a Mastra store's own tables (`MastraStorage`, in `sync`: the algorithms once;
+`sqlite` and `postgres` the engines'): `content` reads and writes Mastra's message rows, `layout`
+its tables, times and JSONB, `migration` copies a store in or out."""
 
-from .sqlite import MastraStorage
+from .postgres import MastraPostgresStorage
+from .sqlite import MastraSQLiteStorage
+from .sync import MastraStorage
 
-__all__ = ["MastraStorage"]
+__all__ = ["MastraPostgresStorage", "MastraSQLiteStorage", "MastraStorage"]

@@ -45,7 +45,7 @@ from typing import Any
 
 from ..sqlite.backend import SQLiteStorage, _statements
 from .layout import CHANGE_LOG, MASTRA_TABLES, SYNC_TABLES
-from .sync import CATCH_UP_THREADS, MastraSync
+from .sync import CATCH_UP_THREADS, MastraStorage
 
 
 def sqlite_path(url: str | Path) -> str:
@@ -60,20 +60,13 @@ def sqlite_path(url: str | Path) -> str:
     return text
 
 
-class MastraStorage(MastraSync, SQLiteStorage):
-    """Memory on a Mastra store: Mastra's own tables, shared with a Mastra (TypeScript) agent.
-
-    ``Memory(storage=MastraStorage("file:mastra.db"))`` continues the threads a Mastra agent
-    keeps in that file and writes turns Mastra's next ``agent.generate`` reads as its own: each
-    turn a user row and one assistant row, tool calls and results as ``tool-invocation``
-    parts; working memory in Mastra's places. Everything else of ours (checkpoints, store
-    items, observation groups, the search indexes) lives in ``memory_*`` tables beside Mastra's
-    in the same file, which Mastra never reads. Mastra's tables are created (as Mastra creates
-    them) when the file has none, never altered: an index on ``updatedAt`` is added beside.
+class MastraSQLiteStorage(MastraStorage, SQLiteStorage):
+    """`MastraStorage` on a LibSQL / SQLite file (``MastraStorage("file:mastra.db")`` makes
+    one): Mastra's tables and ours in the one file.
 
     Examples:
         >>> import tempfile, os
-        >>> storage = MastraStorage(os.path.join(tempfile.mkdtemp(), "mastra.db"))
+        >>> storage = MastraSQLiteStorage(os.path.join(tempfile.mkdtemp(), "mastra.db"))
         >>> storage.create_thread(thread_id="t1", resource_id="alice").resource_id
         'alice'
     """
@@ -129,18 +122,6 @@ class MastraStorage(MastraSync, SQLiteStorage):
             conn.execute("DELETE FROM temp.mastra_changes")  # (what reading in wrote)
             yield conn
             self._write_out(conn)
-
-    def catch_up(self) -> None:
-        """Read in what Mastra changed since the last look (nothing when its tables show no
-        change: one indexed query)."""
-        with super()._transaction(write=False) as conn:
-            if self._probe(conn) == self._seen_probe:
-                return
-        while True:
-            with self._transaction(write=True):
-                pass
-            if self._caught_up:
-                return
 
     def _changes(self, conn: sqlite3.Connection) -> list[tuple[str, str, str | None, Any]]:
         changes = conn.execute("SELECT kind, id, thread_id, at FROM temp.mastra_changes").fetchall()

@@ -37,8 +37,37 @@ MARGIN = timedelta(seconds=30)  # how far back of the newest seen ``updatedAt`` 
 WORKING_MEMORY = "workingMemory"  # a thread's working memory, in Mastra's thread metadata
 
 
-class MastraSync:
-    """The algorithms of a storage over Mastra's tables (a mixin before an `SQLStorage`)."""
+class MastraStorage:
+    """Memory on a Mastra store: Mastra's own tables, shared with a Mastra (TypeScript) agent.
+
+    ``Memory(storage=MastraStorage("file:mastra.db"))`` continues the threads a Mastra agent
+    keeps in that LibSQL file, and ``MastraStorage("postgresql://...", schema_name="mastra")``
+    those of Mastra's ``PostgresStore``; turns saved here read in Mastra as its own (a user row
+    and one assistant row each, tool calls and results as ``tool-invocation`` parts), working
+    memory in Mastra's places. Everything else of ours (checkpoints, store items, observation
+    groups, the search indexes) lives in ``memory_*`` tables beside Mastra's, which Mastra never
+    reads. Mastra's tables are created as Mastra creates them where missing, never altered (an
+    index on ``updatedAt`` is added beside). This class makes the engine's own:
+    `MastraSQLiteStorage` for a file, `MastraPostgresStorage` for a DSN.
+
+    Examples:
+        >>> import tempfile, os
+        >>> storage = MastraStorage(os.path.join(tempfile.mkdtemp(), "mastra.db"))
+        >>> type(storage).__name__, storage.create_thread(thread_id="t1", resource_id="a").id
+        ('MastraSQLiteStorage', 't1')
+    """
+
+    def __new__(cls, url: Any = "mastra.db", *args: Any, **options: Any) -> Any:
+        if cls is MastraStorage:  # the engine's own class, by what `url` names
+            if _is_dsn(str(url)):
+                from .postgres import MastraPostgresStorage
+
+                cls = MastraPostgresStorage
+            else:
+                from .sqlite import MastraSQLiteStorage
+
+                cls = MastraSQLiteStorage
+        return object.__new__(cls)
 
     # what the engine's side says
     mastra: str = ""  # the schema Mastra's tables are in, with its dot ("" : the file's own)
@@ -58,6 +87,7 @@ class MastraSync:
         def _run(self, conn: Any, statement: str, params: Sequence[Any] = ()) -> Any: ...
         def _time(self, moment: datetime) -> Any: ...
         def _stored(self, row: Sequence[Any]) -> Any: ...
+        def _transaction(self, *, write: bool, atomic: bool = True) -> Any: ...
         def _save_rows(self, conn: Any, rows: Any, thread_id: str, resource_id: str, *,
                        touched: bool = False) -> Any: ...  # fmt: skip
 
@@ -108,6 +138,18 @@ class MastraSync:
             f"ON CONFLICT (id) DO UPDATE SET {updates}",
             [*values.values(), *time_values],
         )
+
+    def catch_up(self) -> None:
+        """Read in what Mastra changed since the last look (nothing when its tables show no
+        change: one indexed query)."""
+        with super()._transaction(write=False) as conn:  # type: ignore[misc]  # (the engine's)
+            if self._probe(conn) == self._seen_probe:
+                return
+        while True:
+            with self._transaction(write=True):  # (reads in, at most CATCH_UP_THREADS)
+                pass
+            if self._caught_up:
+                return
 
     # -- in: Mastra's rows into ours ---------------------------------------------------------
     def _probe(self, conn: Any) -> tuple[Any, ...]:
@@ -493,6 +535,11 @@ class MastraSync:
                 "(SELECT id FROM memory_messages)",
                 chunk,
             )
+
+
+def _is_dsn(url: str) -> bool:
+    """Whether `url` names a PostgreSQL server (a URI or libpq's key=value form)."""
+    return url.startswith(("postgresql://", "postgres://")) or "host=" in url or "dbname=" in url
 
 
 def _since(newest: str | None) -> str:
