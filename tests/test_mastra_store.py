@@ -278,11 +278,12 @@ def test_two_live_processes_alternate_200_turns_and_neither_loses_repeats_or_reo
     memory.close()
 
 
-def mastra_view(side: MastraSide, db: str, thread: str = "t1") -> list[tuple[str, list]]:
+def mastra_view(side: MastraSide, db: str | Store, thread: str = "t1") -> list[tuple[str, list]]:
     """What Mastra reads of a thread, as its model is sent it: each message's role, and its
     parts' text, reasoning and tool invocations (call, arguments, result), steps kept apart
     (times, the model a step ran and provider metadata dropped)."""
-    seen = side.run({"op": "recall", "db": db, "thread": thread, "resource": "alice", "last": 1000})
+    where = db.command() if isinstance(db, Store) else {"db": db}
+    seen = side.run({"op": "recall", **where, "thread": thread, "resource": "alice", "last": 1000})
     keep = ("state", "toolCallId", "toolName", "args", "result")
 
     def part(p: dict) -> Any:
@@ -353,3 +354,30 @@ def test_an_import_that_cannot_land_whole_lands_not_at_all(
     assert target.get_thread("t1") is None  # nothing of the import landed
     assert target.list_messages("t2") == []
     target.close()
+
+
+@pytest.mark.postgres
+def test_a_file_store_exported_to_mastras_postgres_reads_there_as_it_did(
+    side: MastraSide, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from langchain_mastra_memory.cli import app
+
+    source, ours = str(tmp_path / "mastra.db"), str(tmp_path / "memory.db")
+    mastra_turn(side, source, "Weather in Paris?", PARIS)
+    runner = CliRunner()
+    assert runner.invoke(app, ["import-mastra", source, "--db", ours]).exit_code == 0
+    target = Store(dsn=os.environ["LMM_TEST_POSTGRES_DSN"], schema=f"m_{uuid.uuid4().hex[:12]}")
+    try:
+        exported = runner.invoke(
+            app,
+            ["export-mastra", str(target.dsn), "--db", ours, "--schema-name", str(target.schema)],
+        )
+        assert exported.exit_code == 0, exported.output
+        assert mastra_view(side, target) == mastra_view(side, source)
+    finally:
+        import psycopg
+
+        with psycopg.connect(str(target.dsn), autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{target.schema}" CASCADE')

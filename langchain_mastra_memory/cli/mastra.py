@@ -16,7 +16,13 @@ if TYPE_CHECKING:
     from ..storage.base import MemoryStorage
 
 Store = Annotated[
-    str, typer.Argument(help='A Mastra LibSQL store: "mastra.db" or "file:mastra.db".')
+    str,
+    typer.Argument(
+        help='A Mastra store: its LibSQL file ("file:mastra.db") or its PostgreSQL DSN.'
+    ),
+]
+SchemaName = Annotated[
+    str, typer.Option("--schema-name", help="Mastra's PostgresStore schemaName (a DSN's).")
 ]
 Dsn = Annotated[
     str | None,
@@ -32,13 +38,15 @@ def _ours(db: Path, dsn: str | None, *, create: bool) -> MemoryStorage:
     return storage_at(db, create=create)
 
 
-def _mastra(url: str, *, create: bool) -> MemoryStorage:
+def _mastra(url: str, schema: str, *, create: bool) -> MemoryStorage:
     from ..errors import StorageError
-    from ..storage.mastra.sqlite import MastraStorage, sqlite_path
+    from ..storage.mastra import MastraStorage
+    from ..storage.mastra.sqlite import sqlite_path
+    from ..storage.mastra.sync import is_dsn
 
-    if not create and not Path(sqlite_path(url)).exists():
+    if not is_dsn(url) and not create and not Path(sqlite_path(url)).exists():
         raise StorageError(f"no Mastra store at {url} (nothing was read)")
-    return MastraStorage(url)
+    return MastraStorage(url, schema_name=schema) if is_dsn(url) else MastraStorage(url)
 
 
 def _copy(source: MemoryStorage, target: MemoryStorage, verb: str) -> None:
@@ -59,13 +67,25 @@ def _copy(source: MemoryStorage, target: MemoryStorage, verb: str) -> None:
 
 
 @app.command("import-mastra")
-def import_mastra(source: Store, db: Db = DEFAULT_DB, dsn: Dsn = None) -> None:
+def import_mastra(
+    source: Store, db: Db = DEFAULT_DB, dsn: Dsn = None, schema_name: SchemaName = "public"
+) -> None:
     """Copy a Mastra store's threads, messages and working memory into --db (or --dsn)."""
-    guard(lambda: _copy(_mastra(source, create=False), _ours(db, dsn, create=True), "imported"))
+    guard(
+        lambda: _copy(
+            _mastra(source, schema_name, create=False), _ours(db, dsn, create=True), "imported"
+        )
+    )
 
 
 @app.command("export-mastra")
-def export_mastra(target: Store, db: Db = DEFAULT_DB, dsn: Dsn = None) -> None:
+def export_mastra(
+    target: Store, db: Db = DEFAULT_DB, dsn: Dsn = None, schema_name: SchemaName = "public"
+) -> None:
     """Copy --db's (or --dsn's) threads, messages and working memory into a Mastra store
     (created if missing), which Mastra then reads as its own."""
-    guard(lambda: _copy(_ours(db, dsn, create=False), _mastra(target, create=True), "exported"))
+    guard(
+        lambda: _copy(
+            _ours(db, dsn, create=False), _mastra(target, schema_name, create=True), "exported"
+        )
+    )

@@ -59,7 +59,7 @@ class MastraStorage:
 
     def __new__(cls, url: Any = "mastra.db", *args: Any, **options: Any) -> Any:
         if cls is MastraStorage:  # the engine's own class, by what `url` names
-            if _is_dsn(str(url)):
+            if is_dsn(str(url)):
                 from .postgres import MastraPostgresStorage
 
                 cls = MastraPostgresStorage
@@ -537,7 +537,7 @@ class MastraStorage:
             )
 
 
-def _is_dsn(url: str) -> bool:
+def is_dsn(url: str) -> bool:
     """Whether `url` names a PostgreSQL server (a URI or libpq's key=value form)."""
     return url.startswith(("postgresql://", "postgres://")) or "host=" in url or "dbname=" in url
 
