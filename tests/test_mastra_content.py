@@ -193,3 +193,47 @@ def test_rows_in_mastras_other_shapes_read_as_provider_valid_messages() -> None:
         assert [m.id for m in messages] == ["r1", "r1~1", "r1~2"][: len(messages)]
         calls = {c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls}
         assert all(m.tool_call_id in calls for m in messages if isinstance(m, ToolMessage))
+
+
+def test_a_long_thread_mastra_wrote_reads_in_over_several_short_transactions(
+    tmp_path, monkeypatch
+) -> None:
+    """A store Mastra filled (rows as Mastra's agent writes them), opened here the first time:
+    read in a bounded number of rows per transaction, the thread whole and in order after."""
+    import sqlite3
+
+    from conftest import mastra_rows_disagree
+
+    from langchain_mastra_memory.storage.mastra import MastraStorage, sync
+    from langchain_mastra_memory.storage.mastra.layout import MASTRA_TABLES
+
+    path = tmp_path / "mastra.db"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(MASTRA_TABLES)
+        conn.execute(
+            "INSERT INTO mastra_threads VALUES ('t1', 'alice', '', NULL, "
+            "'2026-01-01T00:00:00.000Z', '2026-01-01T00:01:00.000Z')"
+        )
+        for n in range(40):
+            role = "user" if n % 2 == 0 else "assistant"
+            content = {"format": 2, "parts": [{"type": "text", "text": f"message {n}"}]}
+            conn.execute(
+                "INSERT INTO mastra_messages VALUES (?, 't1', ?, ?, 'v2', ?, 'alice')",
+                (f"m{n:02d}", json.dumps(content), role, f"2026-01-01T00:00:{n:02d}.000Z"),
+            )
+    monkeypatch.setattr(sync, "CATCH_UP_ROWS", 7)
+    reads: list[bool] = []
+    original = sync.MastraStorage._read_in
+
+    def counted(self, conn, limit=None):  # type: ignore[no-untyped-def]
+        reads.append(done := original(self, conn, limit))
+        return done
+
+    monkeypatch.setattr(sync.MastraStorage, "_read_in", counted)
+    storage = MastraStorage(f"file:{path}")
+    assert reads.count(False) >= 40 // 7  # several transactions, each of at most 7 rows
+    assert [m.message.content for m in storage.list_messages("t1")] == [
+        f"message {n}" for n in range(40)
+    ]
+    assert mastra_rows_disagree(storage) == []
+    storage.close()

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..postgres.backend import PostgresStorage
-from .sync import CATCH_UP_THREADS, MastraStorage
+from .sync import MastraStorage
 
 MASTRA_TABLES = """
 CREATE TABLE IF NOT EXISTS {m}mastra_threads (
@@ -156,7 +156,7 @@ class MastraPostgresStorage(MastraStorage, PostgresStorage):
         with super()._transaction(write=True) as conn:
             conn.execute("SELECT set_config('lmm.mastra_sync', 'on', true)")
             conn.execute("SELECT pg_advisory_xact_lock(hashtext('lmm-mastra-sync'))")
-            self._caught_up = self._read_in(conn, CATCH_UP_THREADS)
+            self._caught_up = self._read_in(conn)
             self._changes(conn)  # (what reading in wrote)
             yield conn
             self._write_out(conn)

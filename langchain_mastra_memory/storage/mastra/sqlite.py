@@ -19,7 +19,7 @@ transaction that reads or writes.
 
 Both happen inside the one transaction, so the two sides never disagree on disk. A catch-up of
 many changes (a store Mastra filled for months, opened here for the first time) runs as several
-transactions of at most `CATCH_UP_THREADS` threads, each well under Mastra's 5 s busy timeout.
+transactions of at most `CATCH_UP_ROWS` changed rows, each well under Mastra's 5 s busy timeout.
 
 Examples:
     >>> from langchain_core.messages import HumanMessage
@@ -45,7 +45,7 @@ from typing import Any
 
 from ..sqlite.backend import SQLiteStorage, _statements
 from .layout import CHANGE_LOG, MASTRA_TABLES, SYNC_TABLES
-from .sync import CATCH_UP_THREADS, MastraStorage
+from .sync import MastraStorage
 
 
 def sqlite_path(url: str | Path) -> str:
@@ -118,7 +118,7 @@ class MastraSQLiteStorage(MastraStorage, SQLiteStorage):
                 self._write_out(conn)
             return
         with super()._transaction(write=True, atomic=atomic) as conn:
-            self._caught_up = self._read_in(conn, CATCH_UP_THREADS)
+            self._caught_up = self._read_in(conn)
             conn.execute("DELETE FROM temp.mastra_changes")  # (what reading in wrote)
             yield conn
             self._write_out(conn)

@@ -14,8 +14,8 @@ algorithms search and window) plus what Mastra has no table for.
   shape, the thread's ``updatedAt`` bumped, working memory written to Mastra's place.
 
 A catch-up of many changes (a store Mastra filled for months, opened here the first time) runs
-as several transactions of at most `CATCH_UP_THREADS` threads, each well under Mastra's 5 s
-busy timeout.
+as several transactions of at most `CATCH_UP_ROWS` changed rows (a long thread over several),
+each well under Mastra's 5 s busy timeout.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from ..sql.statements import INSERT_RESOURCE
 from .content import decode_row, encode_row, group_rows
 from .layout import after, from_js_time, js_time, json_object
 
-CATCH_UP_THREADS = 200  # threads read in per transaction (a long catch-up: several)
+CATCH_UP_ROWS = 2000  # Mastra rows read in per transaction at most (a long catch-up: several)
 MARGIN = timedelta(seconds=30)  # how far back of the newest seen ``updatedAt`` a look starts
 WORKING_MEMORY = "workingMemory"  # a thread's working memory, in Mastra's thread metadata
 
@@ -146,7 +146,7 @@ class MastraStorage:
             if self._probe(conn) == self._seen_probe:
                 return
         while True:
-            with self._transaction(write=True):  # (reads in, at most CATCH_UP_THREADS)
+            with self._transaction(write=True):  # (reads in, at most CATCH_UP_ROWS rows)
                 pass
             if self._caught_up:
                 return
@@ -162,9 +162,10 @@ class MastraStorage:
         ).fetchone()
         return (int(row[0]), self._mastra_time(row[1]), int(row[2]), self._mastra_time(row[3]))
 
-    def _read_in(self, conn: Any, limit: int) -> bool:
-        """Read in up to `limit` changed threads (and every changed resource); True when
-        nothing is left."""
+    def _read_in(self, conn: Any, limit: int | None = None) -> bool:
+        """Read in up to `limit` changed rows (`CATCH_UP_ROWS`) and every changed resource;
+        True when nothing is left."""
+        limit = CATCH_UP_ROWS if limit is None else limit
         probe = self._probe(conn)
         if probe == self._seen_probe:
             return True
@@ -180,12 +181,16 @@ class MastraStorage:
         ).fetchall()
         seen = self._seen_of(conn, "thread", [row[0] for row in threads])
         changed = [row for row in threads if seen.get(row[0]) != self._mastra_time(row[5])]
-        for row in changed[:limit]:
-            self._thread_in(conn, row)
+        done = True
+        for row in changed:
+            finished, used = self._thread_in(conn, row, limit)
+            limit -= used
+            if not finished or limit <= 0:
+                done = finished and row is changed[-1]
+                break
         if probe[0] < before[0] + len(changed):  # fewer than before plus the new: deletions
             self._deletions_in(conn)
         self._resources_in(conn, _since(before[3]))
-        done = len(changed) <= limit
         if done:
             self._record_probe(conn, probe)
         return done
@@ -207,8 +212,10 @@ class MastraStorage:
         self._seen(conn, "probe", "", json.dumps(probe))
         self._seen_probe = probe
 
-    def _thread_in(self, conn: Any, row: Sequence[Any]) -> None:
-        """One thread as Mastra holds it now: the thread, then its changed rows."""
+    def _thread_in(self, conn: Any, row: Sequence[Any], budget: int) -> tuple[bool, int]:
+        """One thread as Mastra holds it now: the thread, then up to `budget` of its changed
+        rows; whether it is all in (else the next transaction goes on: the rows read in keep
+        their digests), and how many rows were read."""
         thread_id, resource_id, title, raw_metadata, created, updated = row
         metadata = json_object(raw_metadata)
         working_memory = metadata.pop(WORKING_MEMORY, None)
@@ -237,15 +244,20 @@ class MastraStorage:
             f'{self._t("mastra_messages")} WHERE thread_id = ? ORDER BY "createdAt", id',
             (thread_id,),
         ).fetchall()
+        used = 0
         for row_id, content, role, row_created, owner in rows:
             text = self._mastra_time(row_created)
             digest = _digest(role, text, content)
             if known.pop(row_id, None) != digest:
+                if used == budget:
+                    return False, used
                 self._row_in(conn, thread_id, owner or resource_id, row_id, role, content,
                               text, digest)  # fmt: skip
+                used += 1
         for gone in known:  # rows Mastra deleted
             self._drop_row(conn, gone)
         self._seen(conn, "thread", thread_id, self._mastra_time(updated) or "")
+        return True, used
 
     def _row_in(
         self, conn: Any, thread_id: str, resource_id: str, row_id: str, role: str,
