@@ -319,11 +319,7 @@ class MastraStorage:
                 self._drop_row(conn, row_id)
             self._run(conn, "DELETE FROM memory_messages WHERE thread_id = ?", (thread_id,))
             self._run(conn, "DELETE FROM memory_threads WHERE id = ?", (thread_id,))
-            self._run(
-                conn,
-                "DELETE FROM memory_mastra_seen WHERE kind = 'thread' AND id = ?",
-                (thread_id,),
-            )
+            self._unseen(conn, "thread", thread_id)
 
     def _resources_in(self, conn: Any, since: str) -> None:
         """Working memory Mastra wrote to a resource's row."""
@@ -354,6 +350,9 @@ class MastraStorage:
             "ON CONFLICT (kind, id) DO UPDATE SET updated_at = excluded.updated_at",
             (kind, key, updated),
         )
+
+    def _unseen(self, conn: Any, kind: str, key: str) -> None:
+        self._run(conn, "DELETE FROM memory_mastra_seen WHERE kind = ? AND id = ?", (kind, key))
 
     def _members(self, conn: Any, row_id: str, thread_id: str, ids: Sequence[str]) -> None:
         for message_id in ids:
@@ -396,11 +395,7 @@ class MastraStorage:
         table = self._t("mastra_resources")
         if ours is None:  # erased
             self._run(conn, f"DELETE FROM {table} WHERE id = ?", (resource_id,))
-            self._run(
-                conn,
-                "DELETE FROM memory_mastra_seen WHERE kind = 'resource' AND id = ?",
-                (resource_id,),
-            )
+            self._unseen(conn, "resource", resource_id)
             return
         working_memory, metadata, created = ours
         exists = self._run(conn, f"SELECT 1 FROM {table} WHERE id = ?", (resource_id,)).fetchone()
@@ -430,11 +425,7 @@ class MastraStorage:
             self._run(conn, f"DELETE FROM {self._t('mastra_threads')} WHERE id = ?", (thread_id,))
             for table in ("memory_mastra_rows", "memory_mastra_members"):
                 self._run(conn, f"DELETE FROM {table} WHERE thread_id = ?", (thread_id,))
-            self._run(
-                conn,
-                "DELETE FROM memory_mastra_seen WHERE kind = 'thread' AND id = ?",
-                (thread_id,),
-            )
+            self._unseen(conn, "thread", thread_id)
             return
         resource_id, title, raw_metadata, working_memory, created = ours
         metadata = json.loads(_json_text(raw_metadata))
