@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from mastra_side import LiveMastra, MastraSide
 
-from langchain_mastra_memory import Memory, SQLiteStorage
+from langchain_mastra_memory import ConfigurationError, Memory, SQLiteStorage, ThreadNotFoundError
 from langchain_mastra_memory.storage.mastra import MastraStorage
 from langchain_mastra_memory.storage.mastra.layout import json_value
 from langchain_mastra_memory.testing import strict_model
@@ -66,12 +66,19 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "sqlite":
         yield Store(path=str(tmp_path / "mastra.db"))
         return
-    import psycopg
 
     store = Store(dsn=os.environ["LMM_TEST_POSTGRES_DSN"], schema=f"m_{uuid.uuid4().hex[:12]}")
     yield store
+    drop_schemas(store)
+
+
+def drop_schemas(store: Store) -> None:
+    """Mastra's schema and ours beside it."""
+    import psycopg
+
     with psycopg.connect(str(store.dsn), autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{store.schema}" CASCADE')
+        for schema in (store.schema, f"{store.schema}_langchain"):
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 @tool
@@ -377,7 +384,34 @@ def test_a_file_store_exported_to_mastras_postgres_reads_there_as_it_did(
         assert exported.exit_code == 0, exported.output
         assert mastra_view(side, target) == mastra_view(side, source)
     finally:
-        import psycopg
+        drop_schemas(target)
 
-        with psycopg.connect(str(target.dsn), autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{target.schema}" CASCADE')
+
+def test_what_mastra_deletes_leaves_this_side_too(side: MastraSide, db: Store) -> None:
+    mastra_turn(side, db, "first", [{"text": "one"}])
+    mastra_turn(side, db, "second", [{"text": "two"}])
+    mastra_turn(side, db, "elsewhere", [{"text": "three"}], thread="t2")
+    memory = Memory(storage=db.storage())  # open beside Mastra: it has read everything in
+    assert len(memory.get_messages(thread_id="t1", resource_id="alice")) == 4
+    first_reply = db.rows(
+        "SELECT id FROM {m}mastra_messages WHERE thread_id = 't1' AND role = 'assistant' "
+        'ORDER BY "createdAt" LIMIT 1'
+    )[0][0]
+    side.run({"op": "delete_messages", **db.command(), "ids": [first_reply]})
+    side.run({"op": "delete_thread", **db.command(), "thread": "t2"})
+    assert [m.content for m in memory.get_messages(thread_id="t1", resource_id="alice")] == [
+        "first",
+        "second",
+        "two",
+    ]
+    assert memory.get_thread("t2") is None
+    with pytest.raises(ThreadNotFoundError):
+        memory.get_messages(thread_id="t2")
+    memory.close()
+
+
+def test_our_tables_never_share_mastras_postgres_schema() -> None:
+    """Mastra's PostgresStore takes every memory_messages* table in its schema for one of its
+    vector indexes (its deleteThread deletes from them): refused before any connection."""
+    with pytest.raises(ConfigurationError, match="schema of their own"):
+        MastraStorage("postgresql://nobody@127.0.0.1:1/none", schema_name="mastra", schema="mastra")

@@ -5,6 +5,7 @@
 //       -> {"text", "prompts": [the model's input, per call]}
 //   {"op": "set_working_memory" | "get_working_memory", "db", "thread", "resource", "text"?}
 //   {"op": "recall", "db", "thread", "resource", "last": n} -> {"messages": [...]}
+//   {"op": "delete_messages", "db", "ids": [...]} / {"op": "delete_thread", "db", "thread"}
 //   {"op": "jsonb", "db", "values": [...]} -> {"hex": [libsql's jsonb(value) per value]}
 import { Agent } from "@mastra/core/agent";
 import { createTool } from "@mastra/core/tools";
@@ -70,6 +71,14 @@ async function handle(command) {
   if (command.op === "recall") {
     const { messages } = await memory.recall({ threadId: command.thread, resourceId: command.resource, perPage: command.last ?? 40 });
     return { messages };
+  }
+  if (command.op === "delete_messages") {
+    await memory.deleteMessages(command.ids);
+    return {};
+  }
+  if (command.op === "delete_thread") {
+    await memory.deleteThread(command.thread);
+    return {};
   }
   if (command.op === "jsonb") {
     const { createClient } = await import("@libsql/client");

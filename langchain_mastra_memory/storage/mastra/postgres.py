@@ -3,7 +3,9 @@ keeps in PostgreSQL, shared with a running Mastra agent.
 
 As on SQLite (`sqlite`), Mastra's tables are the memory both share and ours sit beside them;
 what differs here: Mastra's tables are in its ``schemaName`` (``public`` unless told), ours in
-`schema` (the same one unless told); every time column has a ``...Z`` ``timestamptz`` twin, which
+a schema of their own (`schema`, ``<schemaName>_langchain`` unless told: Mastra's
+``deleteThread`` deletes from every table named ``memory_messages*`` in its schema, taking
+them for its vector indexes); every time column has a ``...Z`` ``timestamptz`` twin, which
 Mastra reads and which is written too; and the change log is a table of ours filled by triggers
 on our tables, each row tagged with its transaction, the triggers acting only inside a
 transaction this storage opens (``lmm.mastra_sync`` set for it alone): another program writing
@@ -119,11 +121,19 @@ class MastraPostgresStorage(MastraStorage, PostgresStorage):
             raise ConfigurationError(
                 f"schema_name must be a lower-case SQL identifier, got {schema_name!r}"
             )
+        ours = schema or f"{schema_name}_langchain"
+        if ours == schema_name:  # Mastra takes our tables there for its vector indexes
+            raise ConfigurationError(
+                f"schema={ours!r} is Mastra's schemaName: Mastra's PostgresStore treats every "
+                "table named memory_messages* in its schema as one of its vector indexes (its "
+                "deleteThread deletes from them), so memory's tables need a schema of their "
+                f"own: leave schema= out (then {schema_name + '_langchain'!r}) or name another"
+            )
         self.url = conninfo
         self.schema_name = schema_name
         self.mastra = f'"{schema_name}".'
         self._ready = False
-        super().__init__(conninfo, schema=schema or schema_name, **options)
+        super().__init__(conninfo, schema=ours, **options)
 
     def __repr__(self) -> str:
         return f"MastraStorage({self.where()!r}, schema_name={self.schema_name!r})"
@@ -162,15 +172,8 @@ class MastraPostgresStorage(MastraStorage, PostgresStorage):
             self._write_out(conn)
 
     def drop_schema(self) -> None:
-        """Drop our schema (with everything of ours in it); refused when Mastra's tables are in
-        it too (they are Mastra's: never dropped here)."""
-        from ...errors import ConfigurationError
-
-        if self.schema == self.schema_name:
-            raise ConfigurationError(
-                f"schema {self.schema!r} holds Mastra's tables too: drop_schema() would drop "
-                "them; memory never drops Mastra's tables (drop the schema yourself if meant)"
-            )
+        """Drop our schema, with everything of ours in it (never Mastra's: its tables are in
+        `schema_name`, always another)."""
         self._ready = False
         super().drop_schema()
 
