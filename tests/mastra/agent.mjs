@@ -100,11 +100,11 @@ if (process.argv.includes("--serve")) {
   for await (const line of createInterface({ input: process.stdin })) {
     if (!line.trim()) continue;
     let answer;
-    const started = Date.now();
+    const started = performance.now();
     try {
-      answer = { ...(await handle(JSON.parse(line))), ms: Date.now() - started };
+      answer = { ...(await handle(JSON.parse(line))), ms: performance.now() - started };
     } catch (error) {
-      answer = { error: String(error?.stack ?? error), ms: Date.now() - started };
+      answer = { error: String(error?.stack ?? error), ms: performance.now() - started };
     }
     await new Promise((resolve) => process.stdout.write(JSON.stringify(answer) + "\n", resolve));
   }
