@@ -237,3 +237,39 @@ def test_a_long_thread_mastra_wrote_reads_in_over_several_short_transactions(
     ]
     assert mastra_rows_disagree(storage) == []
     storage.close()
+
+
+def test_a_mastra_row_that_cannot_be_stored_here_is_passed_over_and_the_rest_read_in(
+    tmp_path, caplog
+) -> None:
+    """A row whose id is one of our messages in another thread (ours inside one of our rows):
+    warned about, nothing of it stored, the thread's other rows read in, ours untouched."""
+    import sqlite3
+
+    from langchain_mastra_memory.storage.mastra import MastraStorage
+
+    path = tmp_path / "mastra.db"
+    storage = MastraStorage(f"file:{path}")
+    storage.create_thread(thread_id="t1", resource_id="alice")
+    turn = [
+        HumanMessage("weather?", id="u"),
+        AIMessage("", id="a", tool_calls=[{"id": "c", "name": "w", "args": {}}]),
+        ToolMessage("18", tool_call_id="c", id="t"),
+        AIMessage("18C", id="a2"),
+    ]
+    storage.save_messages(turn, thread_id="t1", resource_id="alice")
+    with sqlite3.connect(path) as conn:  # as Mastra would write them, in a thread of bob's
+        conn.execute(
+            "INSERT INTO mastra_threads VALUES ('t2', 'bob', '', NULL, "
+            "'2026-01-01T00:00:00.000Z', '2099-01-01T00:00:00.000Z')"
+        )
+        for row_id, text, at in (("t", "clash", "01"), ("ok", "fine", "02")):
+            content = json.dumps({"format": 2, "parts": [{"type": "text", "text": text}]})
+            conn.execute(
+                "INSERT INTO mastra_messages VALUES (?, 't2', ?, 'user', 'v2', ?, 'bob')",
+                (row_id, content, f"2026-01-01T00:00:{at}.000Z"),
+            )
+    assert [m.message.content for m in storage.list_messages("t2")] == ["fine"]
+    assert "cannot be read in" in caplog.text
+    assert [m.message.id for m in storage.list_messages("t1")] == ["u", "a", "t", "a2"]
+    storage.close()

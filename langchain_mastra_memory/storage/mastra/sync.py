@@ -22,16 +22,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
+from ...errors import MastraMemoryError
 from ..records import MESSAGE_COLUMNS, from_iso, message_rows, now_utc
 from ..sql.statements import INSERT_RESOURCE
 from .content import decode_row, encode_row, group_rows
 from .layout import after, from_js_time, js_time, json_object
 
+logger = logging.getLogger(__name__)
 CATCH_UP_ROWS = 2000  # Mastra rows read in per transaction at most (a long catch-up: several)
 MARGIN = timedelta(seconds=30)  # how far back of the newest seen ``updatedAt`` a look starts
 WORKING_MEMORY = "workingMemory"  # a thread's working memory, in Mastra's thread metadata
@@ -88,8 +91,9 @@ class MastraStorage:
         def _time(self, moment: datetime) -> Any: ...
         def _stored(self, row: Sequence[Any]) -> Any: ...
         def _transaction(self, *, write: bool, atomic: bool = True) -> Any: ...
-        def _save_rows(self, conn: Any, rows: Any, thread_id: str, resource_id: str, *,
-                       touched: bool = False) -> Any: ...  # fmt: skip
+        def _save_rows(
+            self, conn: Any, rows: Any, thread_id: str, resource_id: str, *, touched: bool = False
+        ) -> Any: ...
 
     def _t(self, table: str) -> str:
         """Mastra's `table`, qualified."""
@@ -120,9 +124,13 @@ class MastraStorage:
         return columns, values
 
     def _upsert(
-        self, conn: Any, table: str, values: dict[str, Any], times: dict[str, str],
+        self,
+        conn: Any,
+        table: str,
+        values: dict[str, Any],
+        times: dict[str, str],
         keep: Sequence[str] = (),
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Insert or, by id, update a Mastra row (`keep`: times an update leaves as they are)."""
         cast = self.dialect.json_cast
         time_columns, time_values = self._time_values(**times)
@@ -228,9 +236,16 @@ class MastraStorage:
             f"created_at, updated_at) VALUES (?, ?, ?, ?{cast}, ?, ?, ?) ON CONFLICT (id) DO "
             "UPDATE SET resource_id = excluded.resource_id, title = excluded.title, "
             "metadata = excluded.metadata, working_memory = excluded.working_memory",
-            (thread_id, resource_id, title or None, json.dumps(metadata), working_memory, made,
-             self._time(_moment(updated))),
-        )  # fmt: skip
+            (
+                thread_id,
+                resource_id,
+                title or None,
+                json.dumps(metadata),
+                working_memory,
+                made,
+                self._time(_moment(updated)),
+            ),
+        )
         known = dict(
             self._run(
                 conn,
@@ -251,8 +266,9 @@ class MastraStorage:
             if known.pop(row_id, None) != digest:
                 if used == budget:
                     return False, used
-                self._row_in(conn, thread_id, owner or resource_id, row_id, role, content,
-                              text, digest)  # fmt: skip
+                self._row_in(
+                    conn, thread_id, owner or resource_id, row_id, role, content, text, digest
+                )
                 used += 1
         for gone in known:  # rows Mastra deleted
             self._drop_row(conn, gone)
@@ -260,26 +276,47 @@ class MastraStorage:
         return True, used
 
     def _row_in(
-        self, conn: Any, thread_id: str, resource_id: str, row_id: str, role: str,
-        content: Any, created: str | None, digest: str,
-    ) -> None:  # fmt: skip
-        """A new or changed Mastra row as our messages (what it no longer holds removed)."""
+        self,
+        conn: Any,
+        thread_id: str,
+        resource_id: str,
+        row_id: str,
+        role: str,
+        content: Any,
+        created: str | None,
+        digest: str,
+    ) -> None:
+        """A new or changed Mastra row as our messages (what it no longer holds removed). A row
+        that cannot be stored here (its ids held by another thread of ours, a message refused)
+        is warned about and passed over until it changes: one bad row never stops the rest."""
         messages = decode_row(row_id, role, content)
         ids = [str(m.id) for m in messages]
-        held = self._held(conn, row_id)
-        self._delete_messages(conn, [i for i in held if i not in ids])
-        start = from_js_time(created) or now_utc()
-        times = [start + timedelta(microseconds=i) for i in range(len(messages))]
-        if messages:
-            rows = message_rows(messages, times)
-            self._save_rows(conn, rows, thread_id, resource_id, touched=True)
-            for moment, message_id in zip(times, ids, strict=True):  # (an edited row's too)
-                self._run(
-                    conn,
-                    "UPDATE memory_messages SET created_at = ? WHERE id = ?",
-                    (self._time(moment), message_id),
-                )
-        self._members(conn, row_id, thread_id, ids)
+        self._run(conn, "SAVEPOINT mastra_row")
+        try:
+            held = self._held(conn, row_id)
+            self._delete_messages(conn, [i for i in held if i not in ids])
+            start = from_js_time(created) or now_utc()
+            times = [start + timedelta(microseconds=i) for i in range(len(messages))]
+            if messages:
+                rows = message_rows(messages, times)
+                self._save_rows(conn, rows, thread_id, resource_id, touched=True)
+                for moment, message_id in zip(times, ids, strict=True):  # (an edited row's too)
+                    self._run(
+                        conn,
+                        "UPDATE memory_messages SET created_at = ? WHERE id = ?",
+                        (self._time(moment), message_id),
+                    )
+            self._members(conn, row_id, thread_id, ids)
+        except MastraMemoryError as exc:
+            self._run(conn, "ROLLBACK TO SAVEPOINT mastra_row")
+            logger.warning(
+                "Mastra's row %r of thread %r cannot be read in (%s); it is passed over until "
+                "it changes",
+                row_id,
+                thread_id,
+                exc,
+            )
+        self._run(conn, "RELEASE SAVEPOINT mastra_row")
         self._run(
             conn,
             "INSERT INTO memory_mastra_rows VALUES (?, ?, ?) ON CONFLICT (row_id) DO UPDATE SET "
@@ -402,11 +439,12 @@ class MastraStorage:
         if working_memory is None and exists is None:  # Mastra makes the row with the memory
             return
         self._upsert(
-            conn, "mastra_resources",
-            {"id": resource_id, "workingMemory": working_memory,
-             "metadata": _json_text(metadata)},
-            {"createdAt": js_time(from_iso(created)), "updatedAt": stamp}, keep=("createdAt",),
-        )  # fmt: skip
+            conn,
+            "mastra_resources",
+            {"id": resource_id, "workingMemory": working_memory, "metadata": _json_text(metadata)},
+            {"createdAt": js_time(from_iso(created)), "updatedAt": stamp},
+            keep=("createdAt",),
+        )
         self._seen(conn, "resource", resource_id, stamp)
 
     def _thread_out(
@@ -432,11 +470,17 @@ class MastraStorage:
         if working_memory is not None:
             metadata[WORKING_MEMORY] = working_memory
         self._upsert(
-            conn, "mastra_threads",
-            {"id": thread_id, "resourceId": resource_id, "title": title or "",
-             "metadata": json.dumps(metadata, ensure_ascii=False)},
-            {"createdAt": js_time(from_iso(created)), "updatedAt": stamp}, keep=("createdAt",),
-        )  # fmt: skip
+            conn,
+            "mastra_threads",
+            {
+                "id": thread_id,
+                "resourceId": resource_id,
+                "title": title or "",
+                "metadata": json.dumps(metadata, ensure_ascii=False),
+            },
+            {"createdAt": js_time(from_iso(created)), "updatedAt": stamp},
+            keep=("createdAt",),
+        )
         self._seen(conn, "thread", thread_id, stamp)
         if messages:
             self._rows_out(conn, thread_id, messages)
@@ -506,11 +550,18 @@ class MastraStorage:
             digest = _digest(row.role, created, text)
             if digests.get(row_id) != digest:
                 self._upsert(
-                    conn, "mastra_messages",
-                    {"id": row_id, "thread_id": thread_id, "content": text, "role": row.role,
-                     "type": "v2", "resourceId": head.resource_id},
+                    conn,
+                    "mastra_messages",
+                    {
+                        "id": row_id,
+                        "thread_id": thread_id,
+                        "content": text,
+                        "role": row.role,
+                        "type": "v2",
+                        "resourceId": head.resource_id,
+                    },
                     {"createdAt": created},
-                )  # fmt: skip
+                )
                 self._run(
                     conn,
                     "INSERT INTO memory_mastra_rows VALUES (?, ?, ?) ON CONFLICT (row_id) DO "
