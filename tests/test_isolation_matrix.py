@@ -698,6 +698,8 @@ NOT_READS = {
     "cli setup": "installs model files",
     "cli reindex": "embeds what storage holds; prints a count",
     "cli import": "a write; a line naming another resource's thread is refused",
+    "cli import-mastra": "the operator's copy of a whole Mastra store into --db (every resource's, as the store holds them); prints counts; a thread another resource owns there stops it, nothing lands (tests/test_mastra_store.py)",
+    "cli export-mastra": "the operator's copy of the whole of --db into a Mastra store; prints counts (tests/test_mastra_store.py)",
     "cli demo": "a database of its own",
     "cli threads delete": "the operator's command (tested to delete checkpoints and the log too)",
     "Memory.delete_resource": "erases the named resource, returns a flag (tests/test_delete_resource.py "

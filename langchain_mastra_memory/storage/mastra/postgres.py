@@ -105,8 +105,10 @@ class MastraPostgresStorage(MastraStorage, PostgresStorage):
 
     Examples:
         >>> MastraPostgresStorage.__mro__[1].__name__
-        'MastraSync'
+        'MastraStorage'
     """
+
+    engine = "postgres"
 
     mirrored_times = True
 

@@ -71,6 +71,8 @@ class MastraSQLiteStorage(MastraStorage, SQLiteStorage):
         'alice'
     """
 
+    engine = "sqlite"
+
     def __init__(self, url: str | Path = "mastra.db", *, busy_timeout: float = 30.0) -> None:
         self.url = str(url)
         self._ready = False  # until the tables and the change log exist: plain SQLite

@@ -60,16 +60,19 @@ class MastraStorage:
         ('MastraSQLiteStorage', 't1')
     """
 
+    _engines: dict[str, type] = {}  # noqa: RUF012  ("sqlite", "postgres": each engine's class)
+    engine = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.engine:
+            MastraStorage._engines[cls.engine] = cls
+
     def __new__(cls, url: Any = "mastra.db", *args: Any, **options: Any) -> Any:
-        if cls is MastraStorage:  # the engine's own class, by what `url` names
-            if is_dsn(str(url)):
-                from .postgres import MastraPostgresStorage
-
-                cls = MastraPostgresStorage
-            else:
-                from .sqlite import MastraSQLiteStorage
-
-                cls = MastraSQLiteStorage
+        if cls is MastraStorage:  # the engine's own class, by what `url` names (the package
+            cls = MastraStorage._engines[
+                "postgres" if is_dsn(str(url)) else "sqlite"
+            ]  # loads both)
         return object.__new__(cls)
 
     # what the engine's side says
