@@ -156,16 +156,9 @@ def milvus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A real Milvus server for the session (the `milvus` wheel: Milvus 2.3 standalone with
     embedded etcd, no Docker), in a temporary folder on a free port, stopped at the end. A
     failure to start is an error, never a skip."""
-    import socket
+    from helpers import start_milvus
 
-    from milvus import MilvusServer
-
-    server = MilvusServer()
-    server.set_base_dir(str(tmp_path_factory.mktemp("milvus")))
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        server.listen_port = probe.getsockname()[1]
-    server.start()
+    server = start_milvus(tmp_path_factory.mktemp("milvus"))
     try:
         yield server
     finally:

@@ -135,3 +135,26 @@ def start_chroma_server(path: Path, port: int) -> subprocess.Popen:
             time.sleep(0.2)
     proc.kill()
     raise RuntimeError("chroma server did not start")
+
+
+def start_milvus(folder: Path) -> Any:
+    """A real Milvus server (the `milvus` wheel: Milvus 2.3 standalone with embedded etcd, no
+    Docker) on its data `folder` and a free port of 127.0.0.1, started and answering."""
+    from milvus import MilvusServer
+
+    server = MilvusServer()
+    server.set_base_dir(str(folder))
+    server.listen_port = free_port()
+    server.start()
+    return server
+
+
+def milvus_answers(uri: str) -> bool:
+    """Whether the Milvus server at `uri` serves a request now."""
+    from pymilvus import MilvusClient
+
+    try:
+        MilvusClient(uri=uri, timeout=10).list_collections()
+        return True
+    except Exception:
+        return False

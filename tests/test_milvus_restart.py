@@ -1,17 +1,19 @@
 """The Milvus server restarted under load (issue 86): turns go on while it is down (the
 messages are saved; their vectors wait in the durable backlog), and once it is back the writes
 catch up by themselves: every message's vectors in Milvus, none twice, none of another
-resource. The session's server (the `milvus` wheel's standalone Milvus), stopped and started
-on its data folder as an operator restarts it."""
+resource. A server of this module's own (the `milvus` wheel's standalone Milvus, as the
+session's), stopped and started on its data folder as an operator restarts it: a restart that
+goes wrong disturbs no other test."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import drop_milvus_collections
+from helpers import drop_milvus_collections, milvus_answers, start_milvus
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_mastra_memory import Memory, SQLiteStorage
@@ -22,9 +24,38 @@ pytestmark = pytest.mark.slow
 CONVERSATIONS, TURNS = 3, 12
 
 
-def test_writes_catch_up_after_a_milvus_restart(
-    milvus_server: Any, milvus_uri: str, tmp_path
-) -> None:
+@pytest.fixture(scope="module")
+def own_milvus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str]]:
+    server = start_milvus(tmp_path_factory.mktemp("own-milvus"))
+    try:
+        yield server, f"http://127.0.0.1:{server.listen_port}"
+    finally:
+        server.stop()
+
+
+def restart(server: Any, uri: str, *, down: float = 1.0) -> None:
+    """Stop the server and start it on its data folder and port again, until it serves (a start
+    can report healthy and never serve, or find its port not yet free: then once more)."""
+    server.stop()
+    time.sleep(down)
+    for _attempt in range(4):
+        try:
+            server.start()
+        except RuntimeError:  # its port still held by the stopped process: a moment later
+            time.sleep(2)
+            continue
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if milvus_answers(uri):
+                return
+            time.sleep(0.5)
+        server.stop()
+        time.sleep(2)
+    raise AssertionError("the Milvus server never served again after a restart (4 starts)")
+
+
+def test_writes_catch_up_after_a_milvus_restart(own_milvus: tuple[Any, str], tmp_path) -> None:
+    milvus_server, milvus_uri = own_milvus
     drop_milvus_collections(milvus_uri)
     memory = Memory(
         storage=SQLiteStorage(tmp_path / "memory.db"),
@@ -54,9 +85,7 @@ def test_writes_catch_up_after_a_milvus_restart(
         for worker in workers:
             worker.start()
         time.sleep(0.3)
-        milvus_server.stop()  # the turns go on: their vectors wait in the backlog
-        time.sleep(1.0)
-        milvus_server.start()
+        restart(milvus_server, milvus_uri)  # meanwhile the turns go on: their vectors wait
         restarted.set()
         for worker in workers:
             worker.join(300)
@@ -88,22 +117,5 @@ def test_writes_catch_up_after_a_milvus_restart(
         assert hits  # and recall reads them
     finally:
         restarted.set()
-        if not milvus_server.running or not answers(milvus_uri):
-            # (a restart that reported healthy yet never served again: once more, so that
-            # the session's later Milvus tests do not all fail on this one)
-            if milvus_server.running:
-                milvus_server.stop()
-            milvus_server.start()
         memory.close(30)
         drop_milvus_collections(milvus_uri)
-
-
-def answers(uri: str) -> bool:
-    """Whether the Milvus server at `uri` serves a request now."""
-    from pymilvus import MilvusClient
-
-    try:
-        MilvusClient(uri=uri, timeout=10).list_collections()
-        return True
-    except Exception:
-        return False
