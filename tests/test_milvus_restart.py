@@ -1,19 +1,19 @@
 """The Milvus server restarted under load (issue 86): turns go on while it is down (the
 messages are saved; their vectors wait in the durable backlog), and once it is back the writes
 catch up by themselves: every message's vectors in Milvus, none twice, none of another
-resource. A server of this module's own (the `milvus` wheel's standalone Milvus, as the
-session's), stopped and started on its data folder as an operator restarts it: a restart that
-goes wrong disturbs no other test."""
+resource. The session's server (the `milvus` wheel's standalone Milvus), stopped and started
+on its data folder as an operator restarts it, until it serves again (a second server beside
+it does not start on 2 cores within 180 s, so the test cannot have one of its own)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import drop_milvus_collections, milvus_answers, start_milvus
+from helpers import drop_milvus_collections, milvus_answers
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_mastra_memory import Memory, SQLiteStorage
@@ -24,15 +24,6 @@ pytestmark = pytest.mark.slow
 CONVERSATIONS, TURNS = 3, 12
 
 
-@pytest.fixture(scope="module")
-def own_milvus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str]]:
-    server = start_milvus(tmp_path_factory.mktemp("own-milvus"))
-    try:
-        yield server, f"http://127.0.0.1:{server.listen_port}"
-    finally:
-        server.stop()
-
-
 def restart(server: Any, uri: str, *, down: float = 1.0) -> None:
     """Stop the server and start it on its data folder and port again, until it serves (a start
     can report healthy and never serve, or find its port not yet free: then once more)."""
@@ -41,7 +32,7 @@ def restart(server: Any, uri: str, *, down: float = 1.0) -> None:
     for _attempt in range(4):
         try:
             server.start()
-        except RuntimeError:  # its port still held by the stopped process: a moment later
+        except (RuntimeError, TimeoutError):  # its port still held, or slow: a moment later
             time.sleep(2)
             continue
         deadline = time.monotonic() + 60
@@ -54,8 +45,9 @@ def restart(server: Any, uri: str, *, down: float = 1.0) -> None:
     raise AssertionError("the Milvus server never served again after a restart (4 starts)")
 
 
-def test_writes_catch_up_after_a_milvus_restart(own_milvus: tuple[Any, str], tmp_path) -> None:
-    milvus_server, milvus_uri = own_milvus
+def test_writes_catch_up_after_a_milvus_restart(
+    milvus_server: Any, milvus_uri: str, tmp_path
+) -> None:
     drop_milvus_collections(milvus_uri)
     memory = Memory(
         storage=SQLiteStorage(tmp_path / "memory.db"),
@@ -117,5 +109,8 @@ def test_writes_catch_up_after_a_milvus_restart(own_milvus: tuple[Any, str], tmp
         assert hits  # and recall reads them
     finally:
         restarted.set()
+        if not milvus_answers(milvus_uri):  # (the test failed midway: the session's later
+            with contextlib.suppress(AssertionError):  # Milvus tests get one that serves)
+                restart(milvus_server, milvus_uri)
         memory.close(30)
         drop_milvus_collections(milvus_uri)
