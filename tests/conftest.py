@@ -126,6 +126,12 @@ def mastra_rows_disagree(store: MastraStorage) -> list[str]:
         mastra = dict(rows(f'SELECT id, "workingMemory" FROM {store._t("mastra_resources")}'))
         if memories != {k: v for k, v in mastra.items() if v is not None or k in memories}:
             problems.append(f"working memory: {memories} != {mastra}")
+        for (key,) in rows("SELECT DISTINCT scope_key FROM memory_observation_groups"):
+            log = "\n".join(g.text for g in store._groups(conn, key, active=True))
+            current = store._current_record(conn, key)
+            text = current["activeObservations"] if current is not None else ""
+            if log != text:
+                problems.append(f"observation log {key!r}: {log!r} != Mastra's {text!r}")
     return problems
 
 

@@ -320,10 +320,21 @@ def test_import_then_export_gives_back_rows_mastra_reads_as_before(
             "text": "# User\n- Name: Alice\n",
         }
     )
+    t1 = (
+        sqlite3.connect(source)
+        .execute("SELECT id, \"createdAt\" FROM mastra_messages WHERE thread_id = 't1'")
+        .fetchall()
+    )
+    observed = [row_id for row_id, _ in t1]  # (t2's rows are newer: not observed)
+    side.run({"op": "observe", "db": source, "thread": "t1", "resource": "alice",
+              "text": "* Alice asked about Paris", "observed": observed,
+              "observed_at": max(at for _, at in t1)})  # fmt: skip
     runner = CliRunner()
     imported = runner.invoke(app, ["import-mastra", source, "--db", ours])
     assert imported.exit_code == 0, imported.output
-    assert "imported 2 threads, 6 messages, 1 working memories" in imported.output
+    assert "imported 2 threads, 6 messages, 1 working memories, 1 observation logs" in (
+        imported.output
+    )
     memory = Memory(storage=SQLiteStorage(ours))  # our own layout now
     assert [type(m) for m in memory.get_messages(thread_id="t1", resource_id="alice")] == [
         HumanMessage,
@@ -332,10 +343,19 @@ def test_import_then_export_gives_back_rows_mastra_reads_as_before(
         AIMessage,
     ]
     assert memory.storage.get_working_memory(resource_id="alice") == "# User\n- Name: Alice\n"
+    [log] = memory.storage.observation_log("resource:alice")
+    assert log.text == "* Alice asked about Paris" and len(log.message_ids) == 4
+    assert memory.storage.unobserved_messages("resource:alice", resource_id="alice",
+                                              thread_id="t2")  # fmt: skip
     memory.close()
     exported = runner.invoke(app, ["export-mastra", back, "--db", ours])
     assert exported.exit_code == 0, exported.output
-    assert "exported 2 threads, 6 messages, 1 working memories" in exported.output
+    assert "exported 2 threads, 6 messages, 1 working memories, 1 observation logs" in (
+        exported.output
+    )
+    record = side.run({"op": "observations", "db": back, "thread": "t1", "resource": "alice"})
+    assert record["record"]["activeObservations"] == "* Alice asked about Paris"
+    assert sorted(record["record"]["observedMessageIds"]) == sorted(observed)
     for thread in ("t1", "t2"):
         assert mastra_view(side, back, thread) == mastra_view(side, source, thread)
     answer = side.run({"op": "get_working_memory", "db": back, "thread": "t1", "resource": "alice"})
@@ -415,3 +435,67 @@ def test_our_tables_never_share_mastras_postgres_schema() -> None:
     vector indexes (its deleteThread deletes from them): refused before any connection."""
     with pytest.raises(ConfigurationError, match="schema of their own"):
         MastraStorage("postgresql://nobody@127.0.0.1:1/none", schema_name="mastra", schema="mastra")
+
+
+@pytest.mark.parametrize("scope", ["resource", "thread"])
+def test_an_observation_log_written_on_either_side_reads_on_the_other(
+    side: MastraSide, db: Store, scope: str
+) -> None:
+    from test_observation_hooks import Echo
+
+    mastra_turn(side, db, "I live in Paris with my cat.", [{"text": "Noted."}])
+    rows = db.rows('SELECT id FROM {m}mastra_messages ORDER BY "createdAt"')
+    ids = {"thread": "t1", "resource": "alice", "scope": scope}
+    mastra_log = "* 🔴 (10:00) Alice lives in Paris with her cat"
+    side.run({"op": "observe", **db.command(), **ids, "text": mastra_log,
+              "observed": [r[0] for r in rows]})  # fmt: skip
+    observer = Echo(responses=[AIMessage("unused")], seen=[])
+    options = {"model": observer, "message_tokens": 25, "buffer_tokens": None, "scope": scope}
+    memory = Memory(storage=db.storage(), options={"observational_memory": options})
+    try:
+        # our context: Mastra's log in place of the messages it covers
+        context = memory.context(
+            [HumanMessage("Where do I live?")], thread_id="t1", resource_id="alice"
+        )
+        texts = [str(m.content) for m in context]
+        assert any(mastra_log in t for t in texts[:-1])
+        assert not any(t == "I live in Paris with my cat." for t in texts)
+        # our Observer: shown Mastra's log, given only what Mastra did not observe
+        chat = memory.wrap(strict_model(*[AIMessage(f"ok {i}") for i in range(6)]))
+        config = {"configurable": {"thread_id": "t1", "resource_id": "alice"}}
+        for text in ["I am flying to Lisbon in April for a conference on databases.",
+                     "Please remember I need a window seat and a vegetarian meal."]:  # fmt: skip
+            chat.invoke(text, config)
+        assert memory.flush(60)
+        prompts = [str(m[-1].content) for m in observer.seen]
+        assert prompts and mastra_log in prompts[0]
+        assert "I live in Paris" not in prompts[0].split("<new-messages>")[-1]
+        ours = "\n".join(g.text for g in memory.storage.observation_log(f"{scope}:"
+                         + ("alice" if scope == "resource" else "t1")))  # fmt: skip
+        assert ours.startswith(mastra_log) and "Said:" in ours
+    finally:
+        memory.close()
+    # Mastra's storage reads the log as ours wrote it (the rows it covers named)
+    answer = side.run({"op": "observations", **db.command(), **ids})
+    record = answer["record"]
+    assert record["activeObservations"] == ours and record["generationCount"] == 0
+    assert set(record["observedMessageIds"]) >= {r[0] for r in rows}
+    assert record["lastObservedAt"] is not None
+    # a reflection on Mastra's side: a new generation, which replaces our log
+    side.run({"op": "observe", **db.command(), **ids, "reflect": True,
+              "text": "* Alice (Paris, cat) flies to Lisbon in April"})  # fmt: skip
+    storage = db.storage()
+    key = f"{scope}:" + ("alice" if scope == "resource" else "t1")
+    log = storage.observation_log(key)
+    assert [g.kind for g in log] == ["reflection"]
+    assert log[0].text == "* Alice (Paris, cat) flies to Lisbon in April"
+    # and one of ours: Mastra's next generation
+    assert storage.claim_observation(key, owner="test", seconds=60)
+    storage.commit_reflection(key, owner="test", resource_id="alice", text="* Alice: Lisbon",
+                              current_task=None, replaces=[log[0].id], token_count=4)  # fmt: skip
+    storage.close()
+    answer = side.run({"op": "observations", **db.command(), **ids})
+    assert answer["record"]["activeObservations"] == "* Alice: Lisbon"
+    assert answer["record"]["originType"] == "reflection"
+    assert answer["record"]["generationCount"] == 2
+    assert [h["generationCount"] for h in answer["history"]] == [2, 1, 0]

@@ -62,7 +62,7 @@ def _copy(source: MemoryStorage, target: MemoryStorage, verb: str) -> None:
         )
     console.print(
         f"{verb} {copied.threads} threads, {copied.messages} messages, "
-        f"{copied.working_memories} working memories"
+        f"{copied.working_memories} working memories, {copied.observation_logs} observation logs"
     )
 
 
@@ -70,7 +70,8 @@ def _copy(source: MemoryStorage, target: MemoryStorage, verb: str) -> None:
 def import_mastra(
     source: Store, db: Db = DEFAULT_DB, dsn: Dsn = None, schema_name: SchemaName = "public"
 ) -> None:
-    """Copy a Mastra store's threads, messages and working memory into --db (or --dsn)."""
+    """Copy a Mastra store's threads, messages, working memory and observation logs into --db
+    (or --dsn)."""
     guard(
         lambda: _copy(
             _mastra(source, schema_name, create=False), _ours(db, dsn, create=True), "imported"
@@ -82,8 +83,8 @@ def import_mastra(
 def export_mastra(
     target: Store, db: Db = DEFAULT_DB, dsn: Dsn = None, schema_name: SchemaName = "public"
 ) -> None:
-    """Copy --db's (or --dsn's) threads, messages and working memory into a Mastra store
-    (created if missing), which Mastra then reads as its own."""
+    """Copy --db's (or --dsn's) threads, messages, working memory and observation logs into a
+    Mastra store (created if missing), which Mastra then reads as its own."""
     guard(
         lambda: _copy(
             _ours(db, dsn, create=False), _mastra(target, schema_name, create=True), "exported"

@@ -7,6 +7,10 @@
 //   {"op": "recall", "db", "thread", "resource", "last": n} -> {"messages": [...]}
 //   {"op": "delete_messages", "db", "ids": [...]} / {"op": "delete_thread", "db", "thread"}
 //   {"op": "jsonb", "db", "values": [...]} -> {"hex": [libsql's jsonb(value) per value]}
+//   {"op": "observe", "db", "thread", "resource", "scope", "text", "observed": [row ids],
+//    "observed_at": ISO, "reflect": bool} (the storage calls Mastra's Observer and Reflector
+//    make: the record made where missing, then the text set, or a reflection generation)
+//   {"op": "observations", "db", "thread", "resource", "scope"} -> {"record", "history"}
 import { Agent } from "@mastra/core/agent";
 import { createTool } from "@mastra/core/tools";
 import { Memory } from "@mastra/memory";
@@ -78,6 +82,26 @@ async function handle(command) {
   }
   if (command.op === "delete_thread") {
     await memory.deleteThread(command.thread);
+    return {};
+  }
+  if (command.op === "observe" || command.op === "observations") {
+    const store = await memory.storage.getStore("memory");
+    const scope = command.scope ?? "resource";
+    const threadId = scope === "thread" ? command.thread : null;
+    let record = await store.getObservationalMemory(threadId, command.resource);
+    if (command.op === "observations") {
+      const history = await store.getObservationalMemoryHistory(threadId, command.resource, 10);
+      return { record, history };
+    }
+    record ??= await store.initializeObservationalMemory({ threadId, resourceId: command.resource, scope, config: {} });
+    if (command.reflect) {
+      await store.createReflectionGeneration({ currentRecord: record, reflection: command.text, tokenCount: command.tokens ?? 10 });
+    } else {
+      await store.updateActiveObservations({
+        id: record.id, observations: command.text, tokenCount: command.tokens ?? 10,
+        lastObservedAt: new Date(command.observed_at ?? Date.now()), observedMessageIds: command.observed,
+      });
+    }
     return {};
   }
   if (command.op === "jsonb") {

@@ -52,6 +52,43 @@ CREATE TABLE IF NOT EXISTS mastra_resources (
   "createdAt" TEXT NOT NULL,
   "updatedAt" TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS mastra_observational_memory (
+  "id" TEXT NOT NULL PRIMARY KEY,
+  "lookupKey" TEXT NOT NULL,
+  "scope" TEXT NOT NULL,
+  "resourceId" TEXT,
+  "threadId" TEXT,
+  "activeObservations" TEXT NOT NULL,
+  "activeObservationsPendingUpdate" TEXT,
+  "originType" TEXT NOT NULL,
+  "config" TEXT NOT NULL,
+  "generationCount" INTEGER NOT NULL,
+  "lastObservedAt" TEXT,
+  "lastReflectionAt" TEXT,
+  "pendingMessageTokens" INTEGER NOT NULL,
+  "totalTokensObserved" INTEGER NOT NULL,
+  "observationTokenCount" INTEGER NOT NULL,
+  "isObserving" INTEGER NOT NULL,
+  "isReflecting" INTEGER NOT NULL,
+  "observedMessageIds" TEXT,
+  "observedTimezone" TEXT,
+  "bufferedObservations" TEXT,
+  "bufferedObservationTokens" INTEGER,
+  "bufferedMessageIds" TEXT,
+  "bufferedReflection" TEXT,
+  "bufferedReflectionTokens" INTEGER,
+  "bufferedReflectionInputTokens" INTEGER,
+  "reflectedObservationLineCount" INTEGER,
+  "bufferedObservationChunks" TEXT,
+  "isBufferingObservation" INTEGER NOT NULL,
+  "isBufferingReflection" INTEGER NOT NULL,
+  "lastBufferedAtTokens" INTEGER NOT NULL,
+  "lastBufferedAtTime" TEXT,
+  "metadata" TEXT,
+  "createdAt" TEXT NOT NULL,
+  "updatedAt" TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_om_lookup_key ON mastra_observational_memory ("lookupKey");
 """  # the statements @mastra/libsql 1.23 runs (its own index names: Mastra skips them then)
 
 # Ours beside them (Mastra never reads a ``memory_*`` table): which of our messages each of
@@ -79,6 +116,8 @@ CREATE TABLE IF NOT EXISTS memory_mastra_seen (
 );
 CREATE INDEX IF NOT EXISTS memory_mastra_threads_by_update ON mastra_threads("updatedAt");
 CREATE INDEX IF NOT EXISTS memory_mastra_resources_by_update ON mastra_resources("updatedAt");
+CREATE INDEX IF NOT EXISTS memory_mastra_observations_by_update
+  ON mastra_observational_memory("updatedAt");
 """
 
 # What this connection wrote to our tables in the current transaction (temporary: on this
@@ -115,6 +154,18 @@ AFTER UPDATE OF working_memory, metadata ON main.memory_resources BEGIN
 END;
 CREATE TEMP TRIGGER IF NOT EXISTS mastra_resource_out AFTER DELETE ON main.memory_resources BEGIN
   INSERT INTO mastra_changes VALUES ('resource', old.id, NULL, NULL);
+END;
+CREATE TEMP TRIGGER IF NOT EXISTS mastra_group_in AFTER INSERT ON main.memory_observation_groups
+BEGIN
+  INSERT INTO mastra_changes VALUES ('observations', new.scope_key, NULL, NULL);
+END;
+CREATE TEMP TRIGGER IF NOT EXISTS mastra_group_edit
+AFTER UPDATE ON main.memory_observation_groups BEGIN
+  INSERT INTO mastra_changes VALUES ('observations', new.scope_key, NULL, NULL);
+END;
+CREATE TEMP TRIGGER IF NOT EXISTS mastra_group_out AFTER DELETE ON main.memory_observation_groups
+BEGIN
+  INSERT INTO mastra_changes VALUES ('observations', old.scope_key, NULL, NULL);
 END;
 """
 

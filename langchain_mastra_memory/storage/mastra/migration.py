@@ -1,12 +1,14 @@
 """Moving memory between a Mastra store and our own layout, in either direction.
 
 `copy_memory` reads every thread of a source storage (its messages with their times, title,
-metadata, thread-scoped working memory) and each owner's working memory, and writes them to a
-target storage: the threads and messages in one transaction (`save_import`, which keeps each
-message's time and id), then the working memory. Should the working memory fail, what the copy
-made is taken back (the threads it created deleted, the working memory it changed restored), so
-a copy lands whole or not at all. With `MastraStorage` as the source it is ``import-mastra``;
-as the target, ``export-mastra``.
+metadata, thread-scoped working memory), each owner's working memory and each scope's
+observation log, and writes them to a target storage: the threads and messages in one
+transaction (`save_import`, which keeps each message's time and id), then the working memory,
+then each log as one observation covering the messages the source's log covers (what Mastra
+keeps of a log: one text; a scope the target already observes keeps its own). Should the
+working memory fail, what the copy made is taken back (the threads it created deleted, the
+working memory it changed restored), so a copy lands whole or not at all. With `MastraStorage`
+as the source it is ``import-mastra``; as the target, ``export-mastra``.
 
 Examples:
     >>> import os, tempfile
@@ -18,11 +20,12 @@ Examples:
     >>> _ = ours.save_messages([HumanMessage("hi")], thread_id="t1", resource_id="alice")
     >>> from langchain_mastra_memory.storage.mastra import MastraStorage
     >>> copy_memory(ours, MastraStorage(os.path.join(folder, "mastra.db")))
-    Copied(threads=1, messages=1, working_memories=0)
+    Copied(threads=1, messages=1, working_memories=0, observation_logs=0)
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -38,6 +41,7 @@ class Copied:
     threads: int
     messages: int
     working_memories: int
+    observation_logs: int = 0
 
 
 def copy_memory(
@@ -93,7 +97,32 @@ def copy_memory(
             if made.thread_id not in existing:
                 target.delete_thread(made.thread_id)
         raise
-    return Copied(len(imported), sum(len(t.messages) for t in imported), len(memories))
+    scopes = [(f"thread:{t.id}", t.resource_id) for t in threads] + [
+        (f"resource:{r}", r) for r in sorted({t.resource_id for t in threads})
+    ]
+    logs = sum(_copy_log(source, target, key, resource_id) for key, resource_id in scopes)
+    return Copied(len(imported), sum(len(t.messages) for t in imported), len(memories), logs)
+
+
+def _copy_log(source: MemoryStorage, target: MemoryStorage, key: str, resource_id: str) -> bool:
+    """A scope's observation log into a target that has none: one observation, the source's
+    log as one text, covering what it covers; whether one was written."""
+    log = source.observation_log(key)
+    if not log or target.observation_log(key, buffered=True):
+        return False
+    owner = f"copy-{uuid.uuid4()}"
+    if not target.claim_observation(key, owner=owner, seconds=300):
+        return False
+    written = target.commit_observation(
+        key,
+        owner=owner,
+        resource_id=resource_id,
+        text="\n".join(g.text for g in log),
+        current_task=next((g.current_task for g in reversed(log) if g.current_task), None),
+        message_ids=list(dict.fromkeys(m for g in log for m in g.message_ids)),
+        token_count=sum(g.token_count for g in log),
+    )
+    return written is not None
 
 
 def _replace_with(text: str) -> Callable[[str | None], str]:

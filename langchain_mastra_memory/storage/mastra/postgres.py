@@ -41,7 +41,30 @@ CREATE TABLE IF NOT EXISTS {m}mastra_resources (
   "createdAt" timestamp NOT NULL, "updatedAt" timestamp NOT NULL,
   "createdAtZ" timestamptz DEFAULT now(), "updatedAtZ" timestamptz DEFAULT now()
 );
+CREATE TABLE IF NOT EXISTS {m}mastra_observational_memory (
+  id text NOT NULL PRIMARY KEY, "lookupKey" text NOT NULL, scope text NOT NULL, "resourceId" text,
+  "threadId" text, "activeObservations" text NOT NULL, "activeObservationsPendingUpdate" text,
+  "originType" text NOT NULL, config text NOT NULL, "generationCount" integer NOT NULL,
+  "lastObservedAt" timestamp, "lastReflectionAt" timestamp,
+  "pendingMessageTokens" integer NOT NULL, "totalTokensObserved" integer NOT NULL,
+  "observationTokenCount" integer NOT NULL, "isObserving" boolean NOT NULL,
+  "isReflecting" boolean NOT NULL, "observedMessageIds" jsonb, "observedTimezone" text,
+  "bufferedObservations" text, "bufferedObservationTokens" integer, "bufferedMessageIds" jsonb,
+  "bufferedReflection" text, "bufferedReflectionTokens" integer,
+  "bufferedReflectionInputTokens" integer, "reflectedObservationLineCount" integer,
+  "bufferedObservationChunks" jsonb, "isBufferingObservation" boolean NOT NULL,
+  "isBufferingReflection" boolean NOT NULL, "lastBufferedAtTokens" integer NOT NULL,
+  "lastBufferedAtTime" timestamp, metadata jsonb,
+  "createdAt" timestamp NOT NULL, "updatedAt" timestamp NOT NULL,
+  "lastObservedAtZ" timestamptz DEFAULT now(), "lastReflectionAtZ" timestamptz DEFAULT now(),
+  "lastBufferedAtTimeZ" timestamptz DEFAULT now(),
+  "createdAtZ" timestamptz DEFAULT now(), "updatedAtZ" timestamptz DEFAULT now()
+);
 CREATE INDEX IF NOT EXISTS memory_mastra_threads_by_update ON {m}mastra_threads ("updatedAt");
+CREATE INDEX IF NOT EXISTS memory_mastra_observations_by_update
+  ON {m}mastra_observational_memory ("updatedAt");
+CREATE INDEX IF NOT EXISTS memory_mastra_observations_by_key
+  ON {m}mastra_observational_memory ("lookupKey");
 CREATE INDEX IF NOT EXISTS memory_mastra_resources_by_update ON {m}mastra_resources ("updatedAt");
 CREATE INDEX IF NOT EXISTS memory_mastra_messages_by_thread
   ON {m}mastra_messages (thread_id, "createdAt");
@@ -75,6 +98,14 @@ BEGIN
       INSERT INTO {s}memory_mastra_changes
       VALUES (txid_current(), 'message', NEW.id, NEW.thread_id, NEW.created_at);
     END IF;
+  ELSIF TG_TABLE_NAME = 'memory_observation_groups' THEN
+    IF TG_OP = 'DELETE' THEN
+      INSERT INTO {s}memory_mastra_changes
+      VALUES (txid_current(), 'observations', OLD.scope_key, NULL, NULL);
+    ELSE
+      INSERT INTO {s}memory_mastra_changes
+      VALUES (txid_current(), 'observations', NEW.scope_key, NULL, NULL);
+    END IF;
   ELSIF TG_OP = 'DELETE' THEN
     INSERT INTO {s}memory_mastra_changes VALUES (txid_current(),
       CASE WHEN TG_TABLE_NAME = 'memory_threads' THEN 'thread' ELSE 'resource' END, OLD.id,
@@ -96,6 +127,9 @@ CREATE TRIGGER memory_mastra_note AFTER INSERT OR UPDATE OR DELETE ON memory_thr
 DROP TRIGGER IF EXISTS memory_mastra_note ON memory_resources;
 CREATE TRIGGER memory_mastra_note
   AFTER INSERT OR DELETE OR UPDATE OF working_memory, metadata ON memory_resources
+  FOR EACH ROW EXECUTE FUNCTION {s}memory_mastra_note();
+DROP TRIGGER IF EXISTS memory_mastra_note ON memory_observation_groups;
+CREATE TRIGGER memory_mastra_note AFTER INSERT OR UPDATE OR DELETE ON memory_observation_groups
   FOR EACH ROW EXECUTE FUNCTION {s}memory_mastra_note();
 """
 

@@ -33,14 +33,16 @@ from ..records import MESSAGE_COLUMNS, from_iso, message_rows, now_utc
 from ..sql.statements import INSERT_RESOURCE
 from .content import decode_row, encode_row, group_rows
 from .layout import after, from_js_time, js_time, json_object
+from .observations import ObservationsSync
 
 logger = logging.getLogger(__name__)
 CATCH_UP_ROWS = 2000  # Mastra rows read in per transaction at most (a long catch-up: several)
 MARGIN = timedelta(seconds=30)  # how far back of the newest seen ``updatedAt`` a look starts
 WORKING_MEMORY = "workingMemory"  # a thread's working memory, in Mastra's thread metadata
+OBSERVATIONS = "mastra_observational_memory"
 
 
-class MastraStorage:
+class MastraStorage(ObservationsSync):
     """Memory on a Mastra store: Mastra's own tables, shared with a Mastra (TypeScript) agent.
 
     ``Memory(storage=MastraStorage("file:mastra.db"))`` continues the threads a Mastra agent
@@ -88,10 +90,7 @@ class MastraStorage:
         raise NotImplementedError
 
     if TYPE_CHECKING:  # SQLStorage's, which follows this in the class's bases
-        dialect: Any
 
-        def _run(self, conn: Any, statement: str, params: Sequence[Any] = ()) -> Any: ...
-        def _time(self, moment: datetime) -> Any: ...
         def _stored(self, row: Sequence[Any]) -> Any: ...
         def _transaction(self, *, write: bool, atomic: bool = True) -> Any: ...
         def _save_rows(
@@ -164,14 +163,19 @@ class MastraStorage:
 
     # -- in: Mastra's rows into ours ---------------------------------------------------------
     def _probe(self, conn: Any) -> tuple[Any, ...]:
-        """What changes whenever Mastra (or we) change a thread, a message or a resource."""
-        threads, resources = self._t("mastra_threads"), self._t("mastra_resources")
+        """What changes whenever Mastra (or we) change a thread, a message, a resource or an
+        observation record: each table's count and newest ``updatedAt``."""
+        tables = [self._t(t) for t in ("mastra_threads", "mastra_resources", OBSERVATIONS)]
         row = self._run(
             conn,
-            f'SELECT (SELECT count(*) FROM {threads}), (SELECT max("updatedAt") FROM {threads}), '
-            f'(SELECT count(*) FROM {resources}), (SELECT max("updatedAt") FROM {resources})',
+            "SELECT "
+            + ", ".join(
+                f'(SELECT count(*) FROM {t}), (SELECT max("updatedAt") FROM {t})' for t in tables
+            ),
         ).fetchone()
-        return (int(row[0]), self._mastra_time(row[1]), int(row[2]), self._mastra_time(row[3]))
+        return tuple(
+            int(value) if n % 2 == 0 else self._mastra_time(value) for n, value in enumerate(row)
+        )
 
     def _read_in(self, conn: Any, limit: int | None = None) -> bool:
         """Read in up to `limit` changed rows (`CATCH_UP_ROWS`) and every changed resource;
@@ -183,7 +187,7 @@ class MastraStorage:
         stored = self._run(
             conn, "SELECT updated_at FROM memory_mastra_seen WHERE kind = 'probe' AND id = ''"
         ).fetchone()
-        before = tuple(json.loads(stored[0])) if stored else (0, None, 0, None)
+        before = (*(json.loads(stored[0]) if stored else ()), *(0, None) * 3)[:6]
         threads = self._run(
             conn,
             'SELECT t.id, t."resourceId", t.title, t.metadata, t."createdAt", t."updatedAt" '
@@ -202,7 +206,8 @@ class MastraStorage:
         if probe[0] < before[0] + len(changed):  # fewer than before plus the new: deletions
             self._deletions_in(conn)
         self._resources_in(conn, _since(before[3]))
-        if done:
+        if done:  # (an observation record reads against every message it covers)
+            self._observations_in(conn, _since(before[5]))
             self._record_probe(conn, probe)
         return done
 
@@ -411,9 +416,12 @@ class MastraStorage:
             return
         touched: dict[str, list[tuple[str, Any]]] = defaultdict(list)
         resources: set[str] = set()
+        scopes: set[str] = set()
         for kind, key, thread_id, at in changes:
             if kind == "resource":
                 resources.add(key)
+            elif kind == "observations":
+                scopes.add(key)
             elif kind == "message" and thread_id is not None:
                 touched[thread_id].append((key, at))
             elif thread_id is not None:
@@ -423,6 +431,8 @@ class MastraStorage:
             self._resource_out(conn, resource_id, stamp)
         for thread_id, messages in touched.items():
             self._thread_out(conn, thread_id, messages, stamp)
+        for key in sorted(scopes):  # (after the rows its messages are in)
+            self._observations_out(conn, key, stamp)
         if self._caught_up:
             self._record_probe(conn, self._probe(conn))
 
