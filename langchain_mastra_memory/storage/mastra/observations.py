@@ -88,9 +88,12 @@ class ObservationsSync:
         raw = self._seen_of(conn, "observations", [key]).get(key)
         return json.loads(raw) if raw else {}
 
-    def _om_note(self, conn: Any, key: str, record_id: str, digest: str) -> None:
-        """What both sides hold now: the record (by digest) and our reflections already in it."""
-        reflections = [g.id for g in self._groups(conn, key, active=True) if g.kind == "reflection"]
+    def _om_note(
+        self, conn: Any, key: str, record_id: str, digest: str, log: Sequence[ObservationGroup]
+    ) -> None:
+        """What both sides hold now: the record (by digest) and the reflections of the `log`
+        already in it."""
+        reflections = [g.id for g in log if g.kind == "reflection"]
         note = {"row": record_id, "digest": digest, "reflections": reflections}
         self._seen(conn, "observations", key, json.dumps(note))
 
@@ -114,7 +117,7 @@ class ObservationsSync:
             if seen.get("digest") != digest:
                 generation = seen.get("row") not in (None, record["id"])
                 self._record_in(conn, key, record, reflected=generation)
-                self._om_note(conn, key, record["id"], digest)
+                self._om_note(conn, key, record["id"], digest, self._groups(conn, key, active=True))
 
     def _record_in(self, conn: Any, key: str, record: dict[str, Any], *, reflected: bool) -> None:
         """Mastra's current record of a scope, as groups of ours and the scope's cursor
@@ -123,8 +126,8 @@ class ObservationsSync:
         ours = "\n".join(g.text for g in log)
         text = record["activeObservations"] or ""
         owner = str(record["resourceId"] or key.split(":", 1)[1])
-        scope = ("m.thread_id = ?", key[7:]) if key.startswith("thread:") else (
-            "m.resource_id = ?", owner)  # fmt: skip
+        thread_scope = key.startswith("thread:")
+        scope = ("m.thread_id = ?", key[7:]) if thread_scope else ("m.resource_id = ?", owner)
         self._run(
             conn,
             "INSERT INTO memory_observation_state (scope_key) VALUES (?) "
@@ -238,7 +241,7 @@ class ObservationsSync:
                  _compact(rows), *values, record["id"]),
             )  # fmt: skip
             written = {**record, "activeObservations": text}
-            self._om_note(conn, key, record["id"], _om_digest(written))
+            self._om_note(conn, key, record["id"], _om_digest(written), log)
             return
         record_id = str(uuid.uuid4())
         made: dict[str, Any] = {
@@ -273,7 +276,7 @@ class ObservationsSync:
             f"{', '.join(time_columns)}) VALUES ({', '.join(marks + ['?'] * len(time_values))})",
             [*made.values(), *time_values],
         )
-        self._om_note(conn, key, record_id, _om_digest(made))
+        self._om_note(conn, key, record_id, _om_digest(made), log)
 
     def _rows_of(self, conn: Any, message_ids: Sequence[str]) -> tuple[list[str], str | None]:
         """The Mastra rows holding these messages (in thread order) and the newest one's
