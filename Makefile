@@ -4,7 +4,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-EXTRAS ?= dev,chroma,local,postgres,agents,openai,ui,mcp,qdrant,milvus,otel,docs
+EXTRAS ?= dev,chroma,local,postgres,agents,openai,ui,mcp,qdrant,milvus,otel,docs,mastra
 
 .PHONY: setup system-tools demo test test-fast lint format typecheck bench clean
 

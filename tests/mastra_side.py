@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from filelock import FileLock
+from langchain_core.embeddings import Embeddings
 
 SOURCE = Path(__file__).parent / "mastra"
 
@@ -82,6 +85,31 @@ class MastraSide:
         if done.returncode != 0:
             raise RuntimeError(f"Mastra's side failed ({done.returncode}): {done.stderr[-3000:]}")
         return json.loads(done.stdout)
+
+
+class HashEmbeddings(Embeddings):
+    """The bag-of-words embedder of ``agent.mjs``, computed alike here: each lowercase word (a
+    run of ``[a-z0-9]``) counted in bucket FNV-1a(word) % 64, scaled to unit length. Both
+    runtimes on one embedder, as semantic recall over Mastra's own index requires."""
+
+    dimension = 64
+    model = "hash-64"
+
+    def embed_query(self, text: str) -> list[float]:
+        vector = [0.0] * self.dimension
+        for word in re.findall(r"[a-z0-9]+", text.lower()):
+            h = 0x811C9DC5
+            for byte in word.encode():
+                h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+            vector[h % self.dimension] += 1.0
+        norm = math.sqrt(sum(x * x for x in vector))
+        if norm == 0:
+            vector[0] = 1.0
+            return vector
+        return [x / norm for x in vector]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.embed_query(text) for text in texts]
 
 
 class LiveMastra:

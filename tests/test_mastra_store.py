@@ -19,9 +19,15 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
-from mastra_side import LiveMastra, MastraSide
+from mastra_side import HashEmbeddings, LiveMastra, MastraSide
 
-from langchain_mastra_memory import ConfigurationError, Memory, SQLiteStorage, ThreadNotFoundError
+from langchain_mastra_memory import (
+    ConfigurationError,
+    MastraVectorStore,
+    Memory,
+    SQLiteStorage,
+    ThreadNotFoundError,
+)
 from langchain_mastra_memory.storage.mastra import MastraStorage
 from langchain_mastra_memory.storage.mastra.layout import json_value
 from langchain_mastra_memory.testing import strict_model
@@ -87,7 +93,7 @@ def get_weather(city: str) -> dict:
     return {"tempC": 21, "city": city}
 
 
-def mastra_turn(side: MastraSide, db: Any, text: str, replies: list[dict], **ids: str) -> Any:
+def mastra_turn(side: MastraSide, db: Any, text: str, replies: list[dict], **ids: Any) -> Any:
     ids = {"thread": "t1", "resource": "alice", **ids}
     where = db.command() if isinstance(db, Store) else {"db": db}
     return side.run({"op": "generate", **where, "input": text, "replies": replies, **ids})
@@ -499,3 +505,119 @@ def test_an_observation_log_written_on_either_side_reads_on_the_other(
     assert answer["record"]["originType"] == "reflection"
     assert answer["record"]["generationCount"] == 2
     assert [h["generationCount"] for h in answer["history"]] == [2, 1, 0]
+
+
+SEMANTIC = {"topK": 2, "range": 0}  # Mastra's semanticRecall, on its own index (agent.mjs)
+
+
+def recalled(memory: Memory, question: str, thread: str, resource: str = "alice") -> str:
+    """The text of what our recall brings a new turn on `thread` for `question`."""
+    if memory.get_thread(thread) is None:
+        memory.create_thread(thread_id=thread, resource_id=resource)
+    found = memory.recall(
+        thread_id=thread, resource_id=resource, new_messages=[HumanMessage(question)]
+    )
+    return "\n".join(str(m.content) for m in found)
+
+
+def test_semantic_recall_on_mastras_own_index_finds_either_sides_messages(
+    side: MastraSide, db: Store
+) -> None:
+    """One embedder on both sides (the hash embedder of agent.mjs, alike in `HashEmbeddings`):
+    our vectors go into the index Mastra's semantic recall queries, in Mastra's shape, and
+    Mastra's vectors serve our recall; nothing is embedded twice; deletes on either side take
+    the vectors along; another resource finds nothing."""
+    mastra_turn(side, db, "My cat Whiskers loves tuna", [{"text": "noted"}], semantic=SEMANTIC)
+    storage = db.storage()
+    vectors = MastraVectorStore(storage)
+    options = {"last_messages": 2, "semantic_recall": {"top_k": 2, "message_range": 0}}
+    memory = Memory(storage=storage, vector=vectors, embedder=HashEmbeddings(), options=options)
+    memory.create_thread(thread_id="t2", resource_id="alice")
+    memory.save_messages(
+        [HumanMessage("My dog Rex hates the vacuum cleaner", id="rex"), AIMessage("Ok.", id="ok")],
+        thread_id="t2",
+        resource_id="alice",
+    )
+    assert memory.flush()
+    index = "{m}memory_messages_64"
+    by_message = dict(db.rows(f"SELECT {meta(db, 'message_id')}, count(*) FROM {index} GROUP BY 1"))
+    cat_row = db.rows("SELECT id FROM {m}mastra_messages WHERE role = 'user'")[0][0]
+    # Mastra's two rows (embedded by Mastra only), our two messages: one vector each
+    assert len(by_message) == 4 and set(by_message.values()) == {1}
+    assert {cat_row, "rex", "ok"} <= set(by_message)
+    [ours] = db.rows(f"SELECT metadata FROM {index} WHERE vector_id = 'rex'")
+    written = json_value(ours[0])
+    assert written["thread_id"] == "t2" and written["resource_id"] == "alice"
+    assert written["role"] == "user" and written["content"].startswith("My dog Rex")
+    assert written["created_at"].endswith("Z") and written["lmm_message_id"] == "rex"
+    # ours finds Mastra's message through Mastra's vector
+    assert "Whiskers loves tuna" in recalled(memory, "what does my cat love", "t3")
+    # Mastra's recall finds ours through our vector
+    out = mastra_turn(
+        side, db, "what does my dog Rex hate", [{"text": "vacuums"}], thread="t4",
+        semantic=SEMANTIC,
+    )  # fmt: skip
+    remembered = [m["content"] for m in out["prompts"][0] if "remembered" in str(m["content"])]
+    assert remembered and "My dog Rex hates the vacuum cleaner" in remembered[0]
+    # another resource sees none of it, on either side
+    assert "Whiskers" not in recalled(memory, "what does my cat love", "b1", resource="bob")
+    out = mastra_turn(
+        side, db, "what does my cat love", [{"text": "?"}], thread="b2", resource="bob",
+        semantic=SEMANTIC,
+    )  # fmt: skip
+    assert "Whiskers" not in str(out["prompts"][0]) and "Rex" not in str(out["prompts"][0])
+    # a thread deleted here takes its vectors out of Mastra's index
+    memory.delete_thread("t2")
+    assert db.rows(f"SELECT count(*) FROM {index} WHERE {meta(db, 'thread_id')} = 't2'") == [(0,)]
+    out = mastra_turn(
+        side, db, "what does my dog Rex hate", [{"text": "?"}], thread="t5", semantic=SEMANTIC
+    )
+    assert "vacuum cleaner" not in str(out["prompts"][0])
+    memory.close()
+    vectors.close()
+
+
+async def test_our_side_first_makes_mastras_index_as_mastra_would_async(
+    side: MastraSide, db: Store
+) -> None:
+    """Our vectors written before Mastra has an index: the index made as Mastra's createIndex
+    makes it, which Mastra then takes as its own (its search index added on its next open)."""
+    storage = db.storage()
+    vectors = MastraVectorStore(storage)
+    options = {"last_messages": 2, "semantic_recall": {"top_k": 2, "message_range": 0}}
+    memory = Memory(storage=storage, vector=vectors, embedder=HashEmbeddings(), options=options)
+    await memory.acreate_thread(thread_id="t2", resource_id="alice")
+    await memory.asave_messages(
+        [HumanMessage("My dog Rex hates the vacuum cleaner", id="rex")],
+        thread_id="t2",
+        resource_id="alice",
+    )
+    assert await memory.aflush()
+    assert await vectors.acount("any", 64, "alice") == 1
+    out = mastra_turn(
+        side, db, "what does my dog Rex hate", [{"text": "vacuums"}], thread="t4",
+        semantic=SEMANTIC,
+    )  # fmt: skip
+    assert "My dog Rex hates the vacuum cleaner" in str(out["prompts"][0])
+    found = await memory.arecall(
+        thread_id="t2", resource_id="alice", new_messages=[HumanMessage("my dog Rex hates what")]
+    )
+    assert "hates" in "\n".join(str(m.content) for m in found)
+    assert await vectors.acount("any", 64, "alice") == 3  # ours, and Mastra's turn's two
+    await memory.aclose()
+    vectors.close()
+
+
+def test_mastras_1536_index_name_is_refused_on_a_shared_file(tmp_path: Path) -> None:
+    """On a file, Mastra names the 1536-dimensional index 'memory_messages': our own table."""
+    storage = MastraStorage(f"file:{tmp_path / 'mastra.db'}")
+    vectors = MastraVectorStore(storage)
+    with pytest.raises(ConfigurationError, match="indexName"):
+        vectors.count("any", 1536, "alice")
+    assert MastraVectorStore(storage, index_name="mastra_1536").count("any", 1536) == 0
+    storage.close()
+
+
+def meta(db: Store, key: str) -> str:
+    """A key of a vector's metadata, in the store's SQL."""
+    return f"json_extract(metadata, '$.{key}')" if db.path else f"(metadata->>'{key}')"

@@ -24,6 +24,7 @@ EXPECTED = [
     "LangChainVectorStore",
     "MastraMemoryError",
     "MastraStorage",
+    "MastraVectorStore",
     "Memory",
     "MemoryChatMessageHistory",
     "MemoryCheckpointer",

@@ -8,7 +8,7 @@ with storage) and `synced` (`SyncedStorage`: storage writes that keep the index 
 Behind it, by part:
 
 - `engines`: where vectors live (Chroma, pgvector, Qdrant, Qdrant Edge, Milvus, any LangChain
-  vector store);
+  vector store, Mastra's own index);
 - `exact`: hot partitions searched exactly in memory, and their snapshots on disk;
 - `embedders`: the offline default model and the process-wide embedding cache;
 - `ranking`: the stages from pieces to messages (fusion, context, dates, rerank).
@@ -30,6 +30,7 @@ _LAZY = {  # the optional engines' extras, loaded when their store is asked for
     "QdrantEdgeVectorStore": ".engines.qdrant_edge",
     "MilvusVectorStore": ".engines.milvus",
     "LangChainVectorStore": ".engines.langchain_store",
+    "MastraVectorStore": ".engines.mastra",
 }
 
 
@@ -43,6 +44,7 @@ __all__ = [
     "CachedEmbeddings",
     "ChromaVectorStore",
     "LangChainVectorStore",
+    "MastraVectorStore",
     "MilvusVectorStore",
     "MiniLMEmbeddings",
     "PgVectorStore",

@@ -108,6 +108,8 @@ class VectorUpkeep:
         name = yield from self.index_name_steps()
         if replace:  # what an earlier save handed the writer is stale now
             self.writer.discard(stored_ids(stored))
+        if not replace and getattr(self.vector, "shared_with_mastra", False):
+            todo = yield from self._not_embedded_by_mastra(name, todo)
         for resource_id in {s.resource_id for s, _ in todo} if replace else ():
             # an updated message may have fewer pieces than before
             old = stored_ids(s for s, _ in todo if s.resource_id == resource_id)
@@ -124,6 +126,21 @@ class VectorUpkeep:
             remember(name, pieces_by_message((r.vector_id, r.vector) for r in records))
         yield call(self.storage.mark_embedded, stored_ids(stored))
         return len(todo)
+
+    def _not_embedded_by_mastra(
+        self, name: str, todo: list[tuple[StoredMessage, list[str]]]
+    ) -> Steps[list[tuple[StoredMessage, list[str]]]]:
+        """`todo` less the messages whose vectors Mastra already wrote into the index both
+        runtimes share (`MastraVectorStore`): what a Mastra agent saved reaches this side's
+        backlog when it is read in, and is embedded once, by Mastra."""
+        assert self.vector is not None
+        by_owner: dict[str, list[str]] = defaultdict(list)
+        for s, _ in todo:
+            by_owner[s.resource_id].append(str(s.message.id))
+        present: set[str] = set()
+        for owner, ids in by_owner.items():
+            present |= yield call(self.vector.present, name, owner, ids)
+        return [(s, pieces) for s, pieces in todo if s.message.id not in present]
 
     def index(self, stored: Sequence[StoredMessage], *, replace: bool = False) -> int:
         """Embed and store user/assistant messages, piece by piece (`embedding_pieces`), in one

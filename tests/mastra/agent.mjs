@@ -11,12 +11,36 @@
 //    "observed_at": ISO, "reflect": bool} (the storage calls Mastra's Observer and Reflector
 //    make: the record made where missing, then the text set, or a reflection generation)
 //   {"op": "observations", "db", "thread", "resource", "scope"} -> {"record", "history"}
+// Any command may carry "semantic": {"topK", "range", "scope"}: Mastra's semantic recall on
+// (LibSQLVector on the same file, or PgVector on the same database and schema) with the hash
+// embedder below, which `mastra_side.HashEmbeddings` computes identically in Python.
 import { Agent } from "@mastra/core/agent";
 import { createTool } from "@mastra/core/tools";
 import { Memory } from "@mastra/memory";
 import { LibSQLStore } from "@mastra/libsql";
 import { MockLanguageModelV2 } from "ai/test";
 import { z } from "zod";
+
+// A bag-of-words embedder both runtimes compute alike: each lowercase word (a run of [a-z0-9])
+// counted in bucket FNV-1a(word) % 64, the counts scaled to unit length (AI SDK v2 embedding
+// model shape, which Mastra's Memory takes as `embedder`).
+export const DIMENSION = 64;
+function hashVector(text) {
+  const vector = new Array(DIMENSION).fill(0);
+  for (const word of text.toLowerCase().match(/[a-z0-9]+/g) ?? []) {
+    let h = 0x811c9dc5;
+    for (let i = 0; i < word.length; i++) h = Math.imul(h ^ word.charCodeAt(i), 0x01000193) >>> 0;
+    vector[h % DIMENSION] += 1;
+  }
+  const norm = Math.hypot(...vector);
+  if (norm === 0) vector[0] = 1;
+  return norm === 0 ? vector : vector.map((x) => x / norm);
+}
+const hashEmbedder = {
+  specificationVersion: "v2", provider: "lmm-test", modelId: "hash-64",
+  maxEmbeddingsPerCall: 2048, supportsParallelCalls: true,
+  doEmbed: async ({ values }) => ({ embeddings: values.map(hashVector) }),
+};
 
 const stores = new Map(); // one store (and Memory) per database and options, kept open
 async function storeFor(command) {
@@ -26,13 +50,25 @@ async function storeFor(command) {
   }
   return new LibSQLStore({ id: "side", url: "file:" + command.db });
 }
+async function vectorFor(command) {
+  if (command.pg) {
+    const { PgVector } = await import("@mastra/pg");
+    return new PgVector({ id: "side-vector", connectionString: command.pg, schemaName: command.schema });
+  }
+  const { LibSQLVector } = await import("@mastra/libsql");
+  return new LibSQLVector({ id: "side-vector", url: "file:" + command.db });
+}
 async function memoryFor(command) {
-  const key = JSON.stringify([command.db, command.pg, command.schema, command.last ?? 40, command.scope ?? "resource"]);
+  const key = JSON.stringify([command.db, command.pg, command.schema, command.last ?? 40, command.scope ?? "resource", command.semantic]);
   if (!stores.has(key)) {
     const storage = await storeFor(command);
+    const semantic = command.semantic && {
+      semanticRecall: { topK: command.semantic.topK ?? 3, messageRange: command.semantic.range ?? 0, scope: command.semantic.scope ?? "resource" },
+    };
     stores.set(key, new Memory({
       storage,
-      options: { lastMessages: command.last ?? 40, workingMemory: { enabled: true, scope: command.scope ?? "resource" } },
+      ...(semantic && { vector: await vectorFor(command), embedder: hashEmbedder }),
+      options: { lastMessages: command.last ?? 40, workingMemory: { enabled: true, scope: command.scope ?? "resource" }, ...semantic },
     }));
   }
   return stores.get(key);
