@@ -621,3 +621,49 @@ def test_mastras_1536_index_name_is_refused_on_a_shared_file(tmp_path: Path) -> 
 def meta(db: Store, key: str) -> str:
     """A key of a vector's metadata, in the store's SQL."""
     return f"json_extract(metadata, '$.{key}')" if db.path else f"(metadata->>'{key}')"
+
+
+def test_mastras_index_keeps_each_resource_and_thread_apart(db: Store) -> None:
+    """The `VectorStore` contract on Mastra's index: search per resource and thread, one hit
+    per piece, presence, counts, deletes only of the owner's, another dimension refused."""
+    from langchain_mastra_memory import VectorStoreError
+    from langchain_mastra_memory.recall.vector import VectorRecord
+
+    def record(message_id: str, vector: list[float], thread: str, owner: str, piece: int = 0):
+        return VectorRecord(message_id, vector, thread, owner, "user", 0.0, piece=piece)
+
+    storage = db.storage()
+    store = MastraVectorStore(storage)
+    store.upsert("any", [
+        record("a1", [1.0, 0.0, 0.0], "ta", "alice"),
+        record("a1", [0.0, 0.0, 1.0], "ta", "alice", piece=1),
+        record("a2", [0.8, 0.6, 0.0], "tb", "alice"),
+        record("b1", [1.0, 0.0, 0.0], "tc", "bob"),
+    ])  # fmt: skip
+    hits = store.query("any", [1.0, 0.1, 0.0], top_k=5, resource_id="alice")
+    assert [h.message_id for h in hits] == ["a1", "a2", "a1"]
+    assert hits[0].score == pytest.approx(0.995, abs=2e-3) and hits[0].resource_id == "alice"
+    only_b = store.query("any", [1, 0, 0], top_k=5, resource_id="alice", thread_id="tb")
+    assert [h.message_id for h in only_b] == ["a2"]
+    among = store.query("any", [1, 0, 0], top_k=5, resource_id="alice", thread_ids=["tb", "tc"])
+    assert [h.message_id for h in among] == ["a2"]  # tc is bob's
+    assert [h.message_id for h in store.query("any", [1, 0, 0], top_k=5, resource_id="bob")] == [
+        "b1"
+    ]
+    assert store.query("any", [1, 0, 0], top_k=5, resource_id="carol") == []
+    assert store.query("any", [1, 0, 0, 0], top_k=5, resource_id="alice") == []  # no such index
+    assert store.present("any", "alice", ["a1", "a2", "b1", "zz"]) == {"a1", "a2"}
+    assert store.count("any", 3) == 4 and store.count("any", 3, "alice") == 3
+    store.delete("any", ids=["a1"], resource_id="bob")  # not bob's: kept
+    assert store.count("any", 3, "alice") == 3
+    store.delete("any", ids=["a1"], resource_id="alice")  # every piece
+    assert store.count("any", 3, "alice") == 1
+    store.delete("any", thread_id="tc")
+    assert store.count("any", 3) == 1
+    named = MastraVectorStore(storage, index_name="memory_messages_3")  # Mastra's indexName
+    with pytest.raises(VectorStoreError, match="holds 3-dimensional vectors"):
+        named.upsert("any", [record("m9", [1.0, 0.0], "t", "alice")])
+    assert named.count("any", 3) == 1
+    store.close()
+    named.close()
+    storage.close()

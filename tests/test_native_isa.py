@@ -88,6 +88,12 @@ def test_qdrant_edge_uses_avx512_only_where_chosen_at_run_time() -> None:
     assert avx512_outside_dispatch(SITE / "qdrant_edge" / "qdrant_edge.abi3.so") == []
 
 
+def test_libsql_uses_avx512_only_where_chosen_at_run_time() -> None:
+    """The libsql wheel `MastraVectorStore` writes Mastra's LibSQL vector index with."""
+    [library] = (SITE / "libsql").glob("*.so")
+    assert avx512_outside_dispatch(library) == []
+
+
 def test_simsimd_uses_avx512_only_in_kernels_chosen_at_run_time() -> None:
     (library,) = SITE.glob("simsimd*.so")
     outside = avx512_outside_dispatch(library)
