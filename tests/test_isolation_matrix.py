@@ -43,6 +43,7 @@ from langchain_mastra_memory import (
     ChromaVectorStore,
     LangChainVectorStore,
     MastraStorage,
+    MastraVectorStore,
     Memory,
     MemoryChatMessageHistory,
     MessageHistory,
@@ -170,7 +171,7 @@ def build_world(kind: str, om: str | None, folder: Path) -> World:
         if kind == "postgres+pgbouncer"
         # memory on a Mastra store's own tables, shared with Mastra (`MastraStorage`)
         else MastraStorage(folder / "mastra.db")
-        if kind == "mastra"
+        if kind.startswith("mastra")
         else SQLiteStorage(folder / "memory.db")
     )
     options: dict[str, Any] = {
@@ -187,7 +188,10 @@ def build_world(kind: str, om: str | None, folder: Path) -> World:
             # rolling archives: every group but the newest leaves the log for an archive
             "archive": {"after_tokens": 20, "keep_tokens": 1, "max_catalog_tokens": 600},
         }
-    memory = Memory(storage=storage, vector=vector_store(kind, folder), options=options)
+    vector = (  # recall's vectors in Mastra's own index, shared with a Mastra agent
+        MastraVectorStore(storage) if kind == "mastra+vectors" else vector_store(kind, folder)
+    )
+    memory = Memory(storage=storage, vector=vector, options=options)
     graph = graph_on(memory)
     for text in ALICE_TURNS:
         graph.invoke({"messages": [HumanMessage(text)]}, ALICE)
@@ -214,7 +218,7 @@ def build_world(kind: str, om: str | None, folder: Path) -> World:
         om,
         None
         if kind.startswith("postgres")
-        else folder / ("mastra.db" if kind == "mastra" else "memory.db"),
+        else folder / ("mastra.db" if kind.startswith("mastra") else "memory.db"),
         graph,
         store,
         delta_graph,
@@ -243,6 +247,7 @@ WORLDS = (
     + [  # a Mastra store's own tables (`MastraStorage`)
         pytest.param(("mastra", om), id=f"mastra-om:{om or 'off'}") for om in (None, "thread")
     ]
+    + [pytest.param(("mastra+vectors", None), id="mastra+vectors-om:off")]  # Mastra's index
     + [  # recall's other vector engines, beside SQLite
         pytest.param((kind, None), id=f"{kind}-om:off")
         for kind in (
@@ -255,7 +260,10 @@ WORLDS = (
     ]
 )
 ENGINE_STORES = ("QdrantVectorStore", "QdrantEdgeVectorStore", "MilvusVectorStore")
-ALL_STORES = ("PgVectorStore", "ChromaVectorStore", *ENGINE_STORES, "LangChainVectorStore")
+ALL_STORES = (
+    "PgVectorStore", "ChromaVectorStore", *ENGINE_STORES, "LangChainVectorStore",
+    "MastraVectorStore",
+)  # fmt: skip
 
 
 def built_world(request: pytest.FixtureRequest, folder: Path) -> Iterator[World]:
@@ -301,9 +309,9 @@ def file_world(
 REFUSED, NOTHING = "refused", "nothing"
 VECTOR_READS = tuple(
     f"{s}.{m}"
-    for s in ("PgVectorStore", "ChromaVectorStore", *ENGINE_STORES, "LangChainVectorStore")
+    for s in ALL_STORES
     for m in ("query", "present", "vectors", "ranking_vectors")
-    if not (s == "LangChainVectorStore" and m == "vectors")  # it hands no vectors back
+    if not (s in ("LangChainVectorStore", "MastraVectorStore") and m == "vectors")  # (none back)
     and (m != "ranking_vectors" or s == "ChromaVectorStore")  # (the context stage's read)
 )
 
@@ -695,6 +703,7 @@ NOT_READS = {
     "ChromaVectorStore.partitions": "Chroma's collections of an index: the operator's",
     "ChromaVectorStore.from_url": "a constructor",
     **{f"{store}.close": "releases the engine's client" for store in ENGINE_STORES},
+    "MastraVectorStore.close": "ends its libsql worker process",
     "cli setup": "installs model files",
     "cli reindex": "embeds what storage holds; prints a count",
     "cli import": "a write; a line naming another resource's thread is refused",
@@ -714,7 +723,7 @@ NOT_READS = {
 SURFACES = [
     Memory, MemoryStore, MemoryCheckpointer, MemoryChatMessageHistory, PgVectorStore,
     ChromaVectorStore, QdrantVectorStore, QdrantEdgeVectorStore, MilvusVectorStore,
-    LangChainVectorStore,
+    LangChainVectorStore, MastraVectorStore,
 ]  # fmt: skip
 
 
