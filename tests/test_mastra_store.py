@@ -667,3 +667,63 @@ def test_mastras_index_keeps_each_resource_and_thread_apart(db: Store) -> None:
     store.close()
     named.close()
     storage.close()
+
+
+async def test_the_mcp_server_and_the_explorer_serve_a_mastra_store(
+    side: MastraSide, tmp_path: Path
+) -> None:
+    """``mcp --mastra`` and ``ui --mastra``: Mastra's own file served to MCP clients and in the
+    explorer, one resource each; what an MCP client saves reads in Mastra."""
+    import sys
+
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from starlette.testclient import TestClient
+
+    from langchain_mastra_memory.cli.servers import _served_memory
+    from langchain_mastra_memory.ui import create_app
+
+    path = tmp_path / "mastra.db"
+    mastra_turn(side, str(path), "My cat Whiskers loves tuna", [{"text": "Noted."}])
+    cli = str(Path(sys.executable).with_name("langchain-mastra-memory"))
+
+    async def calls(resource: str, *todo: tuple[str, dict]) -> list[str]:
+        params = StdioServerParameters(
+            command=cli, args=["mcp", "--mastra", f"file:{path}", "--resource", resource],
+            env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
+        )  # fmt: skip
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            results = [await session.call_tool(name, arguments) for name, arguments in todo]
+        return [("error: " if r.is_error else "") + "\n".join(
+            c.text for c in r.content if hasattr(c, "text")) for r in results]  # fmt: skip
+
+    listed, thread, found, saved = await calls(
+        "alice",
+        ("list_threads", {}),
+        ("read_thread", {"thread_id": "t1"}),
+        ("search_memory", {"query": "Whiskers", "mode": "keyword"}),
+        ("save_message", {"thread_id": "t1", "text": "and my dog is called Rex"}),
+    )
+    assert listed.startswith("t1") and "user: My cat Whiskers loves tuna" in thread
+    assert "Whiskers loves tuna" in found and not saved.startswith("error")
+    texts = [
+        part.get("text")
+        for m in side.run({"op": "recall", "db": str(path), "thread": "t1", "resource": "alice"})[
+            "messages"
+        ]
+        for part in m["content"]["parts"]
+    ]
+    assert texts[-1] == "and my dog is called Rex"  # Mastra reads what the MCP client saved
+    bobs = await calls(
+        "bob",
+        ("read_thread", {"thread_id": "t1"}),
+        ("search_memory", {"query": "Whiskers", "mode": "keyword"}),
+    )
+    assert bobs[0].startswith("error") and "loves tuna" not in bobs[1]
+
+    memory = _served_memory(tmp_path / "unused.db", None, f"file:{path}", "public")
+    client = TestClient(create_app(memory), base_url="http://127.0.0.1")
+    assert "Whiskers loves tuna" in client.get("/r/alice/t/t1").text
+    assert client.get("/r/bob/t/t1").status_code == 404
+    memory.close()

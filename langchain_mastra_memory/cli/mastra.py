@@ -4,13 +4,12 @@ with a progress bar and the counts printed."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .shared import DEFAULT_DB, Db, app, console, guard, storage_at
+from .shared import DEFAULT_DB, Db, Dsn, SchemaName, app, console, guard, mastra_at, storage_of
 
 if TYPE_CHECKING:
     from ..storage.base import MemoryStorage
@@ -21,32 +20,6 @@ Store = Annotated[
         help='A Mastra store: its LibSQL file ("file:mastra.db") or its PostgreSQL DSN.'
     ),
 ]
-SchemaName = Annotated[
-    str, typer.Option("--schema-name", help="Mastra's PostgresStore schemaName (a DSN's).")
-]
-Dsn = Annotated[
-    str | None,
-    typer.Option("--dsn", envvar="LMM_DSN", help="PostgreSQL instead of the --db file."),
-]
-
-
-def _ours(db: Path, dsn: str | None, *, create: bool) -> MemoryStorage:
-    if dsn is not None:
-        from ..storage.postgres.backend import PostgresStorage
-
-        return PostgresStorage(dsn)
-    return storage_at(db, create=create)
-
-
-def _mastra(url: str, schema: str, *, create: bool) -> MemoryStorage:
-    from ..errors import StorageError
-    from ..storage.mastra import MastraStorage
-    from ..storage.mastra.sqlite import sqlite_path
-    from ..storage.mastra.sync import is_dsn
-
-    if not is_dsn(url) and not create and not Path(sqlite_path(url)).exists():
-        raise StorageError(f"no Mastra store at {url} (nothing was read)")
-    return MastraStorage(url, schema_name=schema) if is_dsn(url) else MastraStorage(url)
 
 
 def _copy(source: MemoryStorage, target: MemoryStorage, verb: str) -> None:
@@ -73,9 +46,7 @@ def import_mastra(
     """Copy a Mastra store's threads, messages, working memory and observation logs into --db
     (or --dsn)."""
     guard(
-        lambda: _copy(
-            _mastra(source, schema_name, create=False), _ours(db, dsn, create=True), "imported"
-        )
+        lambda: _copy(mastra_at(source, schema_name), storage_of(db, dsn, create=True), "imported")
     )
 
 
@@ -86,7 +57,5 @@ def export_mastra(
     """Copy --db's (or --dsn's) threads, messages, working memory and observation logs into a
     Mastra store (created if missing), which Mastra then reads as its own."""
     guard(
-        lambda: _copy(
-            _ours(db, dsn, create=False), _mastra(target, schema_name, create=True), "exported"
-        )
+        lambda: _copy(storage_of(db, dsn), mastra_at(target, schema_name, create=True), "exported")
     )

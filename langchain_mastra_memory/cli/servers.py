@@ -4,28 +4,28 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from .shared import (
     DEFAULT_DB,
     Db,
+    Dsn,
+    MastraUrl,
+    SchemaName,
     app,
     console,
     embedder,
     err_console,
     guard,
-    storage_at,
+    storage_of,
 )
 
 if TYPE_CHECKING:
     from ..memory import Memory
 
 
-Dsn = Annotated[
-    str | None, typer.Option(help="A PostgreSQL DSN (instead of --db).", envvar="LMM_DSN")
-]
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -43,18 +43,15 @@ def _server_token(token: str | None, *, no_token: bool, host: str) -> str | None
     return token or secrets.token_urlsafe(24)
 
 
-def _served_memory(db: Path, dsn: str | None, *, create: bool = False) -> Memory:
-    """The memory a server (explorer, MCP) serves: PostgreSQL at `dsn`, else the SQLite file;
-    hybrid recall and working memory on."""
+def _served_memory(
+    db: Path, dsn: str | None, mastra: str | None, schema_name: str, *, create: bool = False
+) -> Memory:
+    """The memory a server (explorer, MCP) serves: a Mastra store's (`mastra`), PostgreSQL at
+    `dsn`, else the SQLite file; hybrid recall and working memory on."""
     from ..memory import Memory
 
     def build() -> Memory:
-        if dsn is not None:
-            from ..storage.postgres.backend import PostgresStorage
-
-            storage: Any = PostgresStorage(dsn)
-        else:
-            storage = storage_at(db, create=create)
+        storage = storage_of(db, dsn, mastra, schema_name, create=create)
         options = {"semantic_recall": {"mode": "hybrid"}, "working_memory": {"enabled": True}}
         return Memory(storage=storage, embedder=embedder(), options=options)
 
@@ -65,6 +62,8 @@ def _served_memory(db: Path, dsn: str | None, *, create: bool = False) -> Memory
 def ui(
     db: Db = DEFAULT_DB,
     dsn: Dsn = None,
+    mastra: MastraUrl = None,
+    schema_name: SchemaName = "public",
     host: Annotated[str, typer.Option(help="The address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="The port.")] = 8765,
     token: Annotated[
@@ -103,7 +102,7 @@ def ui(
         console.print(f"[red]the explorer needs the 'ui' extra:[/red] pip install "
                       f"'langchain-mastra-memory[ui]' ({exc})")  # fmt: skip
         raise typer.Exit(1) from exc
-    memory = _served_memory(db, dsn)
+    memory = _served_memory(db, dsn, mastra, schema_name)
     url = f"http://{host}:{port}/" + ("" if token is None else f"?token={token}")
     console.print(
         f"memory explorer on [bold]{url}[/bold] ({'read-write' if write else 'read-only'})"
@@ -123,6 +122,8 @@ def ui(
 def mcp_server(
     db: Db = DEFAULT_DB,
     dsn: Dsn = None,
+    mastra: MastraUrl = None,
+    schema_name: SchemaName = "public",
     resource: Annotated[
         str | None, typer.Option(help="Whose memory every call reads and writes.")
     ] = None,
@@ -163,7 +164,7 @@ def mcp_server(
         err.print(f"[red]the MCP server needs the 'mcp' extra:[/red] pip install "
                   f"'langchain-mastra-memory[mcp]' ({exc})")  # fmt: skip
         raise typer.Exit(1) from exc
-    memory = _served_memory(db, dsn, create=True)
+    memory = _served_memory(db, dsn, mastra, schema_name, create=True)
     server = create_mcp_server(memory, resource_id=resource, multi_resource=multi_resource)
     if not http:
         server.run("stdio")

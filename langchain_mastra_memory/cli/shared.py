@@ -25,6 +25,7 @@ from rich.table import Table
 if TYPE_CHECKING:  # the rest loads inside the commands: --help starts fast
     from ..memory import Memory
     from ..recall.embedders import CachedEmbeddings
+    from ..storage.base import MemoryStorage
     from ..storage.sqlite.backend import SQLiteStorage
 
 from ..errors import InvalidMessageError, MastraMemoryError, StorageError, ThreadNotFoundError
@@ -40,6 +41,22 @@ console = Console()
 err_console = Console(stderr=True)
 
 Db = Annotated[Path, typer.Option("--db", envvar="LMM_DB", help="SQLite database file.")]
+Dsn = Annotated[
+    str | None,
+    typer.Option("--dsn", envvar="LMM_DSN", help="PostgreSQL instead of the --db file."),
+]
+MastraUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--mastra",
+        envvar="LMM_MASTRA",
+        help="A Mastra store instead of --db, shared with Mastra: its LibSQL file "
+        '("file:mastra.db") or its PostgreSQL DSN (with --schema-name).',
+    ),
+]
+SchemaName = Annotated[
+    str, typer.Option("--schema-name", help="Mastra's PostgresStore schemaName (a DSN's).")
+]
 DEFAULT_DB = Path("memory.db")
 SAMPLE = "sample_conversation.jsonl"
 T = TypeVar("T")
@@ -57,6 +74,39 @@ def storage_at(db: Path, *, create: bool = False) -> SQLiteStorage:
         )
         raise StorageError(msg)
     return SQLiteStorage(db)
+
+
+def mastra_at(url: str, schema_name: str = "public", *, create: bool = False) -> MemoryStorage:
+    """Memory on the Mastra store at `url` (`MastraStorage`); a file that is not there is an
+    error unless `create`."""
+    from ..storage.mastra import MastraStorage
+    from ..storage.mastra.sqlite import sqlite_path
+    from ..storage.mastra.sync import is_dsn
+
+    if is_dsn(url):
+        return MastraStorage(url, schema_name=schema_name)
+    if not create and not Path(sqlite_path(url)).exists():
+        raise StorageError(f"no Mastra store at {url} (nothing was read)")
+    return MastraStorage(url)
+
+
+def storage_of(
+    db: Path,
+    dsn: str | None = None,
+    mastra: str | None = None,
+    schema_name: str = "public",
+    *,
+    create: bool = False,
+) -> MemoryStorage:
+    """The storage a command names: a Mastra store (`mastra`), PostgreSQL (`dsn`), else the
+    SQLite file `db`."""
+    if mastra is not None:
+        return mastra_at(mastra, schema_name, create=create)
+    if dsn is not None:
+        from ..storage.postgres.backend import PostgresStorage
+
+        return PostgresStorage(dsn)
+    return storage_at(db, create=create)
 
 
 def fail(exc: MastraMemoryError) -> typer.Exit:
