@@ -353,6 +353,7 @@ def test_import_then_export_gives_back_rows_mastra_reads_as_before(
     assert log.text == "* Alice asked about Paris" and len(log.message_ids) == 4
     assert memory.storage.unobserved_messages("resource:alice", resource_id="alice",
                                               thread_id="t2")  # fmt: skip
+    memory.archive_thread("t2")  # (Mastra has no archive: kept in our tables beside Mastra's)
     memory.close()
     exported = runner.invoke(app, ["export-mastra", back, "--db", ours])
     assert exported.exit_code == 0, exported.output
@@ -366,6 +367,9 @@ def test_import_then_export_gives_back_rows_mastra_reads_as_before(
         assert mastra_view(side, back, thread) == mastra_view(side, source, thread)
     answer = side.run({"op": "get_working_memory", "db": back, "thread": "t1", "resource": "alice"})
     assert answer["text"] == "# User\n- Name: Alice\n"
+    exported_store = MastraStorage(f"file:{back}")
+    assert [t.archived for t in exported_store.get_threads(["t1", "t2"]).values()] == [False, True]
+    exported_store.close()
 
 
 def test_an_import_that_cannot_land_whole_lands_not_at_all(

@@ -82,6 +82,9 @@ def copy_memory(
     target.save_import(imported)
     before: dict[tuple[str, str | None], str | None] = {}
     try:
+        for thread in threads:  # (Mastra has no archive: ours, in the tables beside Mastra's)
+            if thread.archived and thread.id not in existing:
+                target.set_archived(thread.id, archived=True, resource_id=thread.resource_id)
         for (resource_id, thread_id), text in memories.items():
             before[(resource_id, thread_id)] = target.get_working_memory(
                 resource_id=resource_id, thread_id=thread_id
