@@ -269,6 +269,7 @@ class TurnContext:
         read_only: bool = False,
         wanted: CallOptions = NONE,
     ) -> Steps[list[BaseMessage]]:
+        new = ensure_messages(new, where="new_messages")  # (a string: a clear error)
         ids = {"thread_id": thread_id, "resource_id": resource_id}
         return (
             yield traced(

@@ -139,6 +139,18 @@ def test_a_string_is_not_a_list_of_ids(memory: Memory) -> None:
     assert [m.id for m in memory.get_messages(thread_id="t")] == ["1", "2"]
 
 
+async def test_a_string_is_not_a_turn(memory: Memory) -> None:
+    """`context("hi")` (a string, not a list of messages) is a clear error, sync and async."""
+    memory.create_thread(thread_id="t", resource_id="r")
+    with pytest.raises(InvalidMessageError, match="not a single str"):
+        memory.context("hi", thread_id="t", resource_id="r")  # type: ignore[arg-type]
+    with pytest.raises(InvalidMessageError, match="not a single str"):
+        await memory.acontext("hi", thread_id="t", resource_id="r")  # type: ignore[arg-type]
+    with pytest.raises(InvalidMessageError, match="got int"):
+        memory.context([1], thread_id="t", resource_id="r")  # type: ignore[list-item]
+    assert memory.get_messages(thread_id="t") == []
+
+
 def test_lone_surrogates_are_refused_and_nul_round_trips(memory: Memory) -> None:
     memory.create_thread(thread_id="t", resource_id="r")
     with pytest.raises(InvalidMessageError, match="surrogate"):
