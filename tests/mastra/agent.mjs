@@ -11,6 +11,8 @@
 //    "observed_at": ISO, "reflect": bool} (the storage calls Mastra's Observer and Reflector
 //    make: the record made where missing, then the text set, or a reflection generation)
 //   {"op": "observations", "db", "thread", "resource", "scope"} -> {"record", "history"}
+//   {"op": "vector_query", "db" | "pg", "index", "vector", "topK", "resource"} -> {"ids"}
+//       (Mastra's vector store queried as its semantic recall queries it)
 // Any command may carry "semantic": {"topK", "range", "scope"}: Mastra's semantic recall on
 // (LibSQLVector on the same file, or PgVector on the same database and schema) with the hash
 // embedder below, which `mastra_side.HashEmbeddings` computes identically in Python.
@@ -98,7 +100,17 @@ async function generate(command, memory) {
   return { text: out.text, prompts };
 }
 
+const vectors = new Map(); // one LibSQLVector / PgVector per database, kept open
 async function handle(command) {
+  if (command.op === "vector_query") {  // Mastra's own vector query, as its semantic recall makes it
+    const key = JSON.stringify([command.db, command.pg, command.schema]);
+    if (!vectors.has(key)) vectors.set(key, await vectorFor(command));
+    const hits = await vectors.get(key).query({
+      indexName: command.index, queryVector: command.vector, topK: command.topK ?? 3,
+      filter: { resource_id: command.resource },
+    });
+    return { ids: hits.map((h) => h.metadata?.message_id) };
+  }
   const memory = await memoryFor(command);
   if (command.op === "generate") return await generate(command, memory);
   if (command.op === "set_working_memory") {

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 MASTRA_DEFAULT_DIMENSION = 1536  # Mastra names this dimension's index plain "memory_messages"
 NAMESPACE = "default"  # PgVector's namespace column, as Mastra writes it
+OVER_FETCH = 10  # candidates per hit from libsql's vector index (Mastra's default multiplier)
 OUR_ID = "lmm_message_id"  # our message id, in the metadata beside Mastra's message_id
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
@@ -97,6 +98,7 @@ class MastraVectorStore(AsyncTwins):
 
             self._worker = LibSQLWorker(str(getattr(storage, "path")))  # noqa: B009
         self._tables: dict[str, tuple[str, int]] = {}  # index -> (column type, dimension)
+        self._searchable_names: set[str] = set()  # LibSQL indexes with libsql's vector index
 
     def __repr__(self) -> str:
         return f"MastraVectorStore({self.storage!r})"
@@ -119,13 +121,13 @@ class MastraVectorStore(AsyncTwins):
     def _mark(self) -> str:
         return "?" if self.sqlite else "%s"
 
-    def _meta(self, key: str) -> str:
+    def _meta(self, key: str, table: str = "") -> str:
         if self.sqlite:
-            return f"json_extract(metadata, '$.{key}')"
-        return f"(metadata->>'{key}')"
+            return f"json_extract({table}metadata, '$.{key}')"
+        return f"({table}metadata->>'{key}')"
 
-    def _ours(self) -> str:
-        return f"coalesce({self._meta(OUR_ID)}, {self._meta('message_id')})"
+    def _ours(self, table: str = "") -> str:
+        return f"coalesce({self._meta(OUR_ID, table)}, {self._meta('message_id', table)})"
 
     def _sql(self, statements: Sequence[tuple[str, Sequence[Any]]], *, write: bool) -> Any:
         """The last statement's rows; several, or `write`, in one transaction."""
@@ -326,7 +328,10 @@ class MastraVectorStore(AsyncTwins):
         thread_ids: Sequence[str] | None = None,
         window: TimeWindow | None = None,
     ) -> list[VectorHit]:
-        """The `top_k` nearest pieces of `resource_id`'s messages (either side's), exactly."""
+        """The `top_k` nearest pieces of `resource_id`'s messages (either side's). On LibSQL,
+        as Mastra's own query: through libsql's vector index first (`top_k` x `OVER_FETCH`
+        candidates of every resource, then this one's), an exact scan of the resource's
+        vectors when that finds fewer than `top_k`; on PostgreSQL an exact scan."""
         threads = only_threads(thread_id, thread_ids)
         name = self._index(len(vector))
         found = self._existing(name)
@@ -334,30 +339,75 @@ class MastraVectorStore(AsyncTwins):
             return []
         if found[1] != len(vector):
             raise dimension_mismatch(name, found[1], len(vector))
-        mark, literal = self._mark(), json.dumps([float(x) for x in vector])
-        if self.sqlite:
-            score = "1 - vector_distance_cos(embedding, vector32(?))"
-        else:
-            score = f"1 - (embedding OPERATOR({self._extension()}.<=>) {mark}::{found[0]})"
-        where, args = [f"{self._meta('resource_id')} = {mark}"], [literal, resource_id]
-        if not self.sqlite:
-            where.append(f"namespace = {mark}")
-            args.append(NAMESPACE)
-        if threads is not None:
-            where.append(f"{self._meta('thread_id')} IN ({', '.join([mark] * len(threads))})")
-            args += sorted(threads)
-        if window is not None and window.since is not None:
-            where.append(f"{self._meta('created_at')} >= {mark}")
-            args.append(_iso(window.since))
-        if window is not None and window.until is not None:
-            where.append(f"{self._meta('created_at')} < {mark}")
-            args.append(_iso(window.until))
-        sql = (
-            f"SELECT {self._ours()}, {score} AS score FROM {self._table(name)} "
-            f"WHERE {' AND '.join(where)} ORDER BY score DESC LIMIT {int(top_k)}"
-        )
+        literal = json.dumps([float(x) for x in vector])
+        if self.sqlite and self._searchable(name):
+            sql, args = self._search(name, literal, found[0], top_k, resource_id, threads, window,
+                                     indexed=True)  # fmt: skip
+            rows = self._sql([(sql, args)], write=False)
+            if len(rows) >= top_k:
+                return [VectorHit(str(row[0]), resource_id, float(row[1])) for row in rows]
+        sql, args = self._search(name, literal, found[0], top_k, resource_id, threads, window)
         rows = self._sql([(sql, args)], write=False)
         return [VectorHit(str(row[0]), resource_id, float(row[1])) for row in rows]
+
+    def _searchable(self, name: str) -> bool:
+        """Whether Mastra's libsql vector index over `name` exists (Mastra makes it with the
+        table; an index made before libsql had one may lack it)."""
+        if name not in self._searchable_names:
+            rows = self._sql(
+                [("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?",
+                  [f"{name}_vector_idx"])],
+                write=False,
+            )  # fmt: skip
+            if not rows:
+                return False
+            self._searchable_names.add(name)
+        return True
+
+    def _search(
+        self,
+        name: str,
+        literal: str,
+        kind: str,
+        top_k: int,
+        resource_id: str,
+        threads: frozenset[str] | None,
+        window: TimeWindow | None,
+        *,
+        indexed: bool = False,
+    ) -> tuple[str, list[Any]]:
+        """The statement of a search: the filtered exact scan, or (`indexed`, LibSQL) the
+        same filter over the vector index's nearest candidates."""
+        mark, t = self._mark(), "t."
+        if self.sqlite:
+            score = f"1 - vector_distance_cos({t}embedding, vector32(?))"
+        else:
+            score = f"1 - ({t}embedding OPERATOR({self._extension()}.<=>) {mark}::{kind})"
+        where, args = [f"{self._meta('resource_id', t)} = {mark}"], [literal, resource_id]
+        if not self.sqlite:
+            where.append(f"{t}namespace = {mark}")
+            args.append(NAMESPACE)
+        if threads is not None:
+            where.append(f"{self._meta('thread_id', t)} IN ({', '.join([mark] * len(threads))})")
+            args += sorted(threads)
+        if window is not None and window.since is not None:
+            where.append(f"{self._meta('created_at', t)} >= {mark}")
+            args.append(_iso(window.since))
+        if window is not None and window.until is not None:
+            where.append(f"{self._meta('created_at', t)} < {mark}")
+            args.append(_iso(window.until))
+        source = f"{self._table(name)} AS t"
+        if indexed:
+            source = (
+                f"vector_top_k('{name}_vector_idx', vector32(?), {int(top_k) * OVER_FETCH}) AS v "
+                f"JOIN {self._table(name)} AS t ON t.rowid = v.id"
+            )
+            args.insert(1, literal)
+        sql = (
+            f"SELECT {self._ours(t)}, {score} AS score FROM {source} "
+            f"WHERE {' AND '.join(where)} ORDER BY score DESC LIMIT {int(top_k)}"
+        )
+        return sql, args
 
     def delete(
         self,
