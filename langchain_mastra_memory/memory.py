@@ -293,8 +293,10 @@ class Memory:
         """A thread's summary by `model`, nothing stored (Mastra's ``summarizeThread``)."""
         return self.queries.summarize_thread(thread_id, **opts)
 
-    async def asummarize_thread(self, thread_id: str, **opts: Unpack[kw.SummaryOptions]) -> Any:
-        """Async `summarize_thread` (a `ThreadSummary`)."""
+    async def asummarize_thread(
+        self, thread_id: str, **opts: Unpack[kw.SummaryOptions]
+    ) -> ThreadSummary:
+        """Async `summarize_thread`."""
         return await self.queries.asummarize_thread(thread_id, **opts)
 
     def page_messages(self, thread_id: str, **query: Unpack[kw.MessagePageQuery]) -> MessagePage:

@@ -159,17 +159,17 @@ class TitleWriter:
         if model is None:  # (scheduled only with one: `_first_user_message`)
             return
         try:
-            thread = yield call(self.storage.get_thread, thread_id)
+            thread = yield from call(self.storage.get_thread, thread_id)
             if thread is None or thread.title is not None:
                 return  # gone, or titled already (by the user, or an earlier run)
             prompt = title_prompt(first.message, self.instructions)
-            reply = yield call(model.invoke, prompt, config=TITLE_RUN)
+            reply = yield from call(model.invoke, prompt, config=TITLE_RUN)
             title = clean_title(getattr(reply, "content", reply))
             if title is None:
                 raise ValueError(f"the model's reply holds no title: {reply!r}")
-            thread = yield call(self.storage.get_thread, thread_id)
+            thread = yield from call(self.storage.get_thread, thread_id)
             if thread is not None and thread.title is None:  # the user may have set one meanwhile
-                yield call(self.storage.update_thread, thread_id, title=title)
+                yield from call(self.storage.update_thread, thread_id, title=title)
         except Exception as exc:  # a title is never worth a failed turn: retry on the next one
             with self._lock:
                 self._attempted.discard(thread_id)

@@ -161,7 +161,7 @@ class TurnContext:
         )  # fmt: skip
         index, options = self._recall_for(wanted)
         if resource_id is None:
-            resource_id = owner_of((yield call(self.storage.get_thread, thread_id)), thread_id)
+            resource_id = owner_of((yield from call(self.storage.get_thread, thread_id)), thread_id)
         found: list[StoredMessage] | None = None  # recalled while the history loaded
         if history is not None and budget is not None:
             messages = yield from budget.of_state(thread_id, history, cap, self.window)
@@ -173,7 +173,7 @@ class TurnContext:
             # the turn gives the query: search while the history loads (the two are
             # independent; what the history holds is left out of the recall afterwards)
             # (the search, the longer of the two, runs in this thread: it starts at once)
-            found, messages = yield both(
+            found, messages = yield from both(
                 call(
                     index.recall, query, resource_id=resource_id, thread_id=thread_id,
                     exclude=set(), never_hits=ids_of(new), options=options,
@@ -197,7 +197,7 @@ class TurnContext:
             )
         messages = [*messages, *recalled] if self.placement == "end" else [*recalled, *messages]
         for step in self.steps:
-            messages = yield call(step.invoke, messages, **processor_options(step, new))
+            messages = yield from call(step.invoke, messages, **processor_options(step, new))
         return messages
 
     def _history(
@@ -272,7 +272,7 @@ class TurnContext:
         new = ensure_messages(new, where="new_messages")  # (a string: a clear error)
         ids = {"thread_id": thread_id, "resource_id": resource_id}
         return (
-            yield traced(
+            yield from traced(
                 self._assembled(new, ids, history, read_only, wanted), "memory",
                 inputs={**ids, "new_messages": list(new)}, metadata=ids,
                 outputs=lambda sent: {"messages": sent},
@@ -289,7 +289,7 @@ class TurnContext:
         wanted: CallOptions = NONE,
     ) -> Steps[list[BaseMessage]]:
         """The context (`_context`'s, inside its run): `ids` are its thread and resource."""
-        injected = yield traced(
+        injected = yield from traced(
             call(self.working_memory.message, **ids), "working_memory", inputs=ids,
             metadata=ids, outputs=lambda message: {"message": message},
         )  # fmt: skip

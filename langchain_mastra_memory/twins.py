@@ -2,7 +2,8 @@
 
 An algorithm with I/O is a generator that yields `Call`s (``call(storage.get_thread, id)``: the
 bound sync method and its arguments, which the type checker checks against it) and receives
-their results. `run_sync` performs each call as is; `run_async` awaits the ``a``-prefixed twin
+their results, typed as the method's (``thread = yield from call(storage.get_thread, id)``).
+`run_sync` performs each call as is; `run_async` awaits the ``a``-prefixed twin
 of the same method on the same object (``storage.aget_thread``), the naming LangChain and this
 package use everywhere. An exception raised by a step is thrown into the generator where it yielded,
 so the algorithm handles errors once too. A sync method and its async twin are then one-line
@@ -18,7 +19,7 @@ Examples:
     ...     def get(self, key): return key.upper()
     ...     async def aget(self, key): return key.upper()
     >>> def greet(store):
-    ...     name = yield call(store.get, "ada")
+    ...     name = yield from call(store.get, "ada")
     ...     return f"hello {name}"
     >>> run_sync(greet(Store())), asyncio.run(run_async(greet(Store())))
     ('hello ADA', 'hello ADA')
@@ -34,17 +35,20 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from types import ModuleType
-from typing import Any, ParamSpec, Protocol, TypeVar, Union
+from typing import Any, Generic, ParamSpec, Protocol, TypeVar, Union
 
 T = TypeVar("T")
+A = TypeVar("A")
+B = TypeVar("B")
 P = ParamSpec("P")
 
 
 @dataclass(frozen=True)
-class Call:
+class Call(Generic[T]):
     """One I/O step: ``target.name(*args, **kwargs)``, or awaited ``target.aname(...)``; or,
     with `function`, that function called (awaited when it is a coroutine function, else run
-    on memory's I/O threads)."""
+    on memory's I/O threads). An algorithm takes its result with ``yield from``, typed as the
+    method's: ``name: str = yield from call(store.get, "ada")``."""
 
     target: Any
     name: str
@@ -52,8 +56,12 @@ class Call:
     kwargs: dict[str, Any] = field(default_factory=dict)
     function: Callable[..., Any] | None = None
 
+    def __iter__(self) -> Generator[Call[T], Any, T]:
+        result: T = yield self
+        return result
 
-def call(method: Callable[P, Any], /, *args: P.args, **kwargs: P.kwargs) -> Call:
+
+def call(method: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Call[T]:
     """The step calling `method`, a bound method (``storage.get_thread``), with these arguments;
     run async, its ``a``-twin on the same object (``storage.aget_thread``). A plain function
     (one put on an object in place of its method, say) has no object to find a twin on: it is
@@ -66,7 +74,7 @@ def call(method: Callable[P, Any], /, *args: P.args, **kwargs: P.kwargs) -> Call
     return Call(target, method.__name__, args, kwargs)
 
 
-def call_by_name(target: Any, name: str, *args: Any, **kwargs: Any) -> Call:
+def call_by_name(target: Any, name: str, *args: Any, **kwargs: Any) -> Call[Any]:
     """The step calling `target`'s method `name` (its ``a``-twin when run async), for a name
     chosen at run time; `call` everywhere else, so the type checker sees the method."""
     return Call(target, name, args, kwargs)
@@ -81,20 +89,24 @@ class Around(Protocol):
 
 
 @dataclass(frozen=True)
-class Both:
+class Both(Generic[A, B]):
     """Two independent steps run at the same time; the algorithm receives both results."""
 
-    first: Call | Around | Generator[Any, Any, Any]
-    second: Call | Around | Generator[Any, Any, Any]
+    first: Call[A] | Around | Generator[Any, Any, A]
+    second: Call[B] | Around | Generator[Any, Any, B]
+
+    def __iter__(self) -> Generator[Both[A, B], Any, tuple[A, B]]:
+        result: tuple[A, B] = yield self
+        return result
 
 
-def both(first: Call | Around | Steps[Any], second: Call | Around | Steps[Any]) -> Both:
-    """The step running `first` and `second` concurrently: ``a, b = yield both(x, y)``. If
+def both(first: Call[A] | Around | Steps[A], second: Call[B] | Around | Steps[B]) -> Both[A, B]:
+    """The step running `first` and `second` concurrently: ``a, b = yield from both(x, y)``. If
     either fails, its exception is thrown into the algorithm (after both have finished)."""
     return Both(first, second)
 
 
-Step = Union[Call, Both, Around]  # noqa: UP007 - the alias is evaluated at import time
+Step = Union[Call[Any], "Both[Any, Any]", Around]  # (a Union: evaluated at import time)
 Steps = Generator[Step, Any, T]
 
 

@@ -4,7 +4,11 @@ type checker checks each call against the method (issue 85: no method names as s
 from __future__ import annotations
 
 import asyncio
+import inspect
+import itertools
+import re
 import threading
+from typing import Any
 
 import pytest
 
@@ -92,3 +96,193 @@ def test_a_builtin_is_refused_and_a_name_chosen_at_run_time_has_its_own_call() -
 
 def iter_one(step):
     return (yield step)
+
+
+# -- every part's sync methods have their async twins (issue 95) ----------------------------------
+def _parts() -> list[type]:
+    import langchain_mastra_memory as lmm
+    from langchain_mastra_memory.integrations.checkpointer import MemoryCheckpointer
+    from langchain_mastra_memory.integrations.store import MemoryStore
+    from langchain_mastra_memory.recall.synced import SyncedStorage
+    from langchain_mastra_memory.storage.mastra import MastraPostgresStorage, MastraSQLiteStorage
+    from langchain_mastra_memory.turn import TurnContext
+
+    return [
+        lmm.Memory, lmm.SQLiteStorage, lmm.PostgresStorage, MastraSQLiteStorage,
+        MastraPostgresStorage, lmm.ChromaVectorStore, lmm.PgVectorStore, lmm.QdrantVectorStore,
+        lmm.QdrantEdgeVectorStore, lmm.MilvusVectorStore, lmm.LangChainVectorStore,
+        lmm.MastraVectorStore, MemoryCheckpointer, MemoryStore, lmm.MemoryChatMessageHistory,
+        SyncedStorage, TurnContext,
+    ]  # fmt: skip
+
+
+FACTORY = "builds a part (its own methods have the twins), no I/O"
+NO_TWIN = {  # "Class.method": why it has no async twin
+    **{
+        f"Memory.{n}": FACTORY
+        for n in (
+            "as_node",
+            "as_retriever",
+            "as_runnable",
+            "chat_history",
+            "checkpointer",
+            "middleware",
+            "pre_model_hook",
+            "recall_tool",
+            "store",
+            "working_memory_tool",
+            "wrap",
+        )
+    },
+    "Memory.ids": "reads a config (no I/O)",
+    "Memory.backfill_embeddings": "the operator's batch job (the CLI's reindex); the writer "
+    "embeds behind async turns on its own",
+    **{
+        f"{c}.{n}": why
+        for c in ("SQLiteStorage", "MastraSQLiteStorage")
+        for n, why in {
+            "borrowing": "a context manager lending this thread's connection (no I/O of its own)",
+            "schema_version": "the migration check at open (sync, before any loop exists)",
+        }.items()
+    },
+    **{
+        f"{c}.{n}": why
+        for c in ("PostgresStorage", "MastraPostgresStorage")
+        for n, why in {
+            "begin_statement": "the SQL text a transaction begins with (no I/O)",
+            "connection_options": "the libpq options (no I/O)",
+            "drop_schema": "the operator's teardown (tests, the CLI)",
+            "on_close": "registers a callback (no I/O)",
+            "where": "the server's address, for messages (no I/O)",
+        }.items()
+    },
+    **{
+        f"{c}.{n}": why
+        for c in (
+            "SQLiteStorage",
+            "PostgresStorage",
+            "MastraSQLiteStorage",
+            "MastraPostgresStorage",
+        )
+        for n, why in {
+            "delete_items_labelled": "the erasure of a resource's store items, inside "
+            "`delete_resource`, whose twin runs it off the loop",
+            "observation_history": "the explorer's and the CLI's history view (sync servers)",
+        }.items()
+    },
+    **{
+        f"{c}.catch_up": "reads Mastra's changes in; every read and write runs it first, "
+        "async ones on the I/O threads"
+        for c in ("MastraSQLiteStorage", "MastraPostgresStorage")
+    },
+    **{
+        f"{c}.close": "releases the engine's client"
+        for c in (
+            "ChromaVectorStore",
+            "QdrantVectorStore",
+            "QdrantEdgeVectorStore",
+            "MilvusVectorStore",
+            "MastraVectorStore",
+        )
+    },
+    "ChromaVectorStore.collection": "Chroma's collection handle (the operator's)",
+    "ChromaVectorStore.from_url": "a constructor",
+    "ChromaVectorStore.partitions": "Chroma's collections of an index (the operator's)",
+    "MemoryCheckpointer.get_next_version": "a version counter (BaseCheckpointSaver's, sync only)",
+    "MemoryCheckpointer.with_allowlist": "configures serialization (no I/O)",
+    **{
+        f"MemoryChatMessageHistory.{n}": "BaseChatMessageHistory's: its async twin is "
+        "`aadd_messages`, as LangChain defines it"
+        for n in ("add_ai_message", "add_message", "add_user_message")
+    },
+    "MemoryChatMessageHistory.aget_messages": "the twin of the `messages` property",
+    "SyncedStorage.after_save": "hands saved messages to the writer (no I/O of its own)",
+    "SyncedStorage.backfill": "the operator's batch job behind `backfill_embeddings`",
+    "SyncedStorage.holding": "a context manager collecting saves (no I/O)",
+    "SyncedStorage.saves_turns": "a flag (no I/O)",
+    "TurnContext.recalled": "formats what a recall found (no I/O)",
+}
+
+
+def _signature(function: Any) -> inspect.Signature:
+    """`function`'s signature, its annotations evaluated where they can be (an alias and what
+    it names are then one type); as written where they cannot (a name imported for the type
+    checker only)."""
+    try:
+        return inspect.signature(function, eval_str=True)
+    except (NameError, TypeError, AttributeError, SyntaxError):
+        return inspect.signature(function)
+
+
+def _differences(sync: Any, twin: Any) -> list[str]:
+    """How `twin`'s signature differs from `sync`'s: parameters (names, kinds, defaults,
+    annotations) and result (an iterator's twin an async iterator)."""
+    mine, theirs = _signature(sync), _signature(twin)
+    found = [
+        f"{a} / {b}"
+        for a, b in itertools.zip_longest(mine.parameters.values(), theirs.parameters.values())
+        if a != b
+    ]
+    result, twin_result = (str(s.return_annotation) for s in (mine, theirs))
+    asynced = re.sub(
+        r"\b(typing\.|collections\.abc\.)?(Iterator|Generator)\b", r"\1Async\2", result
+    )
+    if mine.return_annotation != theirs.return_annotation and twin_result not in {result, asynced}:
+        found.append(f"-> {result} / -> {twin_result}")
+    return found
+
+
+def test_every_public_sync_method_of_every_part_has_its_async_twin_with_its_signature() -> None:
+    """What `run_async` relies on (the ``a``-twin of a step's method): checked here for every
+    part, not found by string at run time and hoped for."""
+    missing, different = [], []
+    for part in _parts():
+        names = {n for n, v in inspect.getmembers(part) if not n.startswith("_") and callable(v)}
+        for name in sorted(names):
+            if name.startswith("a") and name[1:] in names:
+                continue
+            if f"a{name}" not in names:
+                if f"{part.__name__}.{name}" not in NO_TWIN:
+                    missing.append(f"{part.__name__}.{name}")
+                continue
+            sync, twin = getattr(part, name), getattr(part, f"a{name}")
+            returns = str(_signature(twin).return_annotation)
+            if not (inspect.iscoroutinefunction(twin) or inspect.isasyncgenfunction(twin)
+                    or "AsyncIterator" in returns):  # fmt: skip
+                different.append(f"{part.__name__}.a{name} is not async")
+            elif problems := _differences(sync, twin):
+                different.append(f"{part.__name__}.{name}: {'; '.join(problems)}")
+    assert not missing, f"sync methods without an async twin (or a reason in NO_TWIN): {missing}"
+    assert not different, "\n".join(different)
+    known = {f"{p.__name__}.{n}" for p in _parts() for n in dir(p)}
+    assert set(NO_TWIN) <= known, set(NO_TWIN) - known  # (no stale reason)
+
+
+def test_a_steps_result_is_typed_as_its_methods() -> None:
+    """mypy checks what ``yield from call(...)`` gives back against the method's result."""
+    import subprocess
+    import sys
+    import textwrap
+
+    source = textwrap.dedent("""
+        from langchain_mastra_memory.twins import Steps, call
+
+        class Store:
+            def get(self, key: str) -> str:
+                return key
+
+        def wrong(store: Store) -> Steps[int]:
+            name: int = yield from call(store.get, "ada")
+            return name
+
+        def right(store: Store) -> Steps[str]:
+            name: str = yield from call(store.get, "ada")
+            return name
+    """)
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "-c", source],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 1 and "Incompatible types in assignment" in errors[0], done.stdout
+    assert "line 9" in errors[0] or ":9:" in errors[0], errors

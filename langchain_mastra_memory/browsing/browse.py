@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import ConfigurationError, ThreadNotFoundError
 from ..recall.index import Mode, RecallIndex, hide_working_memory
 from ..storage.base import MemoryStorage, owned_thread
-from ..storage.records import StoredMessage, TimeWindow
+from ..storage.records import StoredMessage, TimeWindow, stored_ids
 from ..storage.validation import check_id, check_ids, check_optional_id, check_time
 from ..threads.thread import Thread
 from ..twins import Steps, call
@@ -37,11 +37,11 @@ def thread_page(
 ) -> Steps[Page[Thread]]:
     """Page `page` of the threads matching the filters (archived ones only when asked)."""
     limit, offset = page_bounds(page, per_page)
-    threads = yield call(
+    threads = yield from call(
         storage.list_threads, resource_id=resource_id, metadata=metadata, archived=archived,
         order_by=order_by, descending=descending, limit=limit, offset=offset,
     )  # fmt: skip
-    total = yield call(
+    total = yield from call(
         storage.count_threads, resource_id=resource_id, metadata=metadata, archived=archived
     )
     if threads:  # a thread made between the two reads is counted
@@ -54,7 +54,7 @@ def owner_of(storage: MemoryStorage, thread_id: str, resource_id: str | None) ->
     `ResourceMismatchError` otherwise."""
     check_id(thread_id, "thread_id")
     check_optional_id(resource_id, "resource_id")
-    thread = yield call(storage.get_thread, thread_id)
+    thread = yield from call(storage.get_thread, thread_id)
     if thread is None:
         raise ThreadNotFoundError(f"no thread {thread_id!r}")
     return owned_thread(thread, thread_id=thread_id, resource_id=resource_id or thread.resource_id)
@@ -89,19 +89,19 @@ def message_page(
                   check_time(until, "until", ConfigurationError))  # fmt: skip
     thread = yield from owner_of(storage, thread_id, resource_id)
     owner = thread.resource_id
-    stored, total = yield call(
+    stored, total = yield from call(
         storage.page_messages, thread_id, resource_id=owner, limit=limit, offset=offset,
         descending=descending, since=since, until=until,
     )  # fmt: skip
-    shown = {s.message.id for s in stored}
+    shown = set(stored_ids(stored))
     extra: list[StoredMessage] = []
     if ids:
-        extra += yield call(
+        extra += yield from call(
             storage.message_windows, ids, before=include_window, after=include_window,
             resource_id=owner,
         )  # fmt: skip
     if query is not None and query.strip():
-        extra += yield call(
+        extra += yield from call(
             index.recall, query, resource_id=owner, thread_id=thread_id, exclude=shown
         )
     seen: set[str | None] = set()
@@ -141,15 +141,15 @@ def search_page(
     )
     if thread_id is not None:
         yield from owner_of(storage, thread_id, resource_id)
-    hits = yield call(
+    hits = yield from call(
         index.search, query, resource_id=resource_id, thread_id=thread_id, limit=MAX_HITS,
         mode=mode, within_thread=thread_id is not None, window=window,
     )  # fmt: skip
-    found = yield call(
+    found = yield from call(
         storage.get_messages_by_id, [h.message_id for h in hits], resource_id=resource_id
     )
     by_id = {s.message.id: s for s in found}
-    threads = yield call(storage.get_threads, sorted({s.thread_id for s in found}))
+    threads = yield from call(storage.get_threads, sorted({s.thread_id for s in found}))
     kept: list[SearchHit] = []
     for hit in hits:
         stored = by_id.get(hit.message_id)

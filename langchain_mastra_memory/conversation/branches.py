@@ -86,7 +86,7 @@ def branch_off(
     `only_if_any` and nothing would move)."""
     storage = synced.storage
     thread = yield from _owned(storage, thread_id, resource_id)
-    stored: list[StoredMessage] = yield call(
+    stored: list[StoredMessage] = yield from call(
         storage.list_messages, thread_id, resource_id=thread.resource_id
     )
     ids = [s.message.id or "" for s in stored]
@@ -98,14 +98,14 @@ def branch_off(
         moving = ids[ids.index(after_message_id) + 1 :] if after_message_id is not None else ids
     if not moving and only_if_any:
         return None
-    branch: Thread = yield call(
+    branch: Thread = yield from call(
         storage.create_thread,
         thread_id=new_thread_id or f"{thread_id}~{uuid.uuid4().hex[:12]}",
         resource_id=thread.resource_id, title=title if title is not None else thread.title,
         metadata=branch_metadata(thread_id, after_message_id, checkpoint_id),
     )  # fmt: skip
     if moving:
-        yield call(synced.move, moving, thread_id=branch.id, resource_id=thread.resource_id)
+        yield from call(synced.move, moving, thread_id=branch.id, resource_id=thread.resource_id)
     return branch
 
 
@@ -118,7 +118,7 @@ def new_branch(synced: SyncedWrites, thread_id: str, **options: Any) -> Steps[Th
 
 def _owned(storage: Any, thread_id: str, resource_id: str | None) -> Steps[Thread]:
     """The thread, if `resource_id` owns it (None: whoever does)."""
-    found = yield call(storage.get_thread, thread_id)
+    found = yield from call(storage.get_thread, thread_id)
     owner = found.resource_id if found is not None and resource_id is None else resource_id
     return owned_thread(found, thread_id=thread_id, resource_id=owner or "")
 
@@ -130,7 +130,7 @@ def held_by_branches(
     `thread_id`."""
     if not holders:
         return {}
-    threads = yield call(storage.get_threads, sorted(set(holders.values())))
+    threads = yield from call(storage.get_threads, sorted(set(holders.values())))
     return {
         i: t for i, t in holders.items()
         if t in threads and threads[t].metadata.get(BRANCH_OF) == thread_id
@@ -144,10 +144,10 @@ def drop_emptied(
     no message any more; the ids deleted."""
     if not branch_ids:
         return []
-    stats = yield call(synced.storage.thread_stats, sorted(set(branch_ids)))
+    stats = yield from call(synced.storage.thread_stats, sorted(set(branch_ids)))
     emptied = [t for t, (count, _tokens) in stats.items() if count == 0]
     for branch_id in emptied:
-        yield call(synced.delete_thread, branch_id, resource_id=resource_id)
+        yield from call(synced.delete_thread, branch_id, resource_id=resource_id)
     return emptied
 
 
@@ -155,11 +155,11 @@ def branches_of(storage: Any, thread_id: str, *, resource_id: str | None) -> Ste
     """The branches of a thread that hold messages, oldest first (another resource's thread:
     refused)."""
     thread = yield from _owned(storage, thread_id, resource_id)
-    branches: list[Thread] = yield call(
+    branches: list[Thread] = yield from call(
         storage.list_threads, resource_id=thread.resource_id,
         metadata={BRANCH_OF: thread_id}, order_by="created_at",
     )  # fmt: skip
     if not branches:
         return branches
-    stats = yield call(storage.thread_stats, [b.id for b in branches])
+    stats = yield from call(storage.thread_stats, [b.id for b in branches])
     return [b for b in branches if stats[b.id][0] > 0]

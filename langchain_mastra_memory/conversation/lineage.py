@@ -71,7 +71,7 @@ def fork_diff(
             if checkpoint in ids[other]:
                 meet = checkpoint
                 break
-            found = yield call(reads.get_tuple, _config(thread_id, checkpoint))
+            found = yield from call(reads.get_tuple, _config(thread_id, checkpoint))
             if found is None:
                 cursor[side] = None
                 continue

@@ -32,7 +32,7 @@ from langchain_core.messages import BaseMessage, RemoveMessage
 
 from ..errors import MastraMemoryError, MessageConflictError
 from ..messages import carried_id, message_to_json
-from ..storage.records import checked_messages, saved_json
+from ..storage.records import checked_messages, saved_json, stored_ids
 from ..twins import Steps, call
 from .branches import branch_off, drop_emptied, held_by_branches
 from .lineage import ForkDiff
@@ -245,13 +245,13 @@ class ThreadMirror:
         if plan.check_edits:
             changes = yield from edited(memory.storage, plan.check_edits, thread_id=plan.thread_id)
             if changes:
-                yield call(memory.synced.update, changes, **ref)
+                yield from call(memory.synced.update, changes, **ref)
                 state.stored(saved_json(changes), save=False)
         if plan.removed:  # mirror_deletes: what left the state leaves memory (this thread's)
-            held = yield call(memory.storage.get_messages_by_id, plan.removed, **ref)
-            mine = [s.message.id for s in held if s.thread_id == plan.thread_id]
+            held = yield from call(memory.storage.get_messages_by_id, plan.removed, **ref)
+            mine = stored_ids(s for s in held if s.thread_id == plan.thread_id)
             if mine:
-                yield call(memory.synced.delete, mine, **ref)
+                yield from call(memory.synced.delete, mine, **ref)
             known.difference_update(plan.removed)
         suffix = plan.suffix
         if suffix.new:
@@ -281,7 +281,7 @@ class ThreadMirror:
             pending.update(new)
             while len(self._undone) > CACHED_THREADS:
                 self._undone.popitem(last=False)
-            yield call(self.memory.synced.delete, new, resource_id=plan.resource_id)
+            yield from call(self.memory.synced.delete, new, resource_id=plan.resource_id)
             self._undone.pop(plan.thread_id, None)
 
     def _finish_undo(self, plan: MirrorPlan) -> Steps[None]:
@@ -290,10 +290,12 @@ class ThreadMirror:
         resource_id, pending = self._undone.get(plan.thread_id, (plan.resource_id, set()))
         left = sorted(pending - {m.id for m in plan.messages})
         if left and resource_id == plan.resource_id:
-            held = yield call(self.memory.storage.get_messages_by_id, left, resource_id=resource_id)
-            mine = [s.message.id for s in held if s.thread_id == plan.thread_id]
+            held = yield from call(
+                self.memory.storage.get_messages_by_id, left, resource_id=resource_id
+            )
+            mine = stored_ids(s for s in held if s.thread_id == plan.thread_id)
             if mine:
-                yield call(self.memory.synced.delete, mine, resource_id=resource_id)
+                yield from call(self.memory.synced.delete, mine, resource_id=resource_id)
             self.thread(plan.thread_id).known.difference_update(left)
         self._undone.pop(plan.thread_id, None)
 
@@ -304,11 +306,13 @@ class ThreadMirror:
         storage, ref = self.memory.storage, {"resource_id": plan.resource_id}
         diff = plan.fork_diff or ForkDiff()
         if diff.returning:
-            stored = yield call(storage.get_messages_by_id, sorted(diff.returning), **ref)
-            away = {s.message.id: s.thread_id for s in stored if s.thread_id != plan.thread_id}
+            stored = yield from call(storage.get_messages_by_id, sorted(diff.returning), **ref)
+            away = {str(s.message.id): s.thread_id for s in stored if s.thread_id != plan.thread_id}
             home = yield from held_by_branches(storage, plan.thread_id, away)
             if home:
-                yield call(self.memory.synced.move, list(home), thread_id=plan.thread_id, **ref)
+                yield from call(
+                    self.memory.synced.move, list(home), thread_id=plan.thread_id, **ref
+                )
                 yield from drop_emptied(
                     self.memory.synced, set(home.values()), resource_id=plan.resource_id
                 )
@@ -325,12 +329,12 @@ class ThreadMirror:
         brought back by an earlier fork) leaves memory, so the thread is the state again.
         (A fork is rare: it reads the thread's ids once.)"""
         ref: dict[str, Any] = {"resource_id": plan.resource_id}
-        held = yield call(self.memory.storage.list_messages, plan.thread_id, **ref)
+        held = yield from call(self.memory.storage.list_messages, plan.thread_id, **ref)
         ids = [m.id for m in plan.messages if m.id]
         kept = {*ids, *(carried_id(plan.thread_id, i) for i in ids)}
         gone = [s.message.id for s in held if s.message.id and s.message.id not in kept]
         if gone:
-            yield call(self.memory.synced.delete, gone, **ref)
+            yield from call(self.memory.synced.delete, gone, **ref)
 
     # -- a task's writes -------------------------------------------------------------------------
     def rewritten(self, thread_id: str, writes: Sequence[tuple[str, Any]]) -> list[BaseMessage]:
@@ -357,7 +361,7 @@ class ThreadMirror:
         save a step's writes and the checkpoint before it in either order.)"""
         changes = yield from edited(self.memory.storage, written, thread_id=thread_id)
         if changes:
-            yield call(self.memory.synced.update, changes, resource_id=resource_id)
+            yield from call(self.memory.synced.update, changes, resource_id=resource_id)
             self.thread(thread_id).stored(saved_json(changes), save=False)
 
     # -- never aborting the graph -----------------------------------------------------------------
@@ -404,7 +408,7 @@ def _same(saved: str | None, written: BaseMessage) -> bool:
 def _save(memory: Conversations, suffix: StateSuffix, plan: MirrorPlan) -> Steps[list[Any]]:
     """Save a suffix's new turns (an insertion at its time, the rest appended)."""
     return (
-        yield call(
+        yield from call(
             memory.synced.save, suffix.new, thread_id=plan.thread_id,
             resource_id=plan.resource_id, created_at=suffix.times,
         )

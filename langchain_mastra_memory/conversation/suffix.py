@@ -118,7 +118,7 @@ class _Found:
 def _look_up(storage: MemoryStorage, ids: list[str], thread_id: str) -> Steps[_Found]:
     """What storage says of `ids` in `thread_id`."""
     derived = {carried_id(thread_id, i): i for i in ids}
-    stored: list[StoredMessage] = yield call(
+    stored: list[StoredMessage] = yield from call(
         storage.get_messages_by_id, [*ids, *derived]
     )  # every owner's: only whether an id is taken is used, nothing of another is returned
     held: set[str] = set()
@@ -135,7 +135,7 @@ def _look_up(storage: MemoryStorage, ids: list[str], thread_id: str) -> Steps[_F
     unheld = [i for i in ids if i not in held]
     withheld: set[str] = set()
     if unheld:
-        withheld = yield call(storage.withheld_ids, unheld, thread_id=thread_id)
+        withheld = yield from call(storage.withheld_ids, unheld, thread_id=thread_id)
     return _Found(held, set(elsewhere) - held - returning, returning, withheld)
 
 
@@ -259,7 +259,7 @@ def _times_between(
     then follows the insertion's sequence number, after `after`'s)."""
     ids = [i for i in (after, before) if i]
     derived = {carried_id(thread_id, i): i for i in ids}
-    stored: list[StoredMessage] = yield call(storage.get_messages_by_id, [*ids, *derived])
+    stored: list[StoredMessage] = yield from call(storage.get_messages_by_id, [*ids, *derived])
     times = {
         derived.get(s.message.id or "", s.message.id): s.created_at
         for s in stored if s.thread_id == thread_id
@@ -283,7 +283,7 @@ def edited(
     if not by_id:
         return []
     derived = {carried_id(thread_id, i): i for i in by_id}
-    stored: list[StoredMessage] = yield call(storage.get_messages_by_id, [*by_id, *derived])
+    stored: list[StoredMessage] = yield from call(storage.get_messages_by_id, [*by_id, *derived])
     changes = []
     for s in stored:
         stored_id = s.message.id or ""

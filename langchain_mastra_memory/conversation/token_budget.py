@@ -179,7 +179,7 @@ class BudgetedHistory:
         self.cap = cap
 
     def boundary(self, thread_id: str) -> Steps[str | None]:
-        thread = yield call(self.storage.get_thread, thread_id)
+        thread = yield from call(self.storage.get_thread, thread_id)
         return None if thread is None else boundary_of(thread.metadata)
 
     def of_state(self, thread_id: str, history: Sequence[BaseMessage], cap: int | None,
@@ -201,7 +201,7 @@ class BudgetedHistory:
         counter, tokens, offset = self.budget.counter, 0.0, 0
         collected: list[BaseMessage] = []
         while True:
-            page, total = yield call(self.storage.page_messages, thread_id,
+            page, total = yield from call(self.storage.page_messages, thread_id,
                                      resource_id=resource_id, limit=PAGE, offset=offset,
                                      descending=True)  # fmt: skip
             for stored in page:
@@ -229,6 +229,6 @@ class BudgetedHistory:
         moved = boundary_metadata(dropped)
         if moved is not None and not read_only:
             with suppress(ThreadNotFoundError):  # a state's thread memory does not hold (yet)
-                yield call(self.storage.update_thread, thread_id, metadata=moved,
+                yield from call(self.storage.update_thread, thread_id, metadata=moved,
                            resource_id=resource_id)  # fmt: skip
         return kept

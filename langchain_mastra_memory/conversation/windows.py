@@ -73,12 +73,12 @@ def stored_history(
     page and the thread's count in one query. Run with `twins`."""
     skip = ids_of(current)
     if window == "sliding" or not last:
-        stored = yield call(
+        stored = yield from call(
             storage.list_messages, thread_id, last=last + len(current), resource_id=resource_id
         )
         return newest([s.message for s in stored if s.message.id not in skip], last)
     block = block_of(last)
-    page, total = yield call(
+    page, total = yield from call(
         storage.page_messages, thread_id, resource_id=resource_id,
         limit=last + block - 1 + len(current), descending=True,
     )  # fmt: skip

@@ -136,7 +136,7 @@ class MemoryRetriever(BaseRetriever):
             scope="thread" if thread_id is not None else "resource",
         )  # fmt: skip
         if thread_id is not None:  # a thread of another resource reads as empty
-            found = yield call(memory.storage.get_thread, thread_id)
+            found = yield from call(memory.storage.get_thread, thread_id)
             if found is None or found.resource_id != resource_id:
                 return []
         sides: dict[str, dict[str, float]] = {}  # the hybrid search's own per-side scores
@@ -146,11 +146,11 @@ class MemoryRetriever(BaseRetriever):
             return []
         window = options.window
         ids = [h.message_id for h in hits]
-        stored = yield call(
+        stored = yield from call(
             memory.storage.message_windows, ids, before=window.before, after=window.after,
             resource_id=resource_id,
         )  # fmt: skip
-        threads = yield call(memory.storage.get_threads, sorted({h.thread_id for h in hits}))
+        threads = yield from call(memory.storage.get_threads, sorted({h.thread_id for h in hits}))
         return [
             _document(hit, stored, threads, sides, resource_id, window)
             for hit in hits

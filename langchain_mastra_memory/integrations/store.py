@@ -209,7 +209,7 @@ class MemoryStore(BaseStore):
         if not self.memory.working_memory.enabled:
             return []
         thread_scope = self.memory.working_memory.scope == "thread"
-        rows = yield call(self.storage.working_memories, resource_id)
+        rows = yield from call(self.storage.working_memories, resource_id)
         found = []
         for owner, thread_id, text, updated_at in rows:
             if (thread_id is not None) != thread_scope or not text:
@@ -238,7 +238,7 @@ class MemoryStore(BaseStore):
             items = yield from self._working_memory_items(ref[0])
             found = [i for i in items if i.namespace == op.namespace]
             return _item(found[0]) if found else None
-        (stored,) = yield call(
+        (stored,) = yield from call(
             self.storage.get_items, [(op.namespace, op.key)], refresh_ttl=op.refresh_ttl
         )
         return None if stored is None else _item(stored)
@@ -246,7 +246,7 @@ class MemoryStore(BaseStore):
     def _search(self, op: SearchOp) -> Steps[list[SearchItem]]:
         prefix = op.namespace_prefix
         if op.filter is None and op.query is None and prefix and prefix[0] != WORKING_MEMORY:
-            stored = yield call(  # no working memory under this prefix: page in SQL
+            stored = yield from call(  # no working memory under this prefix: page in SQL
                 self.storage.search_items, prefix, limit=op.limit, offset=op.offset,
                 refresh_ttl=op.refresh_ttl,
             )  # fmt: skip
@@ -261,7 +261,9 @@ class MemoryStore(BaseStore):
             working = yield from self._working_memory_items(owner)
             candidates += [w for w in working if w.namespace[: len(prefix)] == prefix]
         if not prefix or prefix[0] != WORKING_MEMORY:
-            candidates += yield call(self.storage.search_items, prefix, refresh_ttl=op.refresh_ttl)
+            candidates += yield from call(
+                self.storage.search_items, prefix, refresh_ttl=op.refresh_ttl
+            )
         candidates.sort(key=lambda s: s.updated_at, reverse=True)
         if op.filter:
             candidates = [c for c in candidates if matches(c.value, op.filter)]
@@ -287,9 +289,11 @@ class MemoryStore(BaseStore):
         assert op.query is not None
         wanted = op.offset + op.limit
         pool = wanted * (8 if op.filter else 1)
-        vector = yield call(self.embedder.embed_query, op.query)
-        nearest = yield call(self.storage.nearest_items, op.namespace_prefix, vector, limit=pool)
-        items = yield call(
+        vector = yield from call(self.embedder.embed_query, op.query)
+        nearest = yield from call(
+            self.storage.nearest_items, op.namespace_prefix, vector, limit=pool
+        )
+        items = yield from call(
             self.storage.get_items, [(ns, key) for ns, key, _ in nearest],
             refresh_ttl=op.refresh_ttl,
         )  # fmt: skip
@@ -308,8 +312,8 @@ class MemoryStore(BaseStore):
             self._texts(c.value) if c.namespace[0] == WORKING_MEMORY else [] for c in candidates
         ]
         flat = [t for group in texts for t in group]
-        vectors = iter((yield call(self.embedder.embed_documents, flat)) if flat else [])
-        q = np.asarray((yield call(self.embedder.embed_query, query)), dtype=np.float32)
+        vectors = iter((yield from call(self.embedder.embed_documents, flat)) if flat else [])
+        q = np.asarray((yield from call(self.embedder.embed_query, query)), dtype=np.float32)
         q /= np.linalg.norm(q) or 1.0
         scores: list[float | None] = []
         for item, group in zip(candidates, texts, strict=True):
@@ -326,7 +330,7 @@ class MemoryStore(BaseStore):
         return scores
 
     def _list_namespaces(self, op: ListNamespacesOp) -> Steps[list[Namespace]]:
-        namespaces = set((yield call(self.storage.item_namespaces)))
+        namespaces = set((yield from call(self.storage.item_namespaces)))
         namespaces |= {w.namespace for w in (yield from self._working_memory_items(None))}
         cut = {
             n[: op.max_depth] if op.max_depth is not None else n
@@ -352,12 +356,12 @@ class MemoryStore(BaseStore):
             ref = self._working_memory_ref(op.namespace, op.key)
             if ref is not None:
                 if op.value is None:
-                    yield call(
+                    yield from call(
                         self.storage.modify_working_memory, lambda _old: "",
                         resource_id=ref[0], thread_id=ref[1],
                     )  # fmt: skip
                 else:
-                    yield call(
+                    yield from call(
                         self.memory.working.update, self._working_memory_value(dict(op.value)),
                         resource_id=ref[0], thread_id=ref[1],
                     )  # fmt: skip
@@ -371,7 +375,7 @@ class MemoryStore(BaseStore):
             writes.append(ItemWrite(op.namespace, op.key, value, None, op.ttl))
         flat = [t for group in texts for t in group]
         if flat:
-            vectors = yield call(self.embedder.embed_documents, flat)
+            vectors = yield from call(self.embedder.embed_documents, flat)
             rows = iter(np.asarray(vectors, dtype=np.float32))
             writes = [
                 w if not group else ItemWrite(
@@ -381,7 +385,7 @@ class MemoryStore(BaseStore):
                 for w, group in zip(writes, texts, strict=True)
             ]  # fmt: skip
         if writes:
-            yield call(self.storage.put_items, writes)
+            yield from call(self.storage.put_items, writes)
 
 
 def _tokenized(fields: Sequence[str] | str) -> list[tuple[str, Any]]:

@@ -166,13 +166,13 @@ class Pruner:
     def _threads(
         self, before: datetime, limit: int, report: PruneReport
     ) -> Steps[tuple[int, bool]]:
-        idle = yield call(self.storage.idle_threads, before, limit)
+        idle = yield from call(self.storage.idle_threads, before, limit)
         gone = 0
         for thread_id, owner in idle:
-            thread = yield call(self.storage.get_thread, thread_id)  # a turn may have come
+            thread = yield from call(self.storage.get_thread, thread_id)  # a turn may have come
             if thread is None or thread.updated_at >= before:  # since
                 continue
-            if (yield call(self.erasure.delete_thread, thread_id, owner)):
+            if (yield from call(self.erasure.delete_thread, thread_id, owner)):
                 gone += 1
         return gone, len(idle) == limit
 
@@ -180,16 +180,16 @@ class Pruner:
         self, before: datetime, limit: int, report: PruneReport
     ) -> Steps[tuple[int, bool]]:
         storage = self.storage
-        aged = yield call(storage.aged_messages, before, limit)
+        aged = yield from call(storage.aged_messages, before, limit)
         by_thread: dict[tuple[str, str], list[str]] = defaultdict(list)
         for message_id, thread_id, owner in aged:
             by_thread[(thread_id, owner)].append(message_id)
         gone = 0
         for (thread_id, owner), ids in by_thread.items():
-            gone += yield call(self.synced.delete, ids, resource_id=owner)
-            yield call(storage.drop_observation_sources, ids, thread_id=thread_id,
+            gone += yield from call(self.synced.delete, ids, resource_id=owner)
+            yield from call(storage.drop_observation_sources, ids, thread_id=thread_id,
                        resource_id=owner)  # fmt: skip
-            yield call(storage.blank_checkpoint_values, thread_id, ids)
+            yield from call(storage.blank_checkpoint_values, thread_id, ids)
         return gone, len(aged) == limit
 
     def _checkpoints(
@@ -204,12 +204,12 @@ class Pruner:
         keep = self.policy.checkpoints_keep
         gone = 0
         offset = self._thread_offset
-        threads = yield call(self.storage.list_threads, order_by="created_at",
+        threads = yield from call(self.storage.list_threads, order_by="created_at",
                              descending=False, limit=limit, offset=offset)  # fmt: skip
         for thread in threads:
             for checkpointer in checkpointers:
                 try:
-                    gone += yield call(checkpointer.prune_checkpoints, thread.id,
+                    gone += yield from call(checkpointer.prune_checkpoints, thread.id,
                                        before=before, keep=keep)  # fmt: skip
                 except StorageError as exc:  # one thread's trouble does not stop the rest
                     report.errors.append(f"checkpoints of {thread.id!r}: {exc}")
@@ -220,12 +220,12 @@ class Pruner:
     def _observations(
         self, before: datetime, limit: int, report: PruneReport
     ) -> Steps[tuple[int, bool]]:
-        gone = yield call(self.storage.delete_aged_observations, before, limit)
+        gone = yield from call(self.storage.delete_aged_observations, before, limit)
         return gone, gone == limit
 
     def _items(self, before: datetime, limit: int, report: PruneReport) -> Steps[tuple[int, bool]]:
-        aged = yield call(self.storage.aged_items, before, limit)
+        aged = yield from call(self.storage.aged_items, before, limit)
         if aged:
-            yield call(self.storage.put_items,
+            yield from call(self.storage.put_items,
                        [ItemWrite(namespace, key, None) for namespace, key in aged])  # fmt: skip
         return len(aged), len(aged) == limit

@@ -182,7 +182,7 @@ def catalog(storage: MemoryStorage, key: str, max_tokens: float, count: Count) -
     archives: list[ObservationArchive] = []
     text: str | None = None
     for size in CATALOG_PAGES:
-        page: list[ObservationArchive] = yield call(
+        page: list[ObservationArchive] = yield from call(
             storage.observation_archives, [key], limit=size + 1, offset=len(archives)
         )
         more = len(page) > size
@@ -203,16 +203,16 @@ def archive(
 ) -> Steps[ObservationArchive | None]:
     """Steps that archive the oldest groups of scope `key` when its live log has passed
     ``after_tokens`` (under the scope's lease; no model call); an ``archived`` event tells."""
-    log: list[ObservationGroup] = yield call(storage.observation_log, key)
+    log: list[ObservationGroup] = yield from call(storage.observation_log, key)
     if not retiring(log, config):
         return None
 
     def commit(owner: str) -> Steps[ObservationArchive | None]:
-        log = yield call(storage.observation_log, key)  # (as it is now, under the lease)
+        log = yield from call(storage.observation_log, key)  # (as it is now, under the lease)
         retires = retiring(log, config)
         if not retires:
             return None
-        made: ObservationArchive | None = yield call(
+        made: ObservationArchive | None = yield from call(
             storage.commit_archive, key, owner=owner, resource_id=resource_id, retires=retires
         )
         return made

@@ -45,7 +45,7 @@ def observations_as_of(
         raise TypeError(f"at must be a datetime, got {type(at).__name__}")
     key = yield from owned_key(storage, default_scope, resource_id, thread_id, scope)
     moment = at if at.tzinfo is not None else at.replace(tzinfo=timezone.utc)
-    groups: list[ObservationGroup] = yield call(storage.observations_as_of, key, moment)
+    groups: list[ObservationGroup] = yield from call(storage.observations_as_of, key, moment)
     return groups
 
 
@@ -67,7 +67,7 @@ def owned_key(
     if thread_id is None and scope == "thread":
         raise ConfigurationError("a thread-scoped observation log needs thread_id")
     if thread_id is not None:
-        thread = yield call(storage.get_thread, thread_id)
+        thread = yield from call(storage.get_thread, thread_id)
         if thread is None:
             raise ThreadNotFoundError(f"no thread {thread_id!r}")
         if thread.resource_id != resource_id:

@@ -49,7 +49,7 @@ def pass_inputs(
     if not extractors:
         return {}
     resolved = [extractor.resolve(context) for extractor in extractors]
-    previous = yield call(storage.extracted_values, key)
+    previous = yield from call(storage.extracted_values, key)
     return {"extractors": resolved, "extracted": previous, "extractor_context": context}
 
 
@@ -87,7 +87,7 @@ def keep_extracted(
         reports.append({"slug": slug, "value": final, "previous": previous.get(slug)})
     if kept:
         try:
-            yield call(storage.save_extracted_values, key, kept,
+            yield from call(storage.save_extracted_values, key, kept,
                        resource_id=context.resource_id, source=context.source)  # fmt: skip
         except Exception as exc:  # the pass's log stands; the values are asked again next pass
             failures.update({slug: f"not kept: {exc}" for slug in kept})
@@ -110,5 +110,5 @@ def extracted_values(
     """Steps of the values the extractors keep for `resource_id`'s scope (`as_of.owned_key`:
     owner-checked), by slug."""
     key = yield from owned_key(storage, default_scope, resource_id, thread_id, scope)
-    values: dict[str, Any] = yield call(storage.extracted_values, key)
+    values: dict[str, Any] = yield from call(storage.extracted_values, key)
     return values

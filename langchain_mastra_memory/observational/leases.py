@@ -14,7 +14,7 @@ Examples:
     >>> from langchain_mastra_memory.twins import call, run_sync
     >>> storage = SQLiteStorage(":memory:")
     >>> def nothing_to_do(owner):
-    ...     return (yield call(storage.observation_log, "thread:t1")) or None
+    ...     return (yield from call(storage.observation_log, "thread:t1")) or None
     >>> run_sync(under_lease(storage, "thread:t1", "observer", 60, nothing_to_do)) is None
     True
     >>> storage.claim_observation("thread:t1", owner="next", seconds=60)  # released: free
@@ -52,20 +52,20 @@ def under_lease(
     """Steps running ``work(owner)`` under scope `key`'s lease, as ``<role>-<uuid>``: its
     result, or None when another run holds the lease or the pass had nothing to commit."""
     owner = f"{role}-{uuid.uuid4()}"
-    if not (yield call(storage.claim_observation, key, owner=owner, seconds=seconds)):
+    if not (yield from call(storage.claim_observation, key, owner=owner, seconds=seconds)):
         return None
     with _held_lock:
         _held[owner] = (storage, key)
     try:
         done = yield from work(owner)
     except Exception:  # nothing committed: the scope is free for the next run at once
-        yield call(storage.release_observation, key, owner=owner)
+        yield from call(storage.release_observation, key, owner=owner)
         raise
     finally:
         with _held_lock:
             _held.pop(owner, None)
     if done is None:
-        yield call(storage.release_observation, key, owner=owner)
+        yield from call(storage.release_observation, key, owner=owner)
     return done
 
 

@@ -131,7 +131,7 @@ class ObserverPass:
             if parsed.working_memory is not None and self.working is not None:
                 yield from self._update_working_memory(parsed.working_memory, key, **ref)
         if raw >= config.message_tokens:
-            activated = yield call(self.storage.activate_observations, key,
+            activated = yield from call(self.storage.activate_observations, key,
                                    retain_tokens=config.retain_tokens, **ref)  # fmt: skip
             self.activated(activated, key, resource_id, thread_id)
         yield from self.reflect.run(key, resource_id)
@@ -146,8 +146,8 @@ class ObserverPass:
         the Observer was asked for a title."""
         storage = self.storage
         ref: dict[str, Any] = {"resource_id": resource_id, "thread_id": thread_id}
-        waiting = yield call(storage.unobserved_messages, key, buffered=True, **ref)
-        log = yield call(storage.observation_log, key, buffered=True)
+        waiting = yield from call(storage.unobserved_messages, key, buffered=True, **ref)
+        log = yield from call(storage.observation_log, key, buffered=True)
         if not waiting:
             return None
         pending = self._batch(waiting)
@@ -160,8 +160,8 @@ class ObserverPass:
             text = text_hook(self.config.hooks, "after_observation",
                              format_entries(usable_entries(parsed.entries)), **ref)  # fmt: skip
             task = usable_task(parsed.current_task)
-        raw = yield call(storage.unobserved_tokens, key, **ref)  # (as after the commit)
-        yield call(
+        raw = yield from call(storage.unobserved_tokens, key, **ref)  # (as after the commit)
+        yield from call(
             storage.commit_observation, key, owner=owner, resource_id=resource_id, text=text,
             current_task=task, message_ids=stored_ids(pending), token_count=self.tokens(text),
             buffered=True,
@@ -181,7 +181,7 @@ class ObserverPass:
         """The Observer's reply on `read` (with the extractors' inputs, and whether it was
         asked for a title); `UnusableReply` when it cannot be kept."""
         document = yield from self._working_memory(resource_id, thread_id)
-        thread = yield call(self.storage.get_thread, thread_id)
+        thread = yield from call(self.storage.get_thread, thread_id)
         untitled = self.config.suggest_title and thread is not None and not thread.title
         extra = yield from pass_inputs(self.storage, self.config.extractors, key,
                                        ExtractorContext("observer", resource_id, thread_id,
@@ -189,7 +189,7 @@ class ObserverPass:
         at = {s.message.id: s.created_at for s in pending}
         shown = log_tail("\n".join(g.text for g in log), self.config.previous_observer_tokens,
                          self.tokens)  # fmt: skip
-        parsed = yield traced(call(self.observer.invoke, {
+        parsed = yield from traced(call(self.observer.invoke, {
             "messages": read,
             "times": [at.get(m.id) for m in read],
             "log": shown,
@@ -208,7 +208,7 @@ class ObserverPass:
         """The Observer's view of the working memory it manages ({} when it manages none)."""
         if self.working is None:
             return {}
-        current = yield call(self.working.get, resource_id=resource_id, thread_id=thread_id)
+        current = yield from call(self.working.get, resource_id=resource_id, thread_id=thread_id)
         if self.working.config.mode == "schema":
             shape = " (as a JSON object holding only the fields that change)"
             return {"working_memory": json.dumps(current or {}), "working_memory_shape": shape}
@@ -222,7 +222,9 @@ class ObserverPass:
         assert self.working is not None
         try:
             value: Any = json.loads(text) if self.working.config.mode == "schema" else text
-            yield call(self.working.update, value, resource_id=resource_id, thread_id=thread_id)
+            yield from call(
+                self.working.update, value, resource_id=resource_id, thread_id=thread_id
+            )
         except (ValueError, MastraMemoryError) as exc:
             logger.warning("observational memory: the Observer's working memory refused: %s", exc)
             self.emit("failed", key, resource_id, thread_id, step="working_memory", error=str(exc))
@@ -230,7 +232,7 @@ class ObserverPass:
         self.emit("working_memory_updated", key, resource_id, thread_id)
 
     def _title(self, thread_id: str, resource_id: str, title: str) -> Steps[None]:
-        thread = yield call(self.storage.get_thread, thread_id)  # (never replaces a title)
+        thread = yield from call(self.storage.get_thread, thread_id)  # (never replaces a title)
         if thread is not None and not thread.title:
-            yield call(self.storage.update_thread, thread_id, title=title,
+            yield from call(self.storage.update_thread, thread_id, title=title,
                        resource_id=resource_id)  # fmt: skip

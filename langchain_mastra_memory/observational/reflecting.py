@@ -62,7 +62,7 @@ class ReflectorPass:
             yield from archives.archive(self.storage, key, resource_id, config.archive,
                                         self.emit, config.lease_seconds)  # fmt: skip
             return
-        log: list[ObservationGroup] = yield call(self.storage.observation_log, key)
+        log: list[ObservationGroup] = yield from call(self.storage.observation_log, key)
         tokens = sum(g.token_count for g in log)
         if tokens < max(config.observation_tokens, self._retry_at.get(key, 0.0)):
             return  # under the threshold, or a refused reflection and not much grown since
@@ -90,13 +90,13 @@ class ReflectorPass:
         """One Reflector call on the log, committed as `owner`: its reply, the extractors'
         inputs, how many groups it replaced, and its text."""
         hooks = self.config.hooks
-        log = yield call(self.storage.observation_log, key)
+        log = yield from call(self.storage.observation_log, key)
         whole = text_hook(hooks, "before_reflection", "\n".join(g.text for g in log),
                           resource_id=resource_id)  # fmt: skip
         self.emit("reflecting", key, resource_id, None, groups=len(log), tokens=tokens)
         context = ExtractorContext("reflector", resource_id, None)
         extra = yield from pass_inputs(self.storage, self.config.reflector_extractors, key, context)
-        parsed = yield traced(
+        parsed = yield from traced(
             call(self.reflector.invoke, {"log": whole, **extra}), "reflector",
             inputs={"groups": len(log), "tokens": tokens},
             metadata={"resource_id": resource_id},
@@ -109,7 +109,7 @@ class ReflectorPass:
                          resource_id=resource_id)  # fmt: skip
         if self.tokens(text) >= self.tokens(whole):
             raise UnusableReply("the Reflector's reply is no shorter than the log")
-        yield call(
+        yield from call(
             self.storage.commit_reflection, key, owner=owner, resource_id=resource_id,
             text=text, current_task=usable_task(parsed.current_task) or log[-1].current_task,
             replaces=[g.id for g in log], token_count=self.tokens(text),

@@ -120,7 +120,7 @@ def extracting_pass(
     context = value.get("extractor_context")
     if section := text_sections(extractors, previous):
         prompt = [*prompt[:-1], with_text(prompt[-1], section)]
-    reply = yield call(model.invoke, prompt, config)
+    reply = yield from call(model.invoke, prompt, config)
     text, raw = read_text_values(reply_text(reply.content), extractors)
     parsed = parse_log(text)
     if not extractors:
@@ -132,7 +132,7 @@ def extracting_pass(
         structured = [e for e in extractors if e.schema is not None]
         follow_up = [*prompt, AIMessage(reply.content), HumanMessage(request)]
         try:
-            answer = yield call(model.invoke, follow_up, config)
+            answer = yield from call(model.invoke, follow_up, config)
             parsed.extraction.take(structured, read_json_object(reply_text(answer.content)),
                                    context)  # fmt: skip
         except Exception as exc:  # the observations stand; these values wait for the next pass

@@ -129,12 +129,12 @@ class ObservationalMemory:
         """The log as one tagged system block, then the thread's unobserved messages; another
         resource's thread raises `ResourceMismatchError` (a thread not created yet has none of
         its own, and with resource scope shows the resource's log)."""
-        thread = yield call(self.storage.get_thread, thread_id)
+        thread = yield from call(self.storage.get_thread, thread_id)
         if thread is not None and thread.resource_id != resource_id:
             raise ResourceMismatchError.for_thread(thread_id, resource_id)
         key = self.key(thread_id, resource_id)
-        log: list[ObservationGroup] = yield call(self.storage.observation_log, key)
-        pending: list[StoredMessage] = yield call(
+        log: list[ObservationGroup] = yield from call(self.storage.observation_log, key)
+        pending: list[StoredMessage] = yield from call(
             self.storage.unobserved_messages, key, resource_id=resource_id, thread_id=thread_id
         )
         current = ids_of(new)

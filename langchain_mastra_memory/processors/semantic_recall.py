@@ -203,7 +203,7 @@ def recalled_block(
 ) -> Steps[list[BaseMessage]]:
     """Recall for `query` and assemble it (`SemanticRecall.assemble`, the titles of other
     threads read from storage). Run with `twins`."""
-    found = yield call(
+    found = yield from call(
         index.recall, query, resource_id=resource_id, thread_id=thread_id,
         exclude=exclude, never_hits=never_hits, options=options,
     )  # fmt: skip
@@ -219,7 +219,7 @@ def assembled_block(
     """Recalled messages as the context shows them (see `SemanticRecall.assemble`), with the
     titles of their other threads read from storage. Run with `twins`."""
     others = list(dict.fromkeys(s.thread_id for s in found if s.thread_id != thread_id))
-    threads = (yield call(storage.get_threads, others)) if others else {}
+    threads = (yield from call(storage.get_threads, others)) if others else {}
     titles = {source: thread.title for source, thread in threads.items()}
     return SemanticRecall.assemble(found, thread_id, titles, placement)
 

@@ -142,7 +142,7 @@ class RecallIndex:
         # or vector store): then the search goes on with what is indexed, never waits forever
         self.upkeep.writer.warn_if_failing()
         writer = self.upkeep.writer
-        if not (yield call(writer.settle, self.upkeep.flush_timeout, ignoring=never_hits,
+        if not (yield from call(writer.settle, self.upkeep.flush_timeout, ignoring=never_hits,
                            resource_id=resource_id)):  # (no other resource's are hits)  # fmt: skip
             logger.warning(
                 "semantic recall: the vector writer is still busy after %.0f s; this search "
@@ -167,7 +167,7 @@ class RecallIndex:
             keyword_hits = yield stage(self._keyword_side(query, part, pool), "keyword")
         else:  # the two sides are independent: run at the same time (keyword in this
             # thread: SQLite releases the GIL at once, so the vector side starts beside it)
-            keyword_hits, vector_hits = yield both(
+            keyword_hits, vector_hits = yield from both(
                 stage(self._keyword_side(query, part, pool), "keyword"),
                 stage(self._vector_side(query, part, pool, opts), "vector"),
             )
@@ -208,7 +208,7 @@ class RecallIndex:
         unknown = [h.message_id for h in hits if not h.thread_id]
         if not unknown:
             return hits
-        stored = yield call(self.storage.get_messages_by_id, unknown, resource_id=resource_id)
+        stored = yield from call(self.storage.get_messages_by_id, unknown, resource_id=resource_id)
         threads = {s.message.id: s.thread_id for s in stored}
         return [
             h if h.thread_id else RecallHit(h.message_id, threads[h.message_id], h.score)
@@ -221,12 +221,12 @@ class RecallIndex:
     ) -> Steps[list[RecallHit]]:
         assert self.vector is not None and self.embedder is not None
         resource_id, thread_id, thread_ids, window = part
-        embedding = yield call(self.embedder.embed_query, query)
+        embedding = yield from call(self.embedder.embed_query, query)
         name = yield from self.upkeep.index_name_steps()
         among: dict[str, Any] = {} if thread_ids is None else {"thread_ids": thread_ids}
         if window is not None:  # (passed only when given: a store of one's own may lack it)
             among["window"] = window
-        pieces = yield call(
+        pieces = yield from call(
             self.vector.query, name, embedding, top_k=pool * PIECES_PER_HIT,
             resource_id=resource_id, thread_id=thread_id, **among,
         )  # fmt: skip
@@ -237,7 +237,7 @@ class RecallIndex:
 
     def _keyword_side(self, query: str, part: Part, pool: int) -> Steps[list[RecallHit]]:
         resource_id, thread_id, thread_ids, window = part
-        rows = yield call(
+        rows = yield from call(
             self.storage.search_text, query, resource_id=resource_id, thread_id=thread_id,
             limit=pool, thread_ids=thread_ids, window=window,
         )  # fmt: skip
@@ -331,7 +331,7 @@ class RecallIndex:
         never_hits: frozenset[str], opts: RecallOptions,
     ) -> Steps[tuple[list[StoredMessage], list[RecallHit]]]:  # fmt: skip
         hits = yield from self._ranked(query, resource_id, thread_id, never_hits, opts, False)
-        found = yield call(
+        found = yield from call(
             self.storage.message_windows, [h.message_id for h in hits],
             before=opts.window.before, after=opts.window.after, resource_id=resource_id,
         )  # fmt: skip
@@ -366,7 +366,7 @@ class RecallIndex:
         allowed: list[str] | None = None
         if wanted is not None and opts.scope == "resource":
             # the threads the filter keeps, searched inside both sides (never a starved pool)
-            owned = yield call(self.storage.list_threads, resource_id=resource_id)
+            owned = yield from call(self.storage.list_threads, resource_id=resource_id)
             allowed = [t.id for t in owned if matches(t.metadata, wanted)]
             if not allowed:
                 return []
@@ -379,7 +379,7 @@ class RecallIndex:
         archived: set[str] = set()
         if opts.scope == "resource":  # archived threads are out of recall (not the
             # current one: its own conversation goes on); looked up while the search runs
-            hits, shelved = yield both(
+            hits, shelved = yield from both(
                 search,
                 call(self.storage.list_threads, resource_id=resource_id, archived=True),
             )
@@ -391,7 +391,7 @@ class RecallIndex:
             hits = yield from self._with_threads(hits, resource_id)
             hits = [h for h in hits if h.thread_id not in archived]
         if wanted is not None:
-            threads = yield call(self.storage.get_threads, sorted({h.thread_id for h in hits}))
+            threads = yield from call(self.storage.get_threads, sorted({h.thread_id for h in hits}))
             hits = [
                 h
                 for h in hits

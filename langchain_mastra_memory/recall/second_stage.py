@@ -48,7 +48,7 @@ def read_missing(
 ) -> Steps[None]:
     """The messages of `hits` that an earlier stage did not read, into `read`."""
     if missing := [h.message_id for h in hits if h.message_id not in read]:
-        stored = yield call(storage.get_messages_by_id, missing, resource_id=resource_id)
+        stored = yield from call(storage.get_messages_by_id, missing, resource_id=resource_id)
         _keep(read, stored)
 
 
@@ -65,7 +65,7 @@ def context_stage(
     """`hits` reordered with the conversation around each (`ranking.context`)."""
     if len(hits) < 2:
         return hits
-    around = yield call(  # ids, threads, types, texts: no message objects built
+    around = yield from call(  # ids, threads, types, texts: no message objects built
         storage.message_neighbours, [h.message_id for h in hits], resource_id=resource_id
     )
     hits = with_follow_ups(hits, around, opts.follow_ups)
@@ -78,9 +78,9 @@ def context_stage(
         # string-dispatched step, as the store's class decides which it offers)
         read = "ranking_vectors" if hasattr(vector, "ranking_vectors") else "vectors"
         means |= remember(
-            index_name, (yield call_by_name(vector, read, index_name, resource_id, missing))
+            index_name, (yield from call_by_name(vector, read, index_name, resource_id, missing))
         )
-    query_vector = yield call(embedder.embed_query, query)  # (cached: the search's)
+    query_vector = yield from call(embedder.embed_query, query)  # (cached: the search's)
     threads = {n.id: n.thread_id for n in around}  # (read anyway: no second read)
     hits = [h if h.thread_id else replace(h, thread_id=threads.get(h.message_id, "")) for h in hits]
     weight = opts.context_weight
@@ -104,7 +104,7 @@ def rerank_stage(
     yield from read_missing(storage, hits, resource_id, read)
     documents = candidate_documents(hits, read)
     try:
-        reordered = yield call(opts.reranker.compress_documents, documents, query)
+        reordered = yield from call(opts.reranker.compress_documents, documents, query)
     except Exception as exc:  # recall goes on without the second stage
         logger.warning("semantic recall: the reranker failed (%r); first-stage order", exc)
         return hits

@@ -83,7 +83,7 @@ class VectorUpkeep:
     def index_name_steps(self) -> Steps[str]:
         if self._index_name is None:
             assert self.embedder is not None
-            dimension = len((yield call(self.embedder.embed_query, "dimension")))
+            dimension = len((yield from call(self.embedder.embed_query, "dimension")))
             self._index_name = index_name_for(model_id(self.embedder), dimension)
         return self._index_name
 
@@ -113,18 +113,18 @@ class VectorUpkeep:
         for resource_id in {s.resource_id for s, _ in todo} if replace else ():
             # an updated message may have fewer pieces than before
             old = stored_ids(s for s, _ in todo if s.resource_id == resource_id)
-            yield call(self.vector.delete, name, ids=old, resource_id=resource_id)
+            yield from call(self.vector.delete, name, ids=old, resource_id=resource_id)
         if todo:
             texts = [text for _, pieces in todo for text in pieces]
-            vectors = iter((yield call(self.embedder.embed_documents, texts)))
+            vectors = iter((yield from call(self.embedder.embed_documents, texts)))
             records = [
                 _vector_record(s, n, next(vectors), text)
                 for s, pieces in todo
                 for n, text in enumerate(pieces)
             ]
-            yield call(self.vector.upsert, name, records)
+            yield from call(self.vector.upsert, name, records)
             remember(name, pieces_by_message((r.vector_id, r.vector) for r in records))
-        yield call(self.storage.mark_embedded, stored_ids(stored))
+        yield from call(self.storage.mark_embedded, stored_ids(stored))
         return len(todo)
 
     def _not_embedded_by_mastra(
@@ -139,7 +139,7 @@ class VectorUpkeep:
             by_owner[s.resource_id].append(str(s.message.id))
         present: set[str] = set()
         for owner, ids in by_owner.items():
-            present |= yield call(self.vector.present, name, owner, ids)
+            present |= yield from call(self.vector.present, name, owner, ids)
         return [(s, pieces) for s, pieces in todo if s.message.id not in present]
 
     def index(self, stored: Sequence[StoredMessage], *, replace: bool = False) -> int:
@@ -199,7 +199,7 @@ class VectorUpkeep:
     ) -> Steps[None]:
         if self.vector is not None:
             name = yield from self.index_name_steps()
-            yield call(
+            yield from call(
                 self.vector.delete, name, ids=message_ids, thread_id=thread_id,
                 resource_id=resource_id,
             )  # fmt: skip
@@ -239,16 +239,18 @@ class VectorUpkeep:
         name = yield from self.index_name_steps()
         found: MessageVectors = {}
         if hasattr(self.vector, "vectors"):
-            found = yield call(self.vector.vectors, name, source_resource, [s for s, _ in pairs])
+            found = yield from call(
+                self.vector.vectors, name, source_resource, [s for s, _ in pairs]
+            )
         records = [
             _vector_record(copy, piece, vector)
             for source, copy in pairs
             for piece, vector in enumerate(found.get(source, ()))
         ]
         if records:
-            yield call(self.vector.upsert, name, records)
+            yield from call(self.vector.upsert, name, records)
             copied = sorted({r.message_id for r in records})
-            yield call(self.storage.mark_embedded, copied)
+            yield from call(self.storage.mark_embedded, copied)
         rest = [copy for source, copy in pairs if source not in found]
         embedded = yield from self._index(rest, False) if rest else _nothing()
         return len(pairs) - len(rest) + embedded

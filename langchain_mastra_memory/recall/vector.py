@@ -112,9 +112,24 @@ class VectorStore(Protocol):
     def warm(self, index_name: str, resource_id: str) -> bool: ...
     async def aupsert(self, index_name: str, records: Sequence[VectorRecord]) -> None: ...
     async def aquery(
-        self, index_name: str, vector: Sequence[float], **kwargs: Any
+        self,
+        index_name: str,
+        vector: Sequence[float],
+        *,
+        top_k: int,
+        resource_id: str,
+        thread_id: str | None = None,
+        thread_ids: Sequence[str] | None = None,
+        window: TimeWindow | None = None,
     ) -> list[VectorHit]: ...
-    async def adelete(self, index_name: str, **kwargs: Any) -> None: ...
+    async def adelete(
+        self,
+        index_name: str,
+        *,
+        ids: Sequence[str] = (),
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+    ) -> None: ...
     async def awarm(self, index_name: str, resource_id: str) -> bool: ...
 
 
@@ -127,18 +142,42 @@ class AsyncTwins:
         await in_io_pool(self.upsert, index_name, records)  # type: ignore[attr-defined]
 
     async def aquery(
-        self, index_name: str, vector: Sequence[float], **kwargs: Any
+        self,
+        index_name: str,
+        vector: Sequence[float],
+        *,
+        top_k: int,
+        resource_id: str,
+        thread_id: str | None = None,
+        thread_ids: Sequence[str] | None = None,
+        window: TimeWindow | None = None,
     ) -> list[VectorHit]:
         """Async `query`."""
-        return await in_io_pool(lambda: self.query(index_name, vector, **kwargs))  # type: ignore[attr-defined]
+        return await in_io_pool(
+            lambda: self.query(  # type: ignore[attr-defined]
+                index_name, vector, top_k=top_k, resource_id=resource_id, thread_id=thread_id,
+                thread_ids=thread_ids, window=window,
+            )
+        )  # fmt: skip
 
     async def awarm(self, index_name: str, resource_id: str) -> bool:
         """Async `warm`."""
         return await in_io_pool(self.warm, index_name, resource_id)  # type: ignore[attr-defined]
 
-    async def adelete(self, index_name: str, **kwargs: Any) -> None:
+    async def adelete(
+        self,
+        index_name: str,
+        *,
+        ids: Sequence[str] = (),
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+    ) -> None:
         """Async `delete`."""
-        await in_io_pool(lambda: self.delete(index_name, **kwargs))  # type: ignore[attr-defined]
+        await in_io_pool(
+            lambda: self.delete(  # type: ignore[attr-defined]
+                index_name, ids=ids, thread_id=thread_id, resource_id=resource_id
+            )
+        )
 
     async def apresent(
         self, index_name: str, resource_id: str, message_ids: Sequence[str]

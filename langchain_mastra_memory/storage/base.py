@@ -20,7 +20,14 @@ from ..threads.thread import Thread
 from .blocking import forbid_blocking_calls, guard_subclass, off_loop
 from .contract import UNSET, ConversationStorage, owned_thread
 from .derived import DerivedRecords
-from .records import ImportedThread, Neighbour, ResourceSummary, StoredMessage, TimeWindow
+from .records import (
+    ImportedThread,
+    MessageFilter,
+    Neighbour,
+    ResourceSummary,
+    StoredMessage,
+    TimeWindow,
+)
 from .validation import check_id
 
 __all__ = ["UNSET", "MemoryStorage", "forbid_blocking_calls", "owned_thread", "report_orphans"]
@@ -183,7 +190,7 @@ class MemoryStorage(DerivedRecords, ConversationStorage):
         title: str | None = None,
         metadata: dict[str, Any] | None = None,
         message_limit: int | None = None,
-        message_filter: Any = None,
+        message_filter: MessageFilter | None = None,
         carry_ids: bool = False,
     ) -> tuple[Thread, list[StoredMessage]]:
         """Async `clone_thread`."""
@@ -234,9 +241,22 @@ class MemoryStorage(DerivedRecords, ConversationStorage):
         """Async `list_messages`."""
         return await off_loop(self.list_messages, thread_id, last=last, resource_id=resource_id)
 
-    async def apage_messages(self, thread_id: str, **page: Any) -> tuple[list[StoredMessage], int]:
-        """Async `page_messages` (same keyword arguments)."""
-        return await off_loop(self.page_messages, thread_id, **page)
+    async def apage_messages(
+        self,
+        thread_id: str,
+        *,
+        resource_id: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        descending: bool = False,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> tuple[list[StoredMessage], int]:
+        """Async `page_messages`."""
+        return await off_loop(
+            self.page_messages, thread_id, resource_id=resource_id, limit=limit, offset=offset,
+            descending=descending, since=since, until=until,
+        )  # fmt: skip
 
     async def aget_messages_by_id(
         self, message_ids: Sequence[str], *, resource_id: str | None = None

@@ -100,7 +100,7 @@ class ThreadQueries:
         system = with_instruction(f"{OBSERVER_INSTRUCTIONS}\n{SUMMARY_TASK}\n", instructions)
         said = transcript(messages, [s.created_at for s in stored])
         prompt = [SystemMessage(system), HumanMessage(fenced("new-messages", said))]
-        reply = yield traced(
+        reply = yield from traced(
             call(model.invoke, prompt), "summarize_thread",
             inputs={"thread_id": thread_id, "messages": len(messages)},
             metadata={"thread_id": thread_id, "resource_id": resource_id},
@@ -115,11 +115,11 @@ class ThreadQueries:
         oldest first; the thread must exist (and be `resource_id`'s when given)."""
         counter, tokens, offset = TokenCounter(), 0.0, 0
         kept: list[Any] = []
-        thread = yield call(self.storage.get_thread, thread_id)
+        thread = yield from call(self.storage.get_thread, thread_id)
         if thread is None:
             raise ThreadNotFoundError(f"no thread {thread_id!r}")
         while True:
-            page, total = yield call(self.storage.page_messages, thread_id,
+            page, total = yield from call(self.storage.page_messages, thread_id,
                                      resource_id=resource_id, limit=PAGE, offset=offset,
                                      descending=True)  # fmt: skip
             for stored in page:

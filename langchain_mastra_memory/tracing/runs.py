@@ -9,7 +9,7 @@ never breaks a turn.
 Examples:
     >>> from langchain_mastra_memory.twins import call, run_sync
     >>> def answer():
-    ...     return (yield traced(call("hi".upper), "shout", inputs={"text": "hi"}))
+    ...     return (yield from traced(call("hi".upper), "shout", inputs={"text": "hi"}))
     >>> run_sync(answer())  # no tracer: the step alone
     'HI'
 """
@@ -17,11 +17,11 @@ Examples:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 from langchain_core.runnables.config import (
     ensure_config,
@@ -32,14 +32,19 @@ from langchain_core.runnables.config import (
 )
 from langchain_core.runnables.utils import coro_with_context
 
+if TYPE_CHECKING:
+    from ..twins import Both, Call, Steps
+
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 RunType = Literal["chain", "retriever"]
 
 
 @dataclass(frozen=True)
-class Traced:
-    """A step (a `twins` call, `both`, or sub-algorithm) run as a named child run."""
+class Traced(Generic[T]):
+    """A step (a `twins` call, `both`, or sub-algorithm) run as a named child run; its result
+    (``yield from traced(...)``) is the inner step's."""
 
     inner: Any
     name: str
@@ -48,6 +53,10 @@ class Traced:
     metadata: dict[str, Any] = field(default_factory=dict)
     outputs: Callable[[Any], Any] = lambda result: {"output": result}
     attributes: dict[str, Any] = field(default_factory=dict)  # OpenTelemetry's
+
+    def __iter__(self) -> Generator[Traced[T], Any, T]:
+        result: T = yield self
+        return result
 
     def perform(self, perform: Callable[[Any], Any]) -> Any:
         """Run the inner step with `perform` (`twins`' sync runner) inside the run."""
@@ -110,7 +119,7 @@ class Traced:
 
 
 def traced(
-    step: Any,
+    step: Call[T] | Both[Any, Any] | Steps[T],
     name: str,
     *,
     run_type: RunType = "chain",
@@ -118,8 +127,8 @@ def traced(
     metadata: dict[str, Any] | None = None,
     outputs: Callable[[Any], Any] | None = None,
     attributes: dict[str, Any] | None = None,
-) -> Traced:
-    """The step `step` run as a child run called `name` (``yield traced(...)`` in a `twins`
+) -> Traced[T]:
+    """The step `step` run as a child run called `name` (``yield from traced(...)`` in a `twins`
     algorithm): `inputs` and `metadata` as the run shows them, `outputs` turns the step's result
     into the run's output (Documents for a ``retriever`` run), `attributes` are added to the
     OpenTelemetry span."""

@@ -52,11 +52,13 @@ class WorkingMemoryStore:
 
     def _get(self, resource_id: str, thread_id: str | None) -> Steps[Any]:
         key = self.thread_key(thread_id)
-        stored = yield call(self.storage.get_working_memory, resource_id=resource_id, thread_id=key)
+        stored = yield from call(
+            self.storage.get_working_memory, resource_id=resource_id, thread_id=key
+        )
         return load_data(self.config, stored)
 
     def _update(self, value: Any, resource_id: str, thread_id: str | None) -> Steps[Any]:
-        stored = yield call(
+        stored = yield from call(
             self.storage.modify_working_memory,
             lambda current: apply_update(self.config, current, value),
             resource_id=resource_id,
@@ -68,9 +70,11 @@ class WorkingMemoryStore:
         if not self.config.enabled:
             return None
         key = self.thread_key(thread_id)
-        if key is not None and (yield call(self.storage.get_thread, key)) is None:
+        if key is not None and (yield from call(self.storage.get_thread, key)) is None:
             return working_memory_message(self.config, None, observed=self.observed)  # (none yet)
-        stored = yield call(self.storage.get_working_memory, resource_id=resource_id, thread_id=key)
+        stored = yield from call(
+            self.storage.get_working_memory, resource_id=resource_id, thread_id=key
+        )
         return working_memory_message(self.config, stored, observed=self.observed)
 
     def get(self, *, resource_id: str, thread_id: str | None = None) -> Any:

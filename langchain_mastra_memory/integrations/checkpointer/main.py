@@ -197,7 +197,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
             return cached
         if not (config.get("configurable") or {}).get("checkpoint_id"):
             return None
-        parent = yield call(self._io.get_tuple, config)
+        parent = yield from call(self._io.get_tuple, config)
         if parent is None:
             return None
         messages = yield from self._channel.stored(parent)
@@ -283,17 +283,17 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         messages = yield from self._root_messages(config, checkpoint, new_versions)
         new_thread = owner is None
         if new_thread:
-            yield call(io.purge_orphans, thread_id)
+            yield from call(io.purge_orphans, thread_id)
         latest = self._head(thread_id, config) if messages is not None else None
         if messages is not None and latest is None:  # not known here: ask the saver, and
-            latest = yield call(io.latest, thread_id)  # trust no cache: another writer
+            latest = yield from call(io.latest, thread_id)  # trust no cache: another writer
             self.mirror.thread(thread_id).warm = False  # (a read-only one too) may have moved it
         parent_ids = yield from self._parent_ids(config, messages)
         plan = yield from self._plan(
             (thread_id, resource_id), messages, config, metadata, new_versions, latest, parent_ids
         )
         if new_thread:  # the owner first, so the checkpoint is never orphaned
-            made = yield call(
+            made = yield from call(
                 self.memory.storage.ensure_thread, thread_id=thread_id, resource_id=resource_id
             )
             verify_owner(thread_id, resource_id, made.resource_id)  # a racing owner
@@ -303,7 +303,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
             state.complete = True
         if self._read_only(config):  # the state is the graph's alone; what it adds now is
             if plan is not None and plan.suffix.ids:  # never a turn, later either
-                yield call(self.memory.storage.withhold_messages, plan.suffix.ids,
+                yield from call(self.memory.storage.withhold_messages, plan.suffix.ids,
                            thread_id=thread_id, resource_id=resource_id)  # fmt: skip
             self.mirror.thread(thread_id).warm = False  # the next walk reads what was withheld
             plan = None
@@ -317,17 +317,17 @@ class MemoryCheckpointer(BaseCheckpointSaver):
             args = (config, (yield from encoded), metadata, new_versions)
         try:  # while the saver writes, or in its transaction
             if one_file is not None and beside is not None:
-                result = yield call(one_file.put, self.mirror, beside, *args)
+                result = yield from call(one_file.put, self.mirror, beside, *args)
             elif beside is not None:
-                result, _ = yield both(
+                result, _ = yield from both(
                     call(io.put, *args), self.mirror.safely(self.mirror.apply(beside), thread_id)
                 )
             else:
-                result = yield call(io.put, *args)
+                result = yield from call(io.put, *args)
         except Exception:
             if new_thread:  # the saver refused the thread's first checkpoint: memory as it was
                 self.mirror.forget(thread_id)
-                yield call(self.memory.storage.delete_thread, thread_id)
+                yield from call(self.memory.storage.delete_thread, thread_id)
             elif beside is not None and not together:  # turns saved beside a failed write
                 yield from self.mirror.safely(self.mirror.undo(beside), thread_id)
             raise
@@ -345,7 +345,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         task_id: str,
         task_path: str,
     ) -> Steps[None]:
-        yield call(self._io.put_writes, config, writes, task_id, task_path)
+        yield from call(self._io.put_writes, config, writes, task_id, task_path)
         subgraph = (config.get("configurable") or {}).get("checkpoint_ns")  # (not mirrored)
         ids = None if self._read_only(config) or subgraph else self.owners.ids(config)
         if ids is not None and (written := self.mirror.rewritten(ids[0], writes)):

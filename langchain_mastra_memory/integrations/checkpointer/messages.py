@@ -193,7 +193,7 @@ class CheckpointMessages:
         cached = self._cached(thread_id, checkpoint["id"])
         if cached is not None:
             return cached
-        history = yield call(self.io.delta_history, found.config, [self.key])
+        history = yield from call(self.io.delta_history, found.config, [self.key])
         entry = history.get(self.key) or {"writes": []}
         messages = self._replayed(entry.get("seed"), (w[2] for w in entry["writes"]))
         self.remember(thread_id, checkpoint["id"], messages)
@@ -235,7 +235,7 @@ class CheckpointMessages:
         unchanged = self.key not in new_versions
         if unchanged and (cached := self._cached(thread_id, parent_id)) is not None:
             return cached
-        parent = yield call(self.io.get_tuple, _root(config, parent_id))
+        parent = yield from call(self.io.get_tuple, _root(config, parent_id))
         if parent is None:  # the parent is gone (a pruned or deleted thread): start empty
             return []
         base = yield from self._stored(parent, thread_id)

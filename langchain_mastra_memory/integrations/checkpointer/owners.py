@@ -84,7 +84,7 @@ class ThreadOwners:
         not the owner, None when memory has no such thread (orphaned checkpoints are
         nobody's)."""
         thread_id, resource_id = self.reader(config)
-        found = yield call(self.cp._io.get_tuple, config)
+        found = yield from call(self.cp._io.get_tuple, config)
         thread, listed = yield from self.cp._refs.with_thread(thread_id, found)
         owner = self.seen(thread_id, thread)
         if resource_id is not None:
@@ -140,12 +140,12 @@ class ThreadOwners:
     ) -> Steps[RunnableConfig]:
         """`_put` after reading the owner now; a thread memory does not hold is put by one
         put at a time (`first_puts`), which reads the owner again once it holds the thread."""
-        owner = yield call(self.cp._io.owner, thread_id)  # now: it may have changed hands
+        owner = yield from call(self.cp._io.owner, thread_id)  # now: it may have changed hands
         if owner is not None:
             return (yield from self.cp._put(config, *args, owner=owner))
-        yield call(self.first_puts.hold, thread_id)
+        yield from call(self.first_puts.hold, thread_id)
         try:
-            owner = yield call(self.cp._io.owner, thread_id)  # made meanwhile by another put?
+            owner = yield from call(self.cp._io.owner, thread_id)  # made meanwhile by another put?
             return (yield from self.cp._put(config, *args, owner=owner))
         finally:
             self.first_puts.release(thread_id)

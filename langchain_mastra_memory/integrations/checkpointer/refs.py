@@ -151,7 +151,7 @@ class MessageRefs:
             }
         }  # fmt: skip
         try:
-            found = yield call(self.io.get_tuple, parent_config)
+            found = yield from call(self.io.get_tuple, parent_config)
         except MastraMemoryError:
             return None
         at = None if found is None else referenced_at(found.checkpoint["channel_values"].get(
@@ -159,7 +159,7 @@ class MessageRefs:
         ))  # fmt: skip
         if at is None:
             return None
-        read = yield call(self.storage.read_checkpoint_list, thread_id, ns, at)
+        read = yield from call(self.storage.read_checkpoint_list, thread_id, ns, at)
         if read is None:
             return None
         keys, depth, _ = read
@@ -203,7 +203,7 @@ class MessageRefs:
         base = held.at if keep and held is not None else None
         depth = held.depth + 1 if base is not None and held is not None else 0
         entry = CheckpointList(thread_id, ns, checkpoint_id, base, keep, keys[keep:], depth)
-        yield call(self.storage.save_checkpoint_list, entry, list(new.values()),
+        yield from call(self.storage.save_checkpoint_list, entry, list(new.values()),
                    resource_id=resource_id)  # fmt: skip
         return checkpoint_id, depth, keys
 
@@ -215,10 +215,10 @@ class MessageRefs:
         (one trip); ``(thread, UNREAD)`` when `found` holds no reference."""
         at = None if found is None else referenced_at(_channel_values(found).get(self.key))
         if at is None or found is None:  # (found: narrowed for the type checker)
-            thread = yield call(self.storage.get_thread, thread_id)
+            thread = yield from call(self.storage.get_thread, thread_id)
             return thread, UNREAD
         _, ns, _ = checkpoint_at(found.config)
-        read = yield call(self.storage.read_thread_and_checkpoint_list, thread_id, ns, at)
+        read = yield from call(self.storage.read_thread_and_checkpoint_list, thread_id, ns, at)
         return read
 
     def resolved(
@@ -256,7 +256,9 @@ class MessageRefs:
         scratch = {} if scratch is None else scratch
         read = listed
         if read is UNREAD:
-            read = yield call(self.storage.read_checkpoint_list, thread_id, ns, at, known=scratch)
+            read = yield from call(
+                self.storage.read_checkpoint_list, thread_id, ns, at, known=scratch
+            )
         if read is None:
             msg = (
                 f"checkpoint {checkpoint_id!r} of thread {thread_id!r} refers to messages "

@@ -26,7 +26,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
 from ...errors import ConfigurationError, ResourceMismatchError
-from ...storage.records import from_iso
+from ...storage.records import from_iso, stored_ids
 from ...twins import Steps, call
 from . import configs
 from .deletes import deletes_in_place
@@ -63,13 +63,13 @@ def put_back(io: Any, items: Sequence[CheckpointTuple], thread_id: str) -> Steps
         if "thread_id" in metadata:
             metadata["thread_id"] = thread_id
         versions = dict(item.checkpoint.get("channel_versions") or {})
-        stored = yield call(io.put, {"configurable": configurable}, item.checkpoint,
+        stored = yield from call(io.put, {"configurable": configurable}, item.checkpoint,
                             metadata, versions)  # fmt: skip
         by_task: dict[str, list[tuple[str, Any]]] = {}
         for task_id, channel, value in item.pending_writes or ():
             by_task.setdefault(task_id, []).append((channel, value))
         for task_id, writes in by_task.items():
-            yield call(io.put_writes, stored, writes, task_id)
+            yield from call(io.put_writes, stored, writes, task_id)
 
 
 class SaverIO:
@@ -157,23 +157,23 @@ class ThreadUpkeep:
     def copy(self, source_thread_id: str, target_thread_id: str) -> Steps[None]:
         """Copy a thread's checkpoints, and memory's thread with them (same owner only)."""
         storage = self.memory.storage
-        source = yield call(storage.get_thread, source_thread_id)
-        target = yield call(storage.get_thread, target_thread_id)
+        source = yield from call(storage.get_thread, source_thread_id)
+        target = yield from call(storage.get_thread, target_thread_id)
         if source is not None and target is not None and target.resource_id != source.resource_id:
             raise ResourceMismatchError.for_thread(target_thread_id, source.resource_id)
         if overrides(self.saver, "copy_thread") or overrides(self.saver, "acopy_thread"):
-            yield call(
+            yield from call(
                 self._io.saver_call, self.saver.copy_thread, source_thread_id, target_thread_id
             )
         else:
-            items = yield call(self._io.list_all, _thread(source_thread_id))
+            items = yield from call(self._io.list_all, _thread(source_thread_id))
             yield from put_back(self._io, items, target_thread_id)
         if source is not None and target is None:
-            yield call(self.memory.synced.clone, source_thread_id,
+            yield from call(self.memory.synced.clone, source_thread_id,
                        new_thread_id=target_thread_id, carry_ids=True)  # fmt: skip
         if source is not None:  # the copied checkpoints' lists (`checkpointer.refs`); a storage
             with suppress(NotImplementedError):  # without lists referenced none
-                yield call(storage.copy_checkpoint_lists, source_thread_id, target_thread_id)
+                yield from call(storage.copy_checkpoint_lists, source_thread_id, target_thread_id)
 
     # -- a cancelled run, rolled back -------------------------------------------------------------
     def delete_runs(self, run_ids: list[str]) -> Steps[None]:
@@ -181,13 +181,13 @@ class ThreadUpkeep:
         doomed_runs = {str(r) for r in run_ids}
         threads: set[str] = set()
         for run_id in doomed_runs:
-            found = yield call(self._io.list_all, None, filter={"run_id": run_id})
+            found = yield from call(self._io.list_all, None, filter={"run_id": run_id})
             threads |= {configs.thread_of(i) for i in found}
         native = overrides(self.saver, "delete_for_runs") or overrides(
             self.saver, "adelete_for_runs"
         )
         for thread_id in sorted(threads):
-            items = yield call(self._io.list_all, _thread(thread_id))
+            items = yield from call(self._io.list_all, _thread(thread_id))
             doomed = [i for i in items if str((i.metadata or {}).get("run_id")) in doomed_runs]
             kept = [i for i in items if i not in doomed]
             yield from self._forget_run_messages(thread_id, doomed, kept)
@@ -196,7 +196,7 @@ class ThreadUpkeep:
             else:
                 yield from self._rewrite(thread_id, kept)
         if native:
-            yield call(self._io.saver_call, self.saver.delete_for_runs, sorted(doomed_runs))
+            yield from call(self._io.saver_call, self.saver.delete_for_runs, sorted(doomed_runs))
 
     def _forget_run_messages(
         self, thread_id: str, doomed: list[CheckpointTuple], kept: list[CheckpointTuple]
@@ -214,20 +214,20 @@ class ThreadUpkeep:
         gone = sorted(added - held)
         if not gone:
             return
-        thread = yield call(self.memory.storage.get_thread, thread_id)
+        thread = yield from call(self.memory.storage.get_thread, thread_id)
         if thread is None:
             return
         ref = {"resource_id": thread.resource_id}
-        stored = yield call(self.memory.storage.get_messages_by_id, gone, **ref)
-        mine = [s.message.id for s in stored if s.thread_id == thread_id]
+        stored = yield from call(self.memory.storage.get_messages_by_id, gone, **ref)
+        mine = stored_ids(s for s in stored if s.thread_id == thread_id)
         if mine:
-            yield call(self.memory.synced.delete, mine, **ref)
+            yield from call(self.memory.synced.delete, mine, **ref)
 
     # -- the saver's own format -------------------------------------------------------------------
     def write_back(self, thread_id: str, saver: BaseCheckpointSaver | None) -> Steps[int]:
         """The thread's checkpoints in the saver's own format (`MemoryCheckpointer.write_back`):
         how many were written."""
-        items = yield call(self._io.list_all, _thread(thread_id))
+        items = yield from call(self._io.list_all, _thread(thread_id))
         scratch: dict[str, Any] = {}
         whole = []
         for item in items:
@@ -235,11 +235,11 @@ class ThreadUpkeep:
         if saver is not None:
             yield from put_back(SaverIO(saver), whole, thread_id)
             return len(whole)
-        yield call(self._io.saver_call, self.saver.delete_thread, thread_id)
+        yield from call(self._io.saver_call, self.saver.delete_thread, thread_id)
         yield from put_back(self._io, whole, thread_id)
         self._forget_caches(thread_id)
         with suppress(NotImplementedError):  # no checkpoint refers to memory's lists any more
-            yield call(self.memory.storage.sweep_checkpoint_lists, thread_id, set())
+            yield from call(self.memory.storage.sweep_checkpoint_lists, thread_id, set())
         return len(whole)
 
     # -- retention: checkpoints older than an age, or beyond the newest N --------------------------
@@ -249,7 +249,7 @@ class ThreadUpkeep:
         """Delete the thread's checkpoints written before `before` and not among each
         namespace's newest `keep` (never a namespace's newest, nor an ancestor a kept one
         reads through); memory's lists follow. How many went."""
-        items = yield call(self._io.list_all, _thread(thread_id))
+        items = yield from call(self._io.list_all, _thread(thread_id))
         kept = keep_with_ancestors(items, keep_newest(items, before=before, count=keep))
         kept_ids = {i.checkpoint["id"] for i in kept}
         doomed = [(_namespace(i), i.checkpoint["id"]) for i in items if i.checkpoint["id"]
@@ -257,7 +257,7 @@ class ThreadUpkeep:
         if not doomed:
             return 0
         if deletes_in_place(self.saver):
-            yield call(self._io.delete_checkpoints, thread_id, doomed)
+            yield from call(self._io.delete_checkpoints, thread_id, doomed)
         else:
             yield from self._rewrite(thread_id, kept)
         rows = {
@@ -267,7 +267,9 @@ class ThreadUpkeep:
                 self._refs.key))) is not None
         }  # fmt: skip
         with suppress(NotImplementedError):
-            yield call(self.memory.storage.sweep_checkpoint_lists, thread_id, rows, set(doomed))
+            yield from call(
+                self.memory.storage.sweep_checkpoint_lists, thread_id, rows, set(doomed)
+            )
         return len(doomed)
 
     # -- pruning ---------------------------------------------------------------------------------
@@ -279,22 +281,24 @@ class ThreadUpkeep:
             raise ConfigurationError(msg)
         if overrides(self.saver, "prune") or overrides(self.saver, "aprune"):
             try:
-                yield call(self._io.saver_call, self.saver.prune, thread_ids, strategy=strategy)
+                yield from call(
+                    self._io.saver_call, self.saver.prune, thread_ids, strategy=strategy
+                )
                 return
             except ValueError:  # e.g. PostgresSaver refusing a thread with a DeltaChannel
                 pass
         for thread_id in map(str, thread_ids):
             if strategy != "keep_latest":
-                yield call(self._io.saver_call, self.saver.delete_thread, thread_id)
+                yield from call(self._io.saver_call, self.saver.delete_thread, thread_id)
                 self._forget_caches(thread_id)
                 continue
-            items = yield call(self._io.list_all, _thread(thread_id))
+            items = yield from call(self._io.list_all, _thread(thread_id))
             kept = keep_for_latest(items) if items else []
             if len(kept) < len(items):
                 yield from self._rewrite(thread_id, kept)
 
     def _rewrite(self, thread_id: str, kept: list[CheckpointTuple]) -> Steps[None]:
         """The thread holds `kept` alone from now on."""
-        yield call(self._io.saver_call, self.saver.delete_thread, thread_id)
+        yield from call(self._io.saver_call, self.saver.delete_thread, thread_id)
         yield from put_back(self._io, kept, thread_id)
         self._forget_caches(thread_id)

@@ -57,14 +57,14 @@ def owns(storage: Any, resource_id: str, archive: ObservationArchive) -> Steps[b
         return True
     if not archive.scope_key.startswith("thread:"):
         return False
-    thread = yield call(storage.get_thread, archive.scope_key.removeprefix("thread:"))
+    thread = yield from call(storage.get_thread, archive.scope_key.removeprefix("thread:"))
     return thread is not None and thread.resource_id == resource_id
 
 
 def listing(storage: Any, keys: list[str], page: int, per_page: int, more: Any) -> Steps[str]:
     """The archives of `keys`, newest first, page `page`: each with its groups' ids, dates and
     labels (`more(page)`: the line that asks for the next page)."""
-    found: list[ObservationArchive] = yield call(
+    found: list[ObservationArchive] = yield from call(
         storage.observation_archives, keys, limit=per_page + 1, offset=page * per_page
     )
     if not found:
@@ -93,7 +93,7 @@ def reading(
         f"There is no archive {archive_id!r} in this user's memory. Use an archive_id from "
         'the catalog, or call with mode "observations" and no query to list the archives.'
     )
-    archive: ObservationArchive | None = yield call(storage.observation_archive, archive_id)
+    archive: ObservationArchive | None = yield from call(storage.observation_archive, archive_id)
     if archive is None or not (yield from owns(storage, resource_id, archive)):
         raise unknown
     groups = {g.id: g for g in archive.groups}
@@ -129,7 +129,7 @@ def _source(storage: Any, resource_id: str, group: ObservationGroup) -> Steps[st
     found = []
     if group.message_ids:
         ends = list(dict.fromkeys([group.message_ids[0], group.message_ids[-1]]))
-        found = yield call(storage.get_messages_by_id, ends, resource_id=resource_id)
+        found = yield from call(storage.get_messages_by_id, ends, resource_id=resource_id)
     if not found:
         return "Source: its messages are no longer stored."
     first, last = min(found, key=lambda s: s.created_at), max(found, key=lambda s: s.created_at)

@@ -67,7 +67,7 @@ def threads(
                                        per_page=per_page)  # fmt: skip
         items, total, has_more = found.items, found.total, found.has_more
     else:  # a title filter: the caller's threads are read whole (a user's count, not a corpus)
-        everything = yield call(storage.list_threads, resource_id=resource_id,
+        everything = yield from call(storage.list_threads, resource_id=resource_id,
                                 order_by="updated_at", descending=True, archived=False)  # fmt: skip
         words = _words(query)
         matching = [t for t in everything if words & _words(t.title or "")]
@@ -93,7 +93,7 @@ def owned_keys(storage: Any, resource_id: str, thread_id: str | None) -> Steps[l
     keys = [scope_key("resource", resource_id=resource_id, thread_id=None)]
     if thread_id is not None:
         return [*keys, scope_key("thread", resource_id=resource_id, thread_id=thread_id)]
-    mine = yield call(storage.list_threads, resource_id=resource_id, order_by="updated_at",
+    mine = yield from call(storage.list_threads, resource_id=resource_id, order_by="updated_at",
                       descending=True, limit=OBSERVATION_THREADS)  # fmt: skip
     return keys + [scope_key("thread", resource_id=resource_id, thread_id=t.id) for t in mine]
 
@@ -115,9 +115,9 @@ def observations(
     and group, for reading the whole."""
     sources: list[tuple[ObservationGroup, str]] = []
     for key in keys:
-        groups = yield call(storage.observation_log, key)
+        groups = yield from call(storage.observation_log, key)
         sources += [(group, "") for group in groups]
-    shelved = yield call(storage.observation_archives, keys, limit=ARCHIVES_SEARCHED)
+    shelved = yield from call(storage.observation_archives, keys, limit=ARCHIVES_SEARCHED)
     for archive in shelved:
         where = f" (archived: archive_id={archive.id!r}, group_id={{}})"
         sources += [(group, where.format(repr(group.id))) for group in archive.groups]

@@ -208,7 +208,7 @@ def _answer(memory: Memory, who: str, args: RecallArguments, per_page: int) -> S
             return (yield from listings.observations(memory.storage, who, keys, args.query,
                                                      args.thread_id, page, per_page))  # fmt: skip
         query = args.query or ""  # (never None here: the arguments' validator requires one)
-        found = yield call(memory.search_messages, query, resource_id=who,
+        found = yield from call(memory.search_messages, query, resource_id=who,
                            **_search(args, mode, page, per_page))  # fmt: skip
     except MastraMemoryError as exc:
         raise ToolException(_explain(exc, args)) from exc
@@ -217,7 +217,7 @@ def _answer(memory: Memory, who: str, args: RecallArguments, per_page: int) -> S
 
 def _own_thread(memory: Memory, who: str, thread_id: str) -> Steps[None]:
     """A thread the call names must be the caller's (another's reads as unknown)."""
-    thread = yield call(memory.storage.get_thread, thread_id)
+    thread = yield from call(memory.storage.get_thread, thread_id)
     if thread is None or thread.resource_id != who:
         raise ThreadNotFoundError(f"no thread {thread_id!r}")
 

@@ -15,7 +15,13 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ...errors import ConfigurationError, VectorStoreError
-from ..vector import AsyncTwinsWithVectors, check_name, only_threads, pieces_by_message
+from ..vector import (
+    AsyncTwinsWithVectors,
+    MessageVectors,
+    check_name,
+    only_threads,
+    pieces_by_message,
+)
 
 BATCH = 500  # message ids per filtered call
 
@@ -185,7 +191,7 @@ class EngineStore(AsyncTwinsWithVectors):
 
     def vectors(
         self, index_name: str, resource_id: str, message_ids: Sequence[str]
-    ) -> dict[str, list[list[float]]]:
+    ) -> MessageVectors:
         """The stored vectors of these messages of `resource_id`, each message's pieces in
         order (what a clone copies instead of embedding again)."""
         name = self._existing(index_name)

@@ -193,10 +193,38 @@ class ObservationRecords(ABC):  # noqa: B024 - every method has a default
         """Async `release_observation`."""
         await off_loop(self.release_observation, key, owner=owner)
 
-    async def acommit_observation(self, key: str, **group: Any) -> ObservationGroup | None:
-        """Async `commit_observation` (same keyword arguments)."""
-        return await off_loop(self.commit_observation, key, **group)
+    async def acommit_observation(
+        self,
+        key: str,
+        *,
+        owner: str,
+        resource_id: str,
+        text: str,
+        current_task: str | None,
+        message_ids: Sequence[str],
+        token_count: float,
+        buffered: bool = False,
+    ) -> ObservationGroup | None:
+        """Async `commit_observation`."""
+        return await off_loop(
+            self.commit_observation, key, owner=owner, resource_id=resource_id, text=text,
+            current_task=current_task, message_ids=message_ids, token_count=token_count,
+            buffered=buffered,
+        )  # fmt: skip
 
-    async def acommit_reflection(self, key: str, **group: Any) -> ObservationGroup | None:
-        """Async `commit_reflection` (same keyword arguments)."""
-        return await off_loop(self.commit_reflection, key, **group)
+    async def acommit_reflection(
+        self,
+        key: str,
+        *,
+        owner: str,
+        resource_id: str,
+        text: str,
+        current_task: str | None,
+        replaces: Sequence[str],
+        token_count: float,
+    ) -> ObservationGroup | None:
+        """Async `commit_reflection`."""
+        return await off_loop(
+            self.commit_reflection, key, owner=owner, resource_id=resource_id, text=text,
+            current_task=current_task, replaces=replaces, token_count=token_count,
+        )  # fmt: skip
