@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import StructuredTool
@@ -419,11 +419,13 @@ class Memory:
 
     def working_memory_tool(self, **ids: Unpack[kw.ToolIds]) -> StructuredTool:
         """The ``update_working_memory`` StructuredTool (ids from here or the call's config)."""
-        return _shape("working_memory_tool").create_working_memory_tool(self, **ids)
+        return cast(
+            "StructuredTool", _shape("working_memory_tool").create_working_memory_tool(self, **ids)
+        )
 
     def recall_tool(self, **opts: Unpack[kw.RecallToolOptions]) -> StructuredTool:
         """The ``search_memory`` StructuredTool: the model searches its own past (`recall_tool`)."""
-        return _shape("recall_tool").create_recall_tool(self, **opts)
+        return cast("StructuredTool", _shape("recall_tool").create_recall_tool(self, **opts))
 
     # -- the turn ------------------------------------------------------------------------------
     def context(self, new_messages: In, **turn: Unpack[kw.TurnRef]) -> Messages:
@@ -453,11 +455,11 @@ class Memory:
     # -- shapes (built on Memory; their modules load when asked for) ---------------------------
     def as_runnable(self) -> Runnable[Any, Messages]:
         """LCEL: ``{"input": str | messages}`` (or messages) -> the messages to send."""
-        return _shape("lcel").context_runnable(self)
+        return cast("Runnable[Any, Messages]", _shape("lcel").context_runnable(self))
 
     def wrap(self, runnable: Runnable[Any, Any]) -> Runnable[Any, Any]:
         """Put memory around a chat model or chain: assemble, call, save the turn."""
-        return _shape("lcel").MemoryWrapped(self, runnable)
+        return cast("Runnable[Any, Any]", _shape("lcel").MemoryWrapped(self, runnable))
 
     def pre_model_hook(self, *, key: str = "messages") -> Node:
         """LangGraph ``pre_model_hook`` / node: ``{"llm_input_messages": context}``."""
@@ -465,12 +467,15 @@ class Memory:
 
     def as_node(self, *, key: str = "messages", output_key: str = "llm_input_messages") -> Node:
         """A graph node writing the model's input to `output_key` (the state is not rewritten)."""
-        return _shape("graph").memory_hook(self, key=key, output_key=output_key)
+        return cast(
+            "Runnable[Any, dict[str, Any]]",
+            _shape("graph").memory_hook(self, key=key, output_key=output_key),
+        )
 
     def as_retriever(self, **options: Any) -> MemoryRetriever:
         """A LangChain retriever over this memory (`MemoryRetriever`: ``resource_id``,
         ``thread_id``, ``k``, ``mode``, ``message_range``, ``filter``, ``threshold``)."""
-        return _shape("retriever").MemoryRetriever(memory=self, **options)
+        return cast("MemoryRetriever", _shape("retriever").MemoryRetriever(memory=self, **options))
 
     def middleware(self) -> Any:
         """A ``langchain.agents`` middleware applying memory before and saving after each call."""
@@ -478,15 +483,19 @@ class Memory:
 
     def checkpointer(self, saver: Any = None, **opts: Unpack[kw.Mirroring]) -> MemoryCheckpointer:
         """A LangGraph checkpointer around `saver` mirroring threads here (`MemoryCheckpointer`)."""
-        return _shape("checkpointer").MemoryCheckpointer(self, saver, **opts)
+        return cast(
+            "MemoryCheckpointer", _shape("checkpointer").MemoryCheckpointer(self, saver, **opts)
+        )
 
     def store(self, **config: Any) -> MemoryStore:
         """LangGraph's `BaseStore` over this memory: items, ``query=`` search, working memory."""
-        return _shape("store").MemoryStore(self, **config)
+        return cast("MemoryStore", _shape("store").MemoryStore(self, **config))
 
     def chat_history(self, **ref: Unpack[kw.ThreadRef]) -> MemoryChatMessageHistory:
         """A `BaseChatMessageHistory` over one thread (created on the first message)."""
-        return _shape("chat_history").MemoryChatMessageHistory(self, **ref)
+        return cast(
+            "MemoryChatMessageHistory", _shape("chat_history").MemoryChatMessageHistory(self, **ref)
+        )
 
 
 def _shape(name: str) -> Any:

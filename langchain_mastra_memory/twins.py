@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from types import ModuleType
-from typing import Any, Generic, ParamSpec, Protocol, TypeVar, Union
+from typing import Any, Generic, ParamSpec, Protocol, TypeVar, Union, cast
 
 T = TypeVar("T")
 A = TypeVar("A")
@@ -171,7 +171,7 @@ def run_sync(steps: Steps[T]) -> T:
             else:
                 step = steps.send(result)
     except StopIteration as done:
-        return done.value
+        return cast("T", done.value)
 
 
 async def run_async(steps: Steps[T]) -> T:
@@ -186,4 +186,4 @@ async def run_async(steps: Steps[T]) -> T:
             else:
                 step = steps.send(result)
     except StopIteration as done:
-        return done.value
+        return cast("T", done.value)

@@ -731,3 +731,22 @@ async def test_the_mcp_server_and_the_explorer_serve_a_mastra_store(
     assert "Whiskers loves tuna" in client.get("/r/alice/t/t1").text
     assert client.get("/r/bob/t/t1").status_code == 404
     memory.close()
+
+
+def test_the_vector_bench_runs_beside_mastra(tmp_path: Path) -> None:
+    """`bench/mastra_vector_bench.py` end to end on a small index (a smoke run: nothing timed
+    here; the figures are the docs')."""
+    import json
+    import subprocess
+    import sys
+
+    record = tmp_path / "mastra_vectors.json"
+    bench = Path(__file__).parents[1] / "bench" / "mastra_vector_bench.py"
+    done = subprocess.run(
+        [sys.executable, str(bench), "--vectors", "300", "--reps", "3", "--json", str(record)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    figures = json.loads(record.read_text())
+    assert figures["vectors"] == 300 and figures["ours"]["p95_ms"] > 0
+    assert "ours / Mastra's" in done.stdout

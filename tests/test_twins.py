@@ -258,31 +258,19 @@ def test_every_public_sync_method_of_every_part_has_its_async_twin_with_its_sign
     assert set(NO_TWIN) <= known, set(NO_TWIN) - known  # (no stale reason)
 
 
-def test_a_steps_result_is_typed_as_its_methods() -> None:
-    """mypy checks what ``yield from call(...)`` gives back against the method's result."""
-    import subprocess
-    import sys
-    import textwrap
+async def test_a_held_save_leaves_what_follows_to_the_caller_sync_and_async() -> None:
+    """`SyncedStorage.holding` (a checkpoint's one transaction): `save` and `asave` alike hand
+    the stored messages to the caller instead of starting what follows a save."""
+    from langchain_core.messages import HumanMessage
 
-    source = textwrap.dedent("""
-        from langchain_mastra_memory.twins import Steps, call
+    from langchain_mastra_memory import Memory
 
-        class Store:
-            def get(self, key: str) -> str:
-                return key
-
-        def wrong(store: Store) -> Steps[int]:
-            name: int = yield from call(store.get, "ada")
-            return name
-
-        def right(store: Store) -> Steps[str]:
-            name: str = yield from call(store.get, "ada")
-            return name
-    """)
-    done = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "-c", source],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
-    assert len(errors) == 1 and "Incompatible types in assignment" in errors[0], done.stdout
-    assert "line 9" in errors[0] or ":9:" in errors[0], errors
+    memory = Memory(storage=SQLiteStorage(":memory:"))
+    memory.create_thread(thread_id="t", resource_id="r")
+    held: list = []
+    with memory.synced.holding(held):
+        memory.synced.save([HumanMessage("one", id="1")], thread_id="t", resource_id="r")
+        await memory.synced.asave([HumanMessage("two", id="2")], thread_id="t", resource_id="r")
+    assert [[s.message.id for s in batch] for batch in held] == [["1"], ["2"]]
+    assert [m.id for m in memory.get_messages(thread_id="t")] == ["1", "2"]
+    memory.close()

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import typer
 from rich.console import Console
@@ -84,10 +84,10 @@ def mastra_at(url: str, schema_name: str = "public", *, create: bool = False) ->
     from ..storage.mastra.sync import is_dsn
 
     if is_dsn(url):
-        return MastraStorage(url, schema_name=schema_name)
+        return cast("MemoryStorage", MastraStorage(url, schema_name=schema_name))
     if not create and not Path(sqlite_path(url)).exists():
         raise StorageError(f"no Mastra store at {url} (nothing was read)")
-    return MastraStorage(url)
+    return cast("MemoryStorage", MastraStorage(url))
 
 
 def storage_of(

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # (LangGraph's checkpoint package loads when a saver is made,
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
 
-def default_saver(storage: Any) -> BaseCheckpointSaver:
+def default_saver(storage: Any) -> BaseCheckpointSaver[Any]:
     """A saver on `storage`'s own database: SQLite's file, PostgreSQL's schema; in memory
     only for a storage that is too (or one of a kind it cannot write to, with a warning)."""
     from ..storage.postgres.backend import PostgresStorage

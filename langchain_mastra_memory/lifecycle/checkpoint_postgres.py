@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.postgres import PostgresSaver
@@ -38,7 +38,7 @@ def postgres_saver(storage: PostgresStorage) -> PostgresSaver:
     """LangGraph's `PostgresSaver` on `storage`'s database and schema (one per storage)."""
     if storage.checkpoint_saver is None:
         storage.checkpoint_saver = _made(storage)
-    return storage.checkpoint_saver
+    return cast("PostgresSaver", storage.checkpoint_saver)
 
 
 def _made(storage: PostgresStorage) -> PostgresSaver:

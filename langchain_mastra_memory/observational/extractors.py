@@ -250,7 +250,9 @@ def text_sections(extractors: Sequence[ResolvedExtractor], previous: Mapping[str
     )
 
 
-def read_text_values(reply: str, extractors: Sequence[ResolvedExtractor]) -> tuple[str, dict]:
+def read_text_values(
+    reply: str, extractors: Sequence[ResolvedExtractor]
+) -> tuple[str, dict[str, Any]]:
     """The reply without the text extractors' sections, and their raw values by slug (the
     last section of a slug counts)."""
     values: dict[str, str] = {}

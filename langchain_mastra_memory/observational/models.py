@@ -19,7 +19,7 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
@@ -60,8 +60,8 @@ class ModelByInputTokens(Runnable[Any, BaseMessage]):
             size = self.counter.count_all(m for m in input if isinstance(m, BaseMessage))
         for bound, model in self.up_to.items():
             if size <= bound:
-                return model
-        return list(self.up_to.values())[-1]
+                return cast("BaseChatModel", model)
+        return cast("BaseChatModel", list(self.up_to.values())[-1])
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         return self.choose(input).invoke(input, config, **kwargs)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.embeddings import Embeddings
 from typing_extensions import Unpack
@@ -324,7 +324,7 @@ class RecallIndex:
             self._windows(query, resource_id, thread_id, exclude, never_hits, opts), query,
             mode=opts.mode, top_k=opts.top_k, resource_id=resource_id, thread_id=thread_id,
         )  # fmt: skip
-        return found
+        return cast("list[StoredMessage]", found)
 
     def _windows(
         self, query: str, resource_id: str, thread_id: str | None, exclude: set[str],

@@ -121,8 +121,12 @@ class SyncedStorage:
         return self._indexed(stored)
 
     async def asave(self, messages: Msgs, **target: Unpack[SaveOptions]) -> Saved:
-        """Async `save`."""
+        """Async `save` (inside `holding`, as `save`: what follows is the caller's)."""
         stored = await self.storage.asave_messages(messages, **target)
+        held = getattr(self._local, "held", None)
+        if held is not None:
+            held.append(stored)
+            return [s.message for s in stored]
         if self.titles is not None:
             await self.titles.aafter_save(stored)
         if self.observations is not None:

@@ -213,7 +213,7 @@ def from_iso(text: str | datetime) -> datetime:
     return datetime.fromisoformat(text)
 
 
-class CheckedMessages(list):
+class CheckedMessages(list[Any]):
     """Messages `message_rows` already validated and built rows for (`checked_messages`):
     saving them builds nothing again, as long as the list holds exactly those messages."""
 

@@ -168,7 +168,7 @@ def _tracer() -> Any:
 
 
 @contextmanager
-def _span(step: Traced) -> Iterator[Any]:
+def _span(step: Traced[Any]) -> Iterator[Any]:
     tracer = _tracer()
     if tracer is None:
         yield None
@@ -196,7 +196,7 @@ def _scalar(value: Any) -> bool:
 
 def recall_run(
     windows: Any, query: str, *, mode: str, top_k: int, resource_id: str, thread_id: str | None
-) -> Traced:
+) -> Traced[Any]:
     """Recall's step as a ``retriever`` run: `windows` yields ``(found, hits)``; the run's output
     is the found messages as Documents (a hit's score, or a neighbour's ``hit: False``)."""
     return traced(
@@ -235,7 +235,7 @@ def recalled_documents(found: Any, hits: Any) -> list[Any]:
     ]
 
 
-def stage(steps: Any, name: str) -> Traced:
+def stage(steps: Any, name: str) -> Traced[Any]:
     """One stage of a search (``vector``, ``keyword``, ``context``) as a child run: its
     duration is the stage's, its output how many hits it ranked and the best score."""
     return traced(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from functools import partial
-from typing import Any, ParamSpec, Protocol, TypeVar
+from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
@@ -17,7 +17,7 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
-def overrides(saver: BaseCheckpointSaver, method: str) -> bool:
+def overrides(saver: BaseCheckpointSaver[Any], method: str) -> bool:
     """Whether `saver` has its own `method` (not `BaseCheckpointSaver`'s default)."""
     return getattr(type(saver), method, None) is not getattr(BaseCheckpointSaver, method, None)
 
@@ -40,7 +40,7 @@ class Checkpointing(Protocol):
     """What the I/O needs of a checkpointer (`MemoryCheckpointer`): its wrapped saver and its
     owners' reads. Typed here so this module does not name the class that uses it."""
 
-    saver: BaseCheckpointSaver
+    saver: BaseCheckpointSaver[Any]
     owners: Any  # `owners.ThreadOwners`
 
 
@@ -110,10 +110,10 @@ class CheckpointerIO:
         return await in_io_pool(self.delta_history, config, channels)
 
     def owner(self, thread_id: str) -> str | None:
-        return self.cp.owners.owner(thread_id)
+        return cast("str | None", self.cp.owners.owner(thread_id))
 
     async def aowner(self, thread_id: str) -> str | None:
-        return await self.cp.owners.aowner(thread_id)
+        return cast("str | None", await self.cp.owners.aowner(thread_id))
 
     def purge_orphans(self, thread_id: str) -> None:
         self.cp.owners.purge_orphans(thread_id)

@@ -46,7 +46,7 @@ class CheckpointListing:
         cp = self.cp
         if target := cp.owners.read_target(config):
             if (owner := cp.owners.check_owner(*target)) is not None:  # else orphaned: nobody's
-                scratch: dict = {}  # values read for one checkpoint serve the next
+                scratch: dict[str, Any] = {}  # values read for one checkpoint serve the next
                 for item in cp.saver.list(config, filter=filter, before=before, limit=limit):
                     yield configs.stamped(run_sync(cp._refs.resolved(item, scratch)), owner)
             return
@@ -76,7 +76,7 @@ class CheckpointListing:
         cp = self.cp
         if target := cp.owners.read_target(config):
             if (owner := await cp.owners.acheck_owner(*target)) is not None:  # else orphaned
-                scratch: dict = {}
+                scratch: dict[str, Any] = {}
                 async for item in cp._io.saver_alist(config, filter, before, limit):
                     resolved = await run_async(cp._refs.resolved(item, scratch))
                     yield configs.stamped(resolved, owner)

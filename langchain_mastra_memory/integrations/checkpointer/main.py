@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
 Ids = list[str]  # aliases (with Messages): inside the class, `list` is the checkpointer method
 
 
-class MemoryCheckpointer(BaseCheckpointSaver):
+class MemoryCheckpointer(BaseCheckpointSaver[Any]):
     """A LangGraph checkpointer that also keeps the conversation in `Memory`.
 
     Examples:
@@ -87,7 +87,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
     def __init__(
         self,
         memory: Memory,
-        saver: BaseCheckpointSaver | None = None,
+        saver: BaseCheckpointSaver[Any] | None = None,
         *,
         messages_key: str = "messages",
         default_resource_id: str | None = None,
@@ -100,7 +100,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
             saver = default_saver(memory.storage)
         else:
             warn_if_volatile(memory.storage, saver)
-        self.saver: BaseCheckpointSaver = saver
+        self.saver: BaseCheckpointSaver[Any] = saver
         super().__init__(serde=self.saver.serde)
         self.messages_key = messages_key
         self.default_resource_id = default_resource_id
@@ -132,7 +132,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         return f"MemoryCheckpointer(saver={type(self.saver).__name__})"
 
     @property
-    def config_specs(self) -> list:
+    def config_specs(self) -> list[Any]:
         return self.saver.config_specs
 
     def get_next_version(self, current: Any, channel: None) -> Any:
@@ -215,7 +215,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         owner = self.owners.check_owner(*self.owners.reader(config))
         if owner is None:  # orphaned checkpoints are nobody's: nothing to replay
             return {channel: {"writes": []} for channel in channels}
-        return self._io.delta_history(config, channels)
+        return cast("Mapping[str, DeltaChannelHistory]", self._io.delta_history(config, channels))
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -312,7 +312,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         together = one_file is not None
         encoded = self._refs.encoded(config, checkpoint, new_versions, resource_id)
         if together:  # the list is stored in the saver's transaction too
-            args: tuple = (config, lambda: run_sync(encoded), metadata, new_versions)
+            args: tuple[Any, ...] = (config, lambda: run_sync(encoded), metadata, new_versions)
         else:
             args = (config, (yield from encoded), metadata, new_versions)
         try:  # while the saver writes, or in its transaction
@@ -411,7 +411,7 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         """Async `prune_checkpoints`."""
         return await run_async(self.upkeep.prune_checkpoints(thread_id, before, keep))
 
-    def write_back(self, thread_id: str, *, saver: BaseCheckpointSaver | None = None) -> int:
+    def write_back(self, thread_id: str, *, saver: BaseCheckpointSaver[Any] | None = None) -> int:
         """Write a thread's checkpoints in the saver's own format, each ``messages`` list
         whole (memory keeps them once, `refs`): in place, or into another `saver` (leaving
         the package, or a copy for LangGraph alone). Checkpoint ids, parents, metadata and
@@ -426,7 +426,9 @@ class MemoryCheckpointer(BaseCheckpointSaver):
         """
         return run_sync(self.upkeep.write_back(thread_id, saver))
 
-    async def awrite_back(self, thread_id: str, *, saver: BaseCheckpointSaver | None = None) -> int:
+    async def awrite_back(
+        self, thread_id: str, *, saver: BaseCheckpointSaver[Any] | None = None
+    ) -> int:
         """Async `write_back`."""
         return await run_async(self.upkeep.write_back(thread_id, saver))
 

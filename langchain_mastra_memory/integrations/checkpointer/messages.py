@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import BaseMessage, RemoveMessage, convert_to_messages
 from langchain_core.runnables import RunnableConfig
@@ -176,7 +176,7 @@ class CheckpointMessages:
         """The messages of a checkpoint the saver holds (None: it has no such channel)."""
         thread_id = str(found.config["configurable"]["thread_id"])
         raw = yield from self._stored(found, thread_id)
-        return self._named(raw, thread_id, found.checkpoint)
+        return cast("list[BaseMessage] | None", self._named(raw, thread_id, found.checkpoint))
 
     def _stored(self, found: CheckpointTuple, thread_id: str) -> Steps[Messages | None]:
         """`stored`, as the graph holds it (messages LangGraph gave no id still have none)."""
@@ -219,7 +219,7 @@ class CheckpointMessages:
         raw = yield from self._at_put(config, checkpoint, new_versions, thread_id)
         if raw is not None and self.held_by_delta(checkpoint):  # the next put builds on it
             self._putting[thread_id] = (checkpoint["id"], raw)
-        return self._named(raw, thread_id, checkpoint)
+        return cast("list[BaseMessage] | None", self._named(raw, thread_id, checkpoint))
 
     def _at_put(
         self, config: RunnableConfig, checkpoint: Checkpoint, new_versions: Any, thread_id: str

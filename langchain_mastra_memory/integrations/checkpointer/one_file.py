@@ -17,7 +17,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, Checkpoint
@@ -45,7 +45,7 @@ class OneFileWrites:
             saver.lock = threading.RLock()
 
     @classmethod
-    def of(cls, saver: BaseCheckpointSaver, memory: Memory) -> OneFileWrites | None:
+    def of(cls, saver: BaseCheckpointSaver[Any], memory: Memory) -> OneFileWrites | None:
         """The writer for a `SqliteSaver` (its own ``put``) on memory's SQLite file; None for
         any other saver or file (their writes stay two, run side by side)."""
         from langgraph.checkpoint.sqlite import SqliteSaver
@@ -104,7 +104,7 @@ class OneFileWrites:
                 raise
         for stored in held:
             self.synced.after_save(stored)
-        return result
+        return cast("RunnableConfig", result)
 
     async def aput(self, mirror: ThreadMirror, plan: MirrorPlan, *args: Any) -> RunnableConfig:
         """Async `put` (`SqliteSaver` is sync: in a worker thread)."""

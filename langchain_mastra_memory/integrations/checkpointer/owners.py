@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
@@ -95,7 +95,7 @@ class ThreadOwners:
         if found is not None and resource_id is not None:
             self.check_passed(found.config, resource_id)
         resolved = yield from self.cp._refs.resolved(found, listed=listed)
-        return configs.stamped(resolved, owner)
+        return cast("CheckpointTuple | None", configs.stamped(resolved, owner))
 
     def check_passed(self, config: RunnableConfig, resource_id: str) -> None:
         """`resource_id` was found to own the checkpoint `config` names, just now."""
@@ -133,20 +133,22 @@ class ThreadOwners:
             self.forget_checks(thread_id)
             raise
         self.check_passed(result, resource_id)
-        return result
+        return cast("RunnableConfig", result)
 
     def read_owner_and_put(
-        self, config: RunnableConfig, thread_id: str, args: tuple
+        self, config: RunnableConfig, thread_id: str, args: tuple[Any, ...]
     ) -> Steps[RunnableConfig]:
         """`_put` after reading the owner now; a thread memory does not hold is put by one
         put at a time (`first_puts`), which reads the owner again once it holds the thread."""
         owner = yield from call(self.cp._io.owner, thread_id)  # now: it may have changed hands
         if owner is not None:
-            return (yield from self.cp._put(config, *args, owner=owner))
+            put: RunnableConfig = yield from self.cp._put(config, *args, owner=owner)
+            return put
         yield from call(self.first_puts.hold, thread_id)
         try:
             owner = yield from call(self.cp._io.owner, thread_id)  # made meanwhile by another put?
-            return (yield from self.cp._put(config, *args, owner=owner))
+            first: RunnableConfig = yield from self.cp._put(config, *args, owner=owner)
+            return first
         finally:
             self.first_puts.release(thread_id)
 

@@ -219,7 +219,7 @@ class MessageRefs:
             return thread, UNREAD
         _, ns, _ = checkpoint_at(found.config)
         read = yield from call(self.storage.read_thread_and_checkpoint_list, thread_id, ns, at)
-        return read
+        return cast("tuple[Thread | None, Any]", read)
 
     def resolved(
         self,

@@ -76,7 +76,7 @@ class SaverIO:
     """Another saver's writes as twins, for `put_back` (its async methods where it has
     them, else its sync ones on memory's I/O threads)."""
 
-    def __init__(self, saver: BaseCheckpointSaver) -> None:
+    def __init__(self, saver: BaseCheckpointSaver[Any]) -> None:
         self.saver = saver
 
     def put(self, *args: Any) -> RunnableConfig:
@@ -143,7 +143,7 @@ class ThreadUpkeep:
 
     def __init__(
         self,
-        saver: BaseCheckpointSaver,
+        saver: BaseCheckpointSaver[Any],
         memory: Memory,
         io: Any,
         channel: Any,
@@ -224,7 +224,7 @@ class ThreadUpkeep:
             yield from call(self.memory.synced.delete, mine, **ref)
 
     # -- the saver's own format -------------------------------------------------------------------
-    def write_back(self, thread_id: str, saver: BaseCheckpointSaver | None) -> Steps[int]:
+    def write_back(self, thread_id: str, saver: BaseCheckpointSaver[Any] | None) -> Steps[int]:
         """The thread's checkpoints in the saver's own format (`MemoryCheckpointer.write_back`):
         how many were written."""
         items = yield from call(self._io.list_all, _thread(thread_id))

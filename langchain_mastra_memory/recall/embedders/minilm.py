@@ -20,7 +20,7 @@ import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -123,7 +123,10 @@ class MiniLMEmbeddings(Embeddings):
         )
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(1) / np.maximum(weights.sum(1), 1e-9)
-        return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return cast(
+            "np.ndarray",
+            pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12),
+        )
 
     def embed_array(self, texts: Sequence[str]) -> np.ndarray:
         """Embeddings as a (len(texts), 384) float32 array: tokenized in one call, batched by
@@ -148,7 +151,7 @@ class MiniLMEmbeddings(Embeddings):
         return self.embed_array(texts).tolist() if texts else []
 
     def embed_query(self, text: str) -> list[float]:
-        return self.embed_array([text])[0].tolist()
+        return cast("list[float]", self.embed_array([text])[0].tolist())
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
         return await in_embedding_pool(self.embed_documents, texts)

@@ -12,7 +12,7 @@ idle connections are checked at once. Memory's pools and the savers it makes use
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["NO_PRIMARY", "acheck_alive", "check_alive", "in_recovery"]
 
@@ -27,7 +27,7 @@ NO_PRIMARY = (
 def in_recovery(conn: Any) -> bool:
     """Whether `conn` is on a standby (PostgreSQL 14+ reports ``in_hot_standby`` with each
     connection and when it changes: no round trip)."""
-    return conn.info.parameter_status("in_hot_standby") == "on"
+    return cast("bool", conn.info.parameter_status("in_hot_standby") == "on")
 
 
 def check_alive(conn: Any) -> None:

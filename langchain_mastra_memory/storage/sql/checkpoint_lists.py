@@ -337,4 +337,5 @@ def _keys(by_id: Rows, chain: list[tuple[str, str]]) -> list[str]:
 def _bytes(data: object) -> bytes | None:
     if data is None:
         return None
-    return bytes(data)  # type: ignore[call-overload]  # sqlite: bytes; psycopg: bytes/memoryview
+    assert isinstance(data, (bytes, bytearray, memoryview)), type(data)  # sqlite / psycopg
+    return bytes(data)

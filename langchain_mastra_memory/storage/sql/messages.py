@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import ToolMessage
 
@@ -184,7 +184,7 @@ class MessageTable(SQLRoom):
         check_optional_id(resource_id, "resource_id")
         with self._transaction(write=False) as conn:
             self._check_thread(conn, thread_id, resource_id)
-            return self._thread_messages(conn, thread_id, last)
+            return cast("list[StoredMessage]", self._thread_messages(conn, thread_id, last))
 
     def page_messages(
         self,

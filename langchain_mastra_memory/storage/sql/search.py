@@ -4,7 +4,7 @@ backlog."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from ..records import (
     MESSAGE_COLUMNS,
@@ -49,9 +49,10 @@ class SearchTable(SQLRoom):
             threads = [thread_id] if threads is None or thread_id in threads else []
         if threads is not None and not threads:
             return []
-        return self._retried(
+        found: list[tuple[str, str, float]] = self._retried(
             lambda: self._search_text(query, resource_id, threads, limit, window), "searching text"
         )
+        return found
 
     def _search_text(
         self,
@@ -93,9 +94,11 @@ class SearchTable(SQLRoom):
         array where the engine has them (`lateral_window_sql`)."""
         if self.dialect.lateral_windows:
             params: list[Any] = [ids, resource_id, before, after]
-            return self._run(conn, lateral_window_sql(columns), params).fetchall()
+            return cast(
+                "list[Any]", self._run(conn, lateral_window_sql(columns), params).fetchall()
+            )
         params = [p for i in ids for p in (i, resource_id, before, i, resource_id, after)]
-        return self._run(conn, window_sql(len(ids), columns), params).fetchall()
+        return cast("list[Any]", self._run(conn, window_sql(len(ids), columns), params).fetchall())
 
     def message_windows(
         self, message_ids: Sequence[str], *, before: int, after: int, resource_id: str

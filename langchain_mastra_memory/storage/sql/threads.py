@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from ...errors import (
     ConfigurationError,
@@ -58,7 +58,9 @@ class ThreadTable(SQLRoom):
         check_title(title)
         metadata_json = dumps_metadata(metadata)
         with self._transaction(write=True) as conn:
-            return self._insert_thread(conn, thread_id, resource_id, title, metadata_json)
+            return cast(
+                "Thread", self._insert_thread(conn, thread_id, resource_id, title, metadata_json)
+            )
 
     def get_thread(self, thread_id: str) -> Thread | None:
         check_id(thread_id, "thread_id")
@@ -194,7 +196,7 @@ class ThreadTable(SQLRoom):
                     conn, "UPDATE memory_threads SET archived_at = ? WHERE id = ?",
                     (moment, thread_id),
                 )  # fmt: skip
-            return self._owned_thread(conn, thread_id, None)
+            return cast("Thread", self._owned_thread(conn, thread_id, None))
 
     def update_thread(
         self,
@@ -219,7 +221,7 @@ class ThreadTable(SQLRoom):
                 "updated_at = ? WHERE id = ?",
                 (new_title, dumps_metadata(merged), self._time(now_utc()), thread_id),
             )
-            return self._owned_thread(conn, thread_id, None)
+            return cast("Thread", self._owned_thread(conn, thread_id, None))
 
     def delete_thread(self, thread_id: str, *, resource_id: str | None = None) -> bool:
         check_id(thread_id, "thread_id")
