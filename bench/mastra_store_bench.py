@@ -25,7 +25,6 @@ import argparse
 import json
 import random
 import sqlite3
-import statistics
 import sys
 import tempfile
 import time
@@ -37,7 +36,7 @@ from langchain_core.messages import HumanMessage
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
-from results import save
+from results import percentiles, save
 
 WORDS = [f"w{i}" for i in range(3000)]
 
@@ -95,10 +94,6 @@ def mastra_rows(messages: int, threads: int) -> tuple[list[tuple], list[tuple]]:
             )
         thread_rows.append((f"t{t}", "alice", "", None, js(made), js(clock)))
     return thread_rows, message_rows
-
-
-def percentiles(ms: list[float]) -> tuple[float, float]:
-    return statistics.median(ms), statistics.quantiles(ms, n=20)[18]
 
 
 def main() -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -30,13 +29,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
-from results import save
+from results import percentiles, save
 
 WORDS = [f"w{i}" for i in range(3000)]
-
-
-def percentiles(ms: list[float]) -> tuple[float, float]:
-    return statistics.median(ms), statistics.quantiles(ms, n=20)[18]
 
 
 def main() -> None:
@@ -63,7 +58,8 @@ def main() -> None:
         records = [
             VectorRecord(f"m{start + i}", vector, f"t{(start + i) % 100}", "alice", "user",
                          1.77e9 + start + i, text=text)
-            for i, (text, vector) in enumerate(zip(texts, embedder.embed_documents(texts), strict=True))
+            for i, (text, vector) in enumerate(
+                zip(texts, embedder.embed_documents(texts), strict=True))
         ]  # fmt: skip
         store.upsert("any", records)
     written = time.perf_counter() - began

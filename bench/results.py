@@ -12,11 +12,17 @@ import datetime
 import json
 import os
 import platform
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
 
 FOLDER = Path(__file__).parent / "results"
+
+
+def percentiles(ms: list[float]) -> tuple[float, float]:
+    """p50 and p95 of timings."""
+    return statistics.median(ms), statistics.quantiles(ms, n=20)[18]
 
 
 def machine() -> str:

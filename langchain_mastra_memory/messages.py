@@ -133,9 +133,19 @@ def _forgets_positions(name: str) -> Callable[..., Any]:
 
 
 for _name in (
-    "__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "extend", "insert", "pop",
-    "remove", "clear", "sort", "reverse",
-):  # fmt: skip
+    "__setitem__",
+    "__delitem__",
+    "__iadd__",
+    "__imul__",
+    "append",
+    "extend",
+    "insert",
+    "pop",
+    "remove",
+    "clear",
+    "sort",
+    "reverse",
+):
     setattr(MessageList, _name, _forgets_positions(_name))
 
 
@@ -220,9 +230,13 @@ the id of the call it answers
     role = data.get("role")
     fields = {k: v for k, v in data.items() if k != "role"}
     builders: dict[str, type[BaseMessage]] = {
-        "user": HumanMessage, "human": HumanMessage, "assistant": AIMessage, "ai": AIMessage,
-        "system": SystemMessage, "tool": ToolMessage,
-    }  # fmt: skip
+        "user": HumanMessage,
+        "human": HumanMessage,
+        "assistant": AIMessage,
+        "ai": AIMessage,
+        "system": SystemMessage,
+        "tool": ToolMessage,
+    }
     if role not in builders or "content" not in data:
         raise InvalidMessageError(f"not a message (needs role and content): {data!r:.80}")
     _check_fields(role, fields)

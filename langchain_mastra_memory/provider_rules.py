@@ -225,10 +225,12 @@ def with_cache_control(message: BaseMessage) -> BaseMessage | None:
     has no block that can: an assistant message that only calls tools)."""
     content = message.content
     blocks: list[Any] = (
-        [{"type": "text", "text": content}] if isinstance(content, str) and content
+        [{"type": "text", "text": content}]
+        if isinstance(content, str) and content
         else [dict(b) if isinstance(b, dict) else {"type": "text", "text": b} for b in content]
-        if isinstance(content, list) else []
-    )  # fmt: skip
+        if isinstance(content, list)
+        else []
+    )
     for block in reversed(blocks):
         if block.get("type") in MARKABLE and (block.get("type") != "text" or block.get("text")):
             block["cache_control"] = EPHEMERAL

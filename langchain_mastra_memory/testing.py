@@ -244,8 +244,9 @@ def agent_turn_statements(dsn: str, side: str, *, warmup: int, turns: int) -> li
     if side == "memory":
         storage = PostgresStorage(dsn, schema=f"s_{uuid.uuid4().hex[:10]}")
         memory = Memory(storage=storage, options={"semantic_recall": True})
-        agent = create_agent(model, middleware=[memory.middleware()],
-                             checkpointer=memory.checkpointer())  # fmt: skip
+        agent = create_agent(
+            model, middleware=[memory.middleware()], checkpointer=memory.checkpointer()
+        )
         settle: Any = memory.flush
         closers += [storage.drop_schema, storage.close]
     else:
@@ -258,8 +259,9 @@ def agent_turn_statements(dsn: str, side: str, *, warmup: int, turns: int) -> li
     for i in range(warmup + turns):
         if i == warmup:
             mark_log(dsn, f"{label}-start")
-        agent.invoke({"messages": [HumanMessage(f"question {i}: what grows on my balcony?")]},
-                     config)  # fmt: skip
+        agent.invoke(
+            {"messages": [HumanMessage(f"question {i}: what grows on my balcony?")]}, config
+        )
         settle(60)
     mark_log(dsn, f"{label}-end")
     for close in closers:

@@ -156,9 +156,11 @@ class TurnContext:
         own options, as the facade read them: `call_options.carried`)."""
         last = self.last_messages if wanted.last_messages is None else wanted.last_messages
         budget = self.budget if self.observations is None else None
-        cap = None if budget is None else (
-            budget.cap if wanted.last_messages is None else int(wanted.last_messages)
-        )  # fmt: skip
+        cap = (
+            None
+            if budget is None
+            else (budget.cap if wanted.last_messages is None else int(wanted.last_messages))
+        )
         index, options = self._recall_for(wanted)
         if resource_id is None:
             resource_id = owner_of((yield from call(self.storage.get_thread, thread_id)), thread_id)
@@ -175,11 +177,16 @@ class TurnContext:
             # (the search, the longer of the two, runs in this thread: it starts at once)
             found, messages = yield from both(
                 call(
-                    index.recall, query, resource_id=resource_id, thread_id=thread_id,
-                    exclude=set(), never_hits=ids_of(new), options=options,
+                    index.recall,
+                    query,
+                    resource_id=resource_id,
+                    thread_id=thread_id,
+                    exclude=set(),
+                    never_hits=ids_of(new),
+                    options=options,
                 ),
                 self._history(thread_id, resource_id, new, last, cap),
-            )  # fmt: skip
+            )
         else:
             messages = yield from self._history(thread_id, resource_id, new, last, cap)
         recalled: list[BaseMessage] = []
@@ -201,9 +208,13 @@ class TurnContext:
         return messages
 
     def _history(
-        self, thread_id: str, resource_id: str, new: Sequence[BaseMessage], last: int | bool,
+        self,
+        thread_id: str,
+        resource_id: str,
+        new: Sequence[BaseMessage],
+        last: int | bool,
         cap: int | None = None,
-    ) -> Steps[list[BaseMessage]]:  # fmt: skip
+    ) -> Steps[list[BaseMessage]]:
         """The newest `last` stored messages of the thread, without the current turn's (with
         observational memory: the log, then the messages it does not cover yet; with a token
         budget: those after its boundary, `cap` at most)."""
@@ -273,12 +284,14 @@ class TurnContext:
         ids = {"thread_id": thread_id, "resource_id": resource_id}
         return (
             yield from traced(
-                self._assembled(new, ids, history, read_only, wanted), "memory",
-                inputs={**ids, "new_messages": list(new)}, metadata=ids,
+                self._assembled(new, ids, history, read_only, wanted),
+                "memory",
+                inputs={**ids, "new_messages": list(new)},
+                metadata=ids,
                 outputs=lambda sent: {"messages": sent},
                 attributes={"gen_ai.conversation.id": thread_id},
             )
-        )  # fmt: skip
+        )
 
     def _assembled(
         self,
@@ -290,13 +303,21 @@ class TurnContext:
     ) -> Steps[list[BaseMessage]]:
         """The context (`_context`'s, inside its run): `ids` are its thread and resource."""
         injected = yield from traced(
-            call(self.working_memory.message, **ids), "working_memory", inputs=ids,
-            metadata=ids, outputs=lambda message: {"message": message},
-        )  # fmt: skip
+            call(self.working_memory.message, **ids),
+            "working_memory",
+            inputs=ids,
+            metadata=ids,
+            outputs=lambda message: {"message": message},
+        )
         remembered = yield from self._remembered(
-            ids["thread_id"], ids["resource_id"], new, history,
-            [injected] if injected else [], read_only, wanted,
-        )  # fmt: skip
+            ids["thread_id"],
+            ids["resource_id"],
+            new,
+            history,
+            [injected] if injected else [],
+            read_only,
+            wanted,
+        )
         sent = provider_safe([*([injected] if injected else []), *remembered], new)
         return cache_marked(sent, new) if self.cache_breakpoints else sent
 
@@ -312,9 +333,9 @@ class TurnContext:
     ) -> list[BaseMessage]:
         """Recalled messages and the history, shaped by the processors (no current turn).
         Without `resource_id`, the thread's owner is looked up."""
-        return run_sync(self._remembered(
-            thread_id, resource_id, new_messages, history, wanted=memory_options
-        ))  # fmt: skip
+        return run_sync(
+            self._remembered(thread_id, resource_id, new_messages, history, wanted=memory_options)
+        )
 
     async def aremembered(
         self,
@@ -326,9 +347,9 @@ class TurnContext:
         memory_options: CallOptions = NONE,
     ) -> list[BaseMessage]:
         """Async `remembered`."""
-        return await run_async(self._remembered(
-            thread_id, resource_id, new_messages, history, wanted=memory_options
-        ))  # fmt: skip
+        return await run_async(
+            self._remembered(thread_id, resource_id, new_messages, history, wanted=memory_options)
+        )
 
     def recalled(
         self,

@@ -68,12 +68,17 @@ def wire(
     memory.processors = list(processors)
     warn_if_limiter_not_last(memory.processors)
     memory.checkpointers = weakref.WeakSet()
-    memory.turns = TurnContext(storage, options, memory.recall_index, memory.working,
-                               processors, om)  # fmt: skip
+    memory.turns = TurnContext(
+        storage, options, memory.recall_index, memory.working, processors, om
+    )
     memory.queries = ThreadQueries(storage, memory.synced)
     memory.erasure = Erasure(storage, memory.synced, memory.checkpointers)
     memory.pruner = Pruner(
-        storage, memory.synced, memory.erasure, memory.checkpointers, memory.checkpointer,
+        storage,
+        memory.synced,
+        memory.erasure,
+        memory.checkpointers,
+        memory.checkpointer,
         RetentionPolicy.parse(options.retention),
-    )  # fmt: skip
+    )
     settle()  # once per process: what the first turns would otherwise pay

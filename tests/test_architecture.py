@@ -398,7 +398,10 @@ def test_the_checkpointer_is_built_from_the_parts_it_holds() -> None:
     tree = ast.parse((PACKAGE / "integrations" / "checkpointer" / "main.py").read_text())
     found = next(n for n in tree.body if isinstance(n, ast.ClassDef))
     assert found.name == "MemoryCheckpointer"
-    assert [ast.unparse(b) for b in found.bases] == ["BaseCheckpointSaver"]
+    assert [ast.unparse(b) for b in found.bases] in (
+        ["BaseCheckpointSaver"],
+        ["BaseCheckpointSaver[Any]"],
+    )
     made = {ast.unparse(n.value.func) for n in ast.walk(found)
             if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)}  # fmt: skip
     assert {"ThreadOwners", "CheckpointListing", "ThreadUpkeep", "CheckpointerIO"} <= made

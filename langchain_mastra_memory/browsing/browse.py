@@ -38,9 +38,15 @@ def thread_page(
     """Page `page` of the threads matching the filters (archived ones only when asked)."""
     limit, offset = page_bounds(page, per_page)
     threads = yield from call(
-        storage.list_threads, resource_id=resource_id, metadata=metadata, archived=archived,
-        order_by=order_by, descending=descending, limit=limit, offset=offset,
-    )  # fmt: skip
+        storage.list_threads,
+        resource_id=resource_id,
+        metadata=metadata,
+        archived=archived,
+        order_by=order_by,
+        descending=descending,
+        limit=limit,
+        offset=offset,
+    )
     total = yield from call(
         storage.count_threads, resource_id=resource_id, metadata=metadata, archived=archived
     )
@@ -85,21 +91,32 @@ def message_page(
         raise ConfigurationError(msg)
     ids = check_ids(list(include), "include")
     check_count(include_window, "include_window")
-    TimeWindow.of(check_time(since, "since", ConfigurationError),
-                  check_time(until, "until", ConfigurationError))  # fmt: skip
+    TimeWindow.of(
+        check_time(since, "since", ConfigurationError),
+        check_time(until, "until", ConfigurationError),
+    )
     thread = yield from owner_of(storage, thread_id, resource_id)
     owner = thread.resource_id
     stored, total = yield from call(
-        storage.page_messages, thread_id, resource_id=owner, limit=limit, offset=offset,
-        descending=descending, since=since, until=until,
-    )  # fmt: skip
+        storage.page_messages,
+        thread_id,
+        resource_id=owner,
+        limit=limit,
+        offset=offset,
+        descending=descending,
+        since=since,
+        until=until,
+    )
     shown = set(stored_ids(stored))
     extra: list[StoredMessage] = []
     if ids:
         extra += yield from call(
-            storage.message_windows, ids, before=include_window, after=include_window,
+            storage.message_windows,
+            ids,
+            before=include_window,
+            after=include_window,
             resource_id=owner,
-        )  # fmt: skip
+        )
     if query is not None and query.strip():
         extra += yield from call(
             index.recall, query, resource_id=owner, thread_id=thread_id, exclude=shown
@@ -111,9 +128,12 @@ def message_page(
             seen.add(s.message.id)
             included.append(s)
     return MessagePage(
-        [s.message for s in stored], total, page, per_page,
+        [s.message for s in stored],
+        total,
+        page,
+        per_page,
         included=[s.message for s in hide_working_memory(included)],
-    )  # fmt: skip
+    )
 
 
 def search_page(
@@ -142,9 +162,15 @@ def search_page(
     if thread_id is not None:
         yield from owner_of(storage, thread_id, resource_id)
     hits = yield from call(
-        index.search, query, resource_id=resource_id, thread_id=thread_id, limit=MAX_HITS,
-        mode=mode, within_thread=thread_id is not None, window=window,
-    )  # fmt: skip
+        index.search,
+        query,
+        resource_id=resource_id,
+        thread_id=thread_id,
+        limit=MAX_HITS,
+        mode=mode,
+        within_thread=thread_id is not None,
+        window=window,
+    )
     found = yield from call(
         storage.get_messages_by_id, [h.message_id for h in hits], resource_id=resource_id
     )

@@ -191,10 +191,13 @@ def prune(
         }
     if not retention:
         raise typer.BadParameter("name at least one kind and its age, e.g. --messages 90d")
-    memory = guard(lambda: Memory(
-        storage=storage_at(db), embedder=embedder(),
-        options={"semantic_recall": True, "retention": retention},
-    ))  # fmt: skip
+    memory = guard(
+        lambda: Memory(
+            storage=storage_at(db),
+            embedder=embedder(),
+            options={"semantic_recall": True, "retention": retention},
+        )
+    )
     report = guard(lambda: memory.prune(max_seconds=max_seconds))
     removed = ", ".join(
         f"{getattr(report, kind)} {kind}"

@@ -44,9 +44,12 @@ def demo(
                 stored = memory.storage.list_messages(t.id)
                 tokens = sum(s.token_count or 0 for s in stored)
                 table.add_row(
-                    t.id, t.title or "", str(len(stored)), f"{tokens:.0f}",
+                    t.id,
+                    t.title or "",
+                    str(len(stored)),
+                    f"{tokens:.0f}",
                     f"{stored[0].created_at:%Y-%m-%d}" if stored else "",
-                )  # fmt: skip
+                )
             console.print(table)
             last = threads[-1]
             console.rule(f"[bold]the newest 6 messages of {last.id!r} (memory.get_messages)")

@@ -33,8 +33,10 @@ def _server_token(token: str | None, *, no_token: bool, host: str) -> str | None
     """The token a local server (explorer, MCP over HTTP) asks of every request: the one given,
     else a random one; None with ``--no-token``, which only 127.0.0.1 may use."""
     if no_token and host not in LOOPBACK:
-        err_console.print(f"[red]refusing to listen on {host} without a token[/red] (anyone "
-                          "who reaches it would read every resource's memory)")  # fmt: skip
+        err_console.print(
+            f"[red]refusing to listen on {host} without a token[/red] (anyone "
+            "who reaches it would read every resource's memory)"
+        )
         raise typer.Exit(2)
     if no_token:
         return None
@@ -99,8 +101,10 @@ def ui(
 
         from ..ui import create_app
     except ImportError as exc:
-        console.print(f"[red]the explorer needs the 'ui' extra:[/red] pip install "
-                      f"'langchain-mastra-memory[ui]' ({exc})")  # fmt: skip
+        console.print(
+            f"[red]the explorer needs the 'ui' extra:[/red] pip install "
+            f"'langchain-mastra-memory[ui]' ({exc})"
+        )
         raise typer.Exit(1) from exc
     memory = _served_memory(db, dsn, mastra, schema_name)
     url = f"http://{host}:{port}/" + ("" if token is None else f"?token={token}")
@@ -112,10 +116,11 @@ def ui(
 
         webbrowser.open(url)
     uvicorn.run(
-        create_app(memory, write=write, token=token,
-                   hosts=[host, *(allow_host or [])]),
-        host=host, port=port, log_level="warning",
-    )  # fmt: skip
+        create_app(memory, write=write, token=token, hosts=[host, *(allow_host or [])]),
+        host=host,
+        port=port,
+        log_level="warning",
+    )
 
 
 @app.command("mcp")
@@ -161,8 +166,10 @@ def mcp_server(
     try:
         from ..integrations.mcp_server import create_mcp_server
     except ImportError as exc:  # pragma: no cover - depends on the install
-        err.print(f"[red]the MCP server needs the 'mcp' extra:[/red] pip install "
-                  f"'langchain-mastra-memory[mcp]' ({exc})")  # fmt: skip
+        err.print(
+            f"[red]the MCP server needs the 'mcp' extra:[/red] pip install "
+            f"'langchain-mastra-memory[mcp]' ({exc})"
+        )
         raise typer.Exit(1) from exc
     memory = _served_memory(db, dsn, mastra, schema_name, create=True)
     server = create_mcp_server(memory, resource_id=resource, multi_resource=multi_resource)
@@ -179,9 +186,12 @@ def mcp_server(
         allowed_hosts=[f"{n}:*" if ":" not in n else f"[{n}]:*" for n in names] + names,
         allowed_origins=[f"http://{n}:*" for n in names],
     )
-    asgi = LocalWebGuard(server.streamable_http_app(transport_security=security, host=host),
-                         token=token, hosts=names)  # fmt: skip
-    err.print(f"MCP server on http://{host}:{port}/mcp"
-              + ("" if token is None else f" (Authorization: Bearer {token})"))  # fmt: skip
+    asgi = LocalWebGuard(
+        server.streamable_http_app(transport_security=security, host=host), token=token, hosts=names
+    )
+    err.print(
+        f"MCP server on http://{host}:{port}/mcp"
+        + ("" if token is None else f" (Authorization: Bearer {token})")
+    )
     sys.stderr.flush()
     uvicorn.run(asgi, host=host, port=port, log_level="warning")

@@ -174,9 +174,11 @@ def guard(func: Callable[[], T]) -> T:
 def embed_with_progress(memory: Memory, what: str) -> int:
     """`backfill_embeddings` with a live count (the backlog's size is found as it goes)."""
     columns = (
-        SpinnerColumn(), TextColumn(what), TextColumn("{task.completed} messages"),
+        SpinnerColumn(),
+        TextColumn(what),
+        TextColumn("{task.completed} messages"),
         TimeElapsedColumn(),
-    )  # fmt: skip
+    )
     with Progress(*columns, console=err_console, transient=not sys.stderr.isatty()) as bar:
         task = bar.add_task(what, total=None)
         return guard(lambda: memory.backfill_embeddings(lambda n: bar.advance(task, n)))
@@ -226,9 +228,12 @@ def import_with_progress(
     with Progress(*columns, console=console, transient=not sys.stdout.isatty()) as bar:
         task = bar.add_task("import", total=sum(1 for line in lines if line.strip()))
         return import_lines(
-            memory, lines, thread_id=thread, resource_id=resource,
+            memory,
+            lines,
+            thread_id=thread,
+            resource_id=resource,
             progress=lambda n: bar.advance(task, n),
-        )  # fmt: skip
+        )
 
 
 Owner = Annotated[

@@ -84,11 +84,15 @@ class MemoryOptions(BaseModel):
         from ..conversation.token_budget import MessageTokens
 
         parsed = MessageTokens.parse(value)
-        return None if parsed is None else {
-            "max_tokens": parsed.max_tokens,
-            "at_max_remove_tokens": parsed.at_max_remove_tokens,
-            "encoding": parsed.encoding,
-        }  # fmt: skip
+        return (
+            None
+            if parsed is None
+            else {
+                "max_tokens": parsed.max_tokens,
+                "at_max_remove_tokens": parsed.at_max_remove_tokens,
+                "encoding": parsed.encoding,
+            }
+        )
 
     @field_validator("retention", mode="before")
     @classmethod

@@ -101,9 +101,10 @@ def branch_off(
     branch: Thread = yield from call(
         storage.create_thread,
         thread_id=new_thread_id or f"{thread_id}~{uuid.uuid4().hex[:12]}",
-        resource_id=thread.resource_id, title=title if title is not None else thread.title,
+        resource_id=thread.resource_id,
+        title=title if title is not None else thread.title,
         metadata=branch_metadata(thread_id, after_message_id, checkpoint_id),
-    )  # fmt: skip
+    )
     if moving:
         yield from call(synced.move, moving, thread_id=branch.id, resource_id=thread.resource_id)
     return branch
@@ -132,9 +133,10 @@ def held_by_branches(
         return {}
     threads = yield from call(storage.get_threads, sorted(set(holders.values())))
     return {
-        i: t for i, t in holders.items()
+        i: t
+        for i, t in holders.items()
         if t in threads and threads[t].metadata.get(BRANCH_OF) == thread_id
-    }  # fmt: skip
+    }
 
 
 def drop_emptied(
@@ -156,9 +158,11 @@ def branches_of(storage: Any, thread_id: str, *, resource_id: str | None) -> Ste
     refused)."""
     thread = yield from _owned(storage, thread_id, resource_id)
     branches: list[Thread] = yield from call(
-        storage.list_threads, resource_id=thread.resource_id,
-        metadata={BRANCH_OF: thread_id}, order_by="created_at",
-    )  # fmt: skip
+        storage.list_threads,
+        resource_id=thread.resource_id,
+        metadata={BRANCH_OF: thread_id},
+        order_by="created_at",
+    )
     if not branches:
         return branches
     stats = yield from call(storage.thread_stats, [b.id for b in branches])

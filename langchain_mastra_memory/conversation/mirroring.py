@@ -166,9 +166,12 @@ class ThreadMirror:
         """Whether a node (not the input: step 0 applies it) rewrote the state from its first
         message while continuing the thread's latest checkpoint."""
         return (
-            fork_from is None and step >= 1 and state.first is not None
-            and bool(messages) and messages[0].id != state.first
-        )  # fmt: skip
+            fork_from is None
+            and step >= 1
+            and state.first is not None
+            and bool(messages)
+            and messages[0].id != state.first
+        )
 
     def after_put(
         self, thread_id: str, checkpoint_id: str, messages: Sequence[BaseMessage]
@@ -208,9 +211,13 @@ class ThreadMirror:
         known = state.known
         trusted = state.warm and fork_from is None
         suffix = yield from state_suffix(
-            self.memory.storage, messages, thread_id=thread_id, resource_id=resource_id,
-            known=known, look_up=not trusted,
-        )  # fmt: skip
+            self.memory.storage,
+            messages,
+            thread_id=thread_id,
+            resource_id=resource_id,
+            known=known,
+            look_up=not trusted,
+        )
         if suffix.anchor is None and self._replaced(state, messages, fork_from, step):
             # a node replaced the whole state (a compaction keeping nothing): what it put
             # there stands for older turns, it is not one; the walks stop at it from now on
@@ -260,9 +267,12 @@ class ThreadMirror:
             except MessageConflictError:  # an id stored elsewhere: walk again, reading storage
                 state.warm = False
                 suffix = yield from state_suffix(
-                    memory.storage, plan.messages, thread_id=plan.thread_id,
-                    resource_id=plan.resource_id, known=known,
-                )  # fmt: skip
+                    memory.storage,
+                    plan.messages,
+                    thread_id=plan.thread_id,
+                    resource_id=plan.resource_id,
+                    known=known,
+                )
                 saved = yield from _save(memory, suffix, plan)
             known.update(suffix.state_ids)
             known.update(m.id for m in saved if m.id)
@@ -318,10 +328,14 @@ class ThreadMirror:
                 )
         if diff.abandoned:
             yield from branch_off(
-                self.memory.synced, plan.thread_id, after_message_id=plan.suffix.anchor,
-                checkpoint_id=plan.fork_from or None, only_if_any=True,
-                message_ids=diff.abandoned, **ref,
-            )  # fmt: skip
+                self.memory.synced,
+                plan.thread_id,
+                after_message_id=plan.suffix.anchor,
+                checkpoint_id=plan.fork_from or None,
+                only_if_any=True,
+                message_ids=diff.abandoned,
+                **ref,
+            )
 
     def _drop_outside(self, plan: MirrorPlan) -> Steps[None]:
         """With mirror_deletes, after a fork: what the thread holds and the fork's state does
@@ -409,7 +423,10 @@ def _save(memory: Conversations, suffix: StateSuffix, plan: MirrorPlan) -> Steps
     """Save a suffix's new turns (an insertion at its time, the rest appended)."""
     return (
         yield from call(
-            memory.synced.save, suffix.new, thread_id=plan.thread_id,
-            resource_id=plan.resource_id, created_at=suffix.times,
+            memory.synced.save,
+            suffix.new,
+            thread_id=plan.thread_id,
+            resource_id=plan.resource_id,
+            created_at=suffix.times,
         )
-    )  # fmt: skip
+    )

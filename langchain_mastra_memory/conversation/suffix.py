@@ -185,9 +185,12 @@ class _Walk:
     """What a walk over a state's messages has learned of their ids (`_look_up`)."""
 
     def __init__(
-        self, storage: MemoryStorage, messages: Sequence[BaseMessage], thread_id: str,
+        self,
+        storage: MemoryStorage,
+        messages: Sequence[BaseMessage],
+        thread_id: str,
         known: set[str],
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.storage, self.messages, self.thread_id = storage, messages, thread_id
         self.known = known
         self.elsewhere: set[str] = set()
@@ -199,9 +202,10 @@ class _Walk:
         """Look up the ids of the chunk ending at `newest` not known nor looked up yet."""
         chunk = self.messages[max(0, newest - CHUNK + 1) : newest + 1]
         unknown = [
-            m.id for m in chunk
+            m.id
+            for m in chunk
             if m.id and m.id not in self.known and m.id not in self.looked_up and not is_injected(m)
-        ]  # fmt: skip
+        ]
         if not unknown:
             return
         looked: _Found = yield from _look_up(self.storage, unknown, self.thread_id)
@@ -251,9 +255,12 @@ class _Walk:
 
 
 def _times_between(
-    storage: MemoryStorage, thread_id: str, after: str | None, before: str | None,
+    storage: MemoryStorage,
+    thread_id: str,
+    after: str | None,
+    before: str | None,
     inserted: Sequence[BaseMessage],
-) -> Steps[list[datetime | None]]:  # fmt: skip
+) -> Steps[list[datetime | None]]:
     """Times for `inserted` that order them between the held messages `after` and `before`:
     evenly spaced in the gap, or all at `after`'s time when the gap is too small (stored order
     then follows the insertion's sequence number, after `after`'s)."""
@@ -262,8 +269,9 @@ def _times_between(
     stored: list[StoredMessage] = yield from call(storage.get_messages_by_id, [*ids, *derived])
     times = {
         derived.get(s.message.id or "", s.message.id): s.created_at
-        for s in stored if s.thread_id == thread_id
-    }  # fmt: skip
+        for s in stored
+        if s.thread_id == thread_id
+    }
     start, stop = times.get(after or ""), times.get(before or "")
     count = len(inserted)
     if start is None:

@@ -182,17 +182,21 @@ class BudgetedHistory:
         thread = yield from call(self.storage.get_thread, thread_id)
         return None if thread is None else boundary_of(thread.metadata)
 
-    def of_state(self, thread_id: str, history: Sequence[BaseMessage], cap: int | None,
-                 window: Any) -> Steps[list[BaseMessage]]:  # fmt: skip
+    def of_state(
+        self, thread_id: str, history: Sequence[BaseMessage], cap: int | None, window: Any
+    ) -> Steps[list[BaseMessage]]:
         """A graph state's history (the hook, the middleware): after the boundary, capped."""
         boundary = yield from self.boundary(thread_id)
         kept = after_boundary(history, boundary)
         return kept if cap is None else newest(kept, cap, window)
 
     def stored(
-        self, thread_id: str, resource_id: str | None, current: Sequence[BaseMessage],
+        self,
+        thread_id: str,
+        resource_id: str | None,
+        current: Sequence[BaseMessage],
         cap: int | None,
-    ) -> Steps[list[BaseMessage]]:  # fmt: skip
+    ) -> Steps[list[BaseMessage]]:
         """The stored messages after the boundary, oldest first, without the `current` turn's:
         read newest first, a page at a time, until the boundary, the count cap, or more than
         the budget holds (anything older could not be shown)."""
@@ -201,9 +205,14 @@ class BudgetedHistory:
         counter, tokens, offset = self.budget.counter, 0.0, 0
         collected: list[BaseMessage] = []
         while True:
-            page, total = yield from call(self.storage.page_messages, thread_id,
-                                     resource_id=resource_id, limit=PAGE, offset=offset,
-                                     descending=True)  # fmt: skip
+            page, total = yield from call(
+                self.storage.page_messages,
+                thread_id,
+                resource_id=resource_id,
+                limit=PAGE,
+                offset=offset,
+                descending=True,
+            )
             for stored in page:
                 message = stored.message
                 if message.id == boundary:
@@ -219,9 +228,14 @@ class BudgetedHistory:
                 return collected[::-1]
 
     def fitted(
-        self, thread_id: str, resource_id: str | None, history: Sequence[BaseMessage],
-        beside: Sequence[BaseMessage], *, read_only: bool,
-    ) -> Steps[list[BaseMessage]]:  # fmt: skip
+        self,
+        thread_id: str,
+        resource_id: str | None,
+        history: Sequence[BaseMessage],
+        beside: Sequence[BaseMessage],
+        *,
+        read_only: bool,
+    ) -> Steps[list[BaseMessage]]:
         """`history` within the budget beside what else is sent (`beside`); a drop moves the
         thread's boundary (not in a read-only run, and not for a thread storage lacks)."""
         fixed = sum(self.budget.counter.count(m) for m in beside)
@@ -229,6 +243,7 @@ class BudgetedHistory:
         moved = boundary_metadata(dropped)
         if moved is not None and not read_only:
             with suppress(ThreadNotFoundError):  # a state's thread memory does not hold (yet)
-                yield from call(self.storage.update_thread, thread_id, metadata=moved,
-                           resource_id=resource_id)  # fmt: skip
+                yield from call(
+                    self.storage.update_thread, thread_id, metadata=moved, resource_id=resource_id
+                )
         return kept

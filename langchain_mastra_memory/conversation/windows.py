@@ -79,9 +79,12 @@ def stored_history(
         return newest([s.message for s in stored if s.message.id not in skip], last)
     block = block_of(last)
     page, total = yield from call(
-        storage.page_messages, thread_id, resource_id=resource_id,
-        limit=last + block - 1 + len(current), descending=True,
-    )  # fmt: skip
+        storage.page_messages,
+        thread_id,
+        resource_id=resource_id,
+        limit=last + block - 1 + len(current),
+        descending=True,
+    )
     before = [s.message for s in reversed(page) if s.message.id not in skip]
     count = total - (len(page) - len(before))  # the messages before the current turn
     keep = shown(count, last=last, block=block)

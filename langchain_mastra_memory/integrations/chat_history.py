@@ -85,9 +85,12 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
 
     def _window(self, last: int) -> Steps[list[BaseMessage]]:
         return stored_history(
-            self.memory.storage, self.thread_id, self.resource_id, last,
+            self.memory.storage,
+            self.thread_id,
+            self.resource_id,
+            last,
             self.memory.options.history_window,
-        )  # fmt: skip
+        )
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Append messages to the thread (creating it on first use); nothing in a read-only

@@ -33,9 +33,11 @@ def context_runnable(memory: Memory) -> Runnable[Any, list[BaseMessage]]:
     def plan(value: Any, config: RunnableConfig) -> dict[str, Any]:
         thread_id, resource_id = memory.ids(config)
         return {
-            "new_messages": input_messages(value), "thread_id": thread_id,
-            "resource_id": resource_id, "memory_options": call_options.of(config),
-        }  # fmt: skip
+            "new_messages": input_messages(value),
+            "thread_id": thread_id,
+            "resource_id": resource_id,
+            "memory_options": call_options.of(config),
+        }
 
     def build(value: Any, config: RunnableConfig) -> list[BaseMessage]:
         return memory.context(**plan(value, config))

@@ -50,8 +50,15 @@ INSTRUCTIONS = (
     "(list_threads, read_thread); save a message or a note (save_message)."
 )
 ROLES = {"user": HumanMessage, "assistant": AIMessage, "note": SystemMessage}
-ONE_RESOURCE = ("search_memory", "get_working_memory", "update_working_memory", "list_threads",
-                "read_thread", "save_message", "read_observations")  # fmt: skip
+ONE_RESOURCE = (
+    "search_memory",
+    "get_working_memory",
+    "update_working_memory",
+    "list_threads",
+    "read_thread",
+    "save_message",
+    "read_observations",
+)
 OPERATOR = (*ONE_RESOURCE, "forget_user")  # `multi_resource`: a model serving one user never
 # sees `forget_user`
 RESOURCES = (  # a one-resource server's (a resource URI names no owner): uri, method, mime type
@@ -167,9 +174,18 @@ class MemoryTools:
         char_offset: int = 0,
         resource_id: str | None = None,
     ) -> str:
-        arguments = {"query": query, "thread_id": thread_id, "since": since, "until": until,
-                     "mode": mode, "page": page, "cursor": cursor, "archive_id": archive_id,
-                     "group_id": group_id, "char_offset": char_offset}  # fmt: skip
+        arguments = {
+            "query": query,
+            "thread_id": thread_id,
+            "since": since,
+            "until": until,
+            "mode": mode,
+            "page": page,
+            "cursor": cursor,
+            "archive_id": archive_id,
+            "group_id": group_id,
+            "char_offset": char_offset,
+        }
         given = {k: v for k, v in arguments.items() if v is not None}
         try:
             return search_for_model(self.memory, self.owner(resource_id), given)
@@ -225,8 +241,10 @@ class MemoryTools:
             )
         except (ConfigurationError, MastraMemoryError) as exc:
             raise refused(str(exc)) from exc
-        lines = [f"{t.id} · {t.title or '(untitled)'} · {t.updated_at:%Y-%m-%d %H:%M}"
-                 for t in found.items]  # fmt: skip
+        lines = [
+            f"{t.id} · {t.title or '(untitled)'} · {t.updated_at:%Y-%m-%d %H:%M}"
+            for t in found.items
+        ]
         more = f"\n(more: page={page + 1})" if found.has_more else ""
         return ("\n".join(lines) or "(no conversations yet)") + more
 
@@ -259,12 +277,14 @@ class MemoryTools:
             raise refused("text is empty: nothing to save")
         memory = self.memory
         try:
-            thread = memory.ensure_thread(thread_id=check_id(thread_id, "thread_id"),
-                                          resource_id=who)  # fmt: skip
+            thread = memory.ensure_thread(
+                thread_id=check_id(thread_id, "thread_id"), resource_id=who
+            )
             if title and not thread.title:
                 memory.update_thread(thread_id, title=title, resource_id=who)
-            (saved,) = memory.save_messages([ROLES[role](text)], thread_id=thread_id,
-                                            resource_id=who)  # fmt: skip
+            (saved,) = memory.save_messages(
+                [ROLES[role](text)], thread_id=thread_id, resource_id=who
+            )
             memory.flush(30)
         except (ConfigurationError, MastraMemoryError) as exc:
             raise refused(str(exc)) from exc

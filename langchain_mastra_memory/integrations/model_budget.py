@@ -88,8 +88,9 @@ def _shares(context: list[BaseMessage], given: Sequence[BaseMessage]) -> list[se
     mine = [m for m in context if is_injected(m)]
     recalled = {id(m) for m in mine if source_of(m) == "semantic_recall"}
     brought = [
-        m for m in context
+        m
+        for m in context
         if not is_injected(m) and id(m) not in given_objects and m.id not in given_ids
-    ]  # fmt: skip
+    ]
     blocks = [{id(m)} for m in reversed(mine) if id(m) not in recalled]
     return [recalled, *(set(map(id, unit)) for unit in droppable_units(brought)), *blocks]

@@ -110,9 +110,11 @@ class MemoryRetriever(BaseRetriever):
     def _owner(self, run_config: RunnableConfig | None) -> tuple[str, str | None]:
         memory: Memory = self.memory
         resource, thread = tool_ids(
-            run_config, thread_id=self.thread_id, resource_id=self.resource_id,
+            run_config,
+            thread_id=self.thread_id,
+            resource_id=self.resource_id,
             default_resource_id=memory.default_resource_id,
-        )  # fmt: skip
+        )
         if resource is None:
             raise ConfigurationError(
                 "MemoryRetriever needs to know whose memory to search: pass resource_id= to "
@@ -131,25 +133,32 @@ class MemoryRetriever(BaseRetriever):
             raise ConfigurationError(f"k must be an int in 1..100, got {top_k!r}")
         index = memory.searcher
         options = RecallOptions(
-            top_k=top_k, message_range=self.message_range, filter=self.filter,
-            threshold=self.threshold, mode=self.mode or index.options.mode,
+            top_k=top_k,
+            message_range=self.message_range,
+            filter=self.filter,
+            threshold=self.threshold,
+            mode=self.mode or index.options.mode,
             scope="thread" if thread_id is not None else "resource",
-        )  # fmt: skip
+        )
         if thread_id is not None:  # a thread of another resource reads as empty
             found = yield from call(memory.storage.get_thread, thread_id)
             if found is None or found.resource_id != resource_id:
                 return []
         sides: dict[str, dict[str, float]] = {}  # the hybrid search's own per-side scores
-        hits = yield from index.ranked(query, resource_id=resource_id, thread_id=thread_id,
-                                       options=options, sides=sides)  # fmt: skip
+        hits = yield from index.ranked(
+            query, resource_id=resource_id, thread_id=thread_id, options=options, sides=sides
+        )
         if not hits:
             return []
         window = options.window
         ids = [h.message_id for h in hits]
         stored = yield from call(
-            memory.storage.message_windows, ids, before=window.before, after=window.after,
+            memory.storage.message_windows,
+            ids,
+            before=window.before,
+            after=window.after,
             resource_id=resource_id,
-        )  # fmt: skip
+        )
         threads = yield from call(memory.storage.get_threads, sorted({h.thread_id for h in hits}))
         return [
             _document(hit, stored, threads, sides, resource_id, window)
@@ -190,5 +199,4 @@ def _document(
         metadata["context"] = "\n".join(
             f"{mastra_role(s.message)}: {message_text(s.message)}" for s in around
         )
-    return Document(page_content=message_text(found.message), metadata=metadata,
-                    id=hit.message_id)  # fmt: skip
+    return Document(page_content=message_text(found.message), metadata=metadata, id=hit.message_id)

@@ -247,9 +247,12 @@ class MemoryStore(BaseStore):
         prefix = op.namespace_prefix
         if op.filter is None and op.query is None and prefix and prefix[0] != WORKING_MEMORY:
             stored = yield from call(  # no working memory under this prefix: page in SQL
-                self.storage.search_items, prefix, limit=op.limit, offset=op.offset,
+                self.storage.search_items,
+                prefix,
+                limit=op.limit,
+                offset=op.offset,
                 refresh_ttl=op.refresh_ttl,
-            )  # fmt: skip
+            )
             return [_item(s, SearchItem) for s in stored]
         if op.query and self.embedder is not None and prefix and prefix[0] != WORKING_MEMORY:
             found = yield from self._nearest(op)
@@ -294,9 +297,10 @@ class MemoryStore(BaseStore):
             self.storage.nearest_items, op.namespace_prefix, vector, limit=pool
         )
         items = yield from call(
-            self.storage.get_items, [(ns, key) for ns, key, _ in nearest],
+            self.storage.get_items,
+            [(ns, key) for ns, key, _ in nearest],
             refresh_ttl=op.refresh_ttl,
-        )  # fmt: skip
+        )
         page = [
             _item(item, SearchItem, score)
             for (_ns, _key, score), item in zip(nearest, items, strict=True)
@@ -357,14 +361,18 @@ class MemoryStore(BaseStore):
             if ref is not None:
                 if op.value is None:
                     yield from call(
-                        self.storage.modify_working_memory, lambda _old: "",
-                        resource_id=ref[0], thread_id=ref[1],
-                    )  # fmt: skip
+                        self.storage.modify_working_memory,
+                        lambda _old: "",
+                        resource_id=ref[0],
+                        thread_id=ref[1],
+                    )
                 else:
                     yield from call(
-                        self.memory.working.update, self._working_memory_value(dict(op.value)),
-                        resource_id=ref[0], thread_id=ref[1],
-                    )  # fmt: skip
+                        self.memory.working.update,
+                        self._working_memory_value(dict(op.value)),
+                        resource_id=ref[0],
+                        thread_id=ref[1],
+                    )
                 continue
             value = None if op.value is None else dict(op.value)
             wanted: list[str] = []
@@ -378,12 +386,17 @@ class MemoryStore(BaseStore):
             vectors = yield from call(self.embedder.embed_documents, flat)
             rows = iter(np.asarray(vectors, dtype=np.float32))
             writes = [
-                w if not group else ItemWrite(
-                    w.namespace, w.key, w.value, np.stack([next(rows) for _ in group]),
+                w
+                if not group
+                else ItemWrite(
+                    w.namespace,
+                    w.key,
+                    w.value,
+                    np.stack([next(rows) for _ in group]),
                     w.ttl_minutes,
                 )
                 for w, group in zip(writes, texts, strict=True)
-            ]  # fmt: skip
+            ]
         if writes:
             yield from call(self.storage.put_items, writes)
 
@@ -424,12 +437,17 @@ def traced_search(steps: Steps[list[SearchItem]], op: SearchOp) -> Any:
     from langchain_core.documents import Document
 
     return traced(
-        steps, "store_search", run_type="retriever", inputs={"query": op.query or ""},
+        steps,
+        "store_search",
+        run_type="retriever",
+        inputs={"query": op.query or ""},
         metadata={"namespace": "/".join(op.namespace_prefix), "limit": op.limit},
         outputs=lambda items: [
-            Document(page_content=json.dumps(item.value, default=str), id="/".join(
-                (*item.namespace, item.key)), metadata={"score": item.score,
-                "updated_at": item.updated_at.isoformat()})
+            Document(
+                page_content=json.dumps(item.value, default=str),
+                id="/".join((*item.namespace, item.key)),
+                metadata={"score": item.score, "updated_at": item.updated_at.isoformat()},
+            )
             for item in items
         ],
-    )  # fmt: skip
+    )

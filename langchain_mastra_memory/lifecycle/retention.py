@@ -187,8 +187,9 @@ class Pruner:
         gone = 0
         for (thread_id, owner), ids in by_thread.items():
             gone += yield from call(self.synced.delete, ids, resource_id=owner)
-            yield from call(storage.drop_observation_sources, ids, thread_id=thread_id,
-                       resource_id=owner)  # fmt: skip
+            yield from call(
+                storage.drop_observation_sources, ids, thread_id=thread_id, resource_id=owner
+            )
             yield from call(storage.blank_checkpoint_values, thread_id, ids)
         return gone, len(aged) == limit
 
@@ -204,13 +205,19 @@ class Pruner:
         keep = self.policy.checkpoints_keep
         gone = 0
         offset = self._thread_offset
-        threads = yield from call(self.storage.list_threads, order_by="created_at",
-                             descending=False, limit=limit, offset=offset)  # fmt: skip
+        threads = yield from call(
+            self.storage.list_threads,
+            order_by="created_at",
+            descending=False,
+            limit=limit,
+            offset=offset,
+        )
         for thread in threads:
             for checkpointer in checkpointers:
                 try:
-                    gone += yield from call(checkpointer.prune_checkpoints, thread.id,
-                                       before=before, keep=keep)  # fmt: skip
+                    gone += yield from call(
+                        checkpointer.prune_checkpoints, thread.id, before=before, keep=keep
+                    )
                 except StorageError as exc:  # one thread's trouble does not stop the rest
                     report.errors.append(f"checkpoints of {thread.id!r}: {exc}")
         more = len(threads) == limit
@@ -226,6 +233,7 @@ class Pruner:
     def _items(self, before: datetime, limit: int, report: PruneReport) -> Steps[tuple[int, bool]]:
         aged = yield from call(self.storage.aged_items, before, limit)
         if aged:
-            yield from call(self.storage.put_items,
-                       [ItemWrite(namespace, key, None) for namespace, key in aged])  # fmt: skip
+            yield from call(
+                self.storage.put_items, [ItemWrite(namespace, key, None) for namespace, key in aged]
+            )
         return len(aged), len(aged) == limit

@@ -77,8 +77,11 @@ def label(group: ObservationGroup) -> str:
         if line.strip() and not line.startswith("Date:")
     ]
     high = [i.removeprefix("[high]").strip() for i in items if i.startswith("[high]")]
-    rest = [i.split("]", 1)[1].strip() if i.startswith("[") else i for i in items
-            if not i.startswith("[high]")]  # fmt: skip
+    rest = [
+        i.split("]", 1)[1].strip() if i.startswith("[") else i
+        for i in items
+        if not i.startswith("[high]")
+    ]
     text = " ".join("; ".join(high + rest).split())
     if not text:
         return f"Observations of {group.created_at:%Y-%m-%d}"
@@ -225,6 +228,13 @@ def archive(
         return None
     if made is None:
         return None
-    emit("archived", key, resource_id, None, archive_id=made.id, groups=len(made.groups),
-         tokens=sum(g.token_count for g in made.groups))  # fmt: skip
+    emit(
+        "archived",
+        key,
+        resource_id,
+        None,
+        archive_id=made.id,
+        groups=len(made.groups),
+        tokens=sum(g.token_count for g in made.groups),
+    )
     return made

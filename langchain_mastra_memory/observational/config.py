@@ -24,9 +24,17 @@ from .models import chat_model
 SOURCE = "observational_memory"
 EVENT = "memory_status"  # the LangChain custom event's name
 EventKind = Literal[
-    "observing", "buffered", "activated", "reflecting", "reflected", "working_memory_updated",
-    "extracted", "archived", "failed", "timeout",
-]  # fmt: skip
+    "observing",
+    "buffered",
+    "activated",
+    "reflecting",
+    "reflected",
+    "working_memory_updated",
+    "extracted",
+    "archived",
+    "failed",
+    "timeout",
+]
 
 
 CACHE_LIFETIME = 300.0  # seconds: Anthropic's and OpenAI's default prompt-cache lifetime
@@ -105,8 +113,12 @@ class ArchiveConfig(BaseModel):
 # a MIME type or a pattern of them: "*", "image/*", "application/pdf" (RFC 6838's characters)
 MIME_PATTERN = re.compile(r"\*|[a-z0-9][\w!#$&^.+-]*/(\*|[a-z0-9][\w!#$&^.+-]*)", re.I)
 
-REFLECTION_OPTIONS = ("observation_tokens", "reflector_model", "reflector_instruction",
-                      "reflector_extractors")  # fmt: skip
+REFLECTION_OPTIONS = (
+    "observation_tokens",
+    "reflector_model",
+    "reflector_instruction",
+    "reflector_extractors",
+)
 
 
 class ObservationalConfig(BaseModel):
@@ -224,8 +236,11 @@ class ObservationalConfig(BaseModel):
     def _archive_or_reflection(self) -> ObservationalConfig:
         both = [name for name in REFLECTION_OPTIONS if name in self.model_fields_set]
         hooks = self.hooks
-        both += [f"hooks.{name}" for name in ("before_reflection", "after_reflection")
-                 if hooks is not None and getattr(hooks, name) is not None]  # fmt: skip
+        both += [
+            f"hooks.{name}"
+            for name in ("before_reflection", "after_reflection")
+            if hooks is not None and getattr(hooks, name) is not None
+        ]
         if self.archive is not None and both:
             raise ValueError(
                 f"archive and reflection are exclusive (Mastra's rule): drop {', '.join(both)} "

@@ -87,8 +87,13 @@ def keep_extracted(
         reports.append({"slug": slug, "value": final, "previous": previous.get(slug)})
     if kept:
         try:
-            yield from call(storage.save_extracted_values, key, kept,
-                       resource_id=context.resource_id, source=context.source)  # fmt: skip
+            yield from call(
+                storage.save_extracted_values,
+                key,
+                kept,
+                resource_id=context.resource_id,
+                source=context.source,
+            )
         except Exception as exc:  # the pass's log stands; the values are asked again next pass
             failures.update({slug: f"not kept: {exc}" for slug in kept})
             reports = [r for r in reports if r["slug"] not in kept]

@@ -54,7 +54,7 @@ RESERVED = frozenset(
         "existing-observations",
         "new-messages",
     }
-)  # fmt: skip  (the tags the Observer's prompt and reply already use)
+)  # (the tags the Observer's prompt and reply already use)
 
 
 def slugify(name: str) -> str:
@@ -241,9 +241,12 @@ def text_sections(extractors: Sequence[ResolvedExtractor], previous: Mapping[str
         for e in text
         if e.extractor.include_previous and previous.get(e.slug) not in (None, "")
     ]
-    known = "\n\nThe values kept so far (carry one forward when it still holds):\n" + (
-        "\n\n".join(kept)
-    ) if kept else ""  # fmt: skip
+    known = (
+        "\n\nThe values kept so far (carry one forward when it still holds):\n"
+        + ("\n\n".join(kept))
+        if kept
+        else ""
+    )
     return (
         "Additional optional sections: if the messages hold something for any of these tags, "
         f"write that tag after <observations>.\n{sections}{known}"
@@ -313,8 +316,12 @@ class Extraction:
     values: dict[str, Any] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
 
-    def take(self, extractors: Sequence[ResolvedExtractor], raw: Mapping[str, Any],
-             context: ExtractorContext) -> None:  # fmt: skip
+    def take(
+        self,
+        extractors: Sequence[ResolvedExtractor],
+        raw: Mapping[str, Any],
+        context: ExtractorContext,
+    ) -> None:
         """Validate the raw values of `extractors` found in `raw` (empty ones are no value)."""
         for e in extractors:
             value = raw.get(e.slug)

@@ -86,9 +86,13 @@ class ObserverPass:
         """Report groups that activation moved into the log (none: nothing to say)."""
         if groups:
             self.emit(
-                "activated", key, resource_id, thread_id, groups=len(groups),
+                "activated",
+                key,
+                resource_id,
+                thread_id,
+                groups=len(groups),
                 message_tokens=sum(g.message_tokens for g in groups),
-            )  # fmt: skip
+            )
 
     def _batch(self, pending: list[StoredMessage]) -> list[StoredMessage]:
         """The oldest messages within ``max_tokens_per_batch`` (one at least)."""
@@ -109,10 +113,14 @@ class ObserverPass:
         config, ref = self.config, {"resource_id": resource_id, "thread_id": thread_id}
         try:
             done = yield from under_lease(
-                self.storage, key, "observer", config.lease_seconds,
-                lambda owner: self._observe(key, owner, resource_id=resource_id,
-                                            thread_id=thread_id),
-            )  # fmt: skip
+                self.storage,
+                key,
+                "observer",
+                config.lease_seconds,
+                lambda owner: self._observe(
+                    key, owner, resource_id=resource_id, thread_id=thread_id
+                ),
+            )
         except Exception as exc:  # nothing committed: the messages wait for the next run
             logger.warning("observational memory: observing %s failed, retried later: %s", key, exc)
             self.emit("failed", key, resource_id, thread_id, step="observe", error=str(exc))
@@ -131,8 +139,9 @@ class ObserverPass:
             if parsed.working_memory is not None and self.working is not None:
                 yield from self._update_working_memory(parsed.working_memory, key, **ref)
         if raw >= config.message_tokens:
-            activated = yield from call(self.storage.activate_observations, key,
-                                   retain_tokens=config.retain_tokens, **ref)  # fmt: skip
+            activated = yield from call(
+                self.storage.activate_observations, key, retain_tokens=config.retain_tokens, **ref
+            )
             self.activated(activated, key, resource_id, thread_id)
         yield from self.reflect.run(key, resource_id)
         return len(pending) < len(waiting)
@@ -157,15 +166,25 @@ class ObserverPass:
         text, task = "", None  # (the hook withheld them all: observed, nothing of them kept)
         if read:
             parsed, extra, untitled = yield from self._observer_call(key, read, pending, log, **ref)
-            text = text_hook(self.config.hooks, "after_observation",
-                             format_entries(usable_entries(parsed.entries)), **ref)  # fmt: skip
+            text = text_hook(
+                self.config.hooks,
+                "after_observation",
+                format_entries(usable_entries(parsed.entries)),
+                **ref,
+            )
             task = usable_task(parsed.current_task)
         raw = yield from call(storage.unobserved_tokens, key, **ref)  # (as after the commit)
         yield from call(
-            storage.commit_observation, key, owner=owner, resource_id=resource_id, text=text,
-            current_task=task, message_ids=stored_ids(pending), token_count=self.tokens(text),
+            storage.commit_observation,
+            key,
+            owner=owner,
+            resource_id=resource_id,
+            text=text,
+            current_task=task,
+            message_ids=stored_ids(pending),
+            token_count=self.tokens(text),
             buffered=True,
-        )  # fmt: skip
+        )
         return pending, waiting, raw, parsed, extra, untitled
 
     def _observer_call(
@@ -183,22 +202,34 @@ class ObserverPass:
         document = yield from self._working_memory(resource_id, thread_id)
         thread = yield from call(self.storage.get_thread, thread_id)
         untitled = self.config.suggest_title and thread is not None and not thread.title
-        extra = yield from pass_inputs(self.storage, self.config.extractors, key,
-                                       ExtractorContext("observer", resource_id, thread_id,
-                                                        self.working_store))  # fmt: skip
+        extra = yield from pass_inputs(
+            self.storage,
+            self.config.extractors,
+            key,
+            ExtractorContext("observer", resource_id, thread_id, self.working_store),
+        )
         at = {s.message.id: s.created_at for s in pending}
-        shown = log_tail("\n".join(g.text for g in log), self.config.previous_observer_tokens,
-                         self.tokens)  # fmt: skip
-        parsed = yield from traced(call(self.observer.invoke, {
-            "messages": read,
-            "times": [at.get(m.id) for m in read],
-            "log": shown,
-            "suggest_title": untitled,
-            "observe_attachments": self.config.observe_attachments,
-            **document, **extra,
-        }), "observer", inputs={"thread_id": thread_id, "messages": len(read)},
+        shown = log_tail(
+            "\n".join(g.text for g in log), self.config.previous_observer_tokens, self.tokens
+        )
+        parsed = yield from traced(
+            call(
+                self.observer.invoke,
+                {
+                    "messages": read,
+                    "times": [at.get(m.id) for m in read],
+                    "log": shown,
+                    "suggest_title": untitled,
+                    "observe_attachments": self.config.observe_attachments,
+                    **document,
+                    **extra,
+                },
+            ),
+            "observer",
+            inputs={"thread_id": thread_id, "messages": len(read)},
             metadata={"resource_id": resource_id, "thread_id": thread_id},
-            outputs=lambda reply: {"entries": len(reply.entries)})  # fmt: skip
+            outputs=lambda reply: {"entries": len(reply.entries)},
+        )
         problem = observation_problem(parsed.entries, read)
         if problem is not None:
             raise UnusableReply(problem)
@@ -234,5 +265,6 @@ class ObserverPass:
     def _title(self, thread_id: str, resource_id: str, title: str) -> Steps[None]:
         thread = yield from call(self.storage.get_thread, thread_id)  # (never replaces a title)
         if thread is not None and not thread.title:
-            yield from call(self.storage.update_thread, thread_id, title=title,
-                       resource_id=resource_id)  # fmt: skip
+            yield from call(
+                self.storage.update_thread, thread_id, title=title, resource_id=resource_id
+            )

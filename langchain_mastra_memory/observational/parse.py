@@ -76,8 +76,11 @@ def parse_log(text: object) -> ParsedLog:
     task, body = _block(body, "current-task")
     observations, rest = _block(body, "observations")
     body = observations if observations is not None else rest
-    parsed = ParsedLog(current_task=task or None, working_memory=working or None,
-                       title=" ".join((title or "").split())[:120] or None)  # fmt: skip
+    parsed = ParsedLog(
+        current_task=task or None,
+        working_memory=working or None,
+        title=" ".join((title or "").split())[:120] or None,
+    )
     date: str | None = None
     for raw in body.splitlines():
         if not raw.strip() or re.fullmatch(r"\s*</?[a-z-]+>\s*", raw, re.I):

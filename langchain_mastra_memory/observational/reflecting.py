@@ -59,8 +59,9 @@ class ReflectorPass:
         """Reflect when the log is over its threshold (archive, with rolling archives)."""
         config = self.config
         if config.archive is not None:  # rolling archives instead: no model call
-            yield from archives.archive(self.storage, key, resource_id, config.archive,
-                                        self.emit, config.lease_seconds)  # fmt: skip
+            yield from archives.archive(
+                self.storage, key, resource_id, config.archive, self.emit, config.lease_seconds
+            )
             return
         log: list[ObservationGroup] = yield from call(self.storage.observation_log, key)
         tokens = sum(g.token_count for g in log)
@@ -68,9 +69,12 @@ class ReflectorPass:
             return  # under the threshold, or a refused reflection and not much grown since
         try:
             done = yield from under_lease(
-                self.storage, key, "reflector", config.lease_seconds,
+                self.storage,
+                key,
+                "reflector",
+                config.lease_seconds,
                 lambda owner: self._reflect(key, resource_id, owner, tokens),
-            )  # fmt: skip
+            )
         except Exception as exc:  # the log stays as it was; try again once it grew a quarter
             self._retry_at[key] = tokens * 1.25
             logger.warning(
@@ -80,8 +84,9 @@ class ReflectorPass:
             return
         if done is not None:
             parsed, extra, replaced, text = done
-            self.emit("reflected", key, resource_id, None, replaced=replaced,
-                      tokens=self.tokens(text))  # fmt: skip
+            self.emit(
+                "reflected", key, resource_id, None, replaced=replaced, tokens=self.tokens(text)
+            )
             yield from keep_extracted(self.storage, parsed.extraction, extra, key, self.emit)
 
     def _reflect(
@@ -91,27 +96,38 @@ class ReflectorPass:
         inputs, how many groups it replaced, and its text."""
         hooks = self.config.hooks
         log = yield from call(self.storage.observation_log, key)
-        whole = text_hook(hooks, "before_reflection", "\n".join(g.text for g in log),
-                          resource_id=resource_id)  # fmt: skip
+        whole = text_hook(
+            hooks, "before_reflection", "\n".join(g.text for g in log), resource_id=resource_id
+        )
         self.emit("reflecting", key, resource_id, None, groups=len(log), tokens=tokens)
         context = ExtractorContext("reflector", resource_id, None)
         extra = yield from pass_inputs(self.storage, self.config.reflector_extractors, key, context)
         parsed = yield from traced(
-            call(self.reflector.invoke, {"log": whole, **extra}), "reflector",
+            call(self.reflector.invoke, {"log": whole, **extra}),
+            "reflector",
             inputs={"groups": len(log), "tokens": tokens},
             metadata={"resource_id": resource_id},
             outputs=lambda reply: {"entries": len(reply.entries)},
-        )  # fmt: skip
+        )
         problem = reflection_problem(parsed.entries, parse_log(whole).entries)
         if problem is not None:
             raise UnusableReply(problem)
-        text = text_hook(hooks, "after_reflection", format_entries(usable_entries(parsed.entries)),
-                         resource_id=resource_id)  # fmt: skip
+        text = text_hook(
+            hooks,
+            "after_reflection",
+            format_entries(usable_entries(parsed.entries)),
+            resource_id=resource_id,
+        )
         if self.tokens(text) >= self.tokens(whole):
             raise UnusableReply("the Reflector's reply is no shorter than the log")
         yield from call(
-            self.storage.commit_reflection, key, owner=owner, resource_id=resource_id,
-            text=text, current_task=usable_task(parsed.current_task) or log[-1].current_task,
-            replaces=[g.id for g in log], token_count=self.tokens(text),
-        )  # fmt: skip
+            self.storage.commit_reflection,
+            key,
+            owner=owner,
+            resource_id=resource_id,
+            text=text,
+            current_task=usable_task(parsed.current_task) or log[-1].current_task,
+            replaces=[g.id for g in log],
+            token_count=self.tokens(text),
+        )
         return parsed, extra, len(log), text

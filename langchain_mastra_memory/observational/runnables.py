@@ -57,9 +57,12 @@ class Observer(Runnable[dict[str, Any], ParsedLog]):
     "extractor_context": ... (optional: `extractors`)}`` -> the new entries."""
 
     def __init__(
-        self, model: Any, *, instructions: str = OBSERVER_INSTRUCTIONS,
+        self,
+        model: Any,
+        *,
+        instructions: str = OBSERVER_INSTRUCTIONS,
         temporal_markers: bool = False,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.model = _check_model(model, "Observer")
         self.instructions = instructions
         self.temporal_markers = temporal_markers  # pauses marked in what it reads
@@ -69,11 +72,16 @@ class Observer(Runnable[dict[str, Any], ParsedLog]):
         messages: Sequence[BaseMessage] = value["messages"]
         times: Sequence[datetime | None] = value.get("times") or [None] * len(messages)
         return observer_prompt(
-            messages, times, value.get("log", ""), self.instructions,
-            value.get("working_memory"), value.get("working_memory_shape", ""),
-            self.temporal_markers, bool(value.get("suggest_title")),
+            messages,
+            times,
+            value.get("log", ""),
+            self.instructions,
+            value.get("working_memory"),
+            value.get("working_memory_shape", ""),
+            self.temporal_markers,
+            bool(value.get("suggest_title")),
             model_rule(value.get("observe_attachments", False), self.model),
-        )  # fmt: skip
+        )
 
     def invoke(
         self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
@@ -133,8 +141,9 @@ def extracting_pass(
         follow_up = [*prompt, AIMessage(reply.content), HumanMessage(request)]
         try:
             answer = yield from call(model.invoke, follow_up, config)
-            parsed.extraction.take(structured, read_json_object(reply_text(answer.content)),
-                                   context)  # fmt: skip
+            parsed.extraction.take(
+                structured, read_json_object(reply_text(answer.content)), context
+            )
         except Exception as exc:  # the observations stand; these values wait for the next pass
             parsed.extraction.failures.update({e.slug: str(exc) for e in structured})
     return parsed

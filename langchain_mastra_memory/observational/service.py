@@ -79,10 +79,14 @@ class ObservationalMemory:
         self.counter = TokenCounter()
         self.reflecting = ReflectorPass(storage, config, self._emit, self._tokens)
         self.observing = ObserverPass(
-            storage, config, self.reflecting, self._emit, self._tokens,
+            storage,
+            config,
+            self.reflecting,
+            self._emit,
+            self._tokens,
             working=working_store if config.manage_working_memory else None,
             working_store=working_store,
-        )  # fmt: skip
+        )
         self.worker: DaemonWorker | None = None  # (made at the first run; `close` stops it)
         self._running: dict[str, Future[Any]] = {}  # scope -> its run in the worker thread
         self._lock = threading.Lock()
@@ -100,8 +104,9 @@ class ObservationalMemory:
         config = ObservationalConfig.parse(option)
         return None if config is None else cls(storage, config, working, exit_drain=exit_drain)
 
-    def _emit(self, kind: EventKind, key: str, resource_id: str, thread_id: str | None,
-              **detail: Any) -> None:  # fmt: skip
+    def _emit(
+        self, kind: EventKind, key: str, resource_id: str, thread_id: str | None, **detail: Any
+    ) -> None:
         """Tell `on_status`, and the run's callbacks when there is a run (a failing listener
         warns; memory goes on)."""
         event = ObservationEvent(kind, key, resource_id, thread_id, detail)
@@ -182,8 +187,9 @@ class ObservationalMemory:
             if running is not None:
                 self._waited(running, deadline, key, resource_id, thread_id)
             return
-        fresh = storage.unobserved_tokens(key, resource_id=resource_id, thread_id=thread_id,
-                                          buffered=True)  # fmt: skip
+        fresh = storage.unobserved_tokens(
+            key, resource_id=resource_id, thread_id=thread_id, buffered=True
+        )
         step = config.buffer_step  # None: no buffering, the Observer waits for the threshold
         idle = config.buffer_on_idle and turn_ended(stored[-1].message)
         if fresh > 0 and (raw >= config.message_tokens or (step and fresh >= step) or idle):
@@ -236,8 +242,10 @@ class ObservationalMemory:
             return True
         logger.warning(
             "observational memory: the turn stopped waiting for the Observer of %s after %.0f s;"
-            " it goes on with the log as it is", key, self.config.turn_wait,
-        )  # fmt: skip
+            " it goes on with the log as it is",
+            key,
+            self.config.turn_wait,
+        )
         self._emit("timeout", key, resource_id, thread_id, waited_seconds=self.config.turn_wait)
         return False
 
@@ -266,9 +274,11 @@ class ObservationalMemory:
         """Activate buffered groups (none waiting: nothing changes); the unobserved tokens
         left, reflecting in the background when the log grew past its threshold."""
         activated = self.storage.activate_observations(
-            key, resource_id=resource_id, thread_id=thread_id,
+            key,
+            resource_id=resource_id,
+            thread_id=thread_id,
             retain_tokens=self.config.retain_tokens,
-        )  # fmt: skip
+        )
         if not activated:
             return raw
         self.observing.activated(activated, key, resource_id, thread_id)

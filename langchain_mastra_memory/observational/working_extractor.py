@@ -62,9 +62,13 @@ class WorkingMemoryExtractor(Extractor):
 
     def __init__(self) -> None:
         super().__init__(
-            "Working Memory", self._instructions, include_previous=False, persist=False,
-            on_extracted=self._update, _internal=True,
-        )  # fmt: skip
+            "Working Memory",
+            self._instructions,
+            include_previous=False,
+            persist=False,
+            on_extracted=self._update,
+            _internal=True,
+        )
 
     def _store(self, context: ExtractorContext) -> Any:
         if context.working is None:
@@ -81,8 +85,9 @@ class WorkingMemoryExtractor(Extractor):
             shown = json.dumps(current) if current else ""
             return SCHEMA + (f"\n\nCurrent working memory JSON:\n{shown}" if shown else "")
         template = store.config.markdown_template
-        return (f"{MARKDOWN}\n\nWorking memory template:\n{template}"
-                + (f"\n\nCurrent working memory:\n{current}" if current else ""))  # fmt: skip
+        return f"{MARKDOWN}\n\nWorking memory template:\n{template}" + (
+            f"\n\nCurrent working memory:\n{current}" if current else ""
+        )
 
     def json_schema(self, context: ExtractorContext) -> dict[str, Any] | None:
         if not self._schema_mode(context):

@@ -151,9 +151,13 @@ class SemanticRecall(MemoryProcessor):
             return list(messages)
         resource_id, thread_id = self._ids(opts)
         block = yield from recalled_block(
-            self.recall_index, self.storage, query,
-            resource_id=resource_id, thread_id=thread_id, exclude=set(ids_of(messages)),
-        )  # fmt: skip
+            self.recall_index,
+            self.storage,
+            query,
+            resource_id=resource_id,
+            thread_id=thread_id,
+            exclude=set(ids_of(messages)),
+        )
         return block + list(messages)
 
     def process(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
@@ -204,9 +208,14 @@ def recalled_block(
     """Recall for `query` and assemble it (`SemanticRecall.assemble`, the titles of other
     threads read from storage). Run with `twins`."""
     found = yield from call(
-        index.recall, query, resource_id=resource_id, thread_id=thread_id,
-        exclude=exclude, never_hits=never_hits, options=options,
-    )  # fmt: skip
+        index.recall,
+        query,
+        resource_id=resource_id,
+        thread_id=thread_id,
+        exclude=exclude,
+        never_hits=never_hits,
+        options=options,
+    )
     return (yield from assembled_block(storage, found, thread_id, placement))
 
 
@@ -285,7 +294,11 @@ def format_remembered(
             parts.append(fenced("remembered_from_this_conversation", "\n".join(lines)))
         else:
             parts.append(
-                fenced("remembered_from_other_conversation", "\n".join(lines), thread=source,
-                       title=titles.get(source) or None)
-            )  # fmt: skip
+                fenced(
+                    "remembered_from_other_conversation",
+                    "\n".join(lines),
+                    thread=source,
+                    title=titles.get(source) or None,
+                )
+            )
     return "\n\n".join(parts)

@@ -91,8 +91,10 @@ class TokenLimiter(MemoryProcessor):
         if result.dropped:
             logger.info(
                 "TokenLimiter: filtered %d/%d messages, token limit of %d exceeded",
-                result.dropped, len(messages), self.limit,
-            )  # fmt: skip
+                result.dropped,
+                len(messages),
+                self.limit,
+            )
         return result.messages
 
     async def aprocess(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:

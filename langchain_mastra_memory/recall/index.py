@@ -142,8 +142,14 @@ class RecallIndex:
         # or vector store): then the search goes on with what is indexed, never waits forever
         self.upkeep.writer.warn_if_failing()
         writer = self.upkeep.writer
-        if not (yield from call(writer.settle, self.upkeep.flush_timeout, ignoring=never_hits,
-                           resource_id=resource_id)):  # (no other resource's are hits)  # fmt: skip
+        if not (
+            yield from call(
+                writer.settle,
+                self.upkeep.flush_timeout,
+                ignoring=never_hits,
+                resource_id=resource_id,
+            )
+        ):  # (no other resource's are hits)
             logger.warning(
                 "semantic recall: the vector writer is still busy after %.0f s; this search "
                 "does not see the newest messages' vectors (keyword search does)",
@@ -182,9 +188,19 @@ class RecallIndex:
         if with_context:
             assert self.embedder is not None
             name = yield from self.upkeep.index_name_steps()
-            ranked = yield stage(context_stage(
-                self.storage, self.vector, self.embedder, name, query, ranked, resource_id, opts,
-            ), "context")  # fmt: skip
+            ranked = yield stage(
+                context_stage(
+                    self.storage,
+                    self.vector,
+                    self.embedder,
+                    name,
+                    query,
+                    ranked,
+                    resource_id,
+                    opts,
+                ),
+                "context",
+            )
         if opts.reranker is not None:
             ranked = yield from rerank_stage(self.storage, query, ranked, resource_id, opts, read)
         if when is not None:
@@ -227,9 +243,14 @@ class RecallIndex:
         if window is not None:  # (passed only when given: a store of one's own may lack it)
             among["window"] = window
         pieces = yield from call(
-            self.vector.query, name, embedding, top_k=pool * PIECES_PER_HIT,
-            resource_id=resource_id, thread_id=thread_id, **among,
-        )  # fmt: skip
+            self.vector.query,
+            name,
+            embedding,
+            top_k=pool * PIECES_PER_HIT,
+            resource_id=resource_id,
+            thread_id=thread_id,
+            **among,
+        )
         hits = best_piece_per_message(pieces)
         if opts.threshold is not None:
             hits = [h for h in hits if h.score >= opts.threshold]
@@ -238,9 +259,14 @@ class RecallIndex:
     def _keyword_side(self, query: str, part: Part, pool: int) -> Steps[list[RecallHit]]:
         resource_id, thread_id, thread_ids, window = part
         rows = yield from call(
-            self.storage.search_text, query, resource_id=resource_id, thread_id=thread_id,
-            limit=pool, thread_ids=thread_ids, window=window,
-        )  # fmt: skip
+            self.storage.search_text,
+            query,
+            resource_id=resource_id,
+            thread_id=thread_id,
+            limit=pool,
+            thread_ids=thread_ids,
+            window=window,
+        )
         return [RecallHit(*row) for row in rows]
 
     def _mode(self, mode: Mode | None) -> Mode:
@@ -321,20 +347,32 @@ class RecallIndex:
     ) -> Steps[list[StoredMessage]]:
         opts = options or self.options
         found, _ = yield recall_run(
-            self._windows(query, resource_id, thread_id, exclude, never_hits, opts), query,
-            mode=opts.mode, top_k=opts.top_k, resource_id=resource_id, thread_id=thread_id,
-        )  # fmt: skip
+            self._windows(query, resource_id, thread_id, exclude, never_hits, opts),
+            query,
+            mode=opts.mode,
+            top_k=opts.top_k,
+            resource_id=resource_id,
+            thread_id=thread_id,
+        )
         return cast("list[StoredMessage]", found)
 
     def _windows(
-        self, query: str, resource_id: str, thread_id: str | None, exclude: set[str],
-        never_hits: frozenset[str], opts: RecallOptions,
-    ) -> Steps[tuple[list[StoredMessage], list[RecallHit]]]:  # fmt: skip
+        self,
+        query: str,
+        resource_id: str,
+        thread_id: str | None,
+        exclude: set[str],
+        never_hits: frozenset[str],
+        opts: RecallOptions,
+    ) -> Steps[tuple[list[StoredMessage], list[RecallHit]]]:
         hits = yield from self._ranked(query, resource_id, thread_id, never_hits, opts, False)
         found = yield from call(
-            self.storage.message_windows, [h.message_id for h in hits],
-            before=opts.window.before, after=opts.window.after, resource_id=resource_id,
-        )  # fmt: skip
+            self.storage.message_windows,
+            [h.message_id for h in hits],
+            before=opts.window.before,
+            after=opts.window.after,
+            resource_id=resource_id,
+        )
         return hide_working_memory([s for s in found if s.message.id not in exclude]), hits
 
     def ranked(
@@ -373,9 +411,16 @@ class RecallIndex:
             if len(allowed) > MAX_THREAD_FILTER:  # a filter keeping that much: filter after
                 allowed, limit = None, min(100, 10 * top_k) + len(never_hits)
         search = self._search(
-            query, resource_id, thread_id, limit, with_threads=False, options=opts,
-            thread_ids=allowed, sides=sides, never_hits=never_hits,
-        )  # fmt: skip
+            query,
+            resource_id,
+            thread_id,
+            limit,
+            with_threads=False,
+            options=opts,
+            thread_ids=allowed,
+            sides=sides,
+            never_hits=never_hits,
+        )
         archived: set[str] = set()
         if opts.scope == "resource":  # archived threads are out of recall (not the
             # current one: its own conversation goes on); looked up while the search runs

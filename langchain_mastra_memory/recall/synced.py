@@ -181,8 +181,9 @@ class SyncedStorage:
             moved = stored_ids(stored)
             self.upkeep.after_delete(
                 message_ids=moved if self.upkeep.deletes_by_id else (),
-                thread_id=thread_id, resource_id=owner.resource_id,
-            )  # fmt: skip
+                thread_id=thread_id,
+                resource_id=owner.resource_id,
+            )
             self.upkeep.after_save(stored)
         return thread
 
@@ -198,8 +199,9 @@ class SyncedStorage:
             moved = stored_ids(stored)
             await self.upkeep.aafter_delete(
                 message_ids=moved if self.upkeep.deletes_by_id else (),
-                thread_id=thread_id, resource_id=owner.resource_id,
-            )  # fmt: skip
+                thread_id=thread_id,
+                resource_id=owner.resource_id,
+            )
             await self.upkeep.aafter_save(stored)
         return thread
 

@@ -200,9 +200,12 @@ class VectorUpkeep:
         if self.vector is not None:
             name = yield from self.index_name_steps()
             yield from call(
-                self.vector.delete, name, ids=message_ids, thread_id=thread_id,
+                self.vector.delete,
+                name,
+                ids=message_ids,
+                thread_id=thread_id,
                 resource_id=resource_id,
-            )  # fmt: skip
+            )
 
     def forget(
         self,

@@ -155,10 +155,15 @@ class AsyncTwins:
         """Async `query`."""
         return await in_io_pool(
             lambda: self.query(  # type: ignore[attr-defined]
-                index_name, vector, top_k=top_k, resource_id=resource_id, thread_id=thread_id,
-                thread_ids=thread_ids, window=window,
+                index_name,
+                vector,
+                top_k=top_k,
+                resource_id=resource_id,
+                thread_id=thread_id,
+                thread_ids=thread_ids,
+                window=window,
             )
-        )  # fmt: skip
+        )
 
     async def awarm(self, index_name: str, resource_id: str) -> bool:
         """Async `warm`."""

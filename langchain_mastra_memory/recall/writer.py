@@ -297,11 +297,13 @@ class BacklogWriter:
         lingered `linger` seconds, a batch is full, or the writer closes."""
         deadline = self._since + self.linger
         self._state.wait_for(
-            lambda: self._closed or len(self._queued) >= self.batch or (
-                bool(self._wanted) and any(map(self._needed, self._queued))
+            lambda: (
+                self._closed
+                or len(self._queued) >= self.batch
+                or (bool(self._wanted) and any(map(self._needed, self._queued)))
             ),
             max(0.0, deadline - time.monotonic()),
-        )  # fmt: skip
+        )
         if self._closed or len(self._queued) >= self.batch or time.monotonic() >= deadline:
             return self._queued
         return {i for i in self._queued if self._needed(i)}
@@ -440,9 +442,10 @@ class BacklogWriter:
         deleted meanwhile lose the vectors this drain gave them."""
         with self._state:
             stale = sorted(
-                i for i, s in written.items()
+                i
+                for i, s in written.items()
                 if i in self._overtaken or s.thread_id in self._overtaken_threads
-            )  # fmt: skip
+            )
             self._overtaken.difference_update(stale)
         if not stale:
             return

@@ -254,9 +254,15 @@ class MemoryStorage(DerivedRecords, ConversationStorage):
     ) -> tuple[list[StoredMessage], int]:
         """Async `page_messages`."""
         return await off_loop(
-            self.page_messages, thread_id, resource_id=resource_id, limit=limit, offset=offset,
-            descending=descending, since=since, until=until,
-        )  # fmt: skip
+            self.page_messages,
+            thread_id,
+            resource_id=resource_id,
+            limit=limit,
+            offset=offset,
+            descending=descending,
+            since=since,
+            until=until,
+        )
 
     async def aget_messages_by_id(
         self, message_ids: Sequence[str], *, resource_id: str | None = None
@@ -296,9 +302,14 @@ class MemoryStorage(DerivedRecords, ConversationStorage):
     ) -> list[tuple[str, str, float]]:
         """Async `search_text`."""
         return await off_loop(
-            self.search_text, query, resource_id=resource_id, thread_id=thread_id, limit=limit,
-            thread_ids=thread_ids, window=window,
-        )  # fmt: skip
+            self.search_text,
+            query,
+            resource_id=resource_id,
+            thread_id=thread_id,
+            limit=limit,
+            thread_ids=thread_ids,
+            window=window,
+        )
 
     async def amessage_windows(
         self, message_ids: Sequence[str], *, before: int, after: int, resource_id: str

@@ -79,10 +79,15 @@ class ThreadQueries:
         return await run_async(self._summary(thread_id, **opts))
 
     def _summary(
-        self, thread_id: str, *, model: Any, resource_id: str | None = None,
-        instructions: str | None = None, last_messages: int | None = None,
+        self,
+        thread_id: str,
+        *,
+        model: Any,
+        resource_id: str | None = None,
+        instructions: str | None = None,
+        last_messages: int | None = None,
         max_input_tokens: int = 1_000_000,
-    ) -> Steps[ThreadSummary]:  # fmt: skip
+    ) -> Steps[ThreadSummary]:
         if not isinstance(model, BaseChatModel):
             raise ConfigurationError(
                 "summarize_thread(model=...) needs a LangChain chat model "
@@ -101,10 +106,11 @@ class ThreadQueries:
         said = transcript(messages, [s.created_at for s in stored])
         prompt = [SystemMessage(system), HumanMessage(fenced("new-messages", said))]
         reply = yield from traced(
-            call(model.invoke, prompt), "summarize_thread",
+            call(model.invoke, prompt),
+            "summarize_thread",
             inputs={"thread_id": thread_id, "messages": len(messages)},
             metadata={"thread_id": thread_id, "resource_id": resource_id},
-        )  # fmt: skip
+        )
         usage = dict(getattr(reply, "usage_metadata", None) or {})
         return ThreadSummary(thread_id, str(reply.text).strip(), len(messages), usage)
 
@@ -119,9 +125,14 @@ class ThreadQueries:
         if thread is None:
             raise ThreadNotFoundError(f"no thread {thread_id!r}")
         while True:
-            page, total = yield from call(self.storage.page_messages, thread_id,
-                                     resource_id=resource_id, limit=PAGE, offset=offset,
-                                     descending=True)  # fmt: skip
+            page, total = yield from call(
+                self.storage.page_messages,
+                thread_id,
+                resource_id=resource_id,
+                limit=PAGE,
+                offset=offset,
+                descending=True,
+            )
             for stored in page:
                 tokens += counter.count(stored.message)
                 if kept and (tokens > budget or (last is not None and len(kept) >= last)):

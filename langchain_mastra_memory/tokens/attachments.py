@@ -78,8 +78,9 @@ def attachment(block: Any) -> Attachment | None:
     return None
 
 
-def _made(kind: str, mime: Any, label: str | None, data: bytes | None, detail: Any,
-          block: dict[str, Any]) -> Attachment:  # fmt: skip
+def _made(
+    kind: str, mime: Any, label: str | None, data: bytes | None, detail: Any, block: dict[str, Any]
+) -> Attachment:
     given = (block.get("extras") or {}).get("token_estimate")
     if isinstance(given, (int, float)) and not isinstance(given, bool) and given >= 0:
         tokens = float(given)  # the caller's own estimate wins

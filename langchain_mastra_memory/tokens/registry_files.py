@@ -88,9 +88,17 @@ def download_wheel(requirement: str, directory: Path, error: type[MastraMemoryEr
 
 def _pip_download(requirement: str, directory: Path, error: type[MastraMemoryError]) -> Path:
     command = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-        "--quiet", "--dest", str(directory), requirement,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--quiet",
+        "--dest",
+        str(directory),
+        requirement,
+    ]
     try:
         subprocess.run(command, check=True, capture_output=True, text=True)
     except (OSError, subprocess.CalledProcessError) as exc:
@@ -147,10 +155,14 @@ def index_download(requirement: str, directory: Path, error: type[MastraMemoryEr
             ]
         else:
             files = [
-                (unquote(href.split("#")[0].rsplit("/", 1)[-1]), href.split("#")[0],
-                 href.split("#sha256=")[1] if "#sha256=" in href else None, None)
+                (
+                    unquote(href.split("#")[0].rsplit("/", 1)[-1]),
+                    href.split("#")[0],
+                    href.split("#sha256=")[1] if "#sha256=" in href else None,
+                    None,
+                )
                 for href in re.findall(r'href="([^"]+)"', body)
-            ]  # fmt: skip
+            ]
     except (OSError, ValueError, KeyError) as exc:
         raise error(f"Could not read {page_url} for {requirement}: {exc}") from exc
     chosen = choose_wheel([f for f in files if f[0].lower().startswith(prefix)])

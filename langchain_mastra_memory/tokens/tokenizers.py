@@ -164,9 +164,12 @@ def install_bpe_files(target: Path | None = None, *, wheel: Path | None = None) 
         for bpe in BPE_FILES.values()
     }
     return install_from_wheel(
-        LITELLM_REQUIREMENT, members, target or default_install_dir(), EncodingNotAvailableError,
+        LITELLM_REQUIREMENT,
+        members,
+        target or default_install_dir(),
+        EncodingNotAvailableError,
         wheel=wheel,
-    )  # fmt: skip
+    )
 
 
 def _verified(path: Path, bpe: BpeFile) -> bool:

@@ -133,9 +133,14 @@ def traced(
     into the run's output (Documents for a ``retriever`` run), `attributes` are added to the
     OpenTelemetry span."""
     return Traced(
-        step, name, run_type, inputs or {}, metadata or {},
-        outputs or (lambda result: {"output": result}), attributes or {},
-    )  # fmt: skip
+        step,
+        name,
+        run_type,
+        inputs or {},
+        metadata or {},
+        outputs or (lambda result: {"output": result}),
+        attributes or {},
+    )
 
 
 def _quietly(start: Callable[[], Any]) -> Any:
@@ -204,12 +209,14 @@ def recall_run(
         "recall",
         run_type="retriever",
         inputs={"query": query},
-        metadata={"mode": mode, "top_k": top_k, "thread_id": thread_id,
-                  "resource_id": resource_id},
+        metadata={"mode": mode, "top_k": top_k, "thread_id": thread_id, "resource_id": resource_id},
         outputs=lambda result: recalled_documents(*result),
-        attributes={"gen_ai.operation.name": "retrieval", "gen_ai.retrieval.top_k": top_k,
-                    "gen_ai.conversation.id": thread_id},
-    )  # fmt: skip
+        attributes={
+            "gen_ai.operation.name": "retrieval",
+            "gen_ai.retrieval.top_k": top_k,
+            "gen_ai.conversation.id": thread_id,
+        },
+    )
 
 
 def recalled_documents(found: Any, hits: Any) -> list[Any]:

@@ -104,14 +104,16 @@ def create_app(
 
     async def index(request: Request) -> Response:
         query = request.query_params.get("q", "")
-        found = at_most_last(lambda n: views.resources(memory, query=query, page=n),
-                             number(request, "page"))  # fmt: skip
+        found = at_most_last(
+            lambda n: views.resources(memory, query=query, page=n), number(request, "page")
+        )
         return page(request, "index.html", resources=found, q=query)
 
     async def resource(request: Request) -> Response:
         owner, query = arg(request, "resource"), request.query_params.get("q", "")
-        found = at_most_last(lambda n: views.threads(memory, owner, query=query, page=n),
-                             number(request, "page"))  # fmt: skip
+        found = at_most_last(
+            lambda n: views.threads(memory, owner, query=query, page=n), number(request, "page")
+        )
         return page(request, "threads.html", resource=owner, threads=found, q=query)
 
     async def thread(request: Request) -> Response:
@@ -121,15 +123,16 @@ def create_app(
         om = memory.synced.observations
         limits = [("observe at", float(om.config.message_tokens))] if om is not None else []
         chart = plots.tokens_chart(views.tokens_per_turn(memory, owner, thread_id), limits)
-        return page(request, "thread.html", resource=owner, thread=shown, messages=first,
-                    chart=chart)  # fmt: skip
+        return page(
+            request, "thread.html", resource=owner, thread=shown, messages=first, chart=chart
+        )
 
     async def more_messages(request: Request) -> Response:
         owner, thread_id = arg(request, "resource"), arg(request, "thread")
-        found = at_most_last(lambda n: views.messages(memory, owner, thread_id, page=n),
-                             number(request, "page"))  # fmt: skip
-        return page(request, "messages.html", resource=owner, thread_id=thread_id,
-                    messages=found)  # fmt: skip
+        found = at_most_last(
+            lambda n: views.messages(memory, owner, thread_id, page=n), number(request, "page")
+        )
+        return page(request, "messages.html", resource=owner, thread_id=thread_id, messages=found)
 
     async def working_memory(request: Request) -> Response:
         owner = arg(request, "resource")
@@ -154,12 +157,23 @@ def create_app(
                 error = str(exc)
         current = memory.get_working_memory(resource_id=owner, thread_id=thread_id)
         if draft is None or saved:
-            draft = json.dumps(current or {}, indent=2) if config.mode == "schema" else (
-                current or config.template or ""
-            )  # fmt: skip
-        return page(request, "working_memory.html", 400 if error else 200, resource=owner,
-                    thread_id=thread_id, config=config, current=current, draft=draft,
-                    error=error, saved=saved)  # fmt: skip
+            draft = (
+                json.dumps(current or {}, indent=2)
+                if config.mode == "schema"
+                else (current or config.template or "")
+            )
+        return page(
+            request,
+            "working_memory.html",
+            400 if error else 200,
+            resource=owner,
+            thread_id=thread_id,
+            config=config,
+            current=current,
+            draft=draft,
+            error=error,
+            saved=saved,
+        )
 
     async def observations(request: Request) -> Response:
         owner, thread_id = arg(request, "resource"), arg(request, "thread")
@@ -182,16 +196,25 @@ def create_app(
         by_thread = Counter(r.thread_title or r.thread_id for r in rows)
         by_day = Counter(f"{r.created_at:%Y-%m-%d}" for r in rows)
         charts = [plots.bars(by_thread.most_common()), plots.bars(sorted(by_day.items()))]
-        return page(request, "recall.html", resource=owner, q=query, mode=mode, modes=modes,
-                    rows=rows, charts=charts)  # fmt: skip
+        return page(
+            request,
+            "recall.html",
+            resource=owner,
+            q=query,
+            mode=mode,
+            modes=modes,
+            rows=rows,
+            charts=charts,
+        )
 
     async def context(request: Request) -> Response:
         owner, thread_id = arg(request, "resource"), arg(request, "thread")
         shown = views.thread(memory, owner, thread_id)
         question = request.query_params.get("q", "")
         preview = views.context(memory, owner, thread_id, question)
-        return page(request, "context.html", resource=owner, thread=shown, q=question,
-                    preview=preview)  # fmt: skip
+        return page(
+            request, "context.html", resource=owner, thread=shown, q=question, preview=preview
+        )
 
     routes = [
         Route("/", index),

@@ -69,9 +69,10 @@ def threads(memory: Memory, resource_id: str, *, query: str = "", page: int = 0)
     needle = query.lower()
     if needle:
         found = [
-            t for t in found
+            t
+            for t in found
             if needle in (t.title or "").lower() or needle in json.dumps(t.metadata).lower()
-        ]  # fmt: skip
+        ]
     shown = _paged(found, page)
     stats = memory.storage.thread_stats([t.id for t in shown.items])
     rows = [ThreadRow(t, *stats[t.id]) for t in shown.items]
@@ -104,9 +105,11 @@ def messages(
     """A page of the thread's messages, oldest first, tool results folded into their calls."""
     thread(memory, resource_id, thread_id)
     stored, total = memory.storage.page_messages(
-        thread_id, resource_id=resource_id, limit=MESSAGES_PER_PAGE,
+        thread_id,
+        resource_id=resource_id,
+        limit=MESSAGES_PER_PAGE,
         offset=page * MESSAGES_PER_PAGE,
-    )  # fmt: skip
+    )
     embedded = _with_vectors(memory, resource_id, [s.message.id or "" for s in stored])
     observed = observed_ids(memory, resource_id, thread_id)
     counter = TokenCounter()
@@ -119,13 +122,17 @@ def messages(
             continue
         role = mastra_role(message)
         row = MessageRow(
-            id=message.id or "", role=role, text=message_text(message),
-            created_at=item.created_at, tokens=item.token_count or counter.count(message),
+            id=message.id or "",
+            role=role,
+            text=message_text(message),
+            created_at=item.created_at,
+            tokens=item.token_count or counter.count(message),
             tool_calls=list(getattr(message, "tool_calls", None) or []),
             observed=message.id in observed,
             embedded=(message.id in embedded)
-            if embedded is not None and role in ("user", "assistant") else None,
-        )  # fmt: skip
+            if embedded is not None and role in ("user", "assistant")
+            else None,
+        )
         for call in row.tool_calls:
             by_call[call["id"]] = row
         rows.append(row)
@@ -178,11 +185,19 @@ def recall(memory: Memory, resource_id: str, query: str, mode: str) -> list[Reca
     for rank, hit in enumerate(hits.items, start=1):
         around = [s.message for s in windows if s.thread_id == hit.thread_id]
         near = _neighbours(around, hit.message.id or "")
-        rows.append(RecallRow(
-            rank, hit.message, hit.thread_id, hit.thread_title, hit.created_at, hit.score,
-            sides.get("vector", {}).get(hit.message.id or ""),
-            sides.get("keyword", {}).get(hit.message.id or ""), near,
-        ))  # fmt: skip
+        rows.append(
+            RecallRow(
+                rank,
+                hit.message,
+                hit.thread_id,
+                hit.thread_title,
+                hit.created_at,
+                hit.score,
+                sides.get("vector", {}).get(hit.message.id or ""),
+                sides.get("keyword", {}).get(hit.message.id or ""),
+                near,
+            )
+        )
     return rows
 
 
@@ -239,8 +254,9 @@ def context(memory: Memory, resource_id: str, thread_id: str, question: str) -> 
     window = None if last is False else int(last)
     stored = memory.storage.list_messages(thread_id, resource_id=resource_id, last=window)
     observed = observed_ids(memory, resource_id, thread_id)
-    left_out = [(s.message, _why_not_sent(s.message, observed)) for s in stored
-                if s.message.id not in shown]  # fmt: skip
+    left_out = [
+        (s.message, _why_not_sent(s.message, observed)) for s in stored if s.message.id not in shown
+    ]
     limits = [float(getattr(p, "limit", 0)) for p in memory.processors if hasattr(p, "limit")]
     return ContextPreview(parts, counter.count_all(sent), left_out, min(limits, default=None))
 

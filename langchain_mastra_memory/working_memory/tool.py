@@ -82,9 +82,11 @@ def create_working_memory_tool(
     def ids(run_config: RunnableConfig | None) -> tuple[str, str | None]:
         """``(resource_id, thread_id or None)``: this tool's own ids over the call's config."""
         owner, thread = tool_ids(
-            run_config, thread_id=thread_id, resource_id=resource_id,
+            run_config,
+            thread_id=thread_id,
+            resource_id=resource_id,
             default_resource_id=memory.default_resource_id,
-        )  # fmt: skip
+        )
         if owner is None or (thread is None and config.scope == "thread"):
             msg = (
                 f"the {TOOL_NAME} tool needs the conversation's ids: run it in a graph invoked "

@@ -183,9 +183,14 @@ class MemoryCheckpointer(BaseCheckpointSaver[Any]):
                 self._io, ids[0], head=latest, parent=fork_from, messages_of=self._channel.stored
             )
         plan: MirrorPlan = yield from self.mirror.plan(
-            *ids, messages, fork_from=fork_from, source=metadata.get("source"),
-            step=int(metadata.get("step") or 0), parent_ids=parent_ids, fork_diff=diff,
-        )  # fmt: skip
+            *ids,
+            messages,
+            fork_from=fork_from,
+            source=metadata.get("source"),
+            step=int(metadata.get("step") or 0),
+            parent_ids=parent_ids,
+            fork_diff=diff,
+        )
         return plan
 
     def _parent_ids(self, config: RunnableConfig, messages: Messages | None) -> Steps[Ids | None]:
@@ -303,8 +308,12 @@ class MemoryCheckpointer(BaseCheckpointSaver[Any]):
             state.complete = True
         if self._read_only(config):  # the state is the graph's alone; what it adds now is
             if plan is not None and plan.suffix.ids:  # never a turn, later either
-                yield from call(self.memory.storage.withhold_messages, plan.suffix.ids,
-                           thread_id=thread_id, resource_id=resource_id)  # fmt: skip
+                yield from call(
+                    self.memory.storage.withhold_messages,
+                    plan.suffix.ids,
+                    thread_id=thread_id,
+                    resource_id=resource_id,
+                )
             self.mirror.thread(thread_id).warm = False  # the next walk reads what was withheld
             plan = None
         beside = plan if plan is not None and plan.appends_only else None  # new turns: saved

@@ -147,16 +147,20 @@ class MessageRefs:
         message of the put is serialized once to find its key)."""
         parent_config = {
             "configurable": {
-                "thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent_id
+                "thread_id": thread_id,
+                "checkpoint_ns": ns,
+                "checkpoint_id": parent_id,
             }
-        }  # fmt: skip
+        }
         try:
             found = yield from call(self.io.get_tuple, parent_config)
         except MastraMemoryError:
             return None
-        at = None if found is None else referenced_at(found.checkpoint["channel_values"].get(
-            self.key
-        ))  # fmt: skip
+        at = (
+            None
+            if found is None
+            else referenced_at(found.checkpoint["channel_values"].get(self.key))
+        )
         if at is None:
             return None
         read = yield from call(self.storage.read_checkpoint_list, thread_id, ns, at)
@@ -203,8 +207,9 @@ class MessageRefs:
         base = held.at if keep and held is not None else None
         depth = held.depth + 1 if base is not None and held is not None else 0
         entry = CheckpointList(thread_id, ns, checkpoint_id, base, keep, keys[keep:], depth)
-        yield from call(self.storage.save_checkpoint_list, entry, list(new.values()),
-                   resource_id=resource_id)  # fmt: skip
+        yield from call(
+            self.storage.save_checkpoint_list, entry, list(new.values()), resource_id=resource_id
+        )
         return checkpoint_id, depth, keys
 
     # -- read ------------------------------------------------------------------------------------

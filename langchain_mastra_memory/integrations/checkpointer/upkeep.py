@@ -63,8 +63,9 @@ def put_back(io: Any, items: Sequence[CheckpointTuple], thread_id: str) -> Steps
         if "thread_id" in metadata:
             metadata["thread_id"] = thread_id
         versions = dict(item.checkpoint.get("channel_versions") or {})
-        stored = yield from call(io.put, {"configurable": configurable}, item.checkpoint,
-                            metadata, versions)  # fmt: skip
+        stored = yield from call(
+            io.put, {"configurable": configurable}, item.checkpoint, metadata, versions
+        )
         by_task: dict[str, list[tuple[str, Any]]] = {}
         for task_id, channel, value in item.pending_writes or ():
             by_task.setdefault(task_id, []).append((channel, value))
@@ -107,8 +108,9 @@ def keep_newest(
     for namespace in {_namespace(i) for i in items}:
         mine = sorted(
             (i for i in items if _namespace(i) == namespace),
-            key=lambda i: i.checkpoint["id"], reverse=True,
-        )  # fmt: skip
+            key=lambda i: i.checkpoint["id"],
+            reverse=True,
+        )
         for rank, item in enumerate(mine):
             young = before is not None and from_iso(item.checkpoint["ts"]) >= before
             if rank == 0 or (count is not None and rank < count) or young:
@@ -169,8 +171,12 @@ class ThreadUpkeep:
             items = yield from call(self._io.list_all, _thread(source_thread_id))
             yield from put_back(self._io, items, target_thread_id)
         if source is not None and target is None:
-            yield from call(self.memory.synced.clone, source_thread_id,
-                       new_thread_id=target_thread_id, carry_ids=True)  # fmt: skip
+            yield from call(
+                self.memory.synced.clone,
+                source_thread_id,
+                new_thread_id=target_thread_id,
+                carry_ids=True,
+            )
         if source is not None:  # the copied checkpoints' lists (`checkpointer.refs`); a storage
             with suppress(NotImplementedError):  # without lists referenced none
                 yield from call(storage.copy_checkpoint_lists, source_thread_id, target_thread_id)
@@ -252,8 +258,9 @@ class ThreadUpkeep:
         items = yield from call(self._io.list_all, _thread(thread_id))
         kept = keep_with_ancestors(items, keep_newest(items, before=before, count=keep))
         kept_ids = {i.checkpoint["id"] for i in kept}
-        doomed = [(_namespace(i), i.checkpoint["id"]) for i in items if i.checkpoint["id"]
-                  not in kept_ids]  # fmt: skip
+        doomed = [
+            (_namespace(i), i.checkpoint["id"]) for i in items if i.checkpoint["id"] not in kept_ids
+        ]
         if not doomed:
             return 0
         if deletes_in_place(self.saver):
@@ -263,9 +270,9 @@ class ThreadUpkeep:
         rows = {
             (_namespace(i), at)
             for i in kept
-            if (at := referenced_at((i.checkpoint.get("channel_values") or {}).get(
-                self._refs.key))) is not None
-        }  # fmt: skip
+            if (at := referenced_at((i.checkpoint.get("channel_values") or {}).get(self._refs.key)))
+            is not None
+        }
         with suppress(NotImplementedError):
             yield from call(
                 self.memory.storage.sweep_checkpoint_lists, thread_id, rows, set(doomed)

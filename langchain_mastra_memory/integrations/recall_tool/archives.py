@@ -68,8 +68,11 @@ def listing(storage: Any, keys: list[str], page: int, per_page: int, more: Any) 
         storage.observation_archives, keys, limit=per_page + 1, offset=page * per_page
     )
     if not found:
-        return (f"No archived observations on page {page}." if page
-                else "No observations have been archived.")  # fmt: skip
+        return (
+            f"No archived observations on page {page}."
+            if page
+            else "No observations have been archived."
+        )
     lines = [f"Archived observations, newest first (page {page}):"]
     for archive in found[:per_page]:
         lines.append(f"- archive_id={archive.id!r}, archived {archive.archived_at:%Y-%m-%d}:")
@@ -115,8 +118,10 @@ def reading(
         text,
     ]
     if next_offset is not None:
-        lines.append(f"More of this group: call again with archive_id={archive.id!r}, "
-                     f"group_id={group.id!r}, char_offset={next_offset}.")  # fmt: skip
+        lines.append(
+            f"More of this group: call again with archive_id={archive.id!r}, "
+            f"group_id={group.id!r}, char_offset={next_offset}."
+        )
     lines.append((yield from _source(storage, resource_id, group)))
     others = [repr(g) for g in groups if g != group.id]
     if others:

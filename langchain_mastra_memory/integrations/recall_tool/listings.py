@@ -46,8 +46,10 @@ def read_cursor(cursor: str, mode: str, query: str | None, thread_id: str | None
     except (ValueError, KeyError, TypeError) as exc:
         raise CursorError("that cursor is not one this tool gave") from exc
     if mark != _fingerprint(mode, query, thread_id) or not 0 <= page <= 10_000:
-        raise CursorError("that cursor belongs to another search: repeat the same query and "
-                          "mode with it, or leave it out to start again")  # fmt: skip
+        raise CursorError(
+            "that cursor belongs to another search: repeat the same query and "
+            "mode with it, or leave it out to start again"
+        )
     return page
 
 
@@ -63,12 +65,18 @@ def threads(
     """The caller's conversations, newest first (titles holding `query`'s words, if given):
     title, id, dates; a page at a time."""
     if not query:
-        found = yield from thread_page(storage, resource_id=resource_id, page=page,
-                                       per_page=per_page)  # fmt: skip
+        found = yield from thread_page(
+            storage, resource_id=resource_id, page=page, per_page=per_page
+        )
         items, total, has_more = found.items, found.total, found.has_more
     else:  # a title filter: the caller's threads are read whole (a user's count, not a corpus)
-        everything = yield from call(storage.list_threads, resource_id=resource_id,
-                                order_by="updated_at", descending=True, archived=False)  # fmt: skip
+        everything = yield from call(
+            storage.list_threads,
+            resource_id=resource_id,
+            order_by="updated_at",
+            descending=True,
+            archived=False,
+        )
         words = _words(query)
         matching = [t for t in everything if words & _words(t.title or "")]
         total = len(matching)
@@ -80,8 +88,10 @@ def threads(
     lines = [f"{total} conversations (page {page}):"]
     for n, thread in enumerate(items, start=page * per_page + 1):
         title = f'"{thread.title}"' if thread.title else "untitled"
-        lines.append(f"{n}. {title} (thread {thread.id}) · started {thread.created_at:%Y-%m-%d}"
-                     f" · last {thread.updated_at:%Y-%m-%d %H:%M}")  # fmt: skip
+        lines.append(
+            f"{n}. {title} (thread {thread.id}) · started {thread.created_at:%Y-%m-%d}"
+            f" · last {thread.updated_at:%Y-%m-%d %H:%M}"
+        )
     if has_more:
         lines.append(more("threads", query, None, page))
     return "\n".join(lines)
@@ -93,8 +103,13 @@ def owned_keys(storage: Any, resource_id: str, thread_id: str | None) -> Steps[l
     keys = [scope_key("resource", resource_id=resource_id, thread_id=None)]
     if thread_id is not None:
         return [*keys, scope_key("thread", resource_id=resource_id, thread_id=thread_id)]
-    mine = yield from call(storage.list_threads, resource_id=resource_id, order_by="updated_at",
-                      descending=True, limit=OBSERVATION_THREADS)  # fmt: skip
+    mine = yield from call(
+        storage.list_threads,
+        resource_id=resource_id,
+        order_by="updated_at",
+        descending=True,
+        limit=OBSERVATION_THREADS,
+    )
     return keys + [scope_key("thread", resource_id=resource_id, thread_id=t.id) for t in mine]
 
 
@@ -148,8 +163,10 @@ def observations(
     return "\n".join(lines)
 
 
-STOP = frozenset("a an and are do does for from i in is it me my of on or the to was what when "
-                 "where which who why with you your".split())  # fmt: skip
+STOP = frozenset(
+    "a an and are do does for from i in is it me my of on or the to was what when "
+    "where which who why with you your".split()
+)
 
 
 def _words(text: str) -> set[str]:

@@ -92,17 +92,23 @@ class RecallArguments(BaseModel):
         default=None, max_length=200, description="The cursor a result gave, for more."
     )
     archive_id: str | None = Field(
-        default=None, min_length=1, max_length=100,
+        default=None,
+        min_length=1,
+        max_length=100,
         description="Mode 'observations': read this archive (an id from the catalog or a result).",
-    )  # fmt: skip
+    )
     group_id: str | None = Field(
-        default=None, min_length=1, max_length=100,
+        default=None,
+        min_length=1,
+        max_length=100,
         description="With archive_id: the group to read (default: the archive's first).",
-    )  # fmt: skip
+    )
     char_offset: int = Field(
-        default=0, ge=0, le=10_000_000,
+        default=0,
+        ge=0,
+        le=10_000_000,
         description="With archive_id: where to go on reading a long group (a result gives it).",
-    )  # fmt: skip
+    )
 
     @model_validator(mode="after")
     def _query_for_searches(self) -> RecallArguments:
@@ -134,9 +140,11 @@ def create_recall_tool(
 
     def owner(run_config: RunnableConfig | None) -> str:
         found, _thread = tool_ids(
-            run_config, thread_id=thread_id, resource_id=resource_id,
+            run_config,
+            thread_id=thread_id,
+            resource_id=resource_id,
             default_resource_id=memory.default_resource_id,
-        )  # fmt: skip
+        )
         if found is None:
             raise ConfigurationError(
                 f"the {name} tool needs to know whose memory to search: run it in a graph "
@@ -186,8 +194,11 @@ def _answer(memory: Memory, who: str, args: RecallArguments, per_page: int) -> S
     """The tool's text for one call, in any mode (written once: `twins`)."""
     mode = args.mode or ("observations" if args.archive_id else "hybrid")
     try:
-        page = args.page if args.cursor is None else read_cursor(
-            args.cursor, mode, args.query, args.thread_id)  # fmt: skip
+        page = (
+            args.page
+            if args.cursor is None
+            else read_cursor(args.cursor, mode, args.query, args.thread_id)
+        )
     except CursorError as exc:
         raise ToolException(f"{exc}.") from exc
     try:
@@ -195,21 +206,33 @@ def _answer(memory: Memory, who: str, args: RecallArguments, per_page: int) -> S
             return (yield from listings.threads(memory.storage, who, args.query, page, per_page))
         if mode == "observations":  # (a message search checks the thread's owner itself)
             if args.archive_id is not None:
-                return (yield from archived.reading(memory.storage, who, args.archive_id,
-                                                    args.group_id, args.char_offset))  # fmt: skip
+                return (
+                    yield from archived.reading(
+                        memory.storage, who, args.archive_id, args.group_id, args.char_offset
+                    )
+                )
             if args.thread_id is not None:
                 yield from _own_thread(memory, who, args.thread_id)
             keys = yield from listings.owned_keys(memory.storage, who, args.thread_id)
             if args.query is None:
-                return (yield from archived.listing(
-                    memory.storage, keys, page, per_page,
-                    lambda at: listings.more(mode, None, args.thread_id, at),
-                ))  # fmt: skip
-            return (yield from listings.observations(memory.storage, who, keys, args.query,
-                                                     args.thread_id, page, per_page))  # fmt: skip
+                return (
+                    yield from archived.listing(
+                        memory.storage,
+                        keys,
+                        page,
+                        per_page,
+                        lambda at: listings.more(mode, None, args.thread_id, at),
+                    )
+                )
+            return (
+                yield from listings.observations(
+                    memory.storage, who, keys, args.query, args.thread_id, page, per_page
+                )
+            )
         query = args.query or ""  # (never None here: the arguments' validator requires one)
-        found = yield from call(memory.search_messages, query, resource_id=who,
-                           **_search(args, mode, page, per_page))  # fmt: skip
+        found = yield from call(
+            memory.search_messages, query, resource_id=who, **_search(args, mode, page, per_page)
+        )
     except MastraMemoryError as exc:
         raise ToolException(_explain(exc, args)) from exc
     return _render(found, args, mode)
@@ -224,9 +247,13 @@ def _own_thread(memory: Memory, who: str, thread_id: str) -> Steps[None]:
 
 def _search(args: RecallArguments, mode: str, page: int, per_page: int) -> dict[str, Any]:
     return {
-        "thread_id": args.thread_id, "since": args.since, "until": args.until,
-        "mode": mode, "page": page, "per_page": per_page,
-    }  # fmt: skip
+        "thread_id": args.thread_id,
+        "since": args.since,
+        "until": args.until,
+        "mode": mode,
+        "page": page,
+        "per_page": per_page,
+    }
 
 
 def _arguments(kwargs: dict[str, Any]) -> RecallArguments:

@@ -76,26 +76,39 @@ def bert_onnx(weights: dict[str, np.ndarray], shape: BertShape) -> bytes:
     def skip_layer_norm(x: str, residual: str, dense: str, norm: str) -> str:
         projected = g.op("MatMul", x, g.weight(f"{dense}.weight"))
         return g.op(
-            "SkipLayerNormalization", projected, residual,
-            g.weight(f"{norm}.weight"), g.weight(f"{norm}.bias"), g.weight(f"{dense}.bias"),
-            domain=MICROSOFT, epsilon=shape.eps,
-        )  # fmt: skip
+            "SkipLayerNormalization",
+            projected,
+            residual,
+            g.weight(f"{norm}.weight"),
+            g.weight(f"{norm}.bias"),
+            g.weight(f"{dense}.bias"),
+            domain=MICROSOFT,
+            epsilon=shape.eps,
+        )
 
     words = g.op("Gather", g.weight("embeddings.word_embeddings.weight"), "input_ids")
     places = g.op("Gather", g.weight("embeddings.position_embeddings.weight"), "positions")
     kind = g.weight("token_type", weights["embeddings.token_type_embeddings.weight"][0])
     x = g.op(
-        "LayerNormalization", g.op("Add", g.op("Add", words, places), kind),
-        g.weight("embeddings.LayerNorm.weight"), g.weight("embeddings.LayerNorm.bias"),
-        axis=-1, epsilon=shape.eps,
-    )  # fmt: skip
+        "LayerNormalization",
+        g.op("Add", g.op("Add", words, places), kind),
+        g.weight("embeddings.LayerNorm.weight"),
+        g.weight("embeddings.LayerNorm.bias"),
+        axis=-1,
+        epsilon=shape.eps,
+    )
     for i in range(shape.layers):
         p = f"encoder.layer.{i}."
         qkv = p + "attention.self.qkv"
         context = g.op(
-            "Attention", x, g.weight(f"{qkv}.weight"), g.weight(f"{qkv}.bias"), "mask",
-            domain=MICROSOFT, num_heads=shape.heads,
-        )  # fmt: skip
+            "Attention",
+            x,
+            g.weight(f"{qkv}.weight"),
+            g.weight(f"{qkv}.bias"),
+            "mask",
+            domain=MICROSOFT,
+            num_heads=shape.heads,
+        )
         x = skip_layer_norm(
             context, x, p + "attention.output.dense", p + "attention.output.LayerNorm"
         )

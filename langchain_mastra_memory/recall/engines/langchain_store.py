@@ -251,10 +251,13 @@ class LangChainVectorStore(AsyncTwins):
         add_embeddings = getattr(self.store, "add_embeddings", None)
         if callable(add_embeddings):  # the vectors as they are
             self._call(
-                "add", add_embeddings, texts=[d.page_content for d in docs],
+                "add",
+                add_embeddings,
+                texts=[d.page_content for d in docs],
                 embeddings=[[float(x) for x in r.vector] for r in records],
-                metadatas=[d.metadata for d in docs], ids=ids,
-            )  # fmt: skip
+                metadatas=[d.metadata for d in docs],
+                ids=ids,
+            )
         else:  # the store embeds the pieces itself, with the same embeddings object
             self._call("add", self.store.add_documents, docs, ids=ids)
 

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import ConfigurationError, VectorStoreError
 from ...storage.records import TimeWindow
 from ..vector import AsyncTwins, VectorHit, VectorRecord, only_threads
-from .base import BATCH, dimension_mismatch
+from .base import batches, dimension_mismatch
 
 if TYPE_CHECKING:
     from ...storage.mastra.sync import MastraStorage
@@ -264,7 +264,7 @@ class MastraVectorStore(AsyncTwins):
         """The Mastra row that holds each of these messages."""
         found: dict[str, str] = {}
         mark = self.storage.dialect.placeholder
-        for chunk in _chunks(message_ids):
+        for chunk in batches(message_ids):
             marks = ", ".join([mark] * len(chunk))
             with self.storage._transaction(write=False) as conn:
                 rows = conn.execute(
@@ -341,8 +341,9 @@ class MastraVectorStore(AsyncTwins):
             raise dimension_mismatch(name, found[1], len(vector))
         literal = json.dumps([float(x) for x in vector])
         if self.sqlite and self._searchable(name):
-            sql, args = self._search(name, literal, found[0], top_k, resource_id, threads, window,
-                                     indexed=True)  # fmt: skip
+            sql, args = self._search(
+                name, literal, found[0], top_k, resource_id, threads, window, indexed=True
+            )
             rows = self._sql([(sql, args)], write=False)
             if len(rows) >= top_k:
                 return [VectorHit(str(row[0]), resource_id, float(row[1])) for row in rows]
@@ -355,10 +356,14 @@ class MastraVectorStore(AsyncTwins):
         table; an index made before libsql had one may lack it)."""
         if name not in self._searchable_names:
             rows = self._sql(
-                [("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?",
-                  [f"{name}_vector_idx"])],
+                [
+                    (
+                        "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?",
+                        [f"{name}_vector_idx"],
+                    )
+                ],
                 write=False,
-            )  # fmt: skip
+            )
             if not rows:
                 return False
             self._searchable_names.add(name)
@@ -424,17 +429,21 @@ class MastraVectorStore(AsyncTwins):
             owner, owner_args = "", []
             if resource_id is not None:
                 owner, owner_args = f" AND {self._meta('resource_id')} = {mark}", [resource_id]
-            for chunk in _chunks(ids):
+            for chunk in batches(ids):
                 marks = ", ".join([mark] * len(chunk))
                 statements.append(
-                    (f"DELETE FROM {table} WHERE {self._ours()} IN ({marks}){owner}",
-                     [*chunk, *owner_args])
-                )  # fmt: skip
+                    (
+                        f"DELETE FROM {table} WHERE {self._ours()} IN ({marks}){owner}",
+                        [*chunk, *owner_args],
+                    )
+                )
             if thread_id is not None:
                 statements.append(
-                    (f"DELETE FROM {table} WHERE {self._meta('thread_id')} = {mark}{owner}",
-                     [thread_id, *owner_args])
-                )  # fmt: skip
+                    (
+                        f"DELETE FROM {table} WHERE {self._meta('thread_id')} = {mark}{owner}",
+                        [thread_id, *owner_args],
+                    )
+                )
             if statements:
                 self._sql(statements, write=True)
 
@@ -444,7 +453,7 @@ class MastraVectorStore(AsyncTwins):
         found: set[str] = set()
         mark = self._mark()
         for name in self._indexes():
-            for chunk in _chunks(sorted(set(message_ids) | set(rows.values()))):
+            for chunk in batches(sorted(set(message_ids) | set(rows.values()))):
                 marks = ", ".join([mark] * len(chunk))
                 sql = (
                     f"SELECT DISTINCT {self._meta('message_id')}, {self._meta(OUR_ID)} FROM "
@@ -477,8 +486,3 @@ class MastraVectorStore(AsyncTwins):
         """End the libsql worker (a LibSQL file's); the next call starts another."""
         if self._worker is not None:
             self._worker.close()
-
-
-def _chunks(ids: Sequence[str]) -> list[list[str]]:
-    unique = list(dict.fromkeys(ids))
-    return [unique[i : i + BATCH] for i in range(0, len(unique), BATCH)]

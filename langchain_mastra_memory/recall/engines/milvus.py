@@ -82,8 +82,9 @@ class MilvusVectorStore(EngineStore):
             from pymilvus import MilvusClient
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise extra_missing("MilvusVectorStore", "milvus") from exc
-        one_place("Milvus", "a Milvus Lite file", "uri= (a server or cluster)",
-                  location, uri, client)  # fmt: skip
+        one_place(
+            "Milvus", "a Milvus Lite file", "uri= (a server or cluster)", location, uri, client
+        )
         connect = None
         if client is None and uri is not None:  # a server: connected on first use
             connect = functools.partial(MilvusClient, uri=uri, token=token or "")
@@ -123,8 +124,14 @@ class MilvusVectorStore(EngineStore):
         scalar = self._scalar_index()
         for field in ("message_id", "thread_id"):
             index.add_index(field_name=field, index_type=scalar)
-        self._call("create", self.client.create_collection, name, schema=schema,
-                   index_params=index, consistency_level=CONSISTENCY)  # fmt: skip
+        self._call(
+            "create",
+            self.client.create_collection,
+            name,
+            schema=schema,
+            index_params=index,
+            consistency_level=CONSISTENCY,
+        )
 
     def _scalar_index(self) -> str:
         """The string index the server has: INVERTED from Milvus 2.4, Trie on 2.3 (which
@@ -173,9 +180,14 @@ class MilvusVectorStore(EngineStore):
         self._call("delete", self.client.delete, name, filter=where)
 
     def _rows(self, name: str, where: Any) -> list[tuple[str, Sequence[float]]]:
-        found = self._call("query", self.client.query, name, filter=where,
-                           consistency_level=CONSISTENCY,
-                           output_fields=["pk", "vector"])  # fmt: skip
+        found = self._call(
+            "query",
+            self.client.query,
+            name,
+            filter=where,
+            consistency_level=CONSISTENCY,
+            output_fields=["pk", "vector"],
+        )
         return [(row["pk"], row["vector"]) for row in found]
 
     # -- the vector-store interface --------------------------------------------------------------
@@ -219,11 +231,15 @@ class MilvusVectorStore(EngineStore):
             return []
         name, threads = target
         found = self._call(
-            "search", self.client.search, name, data=[[float(x) for x in vector]],
+            "search",
+            self.client.search,
+            name,
+            data=[[float(x) for x in vector]],
             consistency_level=CONSISTENCY,
-            limit=top_k, filter=self._filter(resource_id, threads, window=window),
+            limit=top_k,
+            filter=self._filter(resource_id, threads, window=window),
             output_fields=["message_id"],
-        )  # fmt: skip
+        )
         return [
             VectorHit(hit["entity"]["message_id"], resource_id, float(hit["distance"]))
             for hit in found[0]
@@ -234,8 +250,9 @@ class MilvusVectorStore(EngineStore):
         name = self._existing(index_name)
         if name is None or not message_ids:
             return set()
-        rows = self._call("get", self.client.get, name, ids=list(message_ids),
-                          output_fields=["resource_id"])  # fmt: skip
+        rows = self._call(
+            "get", self.client.get, name, ids=list(message_ids), output_fields=["resource_id"]
+        )
         return {row["pk"] for row in rows if row["resource_id"] == resource_id}
 
     def count(self, index_name: str, dimension: int, resource_id: str | None = None) -> int:
@@ -243,7 +260,12 @@ class MilvusVectorStore(EngineStore):
         name = self._collection(index_name, dimension, create=False)
         if name is None:
             return 0
-        found = self._call("count", self.client.query, name, filter=self._filter(resource_id),
-                           consistency_level=CONSISTENCY,
-                           output_fields=["count(*)"])  # fmt: skip
+        found = self._call(
+            "count",
+            self.client.query,
+            name,
+            filter=self._filter(resource_id),
+            consistency_level=CONSISTENCY,
+            output_fields=["count(*)"],
+        )
         return int(found[0]["count(*)"])

@@ -293,11 +293,16 @@ class PgVectorStore(AsyncTwinsWithVectors):
         table = self._table(index_name, len(records[0].vector))
         rows = sorted(
             (
-                r.vector_id, r.message_id, r.thread_id, r.resource_id, r.role,
-                float(r.created_at), vector_literal(r.vector),
+                r.vector_id,
+                r.message_id,
+                r.thread_id,
+                r.resource_id,
+                r.role,
+                float(r.created_at),
+                vector_literal(r.vector),
             )
             for r in records
-        )  # fmt: skip
+        )
         kind = self._type(len(records[0].vector))
 
         def statement(count: int) -> str:

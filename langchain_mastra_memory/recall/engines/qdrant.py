@@ -65,8 +65,14 @@ class QdrantVectorStore(EngineStore):
             from qdrant_client import QdrantClient
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise extra_missing("QdrantVectorStore", "qdrant") from exc
-        one_place("Qdrant", "a location (':memory:' or a folder: local mode)",
-                  "url= (a server or cluster)", location, url, client)  # fmt: skip
+        one_place(
+            "Qdrant",
+            "a location (':memory:' or a folder: local mode)",
+            "url= (a server or cluster)",
+            location,
+            url,
+            client,
+        )
         if client is None and url is not None:
             client = QdrantClient(url=url, api_key=api_key, timeout=int(timeout))
         elif client is None and str(location) == ":memory:":
@@ -142,9 +148,15 @@ class QdrantVectorStore(EngineStore):
         offset = None
         while True:
             points, offset = self._call(
-                "scroll", self.client.scroll, name, scroll_filter=where, limit=1000,
-                offset=offset, with_payload=["vid"], with_vectors=True,
-            )  # fmt: skip
+                "scroll",
+                self.client.scroll,
+                name,
+                scroll_filter=where,
+                limit=1000,
+                offset=offset,
+                with_payload=["vid"],
+                with_vectors=True,
+            )
             rows += [(p.payload["vid"], p.vector) for p in points]
             if offset is None:
                 return rows
@@ -186,10 +198,14 @@ class QdrantVectorStore(EngineStore):
             return []
         name, threads = target
         found = self._call(
-            "query", self.client.query_points, name, query=[float(x) for x in vector],
-            query_filter=self._filter(resource_id, threads, window=window), limit=top_k,
+            "query",
+            self.client.query_points,
+            name,
+            query=[float(x) for x in vector],
+            query_filter=self._filter(resource_id, threads, window=window),
+            limit=top_k,
             with_payload=["message_id"],
-        )  # fmt: skip
+        )
         return [
             VectorHit(p.payload["message_id"], resource_id, float(p.score)) for p in found.points
         ]
@@ -208,6 +224,7 @@ class QdrantVectorStore(EngineStore):
         name = self._collection(index_name, dimension, create=False)
         if name is None:
             return 0
-        found = self._call("count", self.client.count, name,
-                           count_filter=self._filter(resource_id), exact=True)  # fmt: skip
+        found = self._call(
+            "count", self.client.count, name, count_filter=self._filter(resource_id), exact=True
+        )
         return int(found.count)

@@ -117,10 +117,15 @@ class QdrantEdgeVectorStore(EngineStore):
         # filtered by resource), one per resource big enough to need it (payload_m), none
         # per thread or time range (enable_hnsw off: those filters are scanned or walked
         # inside the resource's graph); a resource under the threshold is scanned, exactly
-        graph = edge.HnswIndexConfig(m=0, payload_m=HNSW_M, ef_construct=HNSW_EF_CONSTRUCT,
-                                     full_scan_threshold=FULL_SCAN_KB)  # fmt: skip
-        shard = self._call("create", edge.EdgeShard.create, str(self._at(name)),
-                           edge.EdgeConfig(vectors=vectors, hnsw_config=graph))  # fmt: skip
+        graph = edge.HnswIndexConfig(
+            m=0, payload_m=HNSW_M, ef_construct=HNSW_EF_CONSTRUCT, full_scan_threshold=FULL_SCAN_KB
+        )
+        shard = self._call(
+            "create",
+            edge.EdgeShard.create,
+            str(self._at(name)),
+            edge.EdgeConfig(vectors=vectors, hnsw_config=graph),
+        )
         index = edge.UpdateOperation.create_field_index
         tenant = edge.KeywordIndexParams(is_tenant=True)
         self._call("index", shard.update, index("resource_id", tenant))
@@ -166,8 +171,9 @@ class QdrantEdgeVectorStore(EngineStore):
     def _rows(self, name: str, where: Any) -> list[tuple[str, Sequence[float]]]:
         shard, rows, offset = self._shard(name), [], None
         while True:
-            request = self._edge.ScrollRequest(filter=where, limit=1000, offset=offset,
-                                               with_payload=True, with_vector=True)  # fmt: skip
+            request = self._edge.ScrollRequest(
+                filter=where, limit=1000, offset=offset, with_payload=True, with_vector=True
+            )
             points, offset = self._call("scroll", shard.scroll, request)
             rows += [(p.payload["vid"], p.vector) for p in points]
             if offset is None:
@@ -225,10 +231,12 @@ class QdrantEdgeVectorStore(EngineStore):
         name, threads = target
         edge = self._edge
         request = edge.QueryRequest(
-            limit=top_k, query=edge.Query.Nearest([float(x) for x in vector]),
-            filter=self._filter(resource_id, threads, window=window), with_payload=True,
+            limit=top_k,
+            query=edge.Query.Nearest([float(x) for x in vector]),
+            filter=self._filter(resource_id, threads, window=window),
+            with_payload=True,
             params=edge.SearchParams(hnsw_ef=max(self.hnsw_ef, top_k)),
-        )  # fmt: skip
+        )
         found = self._call("query", self._shard(name).query, request)
         return [VectorHit(p.payload["message_id"], resource_id, float(p.score)) for p in found]
 
@@ -238,8 +246,9 @@ class QdrantEdgeVectorStore(EngineStore):
         if name is None or not message_ids:
             return set()
         ids = [piece_uuid(m) for m in message_ids]
-        points = self._call("retrieve", self._shard(name).retrieve, ids, with_payload=True,
-                            with_vector=False)  # fmt: skip
+        points = self._call(
+            "retrieve", self._shard(name).retrieve, ids, with_payload=True, with_vector=False
+        )
         return first_pieces_of(points, resource_id)
 
     def count(self, index_name: str, dimension: int, resource_id: str | None = None) -> int:

@@ -146,8 +146,13 @@ class ExactPartitions:
             changes = self._changes.get(key, 0)
             n = matrix.n
             rough = None if matrix.int8 is None else matrix.int8[:n]
-            rows = (matrix.vectors[:n], matrix.ids[:n], matrix.message_ids[:n],
-                    matrix.thread_ids[:n], rough)  # fmt: skip
+            rows = (
+                matrix.vectors[:n],
+                matrix.ids[:n],
+                matrix.message_ids[:n],
+                matrix.thread_ids[:n],
+                rough,
+            )
         written = self.snapshots.write(key, *rows)
         if written is None:
             return
@@ -215,8 +220,10 @@ class ExactPartitions:
             rows: list[int] = []
             spans: dict[str, tuple[int, int]] = {}
             for message_id in dict.fromkeys(message_ids):
-                found = [matrix.row.get(message_id if n == 0 else f"{message_id}#{n}")
-                         for n in range(most)]  # fmt: skip
+                found = [
+                    matrix.row.get(message_id if n == 0 else f"{message_id}#{n}")
+                    for n in range(most)
+                ]
                 count = found.index(None) if None in found else most
                 if count and all(row is None for row in found[count:]):
                     spans[message_id] = (len(rows), len(rows) + count)
@@ -289,8 +296,9 @@ class ExactPartitions:
         with self._lock:
             if key in self._loaded or key in self._loading:
                 return  # (already held, or being read: its writes are the truth)
-            matrix = Matrix.of(np.zeros((0, dimension), dtype=np.float32),
-                               Loaded([], [], [], []), int8=INT8)  # fmt: skip
+            matrix = Matrix.of(
+                np.zeros((0, dimension), dtype=np.float32), Loaded([], [], [], []), int8=INT8
+            )
             self._fit(matrix, 0)
             self._loaded[key] = matrix
 
@@ -406,10 +414,12 @@ class ExactPartitions:
             # normalised and indexed before taking the lock, which every search of every
             # partition takes (300k pieces: ~0.12 s of work)
             vectors = (
-                np.zeros((0, 1), np.float32) if not loaded.ids
-                else np.asarray(loaded.vectors) if loaded.is_unit
+                np.zeros((0, 1), np.float32)
+                if not loaded.ids
+                else np.asarray(loaded.vectors)
+                if loaded.is_unit
                 else unit(loaded.vectors, own=True)
-            )  # fmt: skip
+            )
             matrix = Matrix.of(vectors, loaded, int8=INT8)
             if not self._fit(matrix, matrix.n):
                 matrix = None

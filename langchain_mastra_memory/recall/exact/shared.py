@@ -32,8 +32,13 @@ def shared_partitions(
     writes); a store with no folder (in memory) has its own."""
     if folder is None:
         return ExactPartitions(load, limit=limit, minimum=min(minimum, limit))
-    make = partial(ExactPartitions, load, limit=limit, minimum=min(minimum, limit),
-                   snapshots=Snapshots(Path(folder) / FOLDER))  # fmt: skip
+    make = partial(
+        ExactPartitions,
+        load,
+        limit=limit,
+        minimum=min(minimum, limit),
+        snapshots=Snapshots(Path(folder) / FOLDER),
+    )
     key = str(Path(folder).resolve())
     with _SHARED_LOCK:
         shared = _SHARED.get(key)

@@ -131,9 +131,13 @@ class Snapshots:
         path = self._path(key)
         partial = path.with_name(f".{key}.{os.getpid()}.partial.npz")
         meta = json.dumps(
-            {"format": FORMAT, "ids": list(ids), "messages": list(message_ids),
-             "threads": list(thread_ids)}
-        ).encode()  # fmt: skip
+            {
+                "format": FORMAT,
+                "ids": list(ids),
+                "messages": list(message_ids),
+                "threads": list(thread_ids),
+            }
+        ).encode()
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             with open(partial, "wb") as out:

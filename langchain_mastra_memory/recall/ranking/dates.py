@@ -29,9 +29,19 @@ from .fusion import RecallHit
 CreatedAt = dict[str, datetime]  # message id -> when it was created
 DAY_SPAN = 15  # a named day matches messages this many days either side
 MONTHS = (
-    "january", "february", "march", "april", "may", "june", "july", "august", "september",
-    "october", "november", "december",
-)  # fmt: skip
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
 _MONTH_DATE = re.compile(
     r"(?:\b(?P<lead>in|on|of|during|since|by|until|before|after|early|mid|late|last|this)\s+)?"
     r"(?:\b(?P<day_before>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?)?"

@@ -108,9 +108,12 @@ class CheckpointListRecords(ABC):  # noqa: B024 - every method has a default
     ) -> tuple[Thread | None, tuple[list[str], int, dict[str, CheckpointValue]] | None]:
         """Async `read_thread_and_checkpoint_list`."""
         return await off_loop(
-            self.read_thread_and_checkpoint_list, thread_id, checkpoint_ns, checkpoint_id,
+            self.read_thread_and_checkpoint_list,
+            thread_id,
+            checkpoint_ns,
+            checkpoint_id,
             known=known,
-        )  # fmt: skip
+        )
 
     async def acopy_checkpoint_lists(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async `copy_checkpoint_lists`."""

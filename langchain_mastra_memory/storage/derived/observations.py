@@ -126,8 +126,9 @@ class ObservationRecords(ABC):  # noqa: B024 - every method has a default
         self, key: str, *, owner: str, resource_id: str, retires: Sequence[str]
     ) -> ObservationArchive | None:
         """Async `commit_archive`."""
-        return await off_loop(self.commit_archive, key, owner=owner, resource_id=resource_id,
-                              retires=retires)  # fmt: skip
+        return await off_loop(
+            self.commit_archive, key, owner=owner, resource_id=resource_id, retires=retires
+        )
 
     async def aobservation_archives(
         self, keys: Sequence[str], *, limit: int, offset: int = 0
@@ -155,35 +156,45 @@ class ObservationRecords(ABC):  # noqa: B024 - every method has a default
         self, key: str, values: Mapping[str, Any], *, resource_id: str, source: str
     ) -> None:
         """Async `save_extracted_values`."""
-        await off_loop(self.save_extracted_values, key, values, resource_id=resource_id,
-                       source=source)  # fmt: skip
+        await off_loop(
+            self.save_extracted_values, key, values, resource_id=resource_id, source=source
+        )
 
     async def aunobserved_messages(
         self, key: str, *, resource_id: str, thread_id: str | None, buffered: bool = False
     ) -> list[StoredMessage]:
         """Async `unobserved_messages`."""
         return await off_loop(
-            self.unobserved_messages, key, resource_id=resource_id, thread_id=thread_id,
+            self.unobserved_messages,
+            key,
+            resource_id=resource_id,
+            thread_id=thread_id,
             buffered=buffered,
-        )  # fmt: skip
+        )
 
     async def aunobserved_tokens(
         self, key: str, *, resource_id: str, thread_id: str | None, buffered: bool = False
     ) -> float:
         """Async `unobserved_tokens`."""
         return await off_loop(
-            self.unobserved_tokens, key, resource_id=resource_id, thread_id=thread_id,
+            self.unobserved_tokens,
+            key,
+            resource_id=resource_id,
+            thread_id=thread_id,
             buffered=buffered,
-        )  # fmt: skip
+        )
 
     async def aactivate_observations(
         self, key: str, *, resource_id: str, thread_id: str | None, retain_tokens: float
     ) -> list[ObservationGroup]:
         """Async `activate_observations`."""
         return await off_loop(
-            self.activate_observations, key, resource_id=resource_id, thread_id=thread_id,
+            self.activate_observations,
+            key,
+            resource_id=resource_id,
+            thread_id=thread_id,
             retain_tokens=retain_tokens,
-        )  # fmt: skip
+        )
 
     async def aclaim_observation(self, key: str, *, owner: str, seconds: float) -> bool:
         """Async `claim_observation`."""
@@ -207,10 +218,16 @@ class ObservationRecords(ABC):  # noqa: B024 - every method has a default
     ) -> ObservationGroup | None:
         """Async `commit_observation`."""
         return await off_loop(
-            self.commit_observation, key, owner=owner, resource_id=resource_id, text=text,
-            current_task=current_task, message_ids=message_ids, token_count=token_count,
+            self.commit_observation,
+            key,
+            owner=owner,
+            resource_id=resource_id,
+            text=text,
+            current_task=current_task,
+            message_ids=message_ids,
+            token_count=token_count,
             buffered=buffered,
-        )  # fmt: skip
+        )
 
     async def acommit_reflection(
         self,
@@ -225,6 +242,12 @@ class ObservationRecords(ABC):  # noqa: B024 - every method has a default
     ) -> ObservationGroup | None:
         """Async `commit_reflection`."""
         return await off_loop(
-            self.commit_reflection, key, owner=owner, resource_id=resource_id, text=text,
-            current_task=current_task, replaces=replaces, token_count=token_count,
-        )  # fmt: skip
+            self.commit_reflection,
+            key,
+            owner=owner,
+            resource_id=resource_id,
+            text=text,
+            current_task=current_task,
+            replaces=replaces,
+            token_count=token_count,
+        )

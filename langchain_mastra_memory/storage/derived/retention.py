@@ -45,9 +45,11 @@ class RetentionRecords(ABC):  # noqa: B024 - every method has a default
     ) -> int:
         """Async `drop_observation_sources`."""
         return await off_loop(
-            self.drop_observation_sources, message_ids, thread_id=thread_id,
+            self.drop_observation_sources,
+            message_ids,
+            thread_id=thread_id,
             resource_id=resource_id,
-        )  # fmt: skip
+        )
 
     async def aaged_messages(self, before: datetime, limit: int) -> list[tuple[str, str, str]]:
         """Async `aged_messages`."""

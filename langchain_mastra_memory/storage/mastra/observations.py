@@ -65,8 +65,14 @@ class ObservationsSync:
         def _unseen(self, conn: Any, kind: str, key: str) -> None: ...
         def _seen_of(self, conn: Any, kind: str, keys: Sequence[str]) -> dict[str, str]: ...
         def _groups(self, conn: Any, key: str, *, active: bool) -> list[ObservationGroup]: ...
-        def _insert_group(self, conn: Any, group: ObservationGroup, last_seq: int | None = None,
-                          *, joined: Any = None) -> None: ...  # fmt: skip
+        def _insert_group(
+            self,
+            conn: Any,
+            group: ObservationGroup,
+            last_seq: int | None = None,
+            *,
+            joined: Any = None,
+        ) -> None: ...
 
     def _current_record(self, conn: Any, key: str) -> dict[str, Any] | None:
         """Mastra's current record of a scope (its newest generation), None when it has none."""
@@ -150,16 +156,20 @@ class ObservationsSync:
         if text != ours:
             appended = bool(log) and text.startswith(ours) and not reflected
             group = ObservationGroup(
-                id=str(uuid.uuid4()), scope_key=key, resource_id=owner,
+                id=str(uuid.uuid4()),
+                scope_key=key,
+                resource_id=owner,
                 kind="observation" if appended or not log else "reflection",
-                text=text[len(ours):].lstrip("\n") if appended else text, current_task=None,
+                text=text[len(ours) :].lstrip("\n") if appended else text,
+                current_task=None,
                 message_ids=tuple(m for m, _ in covered),
                 replaces=() if appended or not log else tuple(g.id for g in log),
-                token_count=float(record["observationTokenCount"] or 0) - (
-                    sum(g.token_count for g in log) if appended else 0.0),
+                token_count=float(record["observationTokenCount"] or 0)
+                - (sum(g.token_count for g in log) if appended else 0.0),
                 created_at=now_utc() if appended or not log else log[0].created_at,
-                replaced_by=None, message_tokens=sum(t for _, t in covered),
-            )  # fmt: skip
+                replaced_by=None,
+                message_tokens=sum(t for _, t in covered),
+            )
             group = replace(group, token_count=max(group.token_count, 0.0))
             self._insert_group(conn, group, reached or None, joined=now_utc())
             for condition, params in self.dialect.ids_in("id", list(group.replaces)):
@@ -237,9 +247,15 @@ class ObservationsSync:
                 f'"observationTokenCount" = ?, "totalTokensObserved" = ?, '
                 f'"observedMessageIds" = ?{self.dialect.json_cast}, "pendingMessageTokens" = 0, '
                 f"{sets} WHERE id = ?",
-                (text, tokens, max(int(record["totalTokensObserved"] or 0), tokens),
-                 _compact(rows), *values, record["id"]),
-            )  # fmt: skip
+                (
+                    text,
+                    tokens,
+                    max(int(record["totalTokensObserved"] or 0), tokens),
+                    _compact(rows),
+                    *values,
+                    record["id"],
+                ),
+            )
             written = {**record, "activeObservations": text}
             self._om_note(conn, key, record["id"], _om_digest(written), log)
             return
@@ -255,14 +271,17 @@ class ObservationsSync:
             "config": record["config"] if record is not None else "{}",
             "generationCount": 0 if record is None else int(record["generationCount"]) + 1,
             "pendingMessageTokens": 0,
-            "totalTokensObserved": tokens if record is None else max(
-                int(record["totalTokensObserved"] or 0), tokens),
+            "totalTokensObserved": tokens
+            if record is None
+            else max(int(record["totalTokensObserved"] or 0), tokens),
             "observationTokenCount": tokens,
-            "isObserving": False, "isReflecting": False,
-            "isBufferingObservation": False, "isBufferingReflection": False,
+            "isObserving": False,
+            "isReflecting": False,
+            "isBufferingObservation": False,
+            "isBufferingReflection": False,
             "lastBufferedAtTokens": 0,
             "observedMessageIds": _compact(rows),
-        }  # fmt: skip
+        }
         if isinstance(made["config"], dict):  # (PostgreSQL may hand the JSON back parsed)
             made["config"] = json.dumps(made["config"])
         times["createdAt"] = stamp

@@ -147,9 +147,13 @@ class MastraPostgresStorage(MastraStorage, PostgresStorage):
     mirrored_times = True
 
     def __init__(
-        self, conninfo: str, *, schema_name: str = "public", schema: str | None = None,
+        self,
+        conninfo: str,
+        *,
+        schema_name: str = "public",
+        schema: str | None = None,
         **options: Any,
-    ) -> None:  # fmt: skip
+    ) -> None:
         from ...errors import ConfigurationError
         from ..postgres.backend import _SCHEMA_NAME
 

@@ -63,9 +63,13 @@ class ReplicaReads:
 
         self.begin = begin  # behind a pooler: each read one transaction that sets its session
         self.pool = ConnectionPool(
-            dsn, min_size=1, max_size=max_connections, open=False,
-            kwargs={**options, "autocommit": True}, timeout=REPLICA_WAIT,
-        )  # fmt: skip
+            dsn,
+            min_size=1,
+            max_size=max_connections,
+            open=False,
+            kwargs={**options, "autocommit": True},
+            timeout=REPLICA_WAIT,
+        )
         self.pool.open(wait=False)  # (a replica that is down only sends reads to the primary)
         self._pending: int | None = None  # the newest write not known to be replayed there
         self._lock = threading.Lock()

@@ -284,10 +284,16 @@ class SQLStorage(
             conn,
             UPDATE_MESSAGE,
             (
-                row.role, row.type, row.content, row.text, call_ids_column(row),
-                row.token_count, False, row.id,
+                row.role,
+                row.type,
+                row.content,
+                row.text,
+                call_ids_column(row),
+                row.token_count,
+                False,
+                row.id,
             ),
-        )  # fmt: skip
+        )
 
     def _known_calls(self, conn: Connection, thread_id: str) -> list[str]:
         rows = self._run(

@@ -97,11 +97,17 @@ class CheckpointListTable(SQLRoom):
                 "base_id = excluded.base_id, keep = excluded.keep, tail = excluded.tail, "
                 "depth = excluded.depth RETURNING 1",
                 (
-                    entry.thread_id, entry.checkpoint_ns, entry.checkpoint_id, entry.base_id,
-                    entry.keep, KEY_SEP.join(entry.tail), entry.depth, entry.thread_id,
+                    entry.thread_id,
+                    entry.checkpoint_ns,
+                    entry.checkpoint_id,
+                    entry.base_id,
+                    entry.keep,
+                    KEY_SEP.join(entry.tail),
+                    entry.depth,
+                    entry.thread_id,
                     *(() if resource_id is None else (resource_id,)),
                 ),
-            ).fetchone()  # fmt: skip
+            ).fetchone()
             if written is None:  # not that owner's thread (or no such thread): why, and stop
                 owner = self._run(
                     conn, "SELECT resource_id FROM memory_threads WHERE id = ?", (entry.thread_id,)
@@ -158,9 +164,18 @@ class CheckpointListTable(SQLRoom):
             row = self._run(
                 conn,
                 ONE_STATEMENT_READ,
-                (thread_id, checkpoint_ns, checkpoint_id, thread_id, checkpoint_ns,
-                 SNAPSHOT_EVERY * 4, thread_id, list(known), thread_id),
-            ).fetchone()  # fmt: skip
+                (
+                    thread_id,
+                    checkpoint_ns,
+                    checkpoint_id,
+                    thread_id,
+                    checkpoint_ns,
+                    SNAPSHOT_EVERY * 4,
+                    thread_id,
+                    list(known),
+                    thread_id,
+                ),
+            ).fetchone()
         width = len(THREAD_COLUMNS.split(","))
         thread = thread_from_row(row[:width]) if row[0] is not None else None
         bases, keeps, tails, depths, keys, message_ids, kinds, data = row[width:]
@@ -185,9 +200,8 @@ class CheckpointListTable(SQLRoom):
         rows = self._run(
             conn,
             CHAIN,
-            (thread_id, checkpoint_ns, checkpoint_id, thread_id, checkpoint_ns,
-             SNAPSHOT_EVERY * 4),
-        ).fetchall()  # fmt: skip
+            (thread_id, checkpoint_ns, checkpoint_id, thread_id, checkpoint_ns, SNAPSHOT_EVERY * 4),
+        ).fetchall()
         if not rows or rows[0][0] is not None:  # none, or a chain whose snapshot is gone
             return None
         keys = _joined((keep, tail) for _base, keep, tail, _depth in rows)
@@ -279,9 +293,8 @@ class CheckpointListTable(SQLRoom):
                         )
             reached = {node for start in keep for node in _chain(by_id, start)}
             gone = [
-                node for node in by_id
-                if node not in reached and (doomed is None or node in doomed)
-            ]  # fmt: skip
+                node for node in by_id if node not in reached and (doomed is None or node in doomed)
+            ]
             for ns, cid in gone:
                 self._run(
                     conn,
@@ -292,7 +305,7 @@ class CheckpointListTable(SQLRoom):
             if gone:
                 used = {
                     key for node in by_id if node not in gone for key in split_keys(by_id[node][2])
-                }  # fmt: skip
+                }
                 stored = [
                     str(r[0])
                     for r in self._run(

@@ -108,11 +108,18 @@ class MessageTable(SQLRoom):
                     conn,
                     INSERT_MESSAGE,
                     (
-                        row.id, thread_id, resource_id, row.role, row.type, row.content,
-                        row.text, call_ids_column(row), row.token_count,
+                        row.id,
+                        thread_id,
+                        resource_id,
+                        row.role,
+                        row.type,
+                        row.content,
+                        row.text,
+                        call_ids_column(row),
+                        row.token_count,
                         self._time(row.created_at or times[row.id]),
                     ),
-                )  # fmt: skip
+                )
         if not touched:
             self._run(conn, TOUCH_THREAD, (self._time(now_utc()), thread_id))
         report_orphans(orphan_tool_results([r.message for r in rows], known_calls), thread_id)
@@ -157,22 +164,28 @@ class MessageTable(SQLRoom):
         with self._transaction(write=True) as conn:
             for t, rows in checked:
                 row = self._run(
-                    conn, f"SELECT {THREAD_COLUMNS} FROM memory_threads WHERE id = ?",
+                    conn,
+                    f"SELECT {THREAD_COLUMNS} FROM memory_threads WHERE id = ?",
                     (t.thread_id,),
-                ).fetchone()  # fmt: skip
+                ).fetchone()
                 if row is None:
                     self._insert_thread(
-                        conn, t.thread_id, t.resource_id, t.title, dumps_metadata(t.metadata),
+                        conn,
+                        t.thread_id,
+                        t.resource_id,
+                        t.title,
+                        dumps_metadata(t.metadata),
                         created_at=t.thread_created_at,
-                    )  # fmt: skip
+                    )
                 elif thread_from_row(row).resource_id != t.resource_id:
                     raise ResourceMismatchError.for_thread(t.thread_id, t.resource_id)
                 saved += self._save_rows(conn, rows, t.thread_id, t.resource_id)
                 if t.thread_updated_at is not None:  # as exported: a round trip changes nothing
                     self._run(
-                        conn, "UPDATE memory_threads SET updated_at = ? WHERE id = ?",
+                        conn,
+                        "UPDATE memory_threads SET updated_at = ? WHERE id = ?",
                         (self._time(t.thread_updated_at), t.thread_id),
-                    )  # fmt: skip
+                    )
         return saved
 
     def list_messages(
@@ -277,9 +290,10 @@ class MessageTable(SQLRoom):
             check_owners(ids, existing, resource_id)
             for condition, params in self.dialect.ids_in("id", ids):
                 self._run(
-                    conn, f"UPDATE memory_messages SET thread_id = ? WHERE {condition}",
+                    conn,
+                    f"UPDATE memory_messages SET thread_id = ? WHERE {condition}",
                     (thread_id, *params),
-                )  # fmt: skip
+                )
             now = self._time(now_utc())
             for touched in sorted({thread_id, *(existing[i][0] for i in ids)}):
                 self._run(conn, TOUCH_THREAD, (now, touched))

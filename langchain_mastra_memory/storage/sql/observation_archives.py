@@ -38,13 +38,19 @@ class ObservationArchiveTable(ObservationTable):
             groups = tuple(log[group_id] for group_id in retires)
             archived_at = now_utc()
             row = ObservationGroup(
-                id=f"arc-{uuid.uuid4().hex[:16]}", scope_key=key, resource_id=resource_id,
-                kind="archive", text="", current_task=None,
+                id=f"arc-{uuid.uuid4().hex[:16]}",
+                scope_key=key,
+                resource_id=resource_id,
+                kind="archive",
+                text="",
+                current_task=None,
                 message_ids=tuple(m for g in groups for m in g.message_ids),
-                replaces=tuple(retires), token_count=sum(g.token_count for g in groups),
-                created_at=min(g.created_at for g in groups), replaced_by=None,
+                replaces=tuple(retires),
+                token_count=sum(g.token_count for g in groups),
+                created_at=min(g.created_at for g in groups),
+                replaced_by=None,
                 message_tokens=sum(g.message_tokens for g in groups),
-            )  # fmt: skip
+            )
             self._supersede(conn, row, archived_at)
         return ObservationArchive(row.id, key, resource_id, archived_at, groups)
 

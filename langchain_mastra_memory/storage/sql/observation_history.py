@@ -61,17 +61,20 @@ class ObservationHistoryTable(ObservationTable):
         for group in carried:
             mine = [copies[m] for m in group.message_ids]
             copy = replace(
-                group, id=ids[group.id], scope_key=target,
+                group,
+                id=ids[group.id],
+                scope_key=target,
                 message_ids=tuple(new for new, _, _ in mine),
                 replaces=tuple(ids[g] for g in group.replaces),
-            )  # fmt: skip
+            )
             last = max((seq for _, seq, _ in mine), default=None)
             self._insert_group(conn, copy, last, joined=joined[group.id])
             if group.replaced_by in ids:  # else its condensation is not carried: active again
                 self._run(
-                    conn, "UPDATE memory_observation_groups SET replaced_by = ? WHERE id = ?",
+                    conn,
+                    "UPDATE memory_observation_groups SET replaced_by = ? WHERE id = ?",
                     (ids[group.replaced_by], copy.id),
-                )  # fmt: skip
+                )
             for message_id in group.message_ids:
                 covered[message_id] = covered.get(message_id, False) or group.active
         state = self._run(

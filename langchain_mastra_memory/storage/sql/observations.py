@@ -62,12 +62,20 @@ class ObservationTable(MemoryStorage):
     def _group(self, row: Sequence[Any]) -> ObservationGroup:
         (group_id, key, resource_id, kind, text, task, ids, replaces, tokens, at, by) = row[:11]
         return ObservationGroup(
-            id=group_id, scope_key=key, resource_id=resource_id, kind=kind, text=text,
-            current_task=task, message_ids=tuple(json.loads(ids)),
-            replaces=tuple(json.loads(replaces)), token_count=float(tokens),
-            created_at=from_iso(at), replaced_by=by, active=bool(row[11]),
+            id=group_id,
+            scope_key=key,
+            resource_id=resource_id,
+            kind=kind,
+            text=text,
+            current_task=task,
+            message_ids=tuple(json.loads(ids)),
+            replaces=tuple(json.loads(replaces)),
+            token_count=float(tokens),
+            created_at=from_iso(at),
+            replaced_by=by,
+            active=bool(row[11]),
             message_tokens=float(row[12]),
-        )  # fmt: skip
+        )
 
     def _groups(self, conn: Any, key: str, *, active: bool) -> list[ObservationGroup]:
         rows = self._run(
@@ -92,8 +100,11 @@ class ObservationTable(MemoryStorage):
     def _delete_observations(self, conn: Any, key: str) -> None:
         """Forget a scope's log and state (its thread was deleted: a later owner of the same
         id starts with no log)."""
-        for table in ("memory_observation_groups", "memory_observation_state",
-                      "memory_extracted_values"):  # fmt: skip
+        for table in (
+            "memory_observation_groups",
+            "memory_observation_state",
+            "memory_extracted_values",
+        ):
             self._run(conn, f"DELETE FROM {table} WHERE scope_key = ?", (key,))
 
     def _forget_observed(self, conn: Any, key: str, message_ids: Sequence[str]) -> int:
@@ -258,12 +269,22 @@ class ObservationTable(MemoryStorage):
             f"INSERT INTO memory_observation_groups ({GROUP_COLUMNS}, last_seq, activated_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)",
             (
-                group.id, group.scope_key, group.resource_id, group.kind, group.text,
-                group.current_task, json.dumps(list(group.message_ids)),
-                json.dumps(list(group.replaces)), group.token_count, self._time(group.created_at),
-                group.active, group.message_tokens, last_seq, joined,
+                group.id,
+                group.scope_key,
+                group.resource_id,
+                group.kind,
+                group.text,
+                group.current_task,
+                json.dumps(list(group.message_ids)),
+                json.dumps(list(group.replaces)),
+                group.token_count,
+                self._time(group.created_at),
+                group.active,
+                group.message_tokens,
+                last_seq,
+                joined,
             ),
-        )  # fmt: skip
+        )
 
     def commit_observation(
         self,
@@ -294,11 +315,20 @@ class ObservationTable(MemoryStorage):
                 seqs += [last] if last is not None else []
                 tokens += float(total or 0.0)
             group = ObservationGroup(
-                id=str(uuid.uuid4()), scope_key=key, resource_id=resource_id,
-                kind="observation", text=text, current_task=current_task,
-                message_ids=tuple(message_ids), replaces=(), token_count=token_count,
-                created_at=now_utc(), replaced_by=None, active=False, message_tokens=tokens,
-            )  # fmt: skip
+                id=str(uuid.uuid4()),
+                scope_key=key,
+                resource_id=resource_id,
+                kind="observation",
+                text=text,
+                current_task=current_task,
+                message_ids=tuple(message_ids),
+                replaces=(),
+                token_count=token_count,
+                created_at=now_utc(),
+                replaced_by=None,
+                active=False,
+                message_tokens=tokens,
+            )
             last_seq = max(seqs, default=None)
             self._insert_group(conn, group, last_seq)
             self._run(  # the frontier never moves back (a covered message deleted meanwhile)
@@ -352,9 +382,10 @@ class ObservationTable(MemoryStorage):
             conn, "SELECT last_seq FROM memory_observation_groups WHERE id = ?", (ids[-1],)
         ).fetchone()[0]
         self._run(
-            conn, "UPDATE memory_observation_state SET seq = ? WHERE scope_key = ?",
+            conn,
+            "UPDATE memory_observation_state SET seq = ? WHERE scope_key = ?",
             (max(last or 0, cursor or 0), key),
-        )  # fmt: skip
+        )
         return [replace(g, active=True) for g in chosen]
 
     def commit_reflection(
@@ -371,10 +402,18 @@ class ObservationTable(MemoryStorage):
         """Store a Reflector's group in place of the `replaces` groups and release the lease;
         None (nothing written) if the lease is lost or one of them is no longer active."""
         group = ObservationGroup(
-            id=str(uuid.uuid4()), scope_key=key, resource_id=resource_id, kind="reflection",
-            text=text, current_task=current_task, message_ids=(), replaces=tuple(replaces),
-            token_count=token_count, created_at=now_utc(), replaced_by=None,
-        )  # fmt: skip
+            id=str(uuid.uuid4()),
+            scope_key=key,
+            resource_id=resource_id,
+            kind="reflection",
+            text=text,
+            current_task=current_task,
+            message_ids=(),
+            replaces=tuple(replaces),
+            token_count=token_count,
+            created_at=now_utc(),
+            replaced_by=None,
+        )
         with self._transaction(write=True) as conn:
             if not self._holds(conn, key, owner):
                 return None

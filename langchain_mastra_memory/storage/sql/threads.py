@@ -193,9 +193,10 @@ class ThreadTable(SQLRoom):
             if thread.archived != archived:  # updated_at stays: archiving is not activity
                 moment = self._time(now_utc()) if archived else None
                 self._run(
-                    conn, "UPDATE memory_threads SET archived_at = ? WHERE id = ?",
+                    conn,
+                    "UPDATE memory_threads SET archived_at = ? WHERE id = ?",
                     (moment, thread_id),
-                )  # fmt: skip
+                )
             return cast("Thread", self._owned_thread(conn, thread_id, None))
 
     def update_thread(
@@ -306,9 +307,12 @@ class ThreadTable(SQLRoom):
                 "clone": {"source_thread_id": thread_id, "cloned_at": now_utc().isoformat()},
             }
             clone = self._insert_thread(
-                conn, new_thread_id, source.resource_id,
-                title if title is not None else source.title, dumps_metadata(merged),
-            )  # fmt: skip
+                conn,
+                new_thread_id,
+                source.resource_id,
+                title if title is not None else source.title,
+                dumps_metadata(merged),
+            )
             self._run(  # the thread's own working memory comes along
                 conn,
                 "UPDATE memory_threads SET working_memory = "
@@ -331,13 +335,22 @@ class ThreadTable(SQLRoom):
                     CLONE_MESSAGE,
                     (message.id, new_thread_id, message_to_json(message), stored.message.id),
                 )
-                copied.append(replace(stored, message=message, thread_id=new_thread_id,
-                                      copied_from=stored.message.id))  # fmt: skip
+                copied.append(
+                    replace(
+                        stored,
+                        message=message,
+                        thread_id=new_thread_id,
+                        copied_from=stored.message.id,
+                    )
+                )
                 copies[str(stored.message.id)] = str(message.id)
             seqs = dict(  # each original's seq and its copy's (the observation log's cursors)
-                self._run(conn, "SELECT id, seq FROM memory_messages WHERE thread_id IN (?, ?)",
-                          (thread_id, new_thread_id)).fetchall()
-            )  # fmt: skip
+                self._run(
+                    conn,
+                    "SELECT id, seq FROM memory_messages WHERE thread_id IN (?, ?)",
+                    (thread_id, new_thread_id),
+                ).fetchall()
+            )
             self._copy_observations(
                 conn,
                 scope_key("thread", resource_id="", thread_id=thread_id),
@@ -374,9 +387,10 @@ class ThreadTable(SQLRoom):
                         else thread_id
                     )
                     self._run(
-                        conn, f"UPDATE {table} SET resource_id = ? WHERE {column} = ?",
+                        conn,
+                        f"UPDATE {table} SET resource_id = ? WHERE {column} = ?",
                         (to_resource_id, key),
-                    )  # fmt: skip
+                    )
             return (
                 self._owned_thread(conn, thread_id, None),
                 self._thread_messages(conn, thread_id, None),

@@ -289,9 +289,11 @@ class SQLiteStorage(SQLStorage):
         dominant = owned * 2 >= total  # its own token would select nearly every message
         if len(words) > 1:
             words = _affordable_words(
-                conn, words, None if dominant else owner,
+                conn,
+                words,
+                None if dominant else owner,
                 store_budget=OWNER_BUDGET if dominant else STORE_BUDGET,
-            )  # fmt: skip
+            )
         if dominant:  # no owner token (ANDing it costs 2x at 100k): the resource and role
             # filters then drop other resources' and tool messages from the pool, so it is
             # deepened by the share of the index that is not the resource's (at most 2.5x)
