@@ -10,7 +10,7 @@ integrations):
   pgvector's SQL).
 - `recall/`: the front (`RecallIndex`: vector / keyword / hybrid search and neighbour windows;
   `options`; the `VectorStore` contract; the backlog `writer`; `upkeep`: vectors kept in step
-  with storage; `SyncedStorage`: writes followed by the index) and its parts: `engines/`
+  with storage; `MemoryWrites`: writes followed by the index) and its parts: `engines/`
   (`ChromaVectorStore`, `PgVectorStore`, `QdrantVectorStore`, `QdrantEdgeVectorStore`,
   `MilvusVectorStore`, `LangChainVectorStore`), `exact/` (hot partitions searched exactly in
   memory), `embedders/` (`MiniLMEmbeddings`, the shared embedding cache), `ranking/`.
@@ -228,6 +228,9 @@ MOVED.update(
     recall.context recall.ranking.context
     recall.dates recall.ranking.dates
     recall.rerank recall.ranking.rerank
+    recall.synced turn.writes
+    conversation.windows turn.windows
+    conversation.token_budget turn.budget
     storage.sql_messages storage.sql.messages
     storage.sql_search storage.sql.search
     storage.sql_threads storage.sql.threads

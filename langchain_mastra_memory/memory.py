@@ -26,7 +26,6 @@ from .messages import MessageList
 from .observational.as_of import Scope, observations_as_of
 from .observational.extracting import extracted_values
 from .recall.index import RecallIndex
-from .recall.synced import SyncedStorage
 from .recall.writer import VectorBacklog
 from .storage.base import MemoryStorage
 from .storage.records import ObservationGroup
@@ -35,7 +34,8 @@ from .threads.ids import resolve_ids, visible_to, with_new_id
 from .threads.summaries import ThreadQueries, ThreadSummary
 from .threads.thread import Thread
 from .titles import TitleWriter
-from .turn import TurnContext
+from .turn.context import TurnContext
+from .turn.writes import MemoryWrites
 from .twins import run_async, run_sync
 from .wiring import wire
 from .working_memory import WorkingMemoryConfig, WorkingMemoryStore
@@ -81,7 +81,7 @@ class Memory:
     working_memory: WorkingMemoryConfig
     working: WorkingMemoryStore
     observation_scope: Scope
-    synced: SyncedStorage  # writes, with the vectors' upkeep behind them
+    writes: MemoryWrites  # writes, with the vectors' upkeep behind them
     processors: list[Runnable[Any, Any]]
     checkpointers: weakref.WeakSet[MemoryCheckpointer]
     turns: TurnContext
@@ -229,28 +229,28 @@ class Memory:
         """Copy a thread under the same resource: its messages (all, or those `message_filter`
         keeps, the newest `message_limit`; new ids, embedded at once), its thread-scoped
         working memory and observation log."""
-        return self.synced.clone(thread_id, **with_new_id(clone, "new_thread_id"))
+        return self.writes.clone(thread_id, **with_new_id(clone, "new_thread_id"))
 
     async def aclone_thread(self, thread_id: str, **clone: Unpack[kw.CloneOptions]) -> Thread:
         """Async `clone_thread`."""
-        return await self.synced.aclone(thread_id, **with_new_id(clone, "new_thread_id"))
+        return await self.writes.aclone(thread_id, **with_new_id(clone, "new_thread_id"))
 
     def transfer_thread(self, thread_id: str, **to: Unpack[kw.Transfer]) -> Thread:
         """Give a thread to `to_resource_id`: messages, vectors, keyword index, working memory
         and observation log follow (`resource_id`: the caller, who must own it)."""
-        return self.synced.transfer(thread_id, **to)
+        return self.writes.transfer(thread_id, **to)
 
     async def atransfer_thread(self, thread_id: str, **to: Unpack[kw.Transfer]) -> Thread:
         """Async `transfer_thread`."""
-        return await self.synced.atransfer(thread_id, **to)
+        return await self.writes.atransfer(thread_id, **to)
 
     def branch_thread(self, thread_id: str, **branch: Unpack[kw.BranchOptions]) -> Thread:
         """Move the messages after `after_message_id` into a new branch thread (`branches`)."""
-        return run_sync(new_branch(self.synced, thread_id, **kw.branching(branch)))
+        return run_sync(new_branch(self.writes, thread_id, **kw.branching(branch)))
 
     async def abranch_thread(self, thread_id: str, **branch: Unpack[kw.BranchOptions]) -> Thread:
         """Async `branch_thread`."""
-        return await run_async(new_branch(self.synced, thread_id, **kw.branching(branch)))
+        return await run_async(new_branch(self.writes, thread_id, **kw.branching(branch)))
 
     def list_branches(self, thread_id: str, *, resource_id: Opt = None) -> list[Thread]:
         """The thread's branches (forks, replays, `branch_thread`) that hold messages, oldest
@@ -264,11 +264,11 @@ class Memory:
     # -- messages ------------------------------------------------------------------------------
     def save_messages(self, messages: In, **to: Unpack[kw.SaveOptions]) -> Messages:
         """Save to an existing thread of `resource_id`; returns the messages with ids."""
-        return self.synced.save(messages, **to)
+        return self.writes.save(messages, **to)
 
     async def asave_messages(self, messages: In, **to: Unpack[kw.SaveOptions]) -> Messages:
         """Async `save_messages`."""
-        return await self.synced.asave(messages, **to)
+        return await self.writes.asave(messages, **to)
 
     def get_messages(self, **query: Unpack[kw.MessageQuery]) -> Messages:
         """The thread's messages in chronological order; with `last_messages`, the newest N (a
@@ -331,29 +331,29 @@ class Memory:
 
     def update_messages(self, messages: In, *, resource_id: str | None = None) -> Messages:
         """Replace stored messages by id (content, tool calls, metadata); re-embeds them."""
-        return self.synced.update(messages, resource_id=resource_id)
+        return self.writes.update(messages, resource_id=resource_id)
 
     async def aupdate_messages(self, messages: In, *, resource_id: str | None = None) -> Messages:
         """Async `update_messages`."""
-        return await self.synced.aupdate(messages, resource_id=resource_id)
+        return await self.writes.aupdate(messages, resource_id=resource_id)
 
     def delete_messages(self, message_ids: Ids, *, resource_id: Opt = None) -> int:
         """Delete messages (and their vectors) by id; returns how many were deleted."""
-        return self.synced.delete(message_ids, resource_id=resource_id)
+        return self.writes.delete(message_ids, resource_id=resource_id)
 
     async def adelete_messages(self, message_ids: Ids, *, resource_id: Opt = None) -> int:
         """Async `delete_messages`."""
-        return await self.synced.adelete(message_ids, resource_id=resource_id)
+        return await self.writes.adelete(message_ids, resource_id=resource_id)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every stored message is embedded, whichever process stored it (what an
         ended process left in the backlog too), and this process's titles and observations
         are written; False if `timeout` ran out or the vector store refused the writes."""
-        return self.synced.flush(timeout)
+        return self.writes.flush(timeout)
 
     async def aflush(self, timeout: float | None = None) -> bool:
         """Async `flush`."""
-        return await self.synced.aflush(timeout)
+        return await self.writes.aflush(timeout)
 
     def settled(self, timeout: float | None = None) -> None:
         """Wait until this memory's background work is done (Mastra's ``settled``)."""
@@ -365,23 +365,23 @@ class Memory:
 
     def close(self, timeout: float | None = 30.0) -> bool:
         """`flush`, stop the threads, close vectors and storage; whether all was drained."""
-        return self.synced.close(timeout)
+        return self.writes.close(timeout)
 
     async def aclose(self, timeout: float | None = 30.0) -> bool:
         """Async `close` (``async with Memory(...) as memory:`` calls it)."""
-        return await self.synced.aclose(timeout)
+        return await self.writes.aclose(timeout)
 
     def vector_backlog(self) -> VectorBacklog:
         """How many saved messages wait for their vectors, and why the last write failed."""
-        return self.synced.backlog()
+        return self.writes.backlog()
 
     async def avector_backlog(self) -> VectorBacklog:
         """Async `vector_backlog`."""
-        return await self.synced.abacklog()
+        return await self.writes.abacklog()
 
     def backfill_embeddings(self, progress: Callable[[int], None] | None = None) -> int:
         """Embed every message whose vector is missing (`progress(n)` per batch); how many."""
-        return self.synced.backfill(progress)
+        return self.writes.backfill(progress)
 
     # -- working memory ------------------------------------------------------------------------
     def get_working_memory(self, **ref: Unpack[kw.MemoryRef]) -> Any:
@@ -438,19 +438,19 @@ class Memory:
 
     def save_turn(self, messages: In, **ref: Unpack[kw.TurnSave]) -> Messages:
         """Save a turn (creating the thread on first use), skipping what memory injected."""
-        return self.synced.save_turn(messages, **call_options.carried(ref))
+        return self.writes.save_turn(messages, **call_options.carried(ref))
 
     async def asave_turn(self, messages: In, **ref: Unpack[kw.TurnSave]) -> Messages:
         """Async `save_turn`."""
-        return await self.synced.asave_turn(messages, **call_options.carried(ref))
+        return await self.writes.asave_turn(messages, **call_options.carried(ref))
 
     def save_new(self, messages: In, **ref: Unpack[kw.TurnSave]) -> Messages:
         """Save the messages (of a graph state, say) that this thread does not hold yet."""
-        return self.synced.save_new(messages, **call_options.carried(ref))
+        return self.writes.save_new(messages, **call_options.carried(ref))
 
     async def asave_new(self, messages: In, **ref: Unpack[kw.TurnSave]) -> Messages:
         """Async `save_new`."""
-        return await self.synced.asave_new(messages, **call_options.carried(ref))
+        return await self.writes.asave_new(messages, **call_options.carried(ref))
 
     # -- shapes (built on Memory; their modules load when asked for) ---------------------------
     def as_runnable(self) -> Runnable[Any, Messages]:

@@ -2,7 +2,7 @@
 
 `Memory.__init__` parses what it is given and calls `wire`, which makes each part on the ones
 below it: the recall index (and the searcher pages go through), titles, working and
-observational memory, the write side (`SyncedStorage`, given the index's vector upkeep), the
+observational memory, the write side (`MemoryWrites`, given the index's vector upkeep), the
 turn (`TurnContext`), the thread queries, erasure and retention. The facade then only forwards
 (`test_memory_is_a_thin_facade`); no part is given the facade to call back into.
 """
@@ -21,11 +21,11 @@ from .lifecycle.retention import Pruner
 from .observational.extracting import keeps_working_memory
 from .observational.service import ObservationalMemory
 from .recall.index import RecallIndex, RecallOptions
-from .recall.synced import SyncedStorage
 from .threads.summaries import ThreadQueries
 from .titles import TitleWriter
 from .tokens.startup import settle
-from .turn import TurnContext, warn_if_limiter_not_last
+from .turn.context import TurnContext, warn_if_limiter_not_last
+from .turn.writes import MemoryWrites
 from .working_memory import WorkingMemoryConfig, WorkingMemoryStore
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def wire(
     memory.observation_scope = om.config.scope if om is not None else "thread"
     memory.working.observed = om is not None and keeps_working_memory(om.config)
     upkeep = None if memory.recall_index is None else memory.recall_index.upkeep
-    memory.synced = SyncedStorage(
+    memory.writes = MemoryWrites(
         storage,
         upkeep,
         memory.titles,
@@ -71,11 +71,11 @@ def wire(
     memory.turns = TurnContext(
         storage, options, memory.recall_index, memory.working, processors, om
     )
-    memory.queries = ThreadQueries(storage, memory.synced)
-    memory.erasure = Erasure(storage, memory.synced, memory.checkpointers)
+    memory.queries = ThreadQueries(storage, memory.writes)
+    memory.erasure = Erasure(storage, memory.writes, memory.checkpointers)
     memory.pruner = Pruner(
         storage,
-        memory.synced,
+        memory.writes,
         memory.erasure,
         memory.checkpointers,
         memory.checkpointer,

@@ -68,7 +68,7 @@ def test_no_import_circles() -> None:
         return False
 
     assert [m for m in GRAPH if reaches(m, m, set())] == []
-    assert GRAPH[f"{NAME}.memory"] >= {f"{NAME}.turn", f"{NAME}.storage.base"}  # edges are seen
+    assert GRAPH[f"{NAME}.memory"] >= {f"{NAME}.turn.context", f"{NAME}.storage.base"}  # edges
 
 
 def all_imports(path: Path) -> set[str]:
@@ -130,7 +130,7 @@ def test_no_circle_even_through_lazy_and_type_only_imports() -> None:
         if module not in order:
             visit(module)
     assert [sorted(g) for g in groups if not g <= FACADE] == []
-    assert f"{NAME}.recall.synced" in FULL_GRAPH[f"{NAME}.memory"]
+    assert f"{NAME}.turn.writes" in FULL_GRAPH[f"{NAME}.memory"]
     assert f"{NAME}.integrations.store" in FULL_GRAPH[f"{NAME}.memory"]  # lazy edges are seen
 
 
@@ -145,13 +145,22 @@ LAYERS = {  # a layer must not import the ones listed, at import time
         "cli",
         "conversation",
     ),
-    "conversation": ("recall", "processors", "memory", "turn", "integrations", "cli"),
+    # (the turn's write side, `turn.writes`, is what a mirrored checkpoint and an erasure write
+    # through; the turn's context is above them)
+    "conversation": ("recall", "processors", "memory", "turn.context", "integrations", "cli"),
     "recall": ("processors", "memory", "turn", "integrations", "cli"),
     "processors": ("memory", "turn", "integrations", "cli"),
     "working_memory": ("processors", "memory", "turn", "integrations", "cli"),
     "memory": ("integrations", "cli"),
     "turn": ("memory", "integrations", "cli"),
-    "lifecycle": ("processors", "memory", "turn", "integrations", "cli", "working_memory"),
+    "lifecycle": (
+        "processors",
+        "memory",
+        "turn.context",
+        "integrations",
+        "cli",
+        "working_memory",
+    ),
 }
 
 
@@ -170,7 +179,9 @@ def test_a_checkpoint_write_stays_in_the_conversation_package_going_down() -> No
     """From the checkpointer, the mirror's modules import nothing above them (not even for
     types): `MemoryCheckpointer.put` -> conversation -> storage, no climb back up."""
     conversation = [m for m in FULL_GRAPH if m.startswith(f"{NAME}.conversation")]
-    above = tuple(f"{NAME}.{name}" for name in ("memory", "integrations", "turn", "processors"))
+    above = tuple(
+        f"{NAME}.{name}" for name in ("memory", "integrations", "turn.context", "processors")
+    )
     climbs = {m: sorted(t for t in FULL_GRAPH[m] if t.startswith(above)) for m in conversation}
     assert {m: t for m, t in climbs.items() if t} == {}
     checkpointer = FULL_GRAPH[f"{NAME}.integrations.checkpointer.main"]
@@ -361,17 +372,17 @@ def test_the_bench_scripts_import_each_other_without_a_circle() -> None:
 
 
 BELOW_MEMORY = ("conversation", "lifecycle", "recall", "storage", "observational", "threads",
-                "browsing", "tokens", "turn.py", "titles.py", "working_memory/service.py",
+                "browsing", "tokens", "turn", "titles.py", "working_memory/service.py",
                 "integrations/checkpointer")  # fmt: skip
 # (the checkpointer's class is a shape built on `Memory`, as the tools are: it may; its parts
-# below it, the mirror and the upkeep among them, write through storage and `SyncedStorage`)
+# below it, the mirror and the upkeep among them, write through storage and `MemoryWrites`)
 MAY_CALL_MEMORY = {"integrations/checkpointer/main.py"}
 
 
 def test_nothing_below_memory_calls_the_facade() -> None:
     """Writes go only downward: a part `Memory` is built from never calls one of `Memory`'s own
     methods (``memory.save_messages``, ``memory.delete_messages``, ...) on the memory it was
-    given; it calls the storage or `SyncedStorage` under them (issue 85)."""
+    given; it calls the storage or `MemoryWrites` under them (issue 85)."""
     tree = ast.parse((PACKAGE / "memory.py").read_text())
     memory = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Memory")
     methods = {n.name for n in memory.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
@@ -444,5 +455,5 @@ def test_no_class_is_split_by_inheritance_to_fit_a_size() -> None:
             if isinstance(node, ast.ClassDef):
                 bases[node.name] = [ast.unparse(b) for b in node.bases]
     assert bases["RecallIndex"] == [] and bases["VectorUpkeep"] == []
-    synced = (PACKAGE / "recall" / "synced.py").read_text()
+    synced = (PACKAGE / "turn" / "writes.py").read_text()
     assert "import RecallIndex" not in synced and "upkeep: VectorUpkeep | None" in synced

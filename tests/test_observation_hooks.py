@@ -140,7 +140,7 @@ def test_a_failing_hook_fails_the_pass_and_loses_nothing(hook: Any, words: str, 
     assert failed and all(f["step"] == "observe" and words in f["error"] for f in failed)
     assert memory.storage.observation_history("thread:t1") == [] and model.seen == []
     # mended (the same hooks object, as an application would fix its function): nothing lost
-    memory.synced.observations.config.hooks.before_observation = None
+    memory.writes.observations.config.hooks.before_observation = None
     chat.invoke(SAYS[3], CONFIG)
     assert memory.flush(30)
     assert all(text.split(",")[0] in log_text(memory) for text in SAYS)

@@ -141,7 +141,7 @@ def test_concurrent_runs_observe_each_message_once() -> None:
     observer = Scripted(calls=[], gate=gate)
     memory = om_memory(observer, message_tokens=10_000)  # no run of its own
     chat_turns(memory, 4)
-    service = memory.synced.observations
+    service = memory.writes.observations
     key = scope_key("thread", resource_id="alice", thread_id="t1")
     runs = [
         threading.Thread(target=run_sync, args=(service.observing.run(key, "t1", "alice"),))
@@ -270,7 +270,7 @@ def test_a_reflection_that_cannot_shorten_the_log_is_not_retried_every_turn(capl
         memory.flush()
     assert "no shorter than the log" in caplog.text
     asked = len(observer.calls)
-    service = memory.synced.observations
+    service = memory.writes.observations
     key = scope_key("thread", resource_id="alice", thread_id="t1")
     for _ in range(3):  # the log has not grown: no new Reflector call
         run_sync(service.reflecting.run(key, "alice"))
@@ -305,7 +305,7 @@ def test_buffering_observes_ahead_and_activates_at_the_threshold() -> None:
     log = memory.storage.observation_log(key)
     assert log and all(g.active for g in log)
     raw = memory.storage.unobserved_tokens(key, **ref)
-    assert 0 < raw < memory.synced.observations.config.message_tokens
+    assert 0 < raw < memory.writes.observations.config.message_tokens
     stored = [s.message.id for s in memory.storage.list_messages("t1")]
     ids = covered(memory, key)
     assert len(ids) == len(set(ids)) and set(ids) <= set(stored)  # each observed once

@@ -185,7 +185,7 @@ def test_archive_true_takes_mastra_s_defaults() -> None:
         storage=SQLiteStorage(":memory:"),
         options={"observational_memory": {"model": observer(), "archive": True}},
     )
-    archive = memory.synced.observations.config.archive
+    archive = memory.writes.observations.config.archive
     assert (archive.after_tokens, archive.keep_tokens, archive.max_catalog_tokens) == (
         40_000, 8_000, 2_000)  # fmt: skip
 

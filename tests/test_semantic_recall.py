@@ -529,7 +529,7 @@ def one_percent(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
     memory = Memory(storage=storage, embedder=DeterministicFakeEmbedding(size=16),
                     vector=vector, options={"semantic_recall": {"mode": "hybrid"}})  # fmt: skip
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)
-    memory.synced.save_import([
+    memory.writes.save_import([
         ImportedThread(
             thread_id=f"t{t}", resource_id="alice",
             metadata={"project": "kiln" if t in (17, 171) else f"p{t}"},

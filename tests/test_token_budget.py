@@ -15,10 +15,10 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langchain_mastra_memory import ConfigurationError, Memory, MemoryStorage, SQLiteStorage
-from langchain_mastra_memory.conversation.token_budget import BOUNDARY_KEY, MessageTokens
 from langchain_mastra_memory.provider_rules import provider_violations
 from langchain_mastra_memory.testing import strict_model
 from langchain_mastra_memory.tokens.counting import TokenCounter
+from langchain_mastra_memory.turn.budget import BOUNDARY_KEY, MessageTokens
 
 BUDGET = {"max_tokens": 400, "at_max_remove_tokens": 100}
 COUNTER = TokenCounter()

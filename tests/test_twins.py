@@ -103,16 +103,16 @@ def _parts() -> list[type]:
     import langchain_mastra_memory as lmm
     from langchain_mastra_memory.integrations.checkpointer import MemoryCheckpointer
     from langchain_mastra_memory.integrations.store import MemoryStore
-    from langchain_mastra_memory.recall.synced import SyncedStorage
     from langchain_mastra_memory.storage.mastra import MastraPostgresStorage, MastraSQLiteStorage
-    from langchain_mastra_memory.turn import TurnContext
+    from langchain_mastra_memory.turn.context import TurnContext
+    from langchain_mastra_memory.turn.writes import MemoryWrites
 
     return [
         lmm.Memory, lmm.SQLiteStorage, lmm.PostgresStorage, MastraSQLiteStorage,
         MastraPostgresStorage, lmm.ChromaVectorStore, lmm.PgVectorStore, lmm.QdrantVectorStore,
         lmm.QdrantEdgeVectorStore, lmm.MilvusVectorStore, lmm.LangChainVectorStore,
         lmm.MastraVectorStore, MemoryCheckpointer, MemoryStore, lmm.MemoryChatMessageHistory,
-        SyncedStorage, TurnContext,
+        MemoryWrites, TurnContext,
     ]  # fmt: skip
 
 
@@ -196,10 +196,10 @@ NO_TWIN = {  # "Class.method": why it has no async twin
         for n in ("add_ai_message", "add_message", "add_user_message")
     },
     "MemoryChatMessageHistory.aget_messages": "the twin of the `messages` property",
-    "SyncedStorage.after_save": "hands saved messages to the writer (no I/O of its own)",
-    "SyncedStorage.backfill": "the operator's batch job behind `backfill_embeddings`",
-    "SyncedStorage.holding": "a context manager collecting saves (no I/O)",
-    "SyncedStorage.saves_turns": "a flag (no I/O)",
+    "MemoryWrites.after_save": "hands saved messages to the writer (no I/O of its own)",
+    "MemoryWrites.backfill": "the operator's batch job behind `backfill_embeddings`",
+    "MemoryWrites.holding": "a context manager collecting saves (no I/O)",
+    "MemoryWrites.saves_turns": "a flag (no I/O)",
     "TurnContext.recalled": "formats what a recall found (no I/O)",
 }
 
@@ -259,7 +259,7 @@ def test_every_public_sync_method_of_every_part_has_its_async_twin_with_its_sign
 
 
 async def test_a_held_save_leaves_what_follows_to_the_caller_sync_and_async() -> None:
-    """`SyncedStorage.holding` (a checkpoint's one transaction): `save` and `asave` alike hand
+    """`MemoryWrites.holding` (a checkpoint's one transaction): `save` and `asave` alike hand
     the stored messages to the caller instead of starting what follows a save."""
     from langchain_core.messages import HumanMessage
 
@@ -268,9 +268,9 @@ async def test_a_held_save_leaves_what_follows_to_the_caller_sync_and_async() ->
     memory = Memory(storage=SQLiteStorage(":memory:"))
     memory.create_thread(thread_id="t", resource_id="r")
     held: list = []
-    with memory.synced.holding(held):
-        memory.synced.save([HumanMessage("one", id="1")], thread_id="t", resource_id="r")
-        await memory.synced.asave([HumanMessage("two", id="2")], thread_id="t", resource_id="r")
+    with memory.writes.holding(held):
+        memory.writes.save([HumanMessage("one", id="1")], thread_id="t", resource_id="r")
+        await memory.writes.asave([HumanMessage("two", id="2")], thread_id="t", resource_id="r")
     assert [[s.message.id for s in batch] for batch in held] == [["1"], ["2"]]
     assert [m.id for m in memory.get_messages(thread_id="t")] == ["1", "2"]
     memory.close()

@@ -81,7 +81,7 @@ class MemoryOptions(BaseModel):
     @field_validator("message_tokens", mode="before")
     @classmethod
     def _check_budget(cls, value: Any) -> Any:
-        from ..conversation.token_budget import MessageTokens
+        from ..turn.budget import MessageTokens
 
         parsed = MessageTokens.parse(value)
         return (

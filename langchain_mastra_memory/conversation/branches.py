@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 
 class SyncedWrites(Protocol):
-    """The writes a branch makes, kept in step with recall's index (`SyncedStorage`'s
+    """The writes a branch makes, kept in step with recall's index (`MemoryWrites`'s
     ``move`` and ``delete_thread`` and their twins, reached through `call`), over `storage`.
     Typed here so branches do not import the recall layer that uses them."""
 
@@ -70,7 +70,7 @@ def branch_metadata(
 
 
 def branch_off(
-    synced: SyncedWrites,
+    writes: SyncedWrites,
     thread_id: str,
     *,
     resource_id: str | None,
@@ -84,7 +84,7 @@ def branch_off(
     """Move the thread's messages after `after_message_id` (all of them for None; with
     `message_ids`, those of them instead) into a new branch thread; the branch (None when
     `only_if_any` and nothing would move)."""
-    storage = synced.storage
+    storage = writes.storage
     thread = yield from _owned(storage, thread_id, resource_id)
     stored: list[StoredMessage] = yield from call(
         storage.list_messages, thread_id, resource_id=thread.resource_id
@@ -106,13 +106,13 @@ def branch_off(
         metadata=branch_metadata(thread_id, after_message_id, checkpoint_id),
     )
     if moving:
-        yield from call(synced.move, moving, thread_id=branch.id, resource_id=thread.resource_id)
+        yield from call(writes.move, moving, thread_id=branch.id, resource_id=thread.resource_id)
     return branch
 
 
-def new_branch(synced: SyncedWrites, thread_id: str, **options: Any) -> Steps[Thread]:
+def new_branch(writes: SyncedWrites, thread_id: str, **options: Any) -> Steps[Thread]:
     """`branch_off` for `Memory.branch_thread`: the branch, even when nothing moves."""
-    branch = yield from branch_off(synced, thread_id, **options)
+    branch = yield from branch_off(writes, thread_id, **options)
     assert branch is not None
     return branch
 
@@ -140,16 +140,16 @@ def held_by_branches(
 
 
 def drop_emptied(
-    synced: SyncedWrites, branch_ids: Collection[str], *, resource_id: str
+    writes: SyncedWrites, branch_ids: Collection[str], *, resource_id: str
 ) -> Steps[list[str]]:
     """Delete those of `branch_ids` (branch threads whose messages just went home) that hold
     no message any more; the ids deleted."""
     if not branch_ids:
         return []
-    stats = yield from call(synced.storage.thread_stats, sorted(set(branch_ids)))
+    stats = yield from call(writes.storage.thread_stats, sorted(set(branch_ids)))
     emptied = [t for t, (count, _tokens) in stats.items() if count == 0]
     for branch_id in emptied:
-        yield from call(synced.delete_thread, branch_id, resource_id=resource_id)
+        yield from call(writes.delete_thread, branch_id, resource_id=resource_id)
     return emptied
 
 

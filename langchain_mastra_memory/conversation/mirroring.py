@@ -39,18 +39,18 @@ from .lineage import ForkDiff
 from .suffix import StateSuffix, edited, state_suffix
 
 if TYPE_CHECKING:
-    from ..recall.synced import SyncedStorage
     from ..storage.base import MemoryStorage
     from ..threads.thread import Thread
+    from ..turn.writes import MemoryWrites
 
 
 class Conversations(Protocol):
     """What the mirror reads and writes through (`Memory`'s parts): its storage, and the
-    writes kept in step with recall (`SyncedStorage`: ``save``, ``update``, ``delete``,
+    writes kept in step with recall (`MemoryWrites`: ``save``, ``update``, ``delete``,
     ``move``), never the facade's own methods: a write goes only downward."""
 
     storage: MemoryStorage
-    synced: SyncedStorage
+    writes: MemoryWrites
 
 
 logger = logging.getLogger(__name__)
@@ -252,13 +252,13 @@ class ThreadMirror:
         if plan.check_edits:
             changes = yield from edited(memory.storage, plan.check_edits, thread_id=plan.thread_id)
             if changes:
-                yield from call(memory.synced.update, changes, **ref)
+                yield from call(memory.writes.update, changes, **ref)
                 state.stored(saved_json(changes), save=False)
         if plan.removed:  # mirror_deletes: what left the state leaves memory (this thread's)
             held = yield from call(memory.storage.get_messages_by_id, plan.removed, **ref)
             mine = stored_ids(s for s in held if s.thread_id == plan.thread_id)
             if mine:
-                yield from call(memory.synced.delete, mine, **ref)
+                yield from call(memory.writes.delete, mine, **ref)
             known.difference_update(plan.removed)
         suffix = plan.suffix
         if suffix.new:
@@ -291,7 +291,7 @@ class ThreadMirror:
             pending.update(new)
             while len(self._undone) > CACHED_THREADS:
                 self._undone.popitem(last=False)
-            yield from call(self.memory.synced.delete, new, resource_id=plan.resource_id)
+            yield from call(self.memory.writes.delete, new, resource_id=plan.resource_id)
             self._undone.pop(plan.thread_id, None)
 
     def _finish_undo(self, plan: MirrorPlan) -> Steps[None]:
@@ -305,7 +305,7 @@ class ThreadMirror:
             )
             mine = stored_ids(s for s in held if s.thread_id == plan.thread_id)
             if mine:
-                yield from call(self.memory.synced.delete, mine, resource_id=resource_id)
+                yield from call(self.memory.writes.delete, mine, resource_id=resource_id)
             self.thread(plan.thread_id).known.difference_update(left)
         self._undone.pop(plan.thread_id, None)
 
@@ -321,14 +321,14 @@ class ThreadMirror:
             home = yield from held_by_branches(storage, plan.thread_id, away)
             if home:
                 yield from call(
-                    self.memory.synced.move, list(home), thread_id=plan.thread_id, **ref
+                    self.memory.writes.move, list(home), thread_id=plan.thread_id, **ref
                 )
                 yield from drop_emptied(
-                    self.memory.synced, set(home.values()), resource_id=plan.resource_id
+                    self.memory.writes, set(home.values()), resource_id=plan.resource_id
                 )
         if diff.abandoned:
             yield from branch_off(
-                self.memory.synced,
+                self.memory.writes,
                 plan.thread_id,
                 after_message_id=plan.suffix.anchor,
                 checkpoint_id=plan.fork_from or None,
@@ -348,7 +348,7 @@ class ThreadMirror:
         kept = {*ids, *(carried_id(plan.thread_id, i) for i in ids)}
         gone = [s.message.id for s in held if s.message.id and s.message.id not in kept]
         if gone:
-            yield from call(self.memory.synced.delete, gone, **ref)
+            yield from call(self.memory.writes.delete, gone, **ref)
 
     # -- a task's writes -------------------------------------------------------------------------
     def rewritten(self, thread_id: str, writes: Sequence[tuple[str, Any]]) -> list[BaseMessage]:
@@ -375,7 +375,7 @@ class ThreadMirror:
         save a step's writes and the checkpoint before it in either order.)"""
         changes = yield from edited(self.memory.storage, written, thread_id=thread_id)
         if changes:
-            yield from call(self.memory.synced.update, changes, resource_id=resource_id)
+            yield from call(self.memory.writes.update, changes, resource_id=resource_id)
             self.thread(thread_id).stored(saved_json(changes), save=False)
 
     # -- never aborting the graph -----------------------------------------------------------------
@@ -423,7 +423,7 @@ def _save(memory: Conversations, suffix: StateSuffix, plan: MirrorPlan) -> Steps
     """Save a suffix's new turns (an insertion at its time, the rest appended)."""
     return (
         yield from call(
-            memory.synced.save,
+            memory.writes.save,
             suffix.new,
             thread_id=plan.thread_id,
             resource_id=plan.resource_id,

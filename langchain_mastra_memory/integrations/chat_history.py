@@ -11,9 +11,9 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
 from ..config import call_options
-from ..conversation.windows import stored_history
 from ..errors import ReadOnlyHistoryWarning, ThreadNotFoundError
 from ..provider_rules import provider_safe
+from ..turn.windows import stored_history
 from ..twins import Steps, run_async, run_sync
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
     def _read_only(self) -> bool:
         """Whether this run saves nothing; the first time, a warning says so (a history that
         silently keeps nothing is a surprise)."""
-        if self.memory.synced.saves_turns(call_options.current()):  # (no config: the run's)
+        if self.memory.writes.saves_turns(call_options.current()):  # (no config: the run's)
             return False
         if self.memory not in _WARNED:
             _WARNED.add(self.memory)

@@ -27,7 +27,7 @@ from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from ..config import call_options
 from ..errors import ConfigurationError, UnsavedTurnWarning
 from ..messages import ensure_messages
-from ..turn import split_turn
+from ..turn.context import split_turn
 
 if TYPE_CHECKING:
     from ..memory import Memory

@@ -12,8 +12,8 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import ensure_config
 
 from ..config import call_options
-from ..recall.synced import to_save
-from ..turn import input_messages, produced_messages
+from ..turn.context import input_messages, produced_messages
+from ..turn.writes import to_save
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -66,7 +66,7 @@ class _Turn:
         self.value = value
         self.thread_id, self.resource_id = memory.ids(config)
         self.options = call_options.of(config)  # the call's own (``memory_options``)
-        self.saves = memory.synced.saves_turns(self.options)
+        self.saves = memory.writes.saves_turns(self.options)
         self.new = input_messages(value)
         self.sent: list[BaseMessage] = []
 

@@ -91,7 +91,7 @@ class MemoryMiddleware(AgentMiddleware):
     def __init__(self, memory: Memory) -> None:
         super().__init__()
         self.memory = memory
-        observing = memory.synced.observations
+        observing = memory.writes.observations
         if observing is not None and observing.config.archive is not None:
             # rolling archives bring the recall tool, as Mastra's archive mode does: the
             # catalog in the context names archives only the tool can read

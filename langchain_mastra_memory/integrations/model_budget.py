@@ -31,8 +31,8 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from ..conversation.token_budget import droppable_units
 from ..injected import is_injected, source_of
+from ..turn.budget import droppable_units
 
 INPUT_SHARE = 0.95  # of max_input_tokens, as deepagents' input budget
 OUTPUT_KEYS = ("max_tokens", "max_completion_tokens", "max_output_tokens")

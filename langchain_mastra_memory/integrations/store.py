@@ -180,7 +180,7 @@ class MemoryStore(BaseStore):
 
     def _refuse_read_only(self, puts: Iterable[PutOp]) -> None:
         """A read-only run changes no working memory (other items are the application's)."""
-        if self.memory.synced.saves_turns(call_options.current()):  # (a store has no config)
+        if self.memory.writes.saves_turns(call_options.current()):  # (a store has no config)
             return
         for op in puts:
             if self._working_memory_ref(op.namespace, op.key) is not None:

@@ -11,7 +11,7 @@ own file as LangGraph's checkpoint store.
   which deletes what is older in bounded, resumable batches through the parts that own it.
 
 Below `Memory` and the shapes, above storage and recall: it imports `storage`, `recall`'s
-`SyncedStorage` and `conversation.branches`; a checkpointer reaches it only through the
+`MemoryWrites` and `conversation.branches`; a checkpointer reaches it only through the
 `Forgets` protocol (it never imports `integrations`).
 """
 

@@ -17,9 +17,9 @@ from typing import Any, Protocol
 
 from ..conversation.branches import BRANCH_OF
 from ..pools import in_io_pool
-from ..recall.synced import SyncedStorage
 from ..storage.base import MemoryStorage
 from ..storage.validation import check_id
+from ..turn.writes import MemoryWrites
 from .checkpoint_file import forget_in_file
 
 ERASE_WAIT = 120.0  # seconds an erasure waits for the resource's queued vectors to be written
@@ -36,14 +36,14 @@ class Forgets(Protocol):
 
 class Erasure:
     """A thread or a resource deleted everywhere: memory's rows, vectors and observation log
-    (`SyncedStorage`), branch threads, the checkpoints of every checkpointer over this memory
+    (`MemoryWrites`), branch threads, the checkpoints of every checkpointer over this memory
     (`checkpointers`, read at each call) and of memory's own file. Nothing of another resource
     is touched. Every method has an ``a``-prefixed async twin."""
 
     def __init__(
-        self, storage: MemoryStorage, synced: SyncedStorage, checkpointers: Iterable[Forgets]
+        self, storage: MemoryStorage, writes: MemoryWrites, checkpointers: Iterable[Forgets]
     ) -> None:
-        self.storage, self.synced, self.checkpointers = storage, synced, checkpointers
+        self.storage, self.writes, self.checkpointers = storage, writes, checkpointers
 
     def delete_thread(self, thread_id: str, resource_id: str | None = None) -> bool:
         """The thread with everything keyed by it (messages, vectors, observation log,
@@ -52,8 +52,8 @@ class Erasure:
         the id starts empty; its branch threads (forks' abandoned continuations) go with it.
         False if memory held no such thread."""
         for branch in self._branches_below(thread_id, resource_id):
-            self.synced.delete_thread(branch, resource_id=resource_id)
-        deleted = self.synced.delete_thread(thread_id, resource_id=resource_id)
+            self.writes.delete_thread(branch, resource_id=resource_id)
+        deleted = self.writes.delete_thread(thread_id, resource_id=resource_id)
         for checkpointer in list(self.checkpointers):
             checkpointer.forget(thread_id)
         forget_in_file(self.storage, thread_id)
@@ -63,8 +63,8 @@ class Erasure:
         """Async `delete_thread` (each saver's async twin; the file in a worker thread)."""
         below = await in_io_pool(self._branches_below, thread_id, resource_id)
         for branch in below:
-            await self.synced.adelete_thread(branch, resource_id=resource_id)
-        deleted = await self.synced.adelete_thread(thread_id, resource_id=resource_id)
+            await self.writes.adelete_thread(branch, resource_id=resource_id)
+        deleted = await self.writes.adelete_thread(thread_id, resource_id=resource_id)
         for checkpointer in list(self.checkpointers):
             await checkpointer.aforget(thread_id)
         await in_io_pool(forget_in_file, self.storage, thread_id)
@@ -76,7 +76,7 @@ class Erasure:
         it, withheld ids) and the store items whose namespace holds its id as a label. False
         if memory held nothing of it."""
         check_id(resource_id, "resource_id")
-        self.synced.flush(ERASE_WAIT)  # vectors queued for its messages are written, then deleted
+        self.writes.flush(ERASE_WAIT)  # vectors queued for its messages are written, then deleted
         found = False
         for thread in self.storage.list_threads(resource_id=resource_id, archived=None):
             found = self.delete_thread(thread.id, resource_id) or found
@@ -86,7 +86,7 @@ class Erasure:
     async def adelete_resource(self, resource_id: str) -> bool:
         """Async `delete_resource` (each part's async twin)."""
         check_id(resource_id, "resource_id")
-        await self.synced.aflush(ERASE_WAIT)
+        await self.writes.aflush(ERASE_WAIT)
         found = False
         threads = await self.storage.alist_threads(resource_id=resource_id, archived=None)
         for thread in threads:

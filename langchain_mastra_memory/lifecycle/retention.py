@@ -19,7 +19,7 @@ what is left is still what is old. Two processes pruning at once overlap harmles
 delete is idempotent), and turns go on meanwhile.
 
 Below `Memory`: it reaches the checkpointers through the `PrunesCheckpoints` protocol and
-deletes threads through `Erasure`, messages through `SyncedStorage` (vectors with them).
+deletes threads through `Erasure`, messages through `MemoryWrites` (vectors with them).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from ..storage.records import ItemWrite, now_utc
 from ..twins import Steps, call, run_async, run_sync
 
 if TYPE_CHECKING:
-    from ..recall.synced import SyncedStorage
+    from ..turn.writes import MemoryWrites
     from .erasure import Erasure
 
 
@@ -85,13 +85,13 @@ class Pruner:
     def __init__(
         self,
         storage: MemoryStorage,
-        synced: SyncedStorage,
+        writes: MemoryWrites,
         erasure: Erasure,
         checkpointers: Iterable[PrunesCheckpoints],
         make_checkpointer: Callable[[], PrunesCheckpoints],
         policy: RetentionPolicy,
     ) -> None:
-        self.storage, self.synced, self.erasure = storage, synced, erasure
+        self.storage, self.writes, self.erasure = storage, writes, erasure
         self.checkpointers = checkpointers  # those over this memory (read at each prune)
         self.make_checkpointer = make_checkpointer  # else one on its database, made once
         self._own: PrunesCheckpoints | None = None
@@ -186,7 +186,7 @@ class Pruner:
             by_thread[(thread_id, owner)].append(message_id)
         gone = 0
         for (thread_id, owner), ids in by_thread.items():
-            gone += yield from call(self.synced.delete, ids, resource_id=owner)
+            gone += yield from call(self.writes.delete, ids, resource_id=owner)
             yield from call(
                 storage.drop_observation_sources, ids, thread_id=thread_id, resource_id=owner
             )

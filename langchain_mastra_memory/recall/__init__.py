@@ -4,7 +4,7 @@ The front: `index` (`RecallIndex`: vector, keyword and hybrid search, neighbour 
 `second_stage` (the pool reordered: context, a reranker), `options` (`RecallOptions`),
 `vector` (the `VectorStore` contract every engine meets, the records it writes and the hits it
 returns), `writer` (`BacklogWriter`: embedding behind the turn), `upkeep` (vectors kept in step
-with storage) and `synced` (`SyncedStorage`: storage writes that keep the index in step).
+with storage); the writes that keep the index in step are the turn's (`turn.writes`).
 Behind it, by part:
 
 - `engines`: where vectors live (Chroma, pgvector, Qdrant, Qdrant Edge, Milvus, any LangChain

@@ -3,7 +3,7 @@
 The index owns the search (vector hits from the vector store, keyword hits from storage's
 full-text index, fused in hybrid mode) and the windows of neighbours around each hit; keeping
 the vectors in step with storage is `VectorUpkeep`'s (``upkeep.py``): the index holds one as
-``upkeep``, which the write side (`SyncedStorage`) is given; a search waits on its writer.
+``upkeep``, which the write side (`MemoryWrites`) is given; a search waits on its writer.
 Recall loads every hit from storage, so a vector left behind by a failed delete is never
 returned.
 """

@@ -50,7 +50,7 @@ def default_vector_store(storage: MemoryStorage) -> VectorStore:
 
 class VectorUpkeep:
     """The vectors of one storage's messages: their collection's name and their upkeep (what
-    `RecallIndex` holds as ``upkeep``; `SyncedStorage` writes through it)."""
+    `RecallIndex` holds as ``upkeep``; `MemoryWrites` writes through it)."""
 
     def __init__(
         self,

@@ -39,8 +39,8 @@ from ..tracing import traced
 from ..twins import Steps, call, run_async, run_sync
 
 if TYPE_CHECKING:
-    from ..recall.synced import SyncedStorage
     from ..storage.base import MemoryStorage
+    from ..turn.writes import MemoryWrites
 
 PAGE = 100  # messages read at a time, newest first
 SUMMARY_TASK = (
@@ -63,9 +63,9 @@ class ThreadQueries:
     """`Memory`'s summaries, by-id reads and quiet point, over its storage and the writes
     kept in step with recall."""
 
-    def __init__(self, storage: MemoryStorage, synced: SyncedStorage) -> None:
+    def __init__(self, storage: MemoryStorage, writes: MemoryWrites) -> None:
         self.storage = storage
-        self.synced = synced
+        self.writes = writes
 
     # -- summarize_thread ------------------------------------------------------------------------
     def summarize_thread(self, thread_id: str, **opts: Unpack[SummaryOptions]) -> ThreadSummary:
@@ -167,11 +167,11 @@ class ThreadQueries:
         deadline = None if timeout is None else time.monotonic() + timeout
         for _ in range(2):  # the second round joins what the first one's work enqueued
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            self.synced.flush(left)
+            self.writes.flush(left)
 
     async def asettled(self, timeout: float | None = None) -> None:
         """Async `settled`."""
         deadline = None if timeout is None else time.monotonic() + timeout
         for _ in range(2):
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            await self.synced.aflush(left)
+            await self.writes.aflush(left)

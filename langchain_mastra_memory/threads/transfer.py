@@ -218,7 +218,7 @@ def import_lines(
     `memory.flush()` to wait). `progress` is called with the number of messages saved.
     """
     threads = _threads(parse_lines(lines, thread_id=thread_id, resource_id=resource_id))
-    saved = memory.synced.save_import(threads)
+    saved = memory.writes.save_import(threads)
     if progress is not None:
         progress(len(saved))
     return len(saved)
@@ -235,7 +235,7 @@ async def aimport_lines(
     items = await in_io_pool(
         lambda: _threads(parse_lines(lines, thread_id=thread_id, resource_id=resource_id))
     )
-    return len(await memory.synced.asave_import(items))
+    return len(await memory.writes.asave_import(items))
 
 
 def export_lines(

@@ -120,7 +120,7 @@ def create_app(
         owner, thread_id = arg(request, "resource"), arg(request, "thread")
         shown = views.thread(memory, owner, thread_id)
         first = views.messages(memory, owner, thread_id, page=0)
-        om = memory.synced.observations
+        om = memory.writes.observations
         limits = [("observe at", float(om.config.message_tokens))] if om is not None else []
         chart = plots.tokens_chart(views.tokens_per_turn(memory, owner, thread_id), limits)
         return page(

@@ -123,7 +123,7 @@ def create_working_memory_tool(
         return f"Working memory updated. It now reads:\n{shown}"
 
     def writable(run: RunnableConfig) -> None:
-        if not memory.synced.saves_turns(call_options.of(run)):
+        if not memory.writes.saves_turns(call_options.of(run)):
             raise ToolException("Memory is read-only in this conversation: nothing was saved.")
 
     def func(config: RunnableConfig, **kwargs: Any) -> str:

@@ -116,7 +116,7 @@ class MemoryCheckpointer(BaseCheckpointSaver[Any]):
         self.mirror = ThreadMirror(memory, messages_key=messages_key, mirror_deletes=mirror_deletes)
         self.owners = ThreadOwners(self)  # who owns each thread, checked at every read and write
         self._io = CheckpointerIO(self)
-        refs = reference_messages and not memory.synced.read_only  # each message once
+        refs = reference_messages and not memory.writes.read_only  # each message once
         self._refs = MessageRefs(
             self._io, memory.storage, self.saver.serde, messages_key, enabled=refs
         )
@@ -362,7 +362,7 @@ class MemoryCheckpointer(BaseCheckpointSaver[Any]):
 
     def _read_only(self, config: RunnableConfig) -> bool:
         """Whether the run saves nothing (a read-only memory, or ``memory_options``)."""
-        return self.memory.synced.read_only or bool(call_options.of(config).read_only)
+        return self.memory.writes.read_only or bool(call_options.of(config).read_only)
 
     def forget(self, thread_id: str) -> None:
         """Delete the thread's checkpoints from the wrapped saver (not its memory thread:

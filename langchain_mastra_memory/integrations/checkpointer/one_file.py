@@ -40,7 +40,7 @@ class OneFileWrites:
     def __init__(self, saver: Any, memory: Memory) -> None:
         self.saver = saver
         self.storage: SQLiteStorage = memory.storage  # type: ignore[assignment]
-        self.synced = memory.synced
+        self.writes = memory.writes
         if not isinstance(saver.lock, type(threading.RLock())):  # its put runs inside ours
             saver.lock = threading.RLock()
 
@@ -88,7 +88,7 @@ class OneFileWrites:
                 if not conn.in_transaction:
                     conn.execute("BEGIN IMMEDIATE")  # the file's write lock: reads stay current
                 try:
-                    with self.storage.borrowing(conn), self.synced.holding(held):
+                    with self.storage.borrowing(conn), self.writes.holding(held):
                         run_sync(mirror.apply(plan))
                 except MastraMemoryError as exc:  # the checkpoint is written without them
                     conn.rollback()
@@ -103,7 +103,7 @@ class OneFileWrites:
                 mirror.thread(plan.thread_id).reset()  # what it learnt was rolled back
                 raise
         for stored in held:
-            self.synced.after_save(stored)
+            self.writes.after_save(stored)
         return cast("RunnableConfig", result)
 
     async def aput(self, mirror: ThreadMirror, plan: MirrorPlan, *args: Any) -> RunnableConfig:

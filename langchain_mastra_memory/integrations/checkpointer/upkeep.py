@@ -172,7 +172,7 @@ class ThreadUpkeep:
             yield from put_back(self._io, items, target_thread_id)
         if source is not None and target is None:
             yield from call(
-                self.memory.synced.clone,
+                self.memory.writes.clone,
                 source_thread_id,
                 new_thread_id=target_thread_id,
                 carry_ids=True,
@@ -227,7 +227,7 @@ class ThreadUpkeep:
         stored = yield from call(self.memory.storage.get_messages_by_id, gone, **ref)
         mine = stored_ids(s for s in stored if s.thread_id == thread_id)
         if mine:
-            yield from call(self.memory.synced.delete, mine, **ref)
+            yield from call(self.memory.writes.delete, mine, **ref)
 
     # -- the saver's own format -------------------------------------------------------------------
     def write_back(self, thread_id: str, saver: BaseCheckpointSaver[Any] | None) -> Steps[int]:

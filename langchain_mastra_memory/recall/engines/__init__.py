@@ -10,6 +10,6 @@
 - `langchain_store`: `LangChainVectorStore`, any LangChain `VectorStore`.
 
 An engine imports the contract (`recall.vector`), `recall.exact` and storage's records and SQL;
-never the front (`index`, `writer`, `upkeep`, `synced`) or the ranking stages. Nothing is
+never the front (`index`, `writer`, `upkeep`) or the ranking stages. Nothing is
 imported here: the qdrant and milvus extras load when their store is asked for.
 """

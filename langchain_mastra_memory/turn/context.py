@@ -29,26 +29,26 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import Runnable
 
-from .config.call_options import NONE, CallOptions
-from .config.options import MemoryOptions
-from .conversation.token_budget import BudgetedHistory, MessageTokens
-from .conversation.windows import newest, stored_history
-from .errors import ConfigurationError, InvalidMessageError, ThreadNotFoundError
-from .messages import ensure_messages, ids_of
-from .processors import MemoryProcessor, TokenLimiter, ToolCallFilter
-from .processors.semantic_recall import assembled_block, last_human_text, recalled_block
-from .provider_rules import cache_marked, provider_safe
-from .recall.index import RecallIndex, RecallOptions
-from .storage.base import MemoryStorage
-from .storage.records import StoredMessage
-from .threads.thread import Thread
-from .tracing import traced
-from .twins import Steps, both, call, run_async, run_sync
-from .working_memory.config import TOOL_NAME as WORKING_MEMORY_TOOL
-from .working_memory.service import WorkingMemoryStore
+from ..config.call_options import NONE, CallOptions
+from ..config.options import MemoryOptions
+from ..errors import ConfigurationError, InvalidMessageError, ThreadNotFoundError
+from ..messages import ensure_messages, ids_of
+from ..processors import MemoryProcessor, TokenLimiter, ToolCallFilter
+from ..processors.semantic_recall import assembled_block, last_human_text, recalled_block
+from ..provider_rules import cache_marked, provider_safe
+from ..recall.index import RecallIndex, RecallOptions
+from ..storage.base import MemoryStorage
+from ..storage.records import StoredMessage
+from ..threads.thread import Thread
+from ..tracing import traced
+from ..twins import Steps, both, call, run_async, run_sync
+from ..working_memory.config import TOOL_NAME as WORKING_MEMORY_TOOL
+from ..working_memory.service import WorkingMemoryStore
+from .budget import BudgetedHistory, MessageTokens
+from .windows import newest, stored_history
 
 if TYPE_CHECKING:
-    from .observational.service import ObservationalMemory
+    from ..observational.service import ObservationalMemory
 
 logger = logging.getLogger(__name__)
 

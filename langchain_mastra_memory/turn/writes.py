@@ -1,4 +1,4 @@
-"""`SyncedStorage`: storage writes that keep the recall index's vectors in step (a part of
+"""`MemoryWrites`: storage writes that keep the recall index's vectors in step (a part of
 `Memory`; it holds the index's `VectorUpkeep`, never its search).
 
 Messages are stored first; their vectors follow (a vector-store failure warns and leaves the
@@ -24,12 +24,12 @@ from ..errors import ConfigurationError
 from ..injected import is_injected
 from ..messages import ensure_messages
 from ..pools import in_io_pool
+from ..recall.upkeep import VectorUpkeep
+from ..recall.writer import VectorBacklog
 from ..storage.base import MemoryStorage
 from ..storage.records import ImportedThread, StoredMessage, stored_ids
 from ..threads.ids import verify_owner
 from ..twins import run_async, run_sync
-from .upkeep import VectorUpkeep
-from .writer import VectorBacklog
 
 if TYPE_CHECKING:
     from ..observational.service import ObservationalMemory
@@ -45,7 +45,7 @@ def to_save(messages: Msgs) -> Saved:
     return [m for m in messages if not is_injected(m)]
 
 
-class SyncedStorage:
+class MemoryWrites:
     """Saves, updates and deletes on `storage`, followed by the vectors' `upkeep` (when there
     is one: `RecallIndex.upkeep`).
 
@@ -54,8 +54,8 @@ class SyncedStorage:
         >>> from langchain_mastra_memory import SQLiteStorage
         >>> storage = SQLiteStorage(":memory:")
         >>> _ = storage.create_thread(thread_id="t1", resource_id="alice")
-        >>> synced = SyncedStorage(storage, None)
-        >>> saved = synced.save([HumanMessage("hi")], thread_id="t1", resource_id="alice")
+        >>> writes = MemoryWrites(storage, None)
+        >>> saved = writes.save([HumanMessage("hi")], thread_id="t1", resource_id="alice")
         >>> [m.content for m in saved]
         ['hi']
     """
@@ -409,3 +409,6 @@ def _by_owner(stored: Sequence[StoredMessage]) -> dict[str, list[str]]:
     for s in stored:
         owners.setdefault(s.resource_id, []).append(s.message.id or "")
     return owners
+
+
+SyncedStorage = MemoryWrites  # its name before issue 95 (``recall.synced``), for one release
