@@ -214,7 +214,10 @@ MOVED.update(
         for line in """
     recall.engine recall.engines.base
     recall.chroma recall.engines.chroma
-    recall.chroma_legacy recall.engines.chroma_legacy
+    recall.chroma_legacy recall.engines.chroma
+    recall.engines.chroma_legacy recall.engines.chroma
+    recall.engines.chroma_collections recall.engines.chroma
+    recall.engines.chroma_pages recall.engines.chroma
     recall.pgvector recall.engines.pgvector
     recall.qdrant recall.engines.qdrant
     recall.qdrant_edge recall.engines.qdrant_edge

@@ -320,12 +320,12 @@ class Memory:
         """Async `search_messages`."""
         return await run_async(search_page(self.storage, self.searcher, query, **search))
 
-    def recall(self, **request: Unpack[kw.RecallOptions]) -> Messages:
+    def recall(self, **request: Unpack[kw.RecallRequest]) -> Messages:
         """Recalled messages and the newest ``last_messages``, through the processors;
         `new_messages` (the turn) are never changed or returned, `history` replaces storage's."""
         return self.turns.remembered(**call_options.carried(request))
 
-    async def arecall(self, **request: Unpack[kw.RecallOptions]) -> Messages:
+    async def arecall(self, **request: Unpack[kw.RecallRequest]) -> Messages:
         """Async `recall`."""
         return await self.turns.aremembered(**call_options.carried(request))
 

@@ -234,7 +234,7 @@ def test_a_held_partition_gives_its_vectors_back_as_chroma_holds_them() -> None:
 def test_graph_searches_use_the_measured_beam_and_older_collections_are_widened(tmp_path) -> None:
     """Real chat pieces need a wide HNSW beam (see SEARCH_EF): a new collection gets it, and
     one an earlier version made with ef_search 400 is widened when opened (kept on disk)."""
-    from langchain_mastra_memory.recall.engines.chroma_collections import HNSW, SEARCH_EF
+    from langchain_mastra_memory.recall.engines.chroma import HNSW, SEARCH_EF
 
     assert SEARCH_EF >= 1600
     store = ChromaVectorStore(path=tmp_path / "new", exact_limit=0)
@@ -261,7 +261,7 @@ def test_graph_searches_use_the_measured_beam_and_older_collections_are_widened(
 def test_a_partition_read_in_pages_is_whole_and_filters_by_thread(monkeypatch) -> None:
     """A big partition is read from Chroma a page at a time (float32 at once, not the whole
     float64 answer): every piece arrives, in any thread filter, as a single read would give."""
-    from langchain_mastra_memory.recall.engines import chroma_pages as chroma
+    from langchain_mastra_memory.recall.engines import chroma
 
     monkeypatch.setattr(chroma, "LOAD_PAGE", 7)
     rng = np.random.default_rng(5)

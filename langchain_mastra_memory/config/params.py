@@ -214,7 +214,7 @@ class TurnRef(TurnSave, total=False):
     read_only: bool
 
 
-class RecallOptions(TypedDict, total=False):
+class RecallRequest(TypedDict, total=False):
     """`Memory.recall`: the thread (its owner is looked up when not given), the current turn
     (never changed or returned), and a history to use instead of the stored one."""
 
@@ -260,7 +260,7 @@ __all__ = [
     "MessageQuery",
     "Mirroring",
     "NewThread",
-    "RecallOptions",
+    "RecallRequest",
     "RecallToolOptions",
     "SaveOptions",
     "SearchQuery",

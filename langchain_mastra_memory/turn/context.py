@@ -131,9 +131,9 @@ class TurnContext:
         self.cache_breakpoints = options.cache_breakpoints
         self.recall_index = recall_index
         self.working_memory = working_memory
-        self.steps = self._steps(processors)
+        self.processors = self._processors(processors)
 
-    def _steps(self, processors: Sequence[Runnable[Any, Any]]) -> list[Runnable[Any, Any]]:
+    def _processors(self, processors: Sequence[Runnable[Any, Any]]) -> list[Runnable[Any, Any]]:
         """The user's processors, after hiding working-memory tool traffic (as Mastra does)."""
         if not self.working_memory.config.enabled:
             return list(processors)
@@ -203,8 +203,10 @@ class TurnContext:
                 thread_id, resource_id, messages, sent, read_only=read_only
             )
         messages = [*messages, *recalled] if self.placement == "end" else [*recalled, *messages]
-        for step in self.steps:
-            messages = yield from call(step.invoke, messages, **processor_options(step, new))
+        for processor in self.processors:
+            messages = yield from call(
+                processor.invoke, messages, **processor_options(processor, new)
+            )
         return messages
 
     def _history(

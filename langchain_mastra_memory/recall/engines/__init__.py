@@ -1,8 +1,8 @@
 """The vector engines recall's vectors live in, each behind the `VectorStore` contract
 (`recall.vector`):
 
-- `chroma`: `ChromaVectorStore` (embedded, in memory or a server; the default), with
-  `chroma_legacy` (splitting a collection written before partitioning);
+- `chroma`: `ChromaVectorStore` (embedded, in memory or a server; the default), its
+  collections, the split of a collection written before partitioning, and paged reads;
 - `pgvector`: `PgVectorStore`, in PostgreSQL beside `PostgresStorage`'s tables;
 - `qdrant`: `QdrantVectorStore` (local mode, a server or a cluster), `qdrant_edge`:
   `QdrantEdgeVectorStore` (Qdrant's engine in this process), `milvus`: `MilvusVectorStore`
