@@ -106,7 +106,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, `__getattr__`
     from .processors.semantic_recall import SemanticRecall
     from .recall import CachedEmbeddings, ChromaVectorStore, MiniLMEmbeddings, PgVectorStore
     from .storage import MastraStorage, MemoryStorage, PostgresStorage, SQLiteStorage, StoredMessage
-    from .threads.thread import Thread
+    from .storage.thread import Thread
     from .tokens.counting import TokenCounter
     from .working_memory import WorkingMemoryConfig
 
@@ -158,7 +158,7 @@ _WHERE = {  # public name -> the module defining it
     "MastraStorage": ".storage",
     "StorageError": ".errors",
     "StoredMessage": ".storage",
-    "Thread": ".threads.thread",
+    "Thread": ".storage.thread",
     "ThreadExistsError": ".errors",
     "ThreadNotFoundError": ".errors",
     "ThreadSummary": ".threads.summaries",
@@ -195,7 +195,8 @@ MOVED = {  # old module -> where it lives now (0.2); the old name works for one 
     "tokenizers": "tokens.tokenizers",
     "registry_files": "tokens.registry_files",
     "ids": "threads.ids",
-    "thread": "threads.thread",
+    "thread": "storage.thread",
+    "threads.thread": "storage.thread",
     "transfer": "threads.transfer",
     "browse": "browsing.browse",
     "paging": "browsing.paging",

@@ -30,9 +30,9 @@ from .recall.writer import VectorBacklog
 from .storage.base import MemoryStorage
 from .storage.records import ObservationGroup
 from .storage.sqlite.backend import SQLiteStorage, storage_or_default  # noqa: F401 (the doctest uses it)
+from .storage.thread import Thread
 from .threads.ids import resolve_ids, visible_to, with_new_id
 from .threads.summaries import ThreadQueries, ThreadSummary
-from .threads.thread import Thread
 from .titles import TitleWriter
 from .turn.context import TurnContext
 from .turn.writes import MemoryWrites

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -291,7 +292,7 @@ PARTS = {  # a part of recall or storage, and what of its own package it may imp
     "recall.engines": ("recall.vector", "recall.exact"),
     "recall.ranking": ("recall.vector", "recall.embedders"),
     "storage.sql": ("storage.base", "storage.records", "storage.validation", "storage.contract",
-                    "storage.filters", "storage.blocking", "storage.derived"),
+                    "storage.filters", "storage.blocking", "storage.derived", "storage.thread"),
     "storage.sqlite": ("storage.sql", "storage.base", "storage.records", "storage.keywords"),
     "storage.postgres": ("storage.sql", "storage.base", "storage.records", "storage.validation",
                          "storage.keywords"),
@@ -457,3 +458,51 @@ def test_no_class_is_split_by_inheritance_to_fit_a_size() -> None:
     assert bases["RecallIndex"] == [] and bases["VectorUpkeep"] == []
     synced = (PACKAGE / "turn" / "writes.py").read_text()
     assert "import RecallIndex" not in synced and "upkeep: VectorUpkeep | None" in synced
+
+
+def stated_layers() -> list[list[str]]:
+    """The layer list `docs/architecture.md` states, bottom first: each layer's module names
+    (relative to the package; "" for the package's own ``__init__``)."""
+    page = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    section = page.split("## The layers", 1)[1].split("\n\n", 3)[2]
+    layers = []
+    for line in section.splitlines():
+        match = re.match(r"^(\d+)\. \*\*[^*]+\*\*: (.+)$", line)
+        assert match, line
+        assert int(match.group(1)) == len(layers) + 1
+        names = re.findall(r"`([\w.]+)`", match.group(2))
+        layers.append(names + ([""] if "the package's `__init__`" in line else []))
+    return layers
+
+
+def layer_of(module: str, layers: list[list[str]]) -> int | None:
+    """The layer of `module`: the longest name on the list that is it or holds it."""
+    relative = module[len(NAME) + 1 :] if module != NAME else ""
+    best: tuple[int, int] | None = None
+    for floor, names in enumerate(layers):
+        for name in names:
+            holds = (
+                relative == name
+                or (name and relative.startswith(f"{name}."))
+                or (name == "" and relative == "")
+            )
+            if holds and (best is None or len(name) > best[1]):
+                best = (floor, len(name))
+    return None if best is None else best[0]
+
+
+def test_every_import_follows_the_stated_layers() -> None:
+    """`docs/architecture.md`'s layer list, in order: no module imports a layer above its own
+    (at import time, inside a function, or for the type checker), and every module is on it."""
+    layers = stated_layers()
+    assert len(layers) >= 8 and "storage" in layers[1] and "memory" in layers[-1]
+    unplaced = sorted(m for m in FULL_GRAPH if layer_of(m, layers) is None)
+    assert unplaced == []
+    upward = sorted(
+        f"{m} (layer {layer_of(m, layers) + 1}) -> {t} (layer {layer_of(t, layers) + 1})"  # type: ignore[operator]
+        for m, targets in FULL_GRAPH.items()
+        for t in targets
+        if (layer_of(t, layers) or 0) > (layer_of(m, layers) or 0)
+    )
+    assert upward == []
+    assert FULL_GRAPH[f"{NAME}.memory"]  # (the edges are read)

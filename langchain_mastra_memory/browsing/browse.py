@@ -16,8 +16,8 @@ from ..errors import ConfigurationError, ThreadNotFoundError
 from ..recall.index import Mode, RecallIndex, hide_working_memory
 from ..storage.base import MemoryStorage, owned_thread
 from ..storage.records import StoredMessage, TimeWindow, stored_ids
+from ..storage.thread import Thread
 from ..storage.validation import check_id, check_ids, check_optional_id, check_time
-from ..threads.thread import Thread
 from ..twins import Steps, call
 from .paging import MessagePage, Page, SearchHit, check_count, page_bounds
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..errors import ConfigurationError
 from ..storage.validation import is_count, validated
+from ..tokens.counting import TokenCounter
 
 EXIT_DRAIN = 2.0  # seconds of vector writing at interpreter exit, by default
 
@@ -16,6 +21,53 @@ def check_last_messages(value: Any) -> Any:
     if value is not False and not is_count(value):
         raise ValueError(f"last_messages must be a non-negative int or False, got {value!r}")
     return value
+
+
+@dataclass(frozen=True)
+class MessageTokens:
+    """A validated ``message_tokens`` option."""
+
+    max_tokens: int
+    at_max_remove_tokens: int
+    encoding: str = "o200k_base"
+
+    @classmethod
+    def parse(cls, value: Any) -> MessageTokens | None:
+        """`value` checked (None or False: no budget); a `ConfigurationError` names the key."""
+        if value is None or value is False:
+            return None
+        if isinstance(value, MessageTokens):
+            return value
+        if not isinstance(value, Mapping):
+            msg = 'message_tokens must be {"max_tokens": int, "at_max_remove_tokens": int}'
+            raise ConfigurationError(msg)
+        unknown = set(value) - {"max_tokens", "at_max_remove_tokens", "encoding"}
+        if unknown:
+            raise ConfigurationError(f"message_tokens: unknown keys {sorted(unknown)}")
+        most = value.get("max_tokens")
+        if not is_count(most, at_least=1):
+            raise ConfigurationError(
+                f"message_tokens.max_tokens must be a positive int, got {most!r}"
+            )
+        remove = value.get("at_max_remove_tokens")
+        if remove is None:
+            remove = max(1, most // 4)
+        if not is_count(remove, at_least=1) or remove > most:
+            raise ConfigurationError(
+                "message_tokens.at_max_remove_tokens must be an int in 1..max_tokens "
+                f"({most}), got {remove!r}"
+            )
+        encoding = value.get("encoding", "o200k_base")
+        if not isinstance(encoding, str) or not encoding:
+            raise ConfigurationError(
+                f"message_tokens.encoding must be a tiktoken name, got {encoding!r}"
+            )
+        TokenCounter(encoding)  # an unknown encoding fails here, with its own clear error
+        return cls(most, remove, encoding)
+
+    @cached_property
+    def counter(self) -> TokenCounter:
+        return TokenCounter(self.encoding)
 
 
 class MemoryOptions(BaseModel):
@@ -43,7 +95,7 @@ class MemoryOptions(BaseModel):
       (`call_options`).
     - ``message_tokens``: ``{"max_tokens", "at_max_remove_tokens", "encoding"}``, Mastra's
       ``messageTokens``: a token budget for what memory sends, the oldest history dropped in
-      chunks behind a stored boundary (`conversation.token_budget`); ``last_messages``, when
+      chunks behind a stored boundary (`turn.budget`); ``last_messages``, when
       given too, caps the count on top.
     - ``retention``: an age per kind (``messages``, ``threads``, ``checkpoints``,
       ``observations``, ``items``), Mastra's ``storage.retention``; ``memory.prune()``
@@ -81,7 +133,6 @@ class MemoryOptions(BaseModel):
     @field_validator("message_tokens", mode="before")
     @classmethod
     def _check_budget(cls, value: Any) -> Any:
-        from ..turn.budget import MessageTokens
 
         parsed = MessageTokens.parse(value)
         return (

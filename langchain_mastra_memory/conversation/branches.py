@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..errors import MessageNotFoundError
 from ..storage.base import owned_thread
 from ..storage.records import StoredMessage, now_utc
-from ..threads.thread import Thread
+from ..storage.thread import Thread
 from ..twins import Steps, call
 
 if TYPE_CHECKING:

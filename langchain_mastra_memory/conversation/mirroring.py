@@ -40,7 +40,7 @@ from .suffix import StateSuffix, edited, state_suffix
 
 if TYPE_CHECKING:
     from ..storage.base import MemoryStorage
-    from ..threads.thread import Thread
+    from ..storage.thread import Thread
     from ..turn.writes import MemoryWrites
 
 

@@ -8,7 +8,7 @@ dropped, since no model API accepts a tool result without its call.
 
 With ``window="blocks"`` the kept part then starts at a stable point rather than at the oldest
 message that fits, so the limited list starts the same way for many turns (a provider's prompt
-cache serves it; `conversation.windows` does the same for counted windows): among the oldest
+cache serves it; `turn.windows` does the same for counted windows): among the oldest
 third of what fits, the message whose id hashes to the most trailing zero bits (`stable_start`),
 a property of the message itself, the same in every process and turn. The list never exceeds
 the limit and holds at most a third fewer messages than fit (a window of five messages or fewer

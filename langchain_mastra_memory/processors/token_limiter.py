@@ -50,7 +50,7 @@ class TokenLimiter(MemoryProcessor):
     a stable point in its oldest third (a message chosen by its id's hash), so the limited
     history starts the same way for many turns and a provider's prompt cache serves it: never
     more than `limit`, never a third fewer messages than fit (`limiting`). Memory's own
-    ``message_tokens`` option is Mastra's cache-friendly budget (`conversation.token_budget`).
+    ``message_tokens`` option is Mastra's cache-friendly budget (`turn.budget`).
 
     Examples:
         >>> from langchain_core.messages import AIMessage, HumanMessage

@@ -16,7 +16,6 @@ from langchain_core.messages import ToolMessage
 
 from ..errors import OrphanToolResultWarning, ThreadExistsError
 from ..pools import in_io_pool
-from ..threads.thread import Thread
 from .blocking import forbid_blocking_calls, guard_subclass, off_loop
 from .contract import UNSET, ConversationStorage, owned_thread
 from .derived import DerivedRecords
@@ -28,6 +27,7 @@ from .records import (
     StoredMessage,
     TimeWindow,
 )
+from .thread import Thread
 from .validation import check_id
 
 __all__ = ["UNSET", "MemoryStorage", "forbid_blocking_calls", "owned_thread", "report_orphans"]

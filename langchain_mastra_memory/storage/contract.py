@@ -9,8 +9,8 @@ from typing import Any
 
 from ..errors import ResourceMismatchError, ThreadExistsError, ThreadNotFoundError
 from ..messages import index_text
-from ..threads.thread import Thread
 from .records import ImportedThread, Neighbour, ResourceSummary, StoredMessage, TimeWindow
+from .thread import Thread
 from .validation import check_id, check_ids
 
 

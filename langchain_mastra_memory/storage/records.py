@@ -28,8 +28,8 @@ from ..messages import (
     tool_call_ids,
     with_id,
 )
-from ..threads.thread import Thread
 from ..tokens.counting import default_counter
+from .thread import Thread
 from .validation import check_id, check_json_value, check_metadata, check_time, validated
 
 _METADATA_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,128}$")

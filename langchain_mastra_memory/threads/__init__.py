@@ -1,3 +1,3 @@
-"""Threads: the `Thread` record (`thread`), who owns one (`ids`: the package's rule for
-``thread_id``, ``resource_id``, ``user_id`` and the default), and moving them in and out as
-JSON Lines (`transfer`)."""
+"""Threads: who owns one (`ids`: the package's rule for ``thread_id``, ``resource_id``,
+``user_id`` and the default), a thread's summary (`summaries`), and moving them in and out as
+JSON Lines (`transfer`). The `Thread` record is storage's (`storage.thread`)."""

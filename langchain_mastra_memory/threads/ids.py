@@ -25,8 +25,8 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from ..errors import ConfigurationError, ResourceMismatchError
+from ..storage.thread import Thread
 from ..storage.validation import check_id
-from .thread import Thread
 
 OWNER_KEYS = ("resource_id", "user_id")
 IDENTITY_KEY = "langgraph_auth_user_id"  # LangGraph Server's authenticated caller

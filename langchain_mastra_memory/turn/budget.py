@@ -30,67 +30,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
-from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ..errors import ConfigurationError, ThreadNotFoundError
+from ..config.options import MessageTokens as MessageTokens  # (its home: the options)
+from ..errors import ThreadNotFoundError
 from ..messages import ids_of, tool_call_ids
-from ..storage.validation import is_count
-from ..tokens.counting import TOKENS_PER_CONVERSATION, TokenCounter
+from ..tokens.counting import TOKENS_PER_CONVERSATION
 from ..twins import Steps, call
 from .windows import newest
 
 BOUNDARY_KEY = "memory_token_boundary"
-
-
-@dataclass(frozen=True)
-class MessageTokens:
-    """A validated ``message_tokens`` option."""
-
-    max_tokens: int
-    at_max_remove_tokens: int
-    encoding: str = "o200k_base"
-
-    @classmethod
-    def parse(cls, value: Any) -> MessageTokens | None:
-        """`value` checked (None or False: no budget); a `ConfigurationError` names the key."""
-        if value is None or value is False:
-            return None
-        if isinstance(value, MessageTokens):
-            return value
-        if not isinstance(value, Mapping):
-            msg = 'message_tokens must be {"max_tokens": int, "at_max_remove_tokens": int}'
-            raise ConfigurationError(msg)
-        unknown = set(value) - {"max_tokens", "at_max_remove_tokens", "encoding"}
-        if unknown:
-            raise ConfigurationError(f"message_tokens: unknown keys {sorted(unknown)}")
-        most = value.get("max_tokens")
-        if not is_count(most, at_least=1):
-            raise ConfigurationError(
-                f"message_tokens.max_tokens must be a positive int, got {most!r}"
-            )
-        remove = value.get("at_max_remove_tokens")
-        if remove is None:
-            remove = max(1, most // 4)
-        if not is_count(remove, at_least=1) or remove > most:
-            raise ConfigurationError(
-                "message_tokens.at_max_remove_tokens must be an int in 1..max_tokens "
-                f"({most}), got {remove!r}"
-            )
-        encoding = value.get("encoding", "o200k_base")
-        if not isinstance(encoding, str) or not encoding:
-            raise ConfigurationError(
-                f"message_tokens.encoding must be a tiktoken name, got {encoding!r}"
-            )
-        TokenCounter(encoding)  # an unknown encoding fails here, with its own clear error
-        return cls(most, remove, encoding)
-
-    @cached_property
-    def counter(self) -> TokenCounter:
-        return TokenCounter(self.encoding)
 
 
 def boundary_of(metadata: Mapping[str, Any] | None) -> str | None:

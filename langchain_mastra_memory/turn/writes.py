@@ -33,7 +33,7 @@ from ..twins import run_async, run_sync
 
 if TYPE_CHECKING:
     from ..observational.service import ObservationalMemory
-    from ..threads.thread import Thread
+    from ..storage.thread import Thread
     from ..titles import TitleWriter
 
 Msgs = Sequence[BaseMessage]

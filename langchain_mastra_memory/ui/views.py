@@ -20,7 +20,7 @@ from ..injected import SOURCE_KEY
 from ..memory import Memory
 from ..messages import mastra_role, message_text
 from ..storage.records import ResourceSummary, scope_key
-from ..threads.thread import Thread
+from ..storage.thread import Thread
 from ..tokens.counting import TokenCounter
 
 PER_PAGE = 25

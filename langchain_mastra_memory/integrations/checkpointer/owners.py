@@ -41,7 +41,7 @@ from .refs import checkpoint_at
 if TYPE_CHECKING:
     from ...conversation.mirroring import ThreadMirror
     from ...memory import Memory
-    from ...threads.thread import Thread
+    from ...storage.thread import Thread
     from .refs import MessageRefs
 
 

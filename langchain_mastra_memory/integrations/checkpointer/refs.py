@@ -39,7 +39,7 @@ from ...storage.sql.checkpoint_lists import SNAPSHOT_EVERY
 from ...twins import Steps, call
 
 if TYPE_CHECKING:
-    from ...threads.thread import Thread
+    from ...storage.thread import Thread
 
 logger = logging.getLogger(__name__)
 

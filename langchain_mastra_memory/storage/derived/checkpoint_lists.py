@@ -9,12 +9,12 @@ from __future__ import annotations
 from abc import ABC
 from collections.abc import Collection, Sequence
 
-from ...threads.thread import Thread
 from ..blocking import off_loop
 from ..records import (
     CheckpointList,
     CheckpointValue,
 )
+from ..thread import Thread
 
 _NO_LISTS = (
     "{} does not keep checkpoint message lists (MemoryCheckpointer stores each message once in "

@@ -23,7 +23,6 @@ from ...errors import (
     ThreadExistsError,
 )
 from ...messages import message_from_json
-from ...threads.thread import Thread
 from ..records import (
     MESSAGE_COLUMNS,
     MessageRow,
@@ -34,6 +33,7 @@ from ..records import (
     stored_message,
     thread_from_row,
 )
+from ..thread import Thread
 from .checkpoint_lists import CheckpointListTable
 from .extracted import ExtractedValuesTable
 from .items import ItemTable

@@ -12,7 +12,6 @@ from ...errors import (
     ThreadNotFoundError,
 )
 from ...messages import carried_id, message_to_json, new_message_id
-from ...threads.thread import Thread
 from ..base import UNSET
 from ..records import (
     MessageFilter,
@@ -25,6 +24,7 @@ from ..records import (
     scope_key,
     thread_from_row,
 )
+from ..thread import Thread
 from ..validation import (
     check_id,
     check_ids,
