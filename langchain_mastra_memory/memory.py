@@ -477,9 +477,10 @@ class Memory:
         ``thread_id``, ``k``, ``mode``, ``message_range``, ``filter``, ``threshold``)."""
         return cast("MemoryRetriever", _shape("retriever").MemoryRetriever(memory=self, **options))
 
-    def middleware(self) -> Any:
-        """A ``langchain.agents`` middleware applying memory before and saving after each call."""
-        return _shape("middleware").MemoryMiddleware(self)
+    def middleware(self, *, save: bool = True) -> Any:
+        """A ``langchain.agents`` middleware applying memory before and saving after each call
+        (``save=False``: applying only, for an agent under `checkpointer`, which saves)."""
+        return _shape("middleware").middleware_for(self, save=save)
 
     def checkpointer(self, saver: Any = None, **opts: Unpack[kw.Mirroring]) -> MemoryCheckpointer:
         """A LangGraph checkpointer around `saver` mirroring threads here (`MemoryCheckpointer`)."""

@@ -434,3 +434,77 @@ async def test_wrap_stages_are_runs_for_whoever_listens(tmp_path: Path) -> None:
         "hi", "one", "again", "two", "quiet", "three",
     ]  # fmt: skip
     assert not observed({}) and observed({"callbacks": [names]})
+
+
+# -- the middleware under memory's checkpointer (issue 96) -----------------------------------------
+def _our_nodes(agent) -> set[str]:
+    return {n for n in agent.get_graph().nodes if n.startswith("langchain_mastra_memory")}
+
+
+async def test_the_applying_middleware_adds_no_after_model_step_and_the_checkpointer_saves(
+    tmp_path: Path,
+) -> None:
+    """``memory.middleware(save=False)`` under ``memory.checkpointer()``: no after-model node
+    of ours in the agent's graph, each turn saved once (by the checkpointer), the context still
+    applied (the first thread recalled from a second), sync and async."""
+    from langchain.agents import create_agent
+
+    from langchain_mastra_memory.testing import strict_model
+
+    memory = Memory(storage=SQLiteStorage(tmp_path / "m.db"),
+                    options={"semantic_recall": {"mode": "keyword", "top_k": 2}})  # fmt: skip
+    model = strict_model(AIMessage("Noted."), AIMessage("Again."), AIMessage("Lisbon."))
+    agent = create_agent(model, middleware=[memory.middleware(save=False)],
+                         checkpointer=memory.checkpointer())  # fmt: skip
+    assert not any(n.endswith("after_model") for n in _our_nodes(agent))
+    saving = create_agent(strict_model(AIMessage("x")), middleware=[memory.middleware()])
+    assert any(n.endswith("after_model") for n in _our_nodes(saving))  # (the nodes are read)
+    one = {"configurable": {"thread_id": "t1", "user_id": "alice"}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing to warn of: the checkpointer saves
+        agent.invoke({"messages": [HumanMessage("I moved to Lisbon.")]}, one)
+        await agent.ainvoke({"messages": [HumanMessage("Yes, Lisbon.")]}, one)
+    assert [m.content for m in memory.get_messages(thread_id="t1")] == [
+        "I moved to Lisbon.", "Noted.", "Yes, Lisbon.", "Again.",
+    ]  # fmt: skip
+    two = {"configurable": {"thread_id": "t2", "user_id": "alice"}}
+    agent.invoke({"messages": [HumanMessage("Where did I move? Lisbon?")]}, two)
+    assert "I moved to Lisbon." in str(model.seen[-1])  # recalled from t1 into t2's request
+    memory.close()
+
+
+def test_the_saving_middleware_under_memorys_checkpointer_saves_once_and_says_so(
+    tmp_path: Path,
+) -> None:
+    from langchain.agents import create_agent
+
+    from langchain_mastra_memory.testing import strict_model
+
+    memory = Memory(storage=SQLiteStorage(tmp_path / "m.db"))
+    agent = create_agent(strict_model(AIMessage("One."), AIMessage("Two.")),
+                         middleware=[memory.middleware()], checkpointer=memory.checkpointer())  # fmt: skip
+    config = {"configurable": {"thread_id": "t1", "user_id": "alice"}}
+    with pytest.warns(UserWarning, match=r"use memory\.middleware\(save=False\)"):
+        agent.invoke({"messages": [HumanMessage("first")]}, config)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per memory
+        agent.invoke({"messages": [HumanMessage("second")]}, config)
+    assert [m.content for m in memory.get_messages(thread_id="t1")] == [
+        "first", "One.", "second", "Two.",
+    ]  # fmt: skip
+    memory.close()
+
+
+def test_the_applying_middleware_with_nothing_saving_warns(tmp_path: Path) -> None:
+    from langchain.agents import create_agent
+
+    from langchain_mastra_memory.testing import strict_model
+
+    memory = Memory(storage=SQLiteStorage(tmp_path / "m.db"))
+    agent = create_agent(strict_model(AIMessage("One.")), middleware=[memory.middleware(save=False)],
+                         checkpointer=InMemorySaver())  # fmt: skip
+    with pytest.warns(UserWarning, match="nothing saves the conversation"):
+        agent.invoke({"messages": [HumanMessage("first")]},
+                     {"configurable": {"thread_id": "t1", "user_id": "alice"}})  # fmt: skip
+    assert memory.get_thread("t1") is None  # nothing saved the turn
+    memory.close()

@@ -1,4 +1,5 @@
-"""`MemoryMiddleware`: memory for ``langchain.agents.create_agent`` (needs the ``agents`` extra).
+"""`MemoryMiddleware`: memory for ``langchain.agents.create_agent`` (needs the ``agents`` extra);
+`MemoryContextMiddleware` the same without the saving, for an agent under ``memory.checkpointer()``.
 
 Before each model call it replaces the request's messages with memory's context: the agent's
 system message with memory's blocks (working memory, recalled conversations) merged into it,
@@ -19,6 +20,8 @@ the model's input budget (`model_budget`).
 
 from __future__ import annotations
 
+import warnings
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -72,8 +75,11 @@ def _merge(request: ModelRequest, context: list[BaseMessage]) -> ModelRequest:
     )
 
 
-class MemoryMiddleware(AgentMiddleware):
-    """Agent middleware that applies memory before each model call and saves after it.
+class MemoryContextMiddleware(AgentMiddleware):
+    """Agent middleware that applies memory before each model call and saves nothing
+    (``memory.middleware(save=False)``): for an agent compiled with ``memory.checkpointer()``,
+    which saves each turn with its checkpoint. Defining no ``after_model`` hook, it adds no
+    step after each model call (LangChain runs one for every middleware that defines it).
 
     Examples:
         >>> from langchain.agents import create_agent
@@ -81,12 +87,16 @@ class MemoryMiddleware(AgentMiddleware):
         >>> from langchain_mastra_memory import Memory, SQLiteStorage
         >>> from langchain_mastra_memory.testing import strict_model
         >>> memory = Memory(storage=SQLiteStorage(":memory:"))
-        >>> agent = create_agent(strict_model(AIMessage("hi!")), middleware=[memory.middleware()])
+        >>> agent = create_agent(strict_model(AIMessage("hi!")),
+        ...                      middleware=[memory.middleware(save=False)],
+        ...                      checkpointer=memory.checkpointer())
         >>> config = {"configurable": {"thread_id": "t1"}}
         >>> _ = agent.invoke({"messages": [("user", "hello")]}, config)
-        >>> [m.content for m in memory.get_messages(thread_id="t1")]
+        >>> [m.content for m in memory.get_messages(thread_id="t1")]  # saved by the checkpointer
         ['hello', 'hi!']
     """
+
+    saves = False  # (`MemoryMiddleware` saves after each model call)
 
     def __init__(self, memory: Memory) -> None:
         super().__init__()
@@ -102,9 +112,10 @@ class MemoryMiddleware(AgentMiddleware):
         return NAME
 
     def _plan(self, request: ModelRequest) -> dict[str, Any]:
-        return turn_plan(
-            self.memory, request.messages, get_config(), context=_context(request.runtime)
-        )
+        config = get_config()
+        if not self.saves:  # then only memory's checkpointer keeps the turns
+            warn_if_nothing_saves(self.memory, config, "memory.middleware(save=False)")
+        return turn_plan(self.memory, request.messages, config, context=_context(request.runtime))
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
@@ -116,6 +127,32 @@ class MemoryMiddleware(AgentMiddleware):
     ) -> ModelResponse:
         return await handler(_sent(request, await self.memory.acontext(**self._plan(request))))
 
+
+_SAVED_TWICE: weakref.WeakSet[Any] = weakref.WeakSet()  # memories warned of a needless step
+
+
+class MemoryMiddleware(MemoryContextMiddleware):
+    """Agent middleware that applies memory before each model call and saves after it.
+
+    Under ``memory.checkpointer()`` it leaves the saving to the checkpointer (nothing is saved
+    twice) and warns once that its after-model step then only costs time:
+    ``memory.middleware(save=False)`` (`MemoryContextMiddleware`) is the one to use there.
+
+    Examples:
+        >>> from langchain.agents import create_agent
+        >>> from langchain_core.messages import AIMessage
+        >>> from langchain_mastra_memory import Memory, SQLiteStorage
+        >>> from langchain_mastra_memory.testing import strict_model
+        >>> memory = Memory(storage=SQLiteStorage(":memory:"))
+        >>> agent = create_agent(strict_model(AIMessage("hi!")), middleware=[memory.middleware()])
+        >>> config = {"configurable": {"thread_id": "t1"}}
+        >>> _ = agent.invoke({"messages": [("user", "hello")]}, config)
+        >>> [m.content for m in memory.get_messages(thread_id="t1")]
+        ['hello', 'hi!']
+    """
+
+    saves = True
+
     def _save_to(self, runtime: Any) -> dict[str, Any] | None:
         """The thread, owner and call options to save under after a model call; None when the
         run's own checkpointer is memory's (it saves with each checkpoint instead)."""
@@ -124,6 +161,16 @@ class MemoryMiddleware(AgentMiddleware):
             warn_if_nothing_saves(self.memory, config, "memory.middleware()")
             return None
         if saved_by_checkpointer(self.memory, config):
+            if self.memory not in _SAVED_TWICE:
+                _SAVED_TWICE.add(self.memory)
+                warnings.warn(
+                    "memory.middleware() under memory.checkpointer(): the checkpointer saves "
+                    "each turn, so the middleware's after-model step (LangChain adds one for "
+                    "every middleware that defines the hook) saves nothing and only costs "
+                    "time; use memory.middleware(save=False)",
+                    UserWarning,
+                    stacklevel=2,
+                )
             return None
         thread_id, resource_id = self.memory.ids(config, context=_context(runtime))
         options = call_options.of(config)
@@ -142,3 +189,8 @@ class MemoryMiddleware(AgentMiddleware):
 
 def _context(runtime: Any) -> Any:
     return getattr(runtime, "context", None)
+
+
+def middleware_for(memory: Memory, *, save: bool = True) -> MemoryContextMiddleware:
+    """`Memory.middleware`: the saving middleware, or (``save=False``) the applying one."""
+    return MemoryMiddleware(memory) if save else MemoryContextMiddleware(memory)
