@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableLambda
 
 from langchain_mastra_memory import Memory, TokenCounter, TokenLimiter, ToolCallFilter, processor
-from langchain_mastra_memory import turn as turn_module
+from langchain_mastra_memory.turn import context as turn_module
 
 
 def fill(memory: Memory) -> None:
