@@ -145,13 +145,16 @@ def test_writers_killed_at_random_points_lose_no_acknowledged_batch(
                     [sys.executable, "-c", WRITER, kind, target, schema, name],
                     stdout=subprocess.PIPE, text=True,
                 )  # fmt: skip
-            for proc in writers.values():  # started (imports done): kill while writing
-                assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+            first: dict[str, set[int]] = {}
+            for name, proc in writers.items():  # writing (a first batch acknowledged, on a
+                assert proc.stdout is not None  # loaded machine too): then killed at random
+                assert proc.stdout.readline().strip() == "ready"
+                first[name] = {int(proc.stdout.readline())}
             time.sleep(rng.uniform(0.3, 1.5))
             for name, proc in writers.items():
                 proc.send_signal(signal.SIGKILL)
                 out, _ = proc.communicate(timeout=30)
-                acknowledged[name] = {int(line) for line in out.split() if line != "ready"}
+                acknowledged[name] = first[name] | {int(line) for line in out.split()}
         batches: dict[tuple[str, int], int] = {}
         for stored in storage.list_messages("t"):
             writer, batch, _ = str(stored.message.content).split()
