@@ -508,3 +508,12 @@ def test_the_applying_middleware_with_nothing_saving_warns(tmp_path: Path) -> No
                      {"configurable": {"thread_id": "t1", "user_id": "alice"}})  # fmt: skip
     assert memory.get_thread("t1") is None  # nothing saved the turn
     memory.close()
+
+
+@pytest.mark.parametrize("save", ["no", 0, None])
+def test_the_middlewares_save_option_takes_a_bool_only(save) -> None:
+    from langchain_mastra_memory import ConfigurationError
+
+    memory = Memory(storage=SQLiteStorage(":memory:"))
+    with pytest.raises(ConfigurationError, match="True or False"):
+        memory.middleware(save=save)

@@ -31,6 +31,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.config import get_config
 
 from ..config import call_options
+from ..errors import ConfigurationError
 from ..provider_rules import merge_system_messages
 from .graph import (
     in_subgraph,
@@ -193,4 +194,6 @@ def _context(runtime: Any) -> Any:
 
 def middleware_for(memory: Memory, *, save: bool = True) -> MemoryContextMiddleware:
     """`Memory.middleware`: the saving middleware, or (``save=False``) the applying one."""
+    if not isinstance(save, bool):
+        raise ConfigurationError(f"middleware(save=...) takes True or False, got {save!r}")
     return MemoryMiddleware(memory) if save else MemoryContextMiddleware(memory)
