@@ -1,5 +1,5 @@
 """Benchmark: a thread's checkpoint bytes and put time, LangGraph's bare saver against
-``memory.checkpointer()`` (each message once, `integrations.checkpointer.refs`).
+``memory.checkpointer()`` (each message once, `integrations.checkpointer.channel`).
 
 1. Size by turn: a plain ``add_messages`` graph (``MessagesState``, one node replying),
    ~200-byte messages, one thread. SQLite: LangGraph's ``SqliteSaver`` on a file of its own

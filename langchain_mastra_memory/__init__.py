@@ -197,6 +197,7 @@ MOVED = {  # old module -> where it lives now (0.2); the old name works for one 
     "ids": "threads.ids",
     "thread": "storage.thread",
     "threads.thread": "storage.thread",
+    "storage.contract": "storage.base",
     "transfer": "threads.transfer",
     "browse": "browsing.browse",
     "paging": "browsing.paging",
@@ -214,6 +215,16 @@ MOVED.update(
         line.split()
         for line in """
     recall.engine recall.engines.base
+    wiring memory
+    integrations.checkpointer.configs integrations.checkpointer.saver_io
+    integrations.checkpointer.io integrations.checkpointer.saver_io
+    integrations.checkpointer.deletes integrations.checkpointer.saver_io
+    integrations.checkpointer.one_file integrations.checkpointer.saver_io
+    integrations.checkpointer.refs integrations.checkpointer.channel
+    integrations.checkpointer.messages integrations.checkpointer.channel
+    integrations.checkpointer.first_puts integrations.checkpointer.owners
+    integrations.checkpointer.listing integrations.checkpointer.main
+    integrations.checkpointer.upkeep integrations.checkpointer.maintenance
     recall.chroma recall.engines.chroma
     recall.chroma_legacy recall.engines.chroma
     recall.engines.chroma_legacy recall.engines.chroma

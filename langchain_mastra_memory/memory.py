@@ -19,13 +19,15 @@ from .config import call_options
 from .config import params as kw
 from .config.options import MemoryOptions
 from .config.params import Ids, In, Messages, Node, Opt
+from .config.retention import RetentionPolicy
 from .conversation.branches import branches_of, new_branch
 from .lifecycle import Erasure
 from .lifecycle.retention import Pruner, PruneReport
 from .messages import MessageList
 from .observational.as_of import Scope, observations_as_of
-from .observational.extracting import extracted_values
-from .recall.index import RecallIndex
+from .observational.extracting import extracted_values, keeps_working_memory
+from .observational.service import ObservationalMemory
+from .recall.index import RecallIndex, RecallOptions
 from .recall.writer import VectorBacklog
 from .storage.base import MemoryStorage
 from .storage.records import ObservationGroup
@@ -34,10 +36,10 @@ from .storage.thread import Thread
 from .threads.ids import resolve_ids, visible_to, with_new_id
 from .threads.summaries import ThreadQueries, ThreadSummary
 from .titles import TitleWriter
-from .turn.context import TurnContext
+from .tokens.startup import warm_up
+from .turn.context import TurnContext, warn_if_limiter_not_last
 from .turn.writes import MemoryWrites
 from .twins import run_async, run_sync
-from .wiring import wire
 from .working_memory import WorkingMemoryConfig, WorkingMemoryStore
 
 if TYPE_CHECKING:
@@ -70,7 +72,7 @@ class Memory:
         ['hello', 'bye']
     """
 
-    # the parts, made by `wiring.wire`; each method below forwards to one of them
+    # the parts, made in `__init__`; each method below forwards to one of them
     options: MemoryOptions
     storage: MemoryStorage
     recall_index: RecallIndex | None  # semantic recall (None: off)
@@ -102,7 +104,51 @@ class Memory:
         self.options = MemoryOptions.parse(options)
         self.default_resource_id = default_resource_id
         self.storage = storage_or_default(storage, Path(DEFAULT_DATABASE))
-        wire(self, vector, embedder, processors)
+        # the parts, each made on the ones below it, none given the facade to call back into
+        storage, options = self.storage, self.options
+        self.recall_index = None
+        if options.semantic_recall:
+            self.recall_index = RecallIndex.with_defaults(
+                storage, options.semantic_recall, vector, embedder
+            )
+            vector, embedder = self.recall_index.vector, self.recall_index.embedder
+        self.vector, self.embedder = vector, embedder
+        # what searches and pages go through: semantic recall's index, else keyword search
+        self.searcher = self.recall_index or RecallIndex(
+            storage, options=RecallOptions(mode="keyword")
+        )
+        self.titles = TitleWriter(storage, options.generate_title, exit_drain=options.exit_drain)
+        self.working_memory = WorkingMemoryConfig.parse(options.working_memory)
+        self.working = WorkingMemoryStore(storage, self.working_memory)
+        om = ObservationalMemory.from_option(
+            storage, options.observational_memory, self.working, exit_drain=options.exit_drain
+        )
+        self.observation_scope = om.config.scope if om is not None else "thread"
+        self.working.observed = om is not None and keeps_working_memory(om.config)
+        upkeep = None if self.recall_index is None else self.recall_index.upkeep
+        self.writes = MemoryWrites(
+            storage,
+            upkeep,
+            self.titles,
+            om,
+            read_only=options.read_only,
+            exit_drain=options.exit_drain,
+        )
+        self.processors = list(processors)
+        warn_if_limiter_not_last(self.processors)
+        self.checkpointers = weakref.WeakSet()
+        self.turns = TurnContext(storage, options, self.recall_index, self.working, processors, om)
+        self.queries = ThreadQueries(storage, self.writes)
+        self.erasure = Erasure(storage, self.writes, self.checkpointers)
+        self.pruner = Pruner(
+            storage,
+            self.writes,
+            self.erasure,
+            self.checkpointers,
+            self.checkpointer,
+            RetentionPolicy.parse(options.retention),
+        )
+        warm_up()  # once per process: what the first turns would otherwise pay
 
     def __repr__(self) -> str:
         return f"Memory(storage={self.storage!r}, options={self.options!r})"

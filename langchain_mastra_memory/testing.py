@@ -247,14 +247,14 @@ def agent_turn_statements(dsn: str, side: str, *, warmup: int, turns: int) -> li
         agent = create_agent(
             model, middleware=[memory.middleware()], checkpointer=memory.checkpointer()
         )
-        settle: Any = memory.flush
+        wait: Any = memory.flush
         closers += [storage.drop_schema, storage.close]
     else:
         conn = Connection.connect(dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row)
         saver = PostgresSaver(conn)
         saver.setup()
         agent = create_agent(model, checkpointer=saver)
-        settle = lambda _: True  # noqa: E731
+        wait = lambda _: True  # noqa: E731
         closers.append(conn.close)
     for i in range(warmup + turns):
         if i == warmup:
@@ -262,7 +262,7 @@ def agent_turn_statements(dsn: str, side: str, *, warmup: int, turns: int) -> li
         agent.invoke(
             {"messages": [HumanMessage(f"question {i}: what grows on my balcony?")]}, config
         )
-        settle(60)
+        wait(60)
     mark_log(dsn, f"{label}-end")
     for close in closers:
         close()

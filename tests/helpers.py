@@ -97,10 +97,10 @@ def drop_milvus_collections(uri: str) -> None:
 
 def listed_messages(checkpoint: dict, storage: Any, thread_id: str) -> list:
     """The ``messages`` list of a checkpoint as a saver is given it: the list itself, or the
-    list memory keeps for it (`checkpointer.refs`), read back from `storage`."""
+    list memory keeps for it (`checkpointer.channel`), read back from `storage`."""
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-    from langchain_mastra_memory.integrations.checkpointer.refs import MessageRefs, referenced_at
+    from langchain_mastra_memory.integrations.checkpointer.channel import MessageRefs, referenced_at
     from langchain_mastra_memory.twins import run_sync
 
     value = checkpoint["channel_values"].get("messages")

@@ -139,11 +139,11 @@ def test_settle_waits_for_what_this_process_queued_except_what_it_is_told_to_ign
     memory = gated_memory(embedder)
     writer = memory.recall_index.upkeep.writer
     [question] = memory.save_messages([HumanMessage(text)], thread_id="t1", resource_id="alice")
-    assert call(writer, "settle", 0.2, ignoring=frozenset({question.id})) is True
-    assert call(writer, "settle", 0.2) is False  # the question is still at the gate
+    assert call(writer, "wait_written", 0.2, ignoring=frozenset({question.id})) is True
+    assert call(writer, "wait_written", 0.2) is False  # the question is still at the gate
     assert call(writer, "flush", 0.2) is False
     embedder.gate.set()
-    assert call(writer, "settle", 30) is True
+    assert call(writer, "wait_written", 30) is True
     assert memory.storage.unembedded() == []
 
 
@@ -431,11 +431,11 @@ def test_a_search_waits_only_for_its_own_resource_s_writes(call) -> None:
     memory.create_thread(resource_id="bob", thread_id="t2")
     writer = memory.recall_index.upkeep.writer
     [held] = memory.save_messages([HumanMessage(text)], thread_id="t1", resource_id="alice")
-    assert call(writer, "settle", 0.2, resource_id="alice") is False  # hers is at the gate
-    assert call(writer, "settle", 0.2, resource_id="bob") is True  # his search goes on
-    assert call(writer, "settle", 0.2) is False  # a caller naming no resource waits for all
+    assert call(writer, "wait_written", 0.2, resource_id="alice") is False  # hers is at the gate
+    assert call(writer, "wait_written", 0.2, resource_id="bob") is True  # his search goes on
+    assert call(writer, "wait_written", 0.2) is False  # a caller naming no resource waits for all
     embedder.gate.set()
-    assert call(writer, "settle", 30, resource_id="alice") is True
+    assert call(writer, "wait_written", 30, resource_id="alice") is True
     assert held.id in {h.message_id for h in memory.recall_index.search(text, resource_id="alice")}
 
 
@@ -453,7 +453,7 @@ def test_a_search_has_only_its_own_resource_s_writes_made_at_once(call) -> None:
     calls = recorded_upserts(memory)
     [hers] = memory.save_messages([HumanMessage("hers")], thread_id="t1", resource_id="alice")
     [his] = memory.save_messages([HumanMessage("his")], thread_id="t2", resource_id="bob")
-    assert call(writer, "settle", 30, resource_id="alice") is True
+    assert call(writer, "wait_written", 30, resource_id="alice") is True
     assert calls == [[hers.id]]  # bob's was not written for her search
     [more] = memory.save_messages([HumanMessage("his too")], thread_id="t2", resource_id="bob")
     assert call(writer, "flush", 30) is True

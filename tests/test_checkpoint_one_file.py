@@ -1,5 +1,5 @@
 """`memory.checkpointer()` on memory's own SQLite file: a turn's checkpoint and its new messages
-are written in one transaction of the saver's connection (`integrations.checkpointer.one_file`),
+are written in one transaction of the saver's connection (`integrations.checkpointer.saver_io`),
 so the two never wait on each other's write lock, and commit or fail together."""
 
 from __future__ import annotations

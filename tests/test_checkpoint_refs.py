@@ -1,4 +1,4 @@
-"""Each message once in the checkpoints (`integrations.checkpointer.refs`).
+"""Each message once in the checkpoints (`integrations.checkpointer.channel`).
 
 The same graph runs the same script twice: on a bare LangGraph saver, and on memory's
 checkpointer around another saver of that kind. Every checkpoint either lists (root and
@@ -26,7 +26,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from langchain_mastra_memory import Memory, SQLiteStorage
 from langchain_mastra_memory.errors import StorageError
-from langchain_mastra_memory.integrations.checkpointer.refs import referenced_at
+from langchain_mastra_memory.integrations.checkpointer.channel import referenced_at
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::langchain_mastra_memory.errors.VolatileCheckpointsWarning"

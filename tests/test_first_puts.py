@@ -20,7 +20,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 
 from langchain_mastra_memory import Memory, SQLiteStorage
-from langchain_mastra_memory.integrations.checkpointer.first_puts import FirstPuts
+from langchain_mastra_memory.integrations.checkpointer.owners import FirstPuts
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::langchain_mastra_memory.errors.VolatileCheckpointsWarning"

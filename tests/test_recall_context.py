@@ -239,7 +239,7 @@ async def test_neighbours_are_the_windows_without_their_message_objects(
     another resource's ids give nothing (sync and async)."""
     from conftest import make_storage
 
-    from langchain_mastra_memory.storage.contract import ConversationStorage
+    from langchain_mastra_memory.storage.base import ConversationStorage
 
     memory = Memory(
         storage=make_storage("sqlite-file" if backend == "sqlite" else backend, tmp_path),

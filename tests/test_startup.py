@@ -1,5 +1,5 @@
 """A process's first turns do not pay for its start: the garbage of the imports a `Memory`
-brings in is collected when it is built, not in a turn (`startup.settle`)."""
+brings in is collected when it is built, not in a turn (`tokens.startup.warm_up`)."""
 
 from __future__ import annotations
 

@@ -56,7 +56,7 @@ def fork_diff(
 ) -> Steps[ForkDiff]:
     """Walk the head's and the fork parent's chains back, one checkpoint each in turn, until
     one reaches a checkpoint the other has passed (their last common ancestor); `reads` has
-    ``get_tuple`` and ``aget_tuple`` (the checkpointer's `CheckpointerIO`), `messages_of` reads
+    ``get_tuple`` and ``aget_tuple`` (the checkpointer's `SaverIO`), `messages_of` reads
     a found checkpoint's messages (a list channel's, or a delta channel's rebuilt)."""
     order: dict[str, list[str]] = {"old": [], "new": []}
     ids: dict[str, dict[str, set[str]]] = {"old": {}, "new": {}}

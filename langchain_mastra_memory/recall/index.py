@@ -144,7 +144,7 @@ class RecallIndex:
         writer = self.upkeep.writer
         if not (
             yield from call(
-                writer.settle,
+                writer.wait_written,
                 self.upkeep.flush_timeout,
                 ignoring=never_hits,
                 resource_id=resource_id,

@@ -7,7 +7,7 @@ with the wake-up and embedded as they are, without reading them back; storage's 
 read (a sweep) at the first drain, every `SWEEP_EVERY` seconds, after a failed write, and
 whenever what is queued was not all handed over (another process's leftovers, a message
 updated or deleted here since it was handed over). Searching first waits for the writes this process
-has queued for its resource (`settle`: usually done already, they run during the user's think
+has queued for its resource (`wait_written`: usually done already, they run during the user's think
 time), so a message saved by this process is found by the next recall; not for the messages the
 search will not return anyway (a turn's own question, saved a moment before its recall), nor
 for other resources' (they are never its hits). A drain lingers up to `LINGER` for more saves
@@ -67,7 +67,7 @@ logger = logging.getLogger(__name__)
 BATCH = 200
 UNNAMED = ""  # what a notify without message ids queues: only a whole drain settles it
 # a read of storage's whole backlog, whoever stored it (at start, when idle, for a flush): a
-# flush waits for it, `settle` does not (a search waits for what this process saved)
+# flush waits for it, `wait_written` does not (a search waits for what this process saved)
 SWEEP = "\0sweep"
 SWEEP_EVERY = 60.0  # seconds between reads of storage's whole backlog
 LINGER = 1.0  # seconds a drain waits for more saves while no search or flush needs them
@@ -223,7 +223,7 @@ class BacklogWriter:
             not any(waited_for(i) for pending in (self._queued, self._draining) for i in pending)
         )
 
-    def settle(
+    def wait_written(
         self,
         timeout: float | None = None,
         *,
@@ -235,14 +235,14 @@ class BacklogWriter:
         returns them need not wait for them); False if `timeout` ran out first."""
         return self._waited(self._settled(ignoring, resource_id), timeout, resource_id)
 
-    async def asettle(
+    async def await_written(
         self,
         timeout: float | None = None,
         *,
         ignoring: Collection[str] = (),
         resource_id: str | None = None,
     ) -> bool:
-        """Async `settle`: awaited, holding no thread (a thread parked here while the writer
+        """Async `wait_written`: awaited, holding no thread (a thread parked here while the writer
         waits for a query embedding queued behind it would be a circular wait)."""
         return await self._awaited(self._settled(ignoring, resource_id), timeout, resource_id)
 

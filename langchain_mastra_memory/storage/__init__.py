@@ -1,11 +1,11 @@
 """Storage: threads, messages, resources and what memory keeps beside them.
 
-The front: `base` (`MemoryStorage`, the interface every backend implements, over `contract`
-and `derived`, whose modules follow `sql`'s subjects: store items, withheld ids, checkpoint
-lists, retention, the observation log), `records` (the rows and pure helpers every backend
-shares), `keywords` (a keyword query's words), `validation` (what storage accepts, checked
-once at its boundary), `filters` (LangGraph's filter semantics) and `blocking` (no sync call
-on an event loop). Behind it, by part:
+The front: `base` (`MemoryStorage`, the interface every backend implements: the
+conversation's contract, and `side_records`, what is kept beside it by `sql`'s subjects: store
+items, withheld ids, checkpoint lists, retention, the observation log), `records` (the rows and
+pure helpers every backend shares), `keywords` (a keyword query's words), `validation` (what
+storage accepts, checked once at its boundary), `filters` (LangGraph's filter semantics) and
+`blocking` (no sync call on an event loop). Behind it, by part:
 
 - `sql`: the SQL both databases share (`SQLStorage` over a small `Dialect`, and its rooms:
   threads, messages, search, working memory, store items, observations, withheld ids);

@@ -1,4 +1,4 @@
-"""What the first `Memory` of a process settles once, so that its first turns do not pay for it.
+"""What the first `Memory` of a process warms up once, so that its first turns do not pay for it.
 
 Building a `Memory` imports Chroma, ONNX Runtime and LangChain (when nothing had yet): about
 140,000 objects, queued for CPython's oldest garbage-collector generation. Left alone, their
@@ -10,8 +10,8 @@ first 60, measured). The tokenizer stored messages are read with (o200k: ~0.7 s 
 loaded in the background meanwhile (`warm_default_counter`).
 
 Examples:
-    >>> settle()
-    >>> settle()  # once per process: the second call does nothing
+    >>> warm_up()
+    >>> warm_up()  # once per process: the second call does nothing
 """
 
 from __future__ import annotations
@@ -21,16 +21,16 @@ import threading
 
 from .counting import warm_default_counter
 
-_settled = False
+_warm = False
 _lock = threading.Lock()
 
 
-def settle() -> None:
+def warm_up() -> None:
     """Once per process: start loading the tokenizer, then collect the imports' garbage."""
-    global _settled
+    global _warm
     with _lock:
-        if _settled:
+        if _warm:
             return
-        _settled = True
+        _warm = True
     warm_default_counter()
     gc.collect()

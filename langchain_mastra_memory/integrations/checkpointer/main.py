@@ -15,7 +15,7 @@ keeps the saver's own format, and `write_back` rewrites a thread in it).
 
 Isolation holds both ways: a put, and a read (``get_tuple``, ``list`` with a thread, so
 ``get_state``, ``invoke`` and ``stream`` too), of a thread owned by another resource raises
-`ResourceMismatchError` before any checkpoint is written or returned (listings: `listing`).
+`ResourceMismatchError` before any checkpoint is written or returned (listings: `list`).
 Checkpoints whose memory thread was deleted elsewhere are nobody's: reads see none, and the
 next owner's first put purges them.
 
@@ -46,19 +46,23 @@ from langgraph.checkpoint.base import (
 from ...config import call_options
 from ...conversation.lineage import fork_diff
 from ...conversation.mirroring import MirrorPlan, ThreadMirror
-from ...errors import ConfigurationError
+from ...errors import ConfigurationError, ResourceMismatchError, ThreadNotFoundError
 from ...lifecycle import default_saver, warn_if_volatile
 from ...threads.ids import verify_owner
 from ...twins import Steps, both, call, run_async, run_sync
-from . import configs
-from .configs import Messages
-from .io import CheckpointerIO, on_saver
-from .listing import CheckpointListing
-from .messages import CheckpointMessages
-from .one_file import OneFileWrites
+from .channel import CheckpointMessages, MessageRefs
+from .maintenance import CheckpointMaintenance
 from .owners import ThreadOwners
-from .refs import MessageRefs
-from .upkeep import ThreadUpkeep
+from .saver_io import (
+    Messages,
+    OneFileWrites,
+    SaverIO,
+    ids_of,
+    on_saver,
+    owned_config,
+    stamped,
+    thread_of,
+)
 
 if TYPE_CHECKING:
     from ...memory import Memory
@@ -104,7 +108,6 @@ class MemoryCheckpointer(BaseCheckpointSaver[Any]):
         super().__init__(serde=self.saver.serde)
         self.messages_key = messages_key
         self.default_resource_id = default_resource_id
-        self.trust_thread_reads = trust_thread_reads  # see ThreadOwners.reader
         if default_resource_id is not None:  # the hook and the middleware must agree with it
             if memory.default_resource_id not in (None, default_resource_id):
                 msg = (
@@ -113,18 +116,22 @@ class MemoryCheckpointer(BaseCheckpointSaver[Any]):
                 )
                 raise ConfigurationError(msg)
             memory.default_resource_id = default_resource_id
+        storage, writes = memory.storage, memory.writes
         self.mirror = ThreadMirror(memory, messages_key=messages_key, mirror_deletes=mirror_deletes)
-        self.owners = ThreadOwners(self)  # who owns each thread, checked at every read and write
-        self._io = CheckpointerIO(self)
-        refs = reference_messages and not memory.writes.read_only  # each message once
-        self._refs = MessageRefs(
-            self._io, memory.storage, self.saver.serde, messages_key, enabled=refs
-        )
+        self._io = SaverIO(self.saver)
+        refs = reference_messages and not writes.read_only  # each message once
+        self._refs = MessageRefs(self._io, storage, self.saver.serde, messages_key, enabled=refs)
         self._channel = CheckpointMessages(self._io, messages_key, self._refs)  # list or delta
-        self._one_file = OneFileWrites.of(self.saver, memory)  # one transaction for a turn
-        self.listing = CheckpointListing(self)  # `list` and `alist`, the owner's checkpoints
-        self.upkeep = ThreadUpkeep(  # copy, rollback, pruning (LangGraph Server's), write-back
-            self.saver, memory, self._io, self._channel, self._refs, self._forget_caches
+        self.owners = ThreadOwners(  # who owns each thread, checked at every read and write
+            storage,
+            self.mirror,
+            self._channel,
+            lambda: self.default_resource_id or memory.default_resource_id,
+            trust_thread_reads=trust_thread_reads,
+        )
+        self._one_file = OneFileWrites.of(self.saver, storage, writes)  # a turn: one transaction
+        self.maintenance = CheckpointMaintenance(  # copy, rollback, pruning, write-back
+            self._io, storage, writes, self._channel, self._refs, self._forget_caches
         )
         memory.checkpointers.add(self)  # memory.delete_thread deletes the checkpoints too
 
@@ -206,11 +213,31 @@ class MemoryCheckpointer(BaseCheckpointSaver[Any]):
         if parent is None:
             return None
         messages = yield from self._channel.stored(parent)
-        return configs.ids_of(messages)
+        return ids_of(messages)
 
     # -- base capabilities ---------------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return run_sync(self.owners.get_tuple(config))
+        return run_sync(self._get_tuple(config))
+
+    def _get_tuple(self, config: RunnableConfig) -> Steps[CheckpointTuple | None]:
+        """`get_tuple`, once: the saver's checkpoint, then the owner as storage has it now
+        (read with the checkpoint's list where memory keeps it); refused when the reader is
+        not the owner, None when memory has no such thread (orphaned checkpoints are
+        nobody's)."""
+        thread_id, resource_id = self.owners.reader(config)
+        found = yield from call(self._io.get_tuple, config)
+        thread, listed = yield from self._refs.with_thread(thread_id, found)
+        owner = self.owners.seen(thread_id, thread)
+        if resource_id is not None:
+            verify_owner(thread_id, resource_id, owner)
+        if owner is None:
+            return None
+        self._saw(thread_id, config, found)
+        if found is not None and resource_id is not None:
+            self.owners.check_passed(found.config, resource_id)
+        resolved = yield from self._refs.resolved(found, listed=listed)
+        checked: CheckpointTuple | None = stamped(resolved, owner)  # (its configs name the owner)
+        return checked
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -249,8 +276,34 @@ class MemoryCheckpointer(BaseCheckpointSaver[Any]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        """The owner's checkpoints only (`listing`)."""
-        return self.listing.list(config, filter, before, limit)
+        """The owner's checkpoints only. A listing of one thread checks its owner first
+        (another resource's thread raises `ResourceMismatchError`; a thread memory no longer
+        holds lists nothing: its checkpoints are nobody's). A listing without a thread keeps
+        the threads of the resource the config names (all threads when it names none),
+        reading each thread's owner once. Every checkpoint comes back whole (its ``messages``
+        list put back from memory) and stamped with the owner it was checked against, so its
+        config replays (`saver_io.stamped`)."""
+        if target := self.owners.read_target(config):
+            if (owner := self.owners.check_owner(*target)) is not None:  # else: nobody's
+                scratch: dict[str, Any] = {}  # values read for one checkpoint serve the next
+                for item in self.saver.list(config, filter=filter, before=before, limit=limit):
+                    yield stamped(run_sync(self._refs.resolved(item, scratch)), owner)
+            return
+        owner = self.owners.list_owner(config)
+        count = 0
+        everyone = None if owner else config  # the owner's threads: read all, keep theirs
+        owners: dict[str, str | None] = {}  # read once per thread for this listing
+        for item in self.saver.list(
+            everyone, filter=filter, before=before, limit=None if owner else limit
+        ):
+            if limit is not None and count >= limit:
+                return
+            thread_id = thread_of(item)
+            if thread_id not in owners:
+                owners[thread_id] = self.owners.owner(thread_id)
+            if (found := owners[thread_id]) == owner or owner is None:
+                count += 1
+                yield stamped(run_sync(self._refs.resolved(item)), found)
 
     def put(
         self,
@@ -259,7 +312,7 @@ class MemoryCheckpointer(BaseCheckpointSaver[Any]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return run_sync(self.owners.owned_put(config, checkpoint, metadata, new_versions))
+        return run_sync(self._owned_put(config, checkpoint, metadata, new_versions))
 
     def put_writes(
         self,
@@ -269,6 +322,46 @@ class MemoryCheckpointer(BaseCheckpointSaver[Any]):
         task_path: str = "",
     ) -> None:
         run_sync(self._put_writes(config, writes, task_id, task_path))
+
+    def _owned_put(self, config: RunnableConfig, *args: Any) -> Steps[RunnableConfig]:
+        """`_put`, its owner read left out after a check of its parent (`owners`); a thread
+        its first write finds gone (deleted meanwhile, elsewhere) is put again as a new one,
+        as an unchecked put would."""
+        thread_id, resource_id = self.owners.ids(config)
+        trusted = self._refs.enabled and self.owners.follows_check(config, resource_id)
+        try:
+            if trusted:  # its parent was checked a step ago
+                result = yield from self._put(config, *args, owner=resource_id)
+            else:
+                result = yield from self._read_owner_and_put(config, thread_id, args)
+        except ThreadNotFoundError:
+            self.owners.forget_checks(thread_id)
+            if not trusted:
+                raise
+            result = yield from self._read_owner_and_put(config, thread_id, args)
+        except ResourceMismatchError:
+            self.owners.forget_checks(thread_id)
+            raise
+        self.owners.check_passed(result, resource_id)
+        return result
+
+    def _read_owner_and_put(
+        self, config: RunnableConfig, thread_id: str, args: tuple[Any, ...]
+    ) -> Steps[RunnableConfig]:
+        """`_put` after reading the owner now; a thread memory does not hold is put by one
+        put at a time (`owners.FirstPuts`), which reads the owner again once it holds it."""
+        owner = yield from call(self.owners.owner, thread_id)  # now: it may have changed hands
+        if owner is not None:
+            put: RunnableConfig = yield from self._put(config, *args, owner=owner)
+            return put
+        first_puts = self.owners.first_puts
+        yield from call(first_puts.hold, thread_id)
+        try:
+            owner = yield from call(self.owners.owner, thread_id)  # made by another put?
+            first: RunnableConfig = yield from self._put(config, *args, owner=owner)
+            return first
+        finally:
+            first_puts.release(thread_id)
 
     def _put(
         self,
@@ -345,7 +438,7 @@ class MemoryCheckpointer(BaseCheckpointSaver[Any]):
             self._channel.after_put(thread_id, checkpoint)
         if plan is not None and beside is None:  # a fork, an edit or deletions: after the write
             yield from self.mirror.safely(self.mirror.apply(plan), thread_id)
-        return configs.owned_config(result, resource_id)
+        return owned_config(result, resource_id)
 
     def _put_writes(
         self,
@@ -383,28 +476,28 @@ class MemoryCheckpointer(BaseCheckpointSaver[Any]):
         self._channel.forget(thread_id)
         self._refs.forget(thread_id)
 
-    # -- upkeep: LangGraph Server's copy, rollback and pruning, and retention (`upkeep`) --------
+    # -- maintenance: LangGraph Server's copy, rollback and pruning, and retention ---------
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread's checkpoints, and memory's thread with them (same owner only)."""
-        run_sync(self.upkeep.copy(source_thread_id, target_thread_id))
+        run_sync(self.maintenance.copy(source_thread_id, target_thread_id))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await run_async(self.upkeep.copy(source_thread_id, target_thread_id))
+        await run_async(self.maintenance.copy(source_thread_id, target_thread_id))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and writes) of these runs; their new messages leave memory."""
-        run_sync(self.upkeep.delete_runs(list(run_ids)))
+        run_sync(self.maintenance.delete_runs(list(run_ids)))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await run_async(self.upkeep.delete_runs(list(run_ids)))
+        await run_async(self.maintenance.delete_runs(list(run_ids)))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune the threads' checkpoints (``keep_latest``, or ``delete``: all of them); memory
         keeps their conversations."""
-        run_sync(self.upkeep.prune(list(thread_ids), strategy))
+        run_sync(self.maintenance.prune(list(thread_ids), strategy))
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await run_async(self.upkeep.prune(list(thread_ids), strategy))
+        await run_async(self.maintenance.prune(list(thread_ids), strategy))
 
     def prune_checkpoints(
         self, thread_id: str, *, before: datetime | None = None, keep: int | None = None
@@ -412,13 +505,13 @@ class MemoryCheckpointer(BaseCheckpointSaver[Any]):
         """Delete the thread's checkpoints written before `before` and not among each
         namespace's newest `keep` (never a namespace's newest, nor an ancestor a kept one
         reads through); memory's lists follow. How many went."""
-        return run_sync(self.upkeep.prune_checkpoints(thread_id, before, keep))
+        return run_sync(self.maintenance.prune_checkpoints(thread_id, before, keep))
 
     async def aprune_checkpoints(
         self, thread_id: str, *, before: datetime | None = None, keep: int | None = None
     ) -> int:
         """Async `prune_checkpoints`."""
-        return await run_async(self.upkeep.prune_checkpoints(thread_id, before, keep))
+        return await run_async(self.maintenance.prune_checkpoints(thread_id, before, keep))
 
     def write_back(self, thread_id: str, *, saver: BaseCheckpointSaver[Any] | None = None) -> int:
         """Write a thread's checkpoints in the saver's own format, each ``messages`` list
@@ -433,13 +526,13 @@ class MemoryCheckpointer(BaseCheckpointSaver[Any]):
             >>> checkpointer.write_back("no-such-thread", saver=InMemorySaver())
             0
         """
-        return run_sync(self.upkeep.write_back(thread_id, saver))
+        return run_sync(self.maintenance.write_back(thread_id, saver))
 
     async def awrite_back(
         self, thread_id: str, *, saver: BaseCheckpointSaver[Any] | None = None
     ) -> int:
         """Async `write_back`."""
-        return await run_async(self.upkeep.write_back(thread_id, saver))
+        return await run_async(self.maintenance.write_back(thread_id, saver))
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete the thread everywhere, once (`Memory.delete_thread`): memory's thread, and
@@ -449,9 +542,9 @@ class MemoryCheckpointer(BaseCheckpointSaver[Any]):
 
     # -- async twins (the wrapped saver's own async methods, or its sync ones: `io.on_saver`) --
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await run_async(self.owners.get_tuple(config))
+        return await run_async(self._get_tuple(config))
 
-    def alist(  # (an async iterator, as BaseCheckpointSaver's)
+    async def alist(  # (an async iterator, as BaseCheckpointSaver's)
         self,
         config: RunnableConfig | None,
         *,
@@ -459,7 +552,27 @@ class MemoryCheckpointer(BaseCheckpointSaver[Any]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        return self.listing.alist(config, filter, before, limit)
+        """Async `list`."""
+        if target := self.owners.read_target(config):
+            if (owner := await self.owners.acheck_owner(*target)) is not None:  # else: nobody's
+                scratch: dict[str, Any] = {}
+                async for item in self._io.saver_alist(config, filter, before, limit):
+                    resolved = await run_async(self._refs.resolved(item, scratch))
+                    yield stamped(resolved, owner)
+            return
+        owner = self.owners.list_owner(config)
+        count = 0
+        everyone = None if owner else config
+        owners: dict[str, str | None] = {}  # read once per thread for this listing
+        async for item in self._io.saver_alist(everyone, filter, before, None if owner else limit):
+            if limit is not None and count >= limit:
+                return
+            thread_id = thread_of(item)
+            if thread_id not in owners:
+                owners[thread_id] = await self.owners.aowner(thread_id)
+            if (found := owners[thread_id]) == owner or owner is None:
+                count += 1
+                yield stamped(await run_async(self._refs.resolved(item)), found)
 
     async def aput(
         self,
@@ -468,7 +581,7 @@ class MemoryCheckpointer(BaseCheckpointSaver[Any]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return await run_async(self.owners.owned_put(config, checkpoint, metadata, new_versions))
+        return await run_async(self._owned_put(config, checkpoint, metadata, new_versions))
 
     async def aput_writes(
         self,

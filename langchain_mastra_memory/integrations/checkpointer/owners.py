@@ -18,84 +18,67 @@ from an earlier call, with one exception:
 What the checkpointer's mirror knows of a thread (its message ids, its head) belongs to one
 incarnation of it, ``(owner, created_at)``: when storage shows another, that knowledge is
 dropped.
+
+**One first put at a time** (`FirstPuts`) for a thread memory does not hold yet, in this
+process. A thread's first put purges checkpoints an earlier owner of its id left behind
+(`SaverIO.purge_orphans`), then makes the memory thread. LangGraph puts a subgraph's
+checkpoints from its own executor while the parent's put is still in flight, so two puts of
+one thread can both find it unheld: the second one's purge would then delete the first one's
+checkpoint. Held from the owner read to the saver's write, the first puts of a thread follow
+one another; the second reads the owner again once it holds the thread and finds it made. Both
+a worker thread (sync graphs) and an event loop (async ones, which must never block) can
+wait, so the lock is a `threading.Lock` an event loop polls for.
+
+Example:
+    >>> import asyncio
+    >>> births = FirstPuts()
+    >>> births.hold("t1"); births.release("t1")
+    >>> asyncio.run(births.ahold("t1")); births.release("t1"); births.waiting("t1")
+    0
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import CheckpointTuple
 
-from ...errors import ResourceMismatchError, ThreadNotFoundError
 from ...threads.ids import explicit_resource_id, resolve_ids, verify_owner
-from ...twins import Steps, call
-from . import configs
-from .configs import root_config
-from .first_puts import FirstPuts
-from .io import on_saver
-from .refs import checkpoint_at
+from .channel import checkpoint_at
 
 if TYPE_CHECKING:
     from ...conversation.mirroring import ThreadMirror
-    from ...memory import Memory
+    from ...storage.base import MemoryStorage
     from ...storage.thread import Thread
-    from .refs import MessageRefs
-
-
-class Owned(Protocol):
-    """What the owners' checks need of the checkpointer. Typed here so this module does not
-    name the class that uses it."""
-
-    memory: Memory
-    mirror: ThreadMirror
-    saver: Any
-    default_resource_id: str | None
-    trust_thread_reads: bool
-    _io: Any
-    _refs: MessageRefs
-    _channel: Any  # `CheckpointMessages`: its cache follows the thread's life too
-
-    def _saw(self, thread_id: str, config: RunnableConfig, found: Any) -> None: ...
-
-    @property
-    def _put(self) -> Callable[..., Steps[Any]]: ...  # one put's steps, by its checked owner
-
+    from .channel import CheckpointMessages
 
 CHECKED_KEPT = 10_000  # threads whose last checked checkpoint is remembered, at most
 
 
 class ThreadOwners:
     """Who owns each thread, checked at every read and write (a part of `MemoryCheckpointer`,
-    which holds one; see the module docstring). `checkpointer` gives the parts a check reads
-    through (its saver's I/O, the mirror, the lists) and the put it guards (``_put``)."""
+    which holds one; see the module docstring): the owners in `storage`, what the `mirror` and
+    the `channel`'s cache know of a thread dropped when it changed hands, and the owner a config
+    naming none gets (`default_owner`, asked each time: memory's default may be set later)."""
 
-    def __init__(self, checkpointer: Owned) -> None:
-        self.cp = checkpointer
+    def __init__(
+        self,
+        storage: MemoryStorage,
+        mirror: ThreadMirror,
+        channel: CheckpointMessages,
+        default_owner: Callable[[], str | None],
+        *,
+        trust_thread_reads: bool,
+    ) -> None:
+        self.storage, self.mirror, self.channel = storage, mirror, channel
+        self.default_owner = default_owner
+        self.trust_thread_reads = trust_thread_reads  # see `reader`
         self.checked: OrderedDict[tuple[str, str], tuple[str, str]] = OrderedDict()
         self.first_puts = FirstPuts()  # a new thread's puts, one at a time
-
-    # -- checked reads, and the puts that follow them ----------------------------------------------
-    def get_tuple(self, config: RunnableConfig) -> Steps[CheckpointTuple | None]:
-        """`get_tuple`, once: the saver's checkpoint, then the owner as storage has it now
-        (read with the checkpoint's list where memory keeps it); refused when the reader is
-        not the owner, None when memory has no such thread (orphaned checkpoints are
-        nobody's)."""
-        thread_id, resource_id = self.reader(config)
-        found = yield from call(self.cp._io.get_tuple, config)
-        thread, listed = yield from self.cp._refs.with_thread(thread_id, found)
-        owner = self.seen(thread_id, thread)
-        if resource_id is not None:
-            verify_owner(thread_id, resource_id, owner)
-        if owner is None:
-            return None
-        self.cp._saw(thread_id, config, found)
-        if found is not None and resource_id is not None:
-            self.check_passed(found.config, resource_id)
-        resolved = yield from self.cp._refs.resolved(found, listed=listed)
-        return cast("CheckpointTuple | None", configs.stamped(resolved, owner))
 
     def check_passed(self, config: RunnableConfig, resource_id: str) -> None:
         """`resource_id` was found to own the checkpoint `config` names, just now."""
@@ -113,61 +96,9 @@ class ThreadOwners:
         thread_id, ns, parent = checkpoint_at(config)
         return bool(parent) and self.checked.get((thread_id, ns)) == (resource_id, str(parent))
 
-    def owned_put(self, config: RunnableConfig, *args: Any) -> Steps[RunnableConfig]:
-        """`_put`, its owner read left out after a check of its parent (`_follows_check`); a
-        thread its first write finds gone (deleted meanwhile, elsewhere) is put again as a
-        new one, as an unchecked put would."""
-        thread_id, resource_id = self.ids(config)
-        trusted = self.cp._refs.enabled and self.follows_check(config, resource_id)
-        try:
-            if trusted:  # its parent was checked a step ago
-                result = yield from self.cp._put(config, *args, owner=resource_id)
-            else:
-                result = yield from self.read_owner_and_put(config, thread_id, args)
-        except ThreadNotFoundError:
-            self.forget_checks(thread_id)
-            if not trusted:
-                raise
-            result = yield from self.read_owner_and_put(config, thread_id, args)
-        except ResourceMismatchError:
-            self.forget_checks(thread_id)
-            raise
-        self.check_passed(result, resource_id)
-        return cast("RunnableConfig", result)
-
-    def read_owner_and_put(
-        self, config: RunnableConfig, thread_id: str, args: tuple[Any, ...]
-    ) -> Steps[RunnableConfig]:
-        """`_put` after reading the owner now; a thread memory does not hold is put by one
-        put at a time (`first_puts`), which reads the owner again once it holds the thread."""
-        owner = yield from call(self.cp._io.owner, thread_id)  # now: it may have changed hands
-        if owner is not None:
-            put: RunnableConfig = yield from self.cp._put(config, *args, owner=owner)
-            return put
-        yield from call(self.first_puts.hold, thread_id)
-        try:
-            owner = yield from call(self.cp._io.owner, thread_id)  # made meanwhile by another put?
-            first: RunnableConfig = yield from self.cp._put(config, *args, owner=owner)
-            return first
-        finally:
-            self.first_puts.release(thread_id)
-
     def forget_checks(self, thread_id: str) -> None:
         for where in [w for w in self.checked if w[0] == thread_id]:
             del self.checked[where]
-
-    # -- checkpoints nobody owns ---------------------------------------------------------------
-    def purge_orphans(self, thread_id: str) -> None:
-        """Before a thread memory does not hold gets its first checkpoint: delete checkpoints
-        left under that id (its memory thread was deleted elsewhere, by another process or the
-        CLI), so the new owner starts empty and never reads the old one's state."""
-        if self.cp.saver.get_tuple(root_config(thread_id)):
-            self.cp.saver.delete_thread(thread_id)
-
-    async def apurge_orphans(self, thread_id: str) -> None:
-        """Async `_purge_orphans`."""
-        if await on_saver(self.cp.saver.get_tuple, root_config(thread_id)):
-            await on_saver(self.cp.saver.delete_thread, thread_id)
 
     # -- ids and owners ------------------------------------------------------------------------
     def ids(self, config: RunnableConfig) -> tuple[str, str]:
@@ -178,30 +109,26 @@ class ThreadOwners:
         """``(thread_id, resource_id)`` of a read. With ``trust_thread_reads`` a read naming no
         owner (LangGraph Server reading a thread by its id for its state, history or copy,
         after its own auth let the caller reach the thread) is the stored owner's: None."""
-        if self.cp.trust_thread_reads and not explicit_resource_id(
+        if self.trust_thread_reads and not explicit_resource_id(
             config, default_resource_id=self.default_owner()
         ):
             return self.ids(config)[0], None
         return self.ids(config)
 
-    def default_owner(self) -> str | None:
-        """The owner a config naming none gets (the checkpointer's default, else memory's)."""
-        return self.cp.default_resource_id or self.cp.memory.default_resource_id
-
     def seen(self, thread_id: str, thread: Thread | None) -> str | None:
         """The owner storage shows now; the mirror forgets a thread that changed hands or was
         made again since it last looked (None: memory has no such thread)."""
-        if self.cp.mirror.observe(thread_id, thread):
-            self.cp._channel.forget(thread_id)
+        if self.mirror.observe(thread_id, thread):
+            self.channel.forget(thread_id)
         return None if thread is None else thread.resource_id
 
     def owner(self, thread_id: str) -> str | None:
         """The resource that owns the memory thread now (None: memory has no such thread)."""
-        return self.seen(thread_id, self.cp.memory.storage.get_thread(thread_id))
+        return self.seen(thread_id, self.storage.get_thread(thread_id))
 
     async def aowner(self, thread_id: str) -> str | None:
         """Async `_owner`."""
-        return self.seen(thread_id, await self.cp.memory.storage.aget_thread(thread_id))
+        return self.seen(thread_id, await self.storage.aget_thread(thread_id))
 
     def check_owner(self, thread_id: str, resource_id: str | None) -> str | None:
         """The thread's owner, refused when it is not `resource_id` (None: a trusted read)."""
@@ -226,3 +153,52 @@ class ThreadOwners:
         """For a list without a thread filter: the resource whose threads alone are listed
         (None: the config names no owner, so every thread is listed)."""
         return explicit_resource_id(config, default_resource_id=self.default_owner())
+
+
+POLL_SECONDS = 0.002  # how often an event loop tries a lock another put holds
+
+
+class FirstPuts:
+    """A lock per thread id, made on demand and dropped when nobody holds or awaits it."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, tuple[threading.Lock, int]] = {}  # id -> (lock, holders+waiters)
+
+    def _join(self, thread_id: str) -> threading.Lock:
+        with self._guard:
+            lock, count = self._locks.get(thread_id) or (threading.Lock(), 0)
+            self._locks[thread_id] = (lock, count + 1)
+            return lock
+
+    def _leave(self, thread_id: str) -> threading.Lock:
+        with self._guard:
+            lock, count = self._locks[thread_id]
+            if count == 1:
+                del self._locks[thread_id]
+            else:
+                self._locks[thread_id] = (lock, count - 1)
+            return lock
+
+    def hold(self, thread_id: str) -> None:
+        """Wait (blocking this worker thread) until this caller alone holds `thread_id`."""
+        self._join(thread_id).acquire()
+
+    async def ahold(self, thread_id: str) -> None:
+        """`hold`, polled so the event loop runs on meanwhile."""
+        lock = self._join(thread_id)
+        try:
+            while not lock.acquire(blocking=False):
+                await asyncio.sleep(POLL_SECONDS)
+        except BaseException:  # cancelled while waiting: never held
+            self._leave(thread_id)
+            raise
+
+    def release(self, thread_id: str) -> None:
+        """Let the next put of `thread_id` in."""
+        self._leave(thread_id).release()
+
+    def waiting(self, thread_id: str) -> int:
+        """How many callers hold or await `thread_id` (0 once all are done)."""
+        with self._guard:
+            return self._locks.get(thread_id, (None, 0))[1]

@@ -1,7 +1,7 @@
 """The checkpoint-list room of `SQLStorage`: a graph's message lists, each value stored once.
 
 `MemoryCheckpointer` stores a checkpoint's ``messages`` list here instead of in the wrapped
-saver (which keeps a small reference, `integrations.checkpointer.refs`). Two tables, keyed by
+saver (which keeps a small reference, `integrations.checkpointer.channel`). Two tables, keyed by
 thread (they go with it):
 
 - ``memory_checkpoint_values``: each distinct value once (the saver's own serialization, keyed

@@ -1,4 +1,4 @@
-"""A thread's upkeep through any wrapped saver: ``copy_thread``, ``delete_for_runs``, ``prune``.
+"""Maintaining a thread's checkpoints: ``copy_thread``, ``delete_for_runs``, ``prune``.
 
 LangGraph Server calls these (``POST /threads/{id}/copy``, ``multitask_strategy="rollback"``,
 thread history pruning and TTLs) and warns at start of a checkpointer that lacks one. A saver
@@ -28,13 +28,13 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from ...errors import ConfigurationError, ResourceMismatchError
 from ...storage.records import from_iso, stored_ids
 from ...twins import Steps, call
-from . import configs
-from .deletes import deletes_in_place
-from .io import on_saver, overrides
-from .refs import referenced_at
+from .channel import referenced_at
+from .saver_io import SaverIO, deletes_in_place, ids_of, overrides, thread_of
 
 if TYPE_CHECKING:
-    from ...memory import Memory
+    from ...storage.base import MemoryStorage
+    from ...turn.writes import MemoryWrites
+    from .channel import CheckpointMessages, MessageRefs
 
 STRATEGIES = ("keep_latest", "delete", "delete_all")  # "delete_all": LangGraph Server's name
 
@@ -52,7 +52,7 @@ def _parent_id(item: CheckpointTuple) -> str | None:
     return parent.get("checkpoint_id")
 
 
-def put_back(io: Any, items: Sequence[CheckpointTuple], thread_id: str) -> Steps[None]:
+def put_back(io: SaverIO, items: Sequence[CheckpointTuple], thread_id: str) -> Steps[None]:
     """Put `items` (checkpoints of any thread) into `thread_id`, oldest first, each under its
     own parent with its pending writes (grouped by task, in their stored order)."""
     for item in sorted(items, key=lambda i: i.checkpoint["id"]):
@@ -71,26 +71,6 @@ def put_back(io: Any, items: Sequence[CheckpointTuple], thread_id: str) -> Steps
             by_task.setdefault(task_id, []).append((channel, value))
         for task_id, writes in by_task.items():
             yield from call(io.put_writes, stored, writes, task_id)
-
-
-class SaverIO:
-    """Another saver's writes as twins, for `put_back` (its async methods where it has
-    them, else its sync ones on memory's I/O threads)."""
-
-    def __init__(self, saver: BaseCheckpointSaver[Any]) -> None:
-        self.saver = saver
-
-    def put(self, *args: Any) -> RunnableConfig:
-        return self.saver.put(*args)
-
-    def put_writes(self, *args: Any) -> None:
-        self.saver.put_writes(*args)
-
-    async def aput(self, *args: Any) -> RunnableConfig:
-        return await on_saver(self.saver.put, *args)
-
-    async def aput_writes(self, *args: Any) -> None:
-        await on_saver(self.saver.put_writes, *args)
 
 
 def keep_for_latest(items: Sequence[CheckpointTuple]) -> list[CheckpointTuple]:
@@ -137,28 +117,28 @@ def keep_with_ancestors(
     return list(kept.values())
 
 
-class ThreadUpkeep:
-    """A thread's upkeep through the wrapped saver, as steps (`twins`): `MemoryCheckpointer`
+class CheckpointMaintenance:
+    """A thread's maintenance through the wrapped saver, as steps (`twins`): `MemoryCheckpointer`
     holds one and runs them sync or async (its ``copy_thread``, ``delete_for_runs``,
     ``write_back``, ``prune_checkpoints`` and ``prune``). `forget_caches` drops what the
     checkpointer's parts remember of a thread whose checkpoints were rewritten."""
 
     def __init__(
         self,
-        saver: BaseCheckpointSaver[Any],
-        memory: Memory,
-        io: Any,
-        channel: Any,
-        refs: Any,
+        io: SaverIO,
+        storage: MemoryStorage,
+        writes: MemoryWrites,
+        channel: CheckpointMessages,
+        refs: MessageRefs,
         forget_caches: Callable[[str], None],
     ) -> None:
-        self.saver, self.memory, self._io = saver, memory, io
+        self.saver, self._io, self.storage, self.writes = io.saver, io, storage, writes
         self._channel, self._refs, self._forget_caches = channel, refs, forget_caches
 
     # -- copy ----------------------------------------------------------------------------------
     def copy(self, source_thread_id: str, target_thread_id: str) -> Steps[None]:
         """Copy a thread's checkpoints, and memory's thread with them (same owner only)."""
-        storage = self.memory.storage
+        storage = self.storage
         source = yield from call(storage.get_thread, source_thread_id)
         target = yield from call(storage.get_thread, target_thread_id)
         if source is not None and target is not None and target.resource_id != source.resource_id:
@@ -172,12 +152,12 @@ class ThreadUpkeep:
             yield from put_back(self._io, items, target_thread_id)
         if source is not None and target is None:
             yield from call(
-                self.memory.writes.clone,
+                self.writes.clone,
                 source_thread_id,
                 new_thread_id=target_thread_id,
                 carry_ids=True,
             )
-        if source is not None:  # the copied checkpoints' lists (`checkpointer.refs`); a storage
+        if source is not None:  # the copied checkpoints' lists (`checkpointer.channel`); a storage
             with suppress(NotImplementedError):  # without lists referenced none
                 yield from call(storage.copy_checkpoint_lists, source_thread_id, target_thread_id)
 
@@ -188,7 +168,7 @@ class ThreadUpkeep:
         threads: set[str] = set()
         for run_id in doomed_runs:
             found = yield from call(self._io.list_all, None, filter={"run_id": run_id})
-            threads |= {configs.thread_of(i) for i in found}
+            threads |= {thread_of(i) for i in found}
         native = overrides(self.saver, "delete_for_runs") or overrides(
             self.saver, "adelete_for_runs"
         )
@@ -212,22 +192,22 @@ class ThreadUpkeep:
         held: set[str] = set()
         if roots:
             head = max(roots, key=lambda i: i.checkpoint["id"])
-            held = set(configs.ids_of((yield from self._channel.stored(head))))
+            held = set(ids_of((yield from self._channel.stored(head))))
         added: set[str] = set()
         for item in doomed:
             if not _namespace(item):
-                added |= set(configs.ids_of((yield from self._channel.stored(item))))
+                added |= set(ids_of((yield from self._channel.stored(item))))
         gone = sorted(added - held)
         if not gone:
             return
-        thread = yield from call(self.memory.storage.get_thread, thread_id)
+        thread = yield from call(self.storage.get_thread, thread_id)
         if thread is None:
             return
         ref = {"resource_id": thread.resource_id}
-        stored = yield from call(self.memory.storage.get_messages_by_id, gone, **ref)
+        stored = yield from call(self.storage.get_messages_by_id, gone, **ref)
         mine = stored_ids(s for s in stored if s.thread_id == thread_id)
         if mine:
-            yield from call(self.memory.writes.delete, mine, **ref)
+            yield from call(self.writes.delete, mine, **ref)
 
     # -- the saver's own format -------------------------------------------------------------------
     def write_back(self, thread_id: str, saver: BaseCheckpointSaver[Any] | None) -> Steps[int]:
@@ -235,9 +215,10 @@ class ThreadUpkeep:
         how many were written."""
         items = yield from call(self._io.list_all, _thread(thread_id))
         scratch: dict[str, Any] = {}
-        whole = []
+        whole: list[CheckpointTuple] = []
         for item in items:
-            whole.append((yield from self._refs.resolved(item, scratch)))
+            resolved = yield from self._refs.resolved(item, scratch)
+            whole += [resolved] if resolved is not None else []
         if saver is not None:
             yield from put_back(SaverIO(saver), whole, thread_id)
             return len(whole)
@@ -245,7 +226,7 @@ class ThreadUpkeep:
         yield from put_back(self._io, whole, thread_id)
         self._forget_caches(thread_id)
         with suppress(NotImplementedError):  # no checkpoint refers to memory's lists any more
-            yield from call(self.memory.storage.sweep_checkpoint_lists, thread_id, set())
+            yield from call(self.storage.sweep_checkpoint_lists, thread_id, set())
         return len(whole)
 
     # -- retention: checkpoints older than an age, or beyond the newest N --------------------------
@@ -274,9 +255,7 @@ class ThreadUpkeep:
             is not None
         }
         with suppress(NotImplementedError):
-            yield from call(
-                self.memory.storage.sweep_checkpoint_lists, thread_id, rows, set(doomed)
-            )
+            yield from call(self.storage.sweep_checkpoint_lists, thread_id, rows, set(doomed))
         return len(doomed)
 
     # -- pruning ---------------------------------------------------------------------------------
