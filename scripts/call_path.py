@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain.agents import create_agent
+from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import START, MessagesState, StateGraph
@@ -35,21 +36,23 @@ def module_of(filename: str) -> str | None:
     return None if name in DRIVER else name.removesuffix(".__init__")
 
 
-def entered(run: Callable[[], Any]) -> tuple[list[str], int]:
-    """The package's modules `run` enters, in order of first entry, and the climbs back."""
+def entered(run: Callable[[], Any]) -> tuple[list[str], list[str]]:
+    """The package's modules `run` enters, in order of first entry, and the climbs back (a
+    call from a module into one already on the stack further up, ``from -> to``)."""
     order: list[str] = []
     stack: list[str | None] = []
-    returns = 0
+    climbs: list[str] = []
 
     def profile(frame: Any, event: str, arg: Any) -> None:
-        nonlocal returns
         if event == "call":
             module = module_of(frame.f_code.co_filename)
             if module is not None:
                 if module not in order:
                     order.append(module)
                 elif stack and module in stack[:-1] and stack[-1] != module:
-                    returns += 1  # re-entered from below: a climb back up
+                    climb = f"{stack[-1]} -> {module}"  # re-entered from below
+                    if climb not in climbs:
+                        climbs.append(climb)
             stack.append(module if module is not None else (stack[-1] if stack else None))
         elif event == "return" and stack:
             stack.pop()
@@ -59,23 +62,41 @@ def entered(run: Callable[[], Any]) -> tuple[list[str], int]:
         run()
     finally:
         sys.setprofile(None)
-    return order, returns
+    return order, climbs
 
 
-def report(title: str, modules: list[str], returns: int) -> None:
-    print(f"{title}: {len(modules)} modules, {returns} climbs back")
+def report(title: str, modules: list[str], climbs: list[str]) -> None:
+    outside = [m for m in modules if not m.startswith(("storage", "recall"))]
+    print(
+        f"{title}: {len(modules)} modules ({len(outside)} outside storage/ and recall/), "
+        f"{len(climbs)} climbs back"
+    )
     for module in modules:
         print(f"    {module}")
+    for climb in climbs:
+        print(f"    climb: {climb}")
 
 
-def middleware_turn() -> None:
-    memory = Memory(storage=SQLiteStorage(":memory:"), options={"semantic_recall": False})
+def middleware_turn(recall: bool) -> None:
+    semantic = {"scope": "resource"} if recall else False
+    memory = Memory(
+        storage=SQLiteStorage(":memory:"),
+        embedder=DeterministicFakeEmbedding(size=64) if recall else None,
+        options={"semantic_recall": semantic},
+    )
     model = GenericFakeChatModel(messages=iter([AIMessage(f"reply {i}") for i in range(4)]))
     agent = create_agent(model, middleware=[memory.middleware()])
     config = {"configurable": {"thread_id": "t1", "resource_id": "ada"}}
     agent.invoke({"messages": [HumanMessage("first")]}, config)
-    modules, returns = entered(lambda: agent.invoke({"messages": [HumanMessage("second")]}, config))
-    report("a middleware turn (the agent's second)", modules, returns)
+    modules, climbs = entered(lambda: agent.invoke({"messages": [HumanMessage("second")]}, config))
+    memory.flush()
+    report(
+        f"a middleware turn (the agent's second, recall {'on' if recall else 'off'})",
+        modules,
+        climbs,
+    )
+    first = next(i for i, m in enumerate(modules) if m.startswith(("storage", "recall")))
+    print(f"    before it reaches recall or storage: {first} modules")
 
 
 def checkpointer_put() -> None:
@@ -95,12 +116,13 @@ def checkpointer_put() -> None:
     messages = [*state.values["messages"], HumanMessage("again", id="again")]
     turn["channel_values"] = {**turn["channel_values"], "messages": messages}
     versions = {"messages": checkpointer.get_next_version(None, None)}
-    modules, returns = entered(
+    modules, climbs = entered(
         lambda: checkpointer.put(latest, turn, {"source": "input", "step": 2}, versions)
     )
-    report("a checkpointer put (a thread's next turn)", modules, returns)
+    report("a checkpointer put (a thread's next turn)", modules, climbs)
 
 
 if __name__ == "__main__":
-    middleware_turn()
+    middleware_turn(recall=False)
+    middleware_turn(recall=True)
     checkpointer_put()

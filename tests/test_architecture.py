@@ -149,7 +149,7 @@ LAYERS = {  # a layer must not import the ones listed, at import time
     # through; the turn's context is above them)
     "conversation": ("recall", "processors", "memory", "turn.context", "integrations", "cli"),
     "recall": ("processors", "memory", "turn", "integrations", "cli"),
-    "processors": ("memory", "turn", "integrations", "cli"),
+    "processors": ("memory", "turn.context", "turn.writes", "integrations", "cli"),
     "working_memory": ("processors", "memory", "turn", "integrations", "cli"),
     "memory": ("integrations", "cli"),
     "turn": ("memory", "integrations", "cli"),

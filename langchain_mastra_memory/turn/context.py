@@ -34,7 +34,6 @@ from ..config.options import MemoryOptions, MessageTokens
 from ..errors import ConfigurationError, InvalidMessageError, ThreadNotFoundError
 from ..messages import ensure_messages, ids_of
 from ..processors import MemoryProcessor, TokenLimiter, ToolCallFilter
-from ..processors.semantic_recall import assembled_block, last_human_text, recalled_block
 from ..provider_rules import cache_marked, provider_safe
 from ..recall.index import RecallIndex, RecallOptions
 from ..storage.base import MemoryStorage
@@ -45,6 +44,7 @@ from ..twins import Steps, both, call, run_async, run_sync
 from ..working_memory.config import TOOL_NAME as WORKING_MEMORY_TOOL
 from ..working_memory.service import WorkingMemoryStore
 from .budget import BudgetedHistory
+from .recall_block import assembled_block, last_human_text, recalled_block
 from .windows import newest, stored_history
 
 if TYPE_CHECKING:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -126,7 +127,7 @@ class MemoryCheckpointer(BaseCheckpointSaver[Any]):
             storage,
             self.mirror,
             self._channel,
-            lambda: self.default_resource_id or memory.default_resource_id,
+            partial(getattr, memory, "default_resource_id"),  # the checkpointer's, if given
             trust_thread_reads=trust_thread_reads,
         )
         self._one_file = OneFileWrites.of(self.saver, storage, writes)  # a turn: one transaction
