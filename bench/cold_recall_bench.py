@@ -131,8 +131,7 @@ def scan_floor(messages: int, queries: int, pieces: float, seed: int) -> list[fl
     """Milliseconds of one exact int8 scan of the imported pieces (the same vectors: the
     digest embedder's, made again from the same texts) for each question `turns` asks with
     `seed`: what reading the partition once costs, the bound a vector search cannot beat."""
-    from langchain_mastra_memory.recall.exact.matrix import small
-    from langchain_mastra_memory.recall.exact.scan import best, int8_scores
+    from langchain_mastra_memory.recall.exact.matrix import best, int8_scores, small
 
     rng, digest = random.Random(7), DigestEmbeddings()
     texts = [

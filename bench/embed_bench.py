@@ -48,7 +48,7 @@ def sentence_transformers_peer() -> Callable[[list[str]], object] | None:
         from sentence_transformers import SentenceTransformer
     except ImportError:
         return None
-    from langchain_mastra_memory.recall.embedders.model_files import find_model_dir
+    from langchain_mastra_memory.recall.embedders.minilm import find_model_dir
 
     model = SentenceTransformer(str(find_model_dir()), device="cpu")
     return lambda texts: model.encode(texts, batch_size=32, normalize_embeddings=True)

@@ -37,7 +37,7 @@ from threadpoolctl import threadpool_limits
 from langchain_mastra_memory import ChromaVectorStore, SQLiteStorage
 from langchain_mastra_memory.recall.embedders import EMBEDDING_CACHE, MiniLMEmbeddings
 from langchain_mastra_memory.recall.index import RecallIndex, RecallOptions
-from langchain_mastra_memory.recall.ranking.context import MESSAGE_VECTORS
+from langchain_mastra_memory.recall.ranking import MESSAGE_VECTORS
 from langchain_mastra_memory.recall.vector import VectorRecord
 
 VOCABULARY = [f"w{i}" for i in range(5000)]

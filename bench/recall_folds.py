@@ -37,8 +37,14 @@ import langchain_mastra_memory.recall.index as index_module
 from langchain_mastra_memory import SQLiteStorage
 from langchain_mastra_memory.messages import message_text
 from langchain_mastra_memory.recall.embedders import CachedEmbeddings, MiniLMEmbeddings
-from langchain_mastra_memory.recall.ranking.context import asks, remember, remembered, windows
-from langchain_mastra_memory.recall.ranking.fusion import RecallHit, fuse
+from langchain_mastra_memory.recall.ranking import (
+    RecallHit,
+    asks,
+    fuse,
+    remember,
+    remembered,
+    windows,
+)
 
 RULES: dict[str, list[Any]] = {  # each rule's settings: the default first, then "off"
     "context_weight": [2.0, 0.0, 1.0, 3.0],

@@ -37,8 +37,7 @@ from precomputed import Precomputed
 
 from langchain_mastra_memory import SQLiteStorage
 from langchain_mastra_memory.recall.embedders import CachedEmbeddings, MiniLMEmbeddings
-from langchain_mastra_memory.recall.ranking.context import asks, remember, remembered
-from langchain_mastra_memory.recall.ranking.fusion import RecallHit
+from langchain_mastra_memory.recall.ranking import RecallHit, asks, remember, remembered
 from langchain_mastra_memory.storage.keywords import query_words
 from langchain_mastra_memory.storage.records import Neighbour
 

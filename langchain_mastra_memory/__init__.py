@@ -62,7 +62,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, `__getattr__` below
-    from .browsing.paging import MessagePage, Page, SearchHit
+    from .browsing import MessagePage, Page, SearchHit
     from .config.options import MemoryOptions
     from .errors import (
         BlockingCallError,
@@ -91,8 +91,12 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, `__getattr__`
     from .memory import Memory
     from .messages import MessageList
     from .observational.config import ObservationEvent
-    from .observational.extractors import Extracted, Extractor, ExtractorContext
-    from .observational.working_extractor import WorkingMemoryExtractor
+    from .observational.extractors import (
+        Extracted,
+        Extractor,
+        ExtractorContext,
+        WorkingMemoryExtractor,
+    )
     from .processors import (
         FunctionProcessor,
         MemoryProcessor,
@@ -130,7 +134,7 @@ _WHERE = {  # public name -> the module defining it
     "MessageConflictError": ".errors",
     "MessageHistory": ".processors",
     "MessageList": ".messages",
-    "MessagePage": ".browsing.paging",
+    "MessagePage": ".browsing",
     "MessageNotFoundError": ".errors",
     "MilvusVectorStore": ".recall",
     "MiniLMEmbeddings": ".recall",
@@ -139,9 +143,9 @@ _WHERE = {  # public name -> the module defining it
     "Extracted": ".observational.extractors",
     "Extractor": ".observational.extractors",
     "ExtractorContext": ".observational.extractors",
-    "WorkingMemoryExtractor": ".observational.working_extractor",
+    "WorkingMemoryExtractor": ".observational.extractors",
     "OrphanToolResultWarning": ".errors",
-    "Page": ".browsing.paging",
+    "Page": ".browsing",
     "MastraVectorStore": ".recall",
     "PgVectorStore": ".recall",
     "PostgresStorage": ".storage",
@@ -152,7 +156,7 @@ _WHERE = {  # public name -> the module defining it
     "ReadOnlyHistoryWarning": ".errors",
     "ResourceMismatchError": ".errors",
     "SchemaVersionError": ".errors",
-    "SearchHit": ".browsing.paging",
+    "SearchHit": ".browsing",
     "SemanticRecall": ".processors.semantic_recall",
     "SQLiteStorage": ".storage",
     "MastraStorage": ".storage",
@@ -199,14 +203,14 @@ MOVED = {  # old module -> where it lives now (0.2); the old name works for one 
     "threads.thread": "storage.thread",
     "storage.contract": "storage.base",
     "transfer": "threads.transfer",
-    "browse": "browsing.browse",
-    "paging": "browsing.paging",
+    "browse": "browsing",
+    "paging": "browsing",
     "options": "config.options",
     "params": "config.params",
     "call_options": "config.call_options",
     "state_mirror": "conversation.suffix",
     "branches": "conversation.branches",
-    "shutdown": "pools.shutdown",
+    "shutdown": "pools",
 }
 # recall and storage split by part (the engine paths the reference documented among them)
 MOVED.update(
@@ -238,14 +242,14 @@ MOVED.update(
     recall.exact_matrix recall.exact.matrix
     recall.snapshots recall.exact.snapshots
     recall.embeddings recall.embedders
-    recall.bert_graph recall.embedders.bert_graph
-    recall.model_files recall.embedders.model_files
-    recall.context recall.ranking.context
-    recall.dates recall.ranking.dates
-    recall.rerank recall.ranking.rerank
+    recall.bert_graph recall.embedders.minilm
+    recall.model_files recall.embedders.minilm
+    recall.context recall.ranking
+    recall.dates recall.ranking
+    recall.rerank recall.ranking
     recall.synced turn.writes
-    conversation.windows turn.windows
-    conversation.token_budget turn.budget
+    conversation.windows turn.history
+    conversation.token_budget turn.history
     storage.sql_messages storage.sql.messages
     storage.sql_search storage.sql.search
     storage.sql_threads storage.sql.threads
@@ -259,6 +263,34 @@ MOVED.update(
     storage.postgres_schema storage.postgres.schema
     storage.postgres_text storage.postgres.text
     storage.pgvector_sql storage.postgres.pgvector
+    storage.postgres.poolers storage.postgres.connections
+    lifecycle.checkpoint_file lifecycle.checkpoint_store
+    lifecycle.checkpoint_postgres lifecycle.checkpoint_store
+    config.retention config.options
+    integrations.model_budget integrations.middleware
+    observational.extracting observational.extractors
+    observational.working_extractor observational.extractors
+    observational.parse observational.replies
+    observational.checks observational.replies
+    recall.embedders.model_files recall.embedders.minilm
+    recall.embedders.bert_graph recall.embedders.minilm
+    turn.windows turn.history
+    turn.budget turn.history
+    ui.plots ui.views
+    langgraph_server.environment langgraph_server
+    recall.exact.scan recall.exact.matrix
+    recall.exact.shared recall.exact.partitions
+    browsing.paging browsing
+    browsing.browse browsing
+    tracing.runs tracing
+    recall.ranking.dates recall.ranking
+    recall.ranking.fusion recall.ranking
+    recall.ranking.context recall.ranking
+    recall.ranking.rerank recall.ranking
+    pools.executors pools
+    pools.waits pools
+    pools.shutdown pools
+    pools.worker pools
     """.strip().splitlines()
     )
 )

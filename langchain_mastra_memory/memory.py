@@ -13,19 +13,17 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import StructuredTool
 from typing_extensions import Unpack
 
-from .browsing.browse import message_page, search_page, thread_page
-from .browsing.paging import MessagePage, Page, SearchHit
+from .browsing import MessagePage, Page, SearchHit, message_page, search_page, thread_page
 from .config import call_options
 from .config import params as kw
-from .config.options import MemoryOptions
+from .config.options import MemoryOptions, RetentionPolicy
 from .config.params import Ids, In, Messages, Node, Opt
-from .config.retention import RetentionPolicy
 from .conversation.branches import branches_of, new_branch
 from .lifecycle import Erasure
 from .lifecycle.retention import Pruner, PruneReport
 from .messages import MessageList
 from .observational.as_of import Scope, observations_as_of
-from .observational.extracting import extracted_values, keeps_working_memory
+from .observational.extractors import extracted_values, keeps_working_memory
 from .observational.service import ObservationalMemory
 from .recall.index import RecallIndex, RecallOptions
 from .recall.writer import VectorBacklog

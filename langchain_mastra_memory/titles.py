@@ -29,11 +29,10 @@ from langchain_core.runnables import RunnableConfig
 
 from .config.options import EXIT_DRAIN
 from .errors import ConfigurationError
-from .pools import await_futures
-from .pools.worker import DaemonWorker
+from .pools import DaemonWorker, await_futures
 from .storage.base import MemoryStorage
 from .storage.records import StoredMessage
-from .tracing.runs import detached_context
+from .tracing import detached_context
 from .twins import Steps, call, run_sync
 
 logger = logging.getLogger(__name__)

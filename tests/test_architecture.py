@@ -228,10 +228,10 @@ print("chromadb" in sys.modules, "onnxruntime" in sys.modules, "langgraph" in sy
 
 
 def test_a_handful_of_modules_at_the_top() -> None:
-    """The facade, the CLI and a few cross-cutting modules; everything else in a package of
-    its own idea."""
+    """The facade and a few cross-cutting modules (a subsystem of one idea in one module, as
+    `pools`, `tracing` and `browsing` are); everything larger in a package of its own idea."""
     loose = sorted(p.stem for p in PACKAGE.glob("*.py") if p.name != "__init__.py")
-    assert len(loose) <= 10, loose
+    assert len(loose) <= 12, loose
 
 
 def test_a_moved_module_still_imports_from_its_old_name_with_a_warning() -> None:
@@ -345,7 +345,8 @@ def test_a_part_imports_only_what_its_docstring_allows(part: str) -> None:
         for module, targets in FULL_GRAPH.items()
         if module == f"{NAME}.{part}" or module.startswith(f"{NAME}.{part}.")
     }  # fmt: skip
-    assert len(found) >= 3 and {m: t for m, t in found.items() if t} == {}
+    assert found and {m: t for m, t in found.items() if t} == {}
+    assert any(FULL_GRAPH[m] for m in found)  # (the edges are read)
 
 
 def test_the_front_of_storage_does_not_reach_behind_itself() -> None:

@@ -14,7 +14,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.runtime import Runtime, ServerInfo
 
 from langchain_mastra_memory import ConfigurationError, Memory, ResourceMismatchError, SQLiteStorage
-from langchain_mastra_memory.langgraph_server.environment import (
+from langchain_mastra_memory.langgraph_server import (
     memory_from_environment,
     settings,
 )

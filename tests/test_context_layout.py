@@ -18,7 +18,7 @@ from langchain_mastra_memory import Memory, SQLiteStorage, TokenLimiter
 from langchain_mastra_memory.injected import source_of
 from langchain_mastra_memory.messages import message_text
 from langchain_mastra_memory.provider_rules import provider_violations
-from langchain_mastra_memory.turn.windows import block_of, newest, shown
+from langchain_mastra_memory.turn.history import block_of, newest, shown
 
 FACT = "By the way, my sister Ines lives in Porto and teaches violin."
 

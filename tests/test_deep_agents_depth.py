@@ -499,7 +499,7 @@ def test_within_budget_gives_way_in_order_and_never_drops_what_it_was_given() ->
     from langchain_core.messages import SystemMessage
 
     from langchain_mastra_memory.injected import tag
-    from langchain_mastra_memory.integrations.model_budget import within_budget
+    from langchain_mastra_memory.integrations.middleware import within_budget
 
     working = tag(SystemMessage("working " * 100), "working_memory")
     log = tag(SystemMessage("observed " * 100), "observations")

@@ -320,7 +320,7 @@ def test_the_int8_scan_runs_on_an_avx2_cpu() -> None:
     script = textwrap.dedent(
         """
         import numpy as np
-        from langchain_mastra_memory.recall.exact.scan import int8_dot
+        from langchain_mastra_memory.recall.exact.matrix import int8_dot
         from langchain_mastra_memory.recall.exact.matrix import small
         rng = np.random.default_rng(0)
         vectors = rng.normal(size=(300, 384)).astype(np.float32)

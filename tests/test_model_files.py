@@ -11,7 +11,7 @@ import pytest
 
 from langchain_mastra_memory import ConfigurationError
 from langchain_mastra_memory.recall.embedders import MiniLMEmbeddings, model_files
-from langchain_mastra_memory.recall.embedders.model_files import (
+from langchain_mastra_memory.recall.embedders.minilm import (
     MODEL_FILES,
     find_model_dir,
     install_model_files,

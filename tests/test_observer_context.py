@@ -9,8 +9,8 @@ from test_extractors import CONFIG
 from test_observation_hooks import SAYS, echo, memory_with
 
 from langchain_mastra_memory.errors import ConfigurationError
-from langchain_mastra_memory.observational.parse import log_tail
 from langchain_mastra_memory.observational.prompts import REFLECTOR_INSTRUCTIONS
+from langchain_mastra_memory.observational.replies import log_tail
 from langchain_mastra_memory.testing import strict_model
 from langchain_mastra_memory.tokens.counting import TokenCounter
 

@@ -16,13 +16,13 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_mastra_memory import Memory, SQLiteStorage
-from langchain_mastra_memory.observational.checks import (
+from langchain_mastra_memory.observational.prompts import REFLECTOR_INSTRUCTIONS
+from langchain_mastra_memory.observational.replies import (
     observation_problem,
+    parse_log,
     reflection_problem,
     usable_entries,
 )
-from langchain_mastra_memory.observational.parse import parse_log
-from langchain_mastra_memory.observational.prompts import REFLECTOR_INSTRUCTIONS
 from langchain_mastra_memory.storage.records import scope_key
 
 GOOD = "Date: 2026-11-22\n- [high] (10:00) User lives in Lisbon and is allergic to peanuts."

@@ -21,8 +21,7 @@ from langchain_core.messages import AIMessage
 
 from langchain_mastra_memory import Memory, SQLiteStorage
 from langchain_mastra_memory.config.call_options import CallOptions
-from langchain_mastra_memory.config.options import MemoryOptions
-from langchain_mastra_memory.config.retention import KINDS
+from langchain_mastra_memory.config.options import KINDS, MemoryOptions
 from langchain_mastra_memory.errors import ConfigurationError
 from langchain_mastra_memory.observational.config import ArchiveConfig, ObservationalConfig
 from langchain_mastra_memory.recall.options import MessageRange, RecallOptions

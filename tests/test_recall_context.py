@@ -8,15 +8,15 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_mastra_memory import LangChainVectorStore, Memory, SQLiteStorage
-from langchain_mastra_memory.recall.ranking.context import (
+from langchain_mastra_memory.recall.ranking import (
     MESSAGE_VECTORS,
+    RecallHit,
     by_thread,
     in_context,
     neighbours,
     windows,
     with_follow_ups,
 )
-from langchain_mastra_memory.recall.ranking.fusion import RecallHit
 from langchain_mastra_memory.storage.records import Neighbour
 
 QUESTION = "Is Deborah married?"

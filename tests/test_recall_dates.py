@@ -9,7 +9,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from langchain_mastra_memory import Memory, SQLiteStorage
-from langchain_mastra_memory.recall.ranking.dates import NamedDate, named_date
+from langchain_mastra_memory.recall.ranking import NamedDate, named_date
 
 
 @pytest.mark.parametrize(

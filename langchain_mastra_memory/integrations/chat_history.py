@@ -13,7 +13,7 @@ from langchain_core.messages import BaseMessage
 from ..config import call_options
 from ..errors import ReadOnlyHistoryWarning, ThreadNotFoundError
 from ..provider_rules import provider_safe
-from ..turn.windows import stored_history
+from ..turn.history import stored_history
 from ..twins import Steps, run_async, run_sync
 
 if TYPE_CHECKING:

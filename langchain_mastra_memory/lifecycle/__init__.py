@@ -15,7 +15,7 @@ Below `Memory` and the shapes, above storage and recall: it imports `storage`, `
 `Forgets` protocol (it never imports `integrations`).
 """
 
-from .checkpoint_file import default_saver, forget_in_file, warn_if_volatile
+from .checkpoint_store import default_saver, forget_in_file, warn_if_volatile
 from .erasure import Erasure, Forgets
 
 __all__ = ["Erasure", "Forgets", "default_saver", "forget_in_file", "warn_if_volatile"]

@@ -20,7 +20,7 @@ from ..pools import in_io_pool
 from ..storage.base import MemoryStorage
 from ..storage.validation import check_id
 from ..turn.writes import MemoryWrites
-from .checkpoint_file import forget_in_file
+from .checkpoint_store import forget_in_file
 
 ERASE_WAIT = 120.0  # seconds an erasure waits for the resource's queued vectors to be written
 

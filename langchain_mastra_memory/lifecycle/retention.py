@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..config.retention import UNITS, RetentionPolicy
+from ..config.options import UNITS, RetentionPolicy
 from ..errors import ConfigurationError, StorageError
 from ..storage.base import MemoryStorage
 from ..storage.records import ItemWrite, now_utc

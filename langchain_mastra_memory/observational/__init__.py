@@ -9,8 +9,8 @@ threshold in a worker thread and its groups are activated, without a model call,
 """
 
 from .config import ObservationalConfig
-from .parse import ParsedLog, parse_log
 from .prompts import Entry, context_block, format_entries
+from .replies import ParsedLog, parse_log
 from .runnables import Observer, Reflector
 from .service import ObservationalMemory
 

@@ -17,11 +17,29 @@ Example:
     ...     destination: str | None = None
     >>> Extractor("Trip plan", "Where the user is travelling", schema=Trip).slug
     'trip-plan'
+
+**Observational memory's side of extractors**: the values a pass reads, then what becomes of
+them (``on_extracted``, the scope's kept values, an ``extracted`` event each).
+
+**`WorkingMemoryExtractor`**: the Observer keeps working memory up to date, no tool call
+needed.
+
+Mastra's extractor of the same name, on this package's working memory: the Observer is shown
+the template (or schema) and the document as it stands, and returns it updated; a Markdown
+document rides the Observer's reply, a schema's object comes in the structured follow-up
+turn. Empty members are pruned before the update (a provider's constrained decoding fills
+every key), a factless object changes nothing, and the update goes through working memory's
+own validation. The value is not kept apart: working memory is where it lives.
+
+Example:
+    >>> WorkingMemoryExtractor().slug
+    'working-memory'
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,8 +48,11 @@ from typing import Any
 import jsonschema
 from pydantic import BaseModel, ValidationError
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, MastraMemoryError
+from ..storage.base import MemoryStorage
 from ..storage.validation import stripped
+from ..twins import Steps, call
+from .as_of import owned_key
 
 RESERVED = frozenset(
     {
@@ -331,3 +352,201 @@ class Extraction:
                 self.values[e.slug] = e.extractor.validate(value, context)
             except ValueError as exc:
                 self.failures[e.slug] = str(exc)
+
+
+logger = logging.getLogger(__name__)
+
+
+def check_working_extractor(config: Any, working: Any) -> None:
+    """`WorkingMemoryExtractor` among the Observer's extractors only, with working memory on
+    and not managed by ``manage_working_memory`` as well (`ConfigurationError`)."""
+
+    if any(isinstance(e, WorkingMemoryExtractor) for e in config.reflector_extractors):
+        raise ConfigurationError("WorkingMemoryExtractor rides the Observer: put it in extractors")
+    if not any(isinstance(e, WorkingMemoryExtractor) for e in config.extractors):
+        return
+    if working is None:
+        raise ConfigurationError(NEEDS_WORKING_MEMORY)
+    if config.manage_working_memory:
+        raise ConfigurationError("give manage_working_memory or a WorkingMemoryExtractor, not both")
+
+
+def keeps_working_memory(config: Any) -> bool:
+    """Whether the Observer keeps working memory up to date (``manage_working_memory`` or a
+    `WorkingMemoryExtractor`): the model is then shown it, not told to call the tool."""
+
+    return config.manage_working_memory or any(
+        isinstance(e, WorkingMemoryExtractor) for e in config.extractors
+    )
+
+
+def pass_inputs(
+    storage: MemoryStorage, extractors: Sequence[Extractor], key: str, context: ExtractorContext
+) -> Steps[dict[str, Any]]:
+    """What an Observer or Reflector call is given for `extractors` ({} when there are none):
+    them, settled for this run, and the values kept so far."""
+    if not extractors:
+        return {}
+    resolved = [extractor.resolve(context) for extractor in extractors]
+    previous = yield from call(storage.extracted_values, key)
+    return {"extractors": resolved, "extracted": previous, "extractor_context": context}
+
+
+def keep_extracted(
+    storage: MemoryStorage,
+    extraction: Extraction | None,
+    inputs: dict[str, Any],
+    key: str,
+    emit: Callable[..., None],
+) -> Steps[None]:
+    """Hand each value to its ``on_extracted``, keep those to persist (one transaction), and
+    report each as an ``extracted`` event (a failure as ``failed``, step ``extract``: the
+    observations stand, and the value is asked again at the next pass)."""
+    if extraction is None:
+        return
+    context: ExtractorContext = inputs["extractor_context"]
+    previous = inputs["extracted"]
+    where = (key, context.resource_id, context.thread_id)
+    resolved: list[ResolvedExtractor] = inputs["extractors"]
+    failures = dict(extraction.failures)
+    kept: dict[str, Any] = {}
+    reports: list[dict[str, Any]] = []
+    for slug, value in extraction.values.items():
+        extractor = next(e.extractor for e in resolved if e.slug == slug)
+        try:
+            final = extractor.extracted(value, previous.get(slug), context)
+        except (ValueError, MastraMemoryError) as exc:
+            failures[slug] = str(exc)
+            continue
+        except Exception as exc:  # the application's handler failed: its value is not kept
+            failures[slug] = f"on_extracted failed: {exc}"
+            continue
+        if extractor.persist:
+            kept[slug] = final
+        reports.append({"slug": slug, "value": final, "previous": previous.get(slug)})
+    if kept:
+        try:
+            yield from call(
+                storage.save_extracted_values,
+                key,
+                kept,
+                resource_id=context.resource_id,
+                source=context.source,
+            )
+        except Exception as exc:  # the pass's log stands; the values are asked again next pass
+            failures.update({slug: f"not kept: {exc}" for slug in kept})
+            reports = [r for r in reports if r["slug"] not in kept]
+    for report in reports:
+        emit("extracted", *where, source=context.source, **report)
+    for slug, error in failures.items():
+        logger.warning("observational memory: extractor %r of %s: %s", slug, key, error)
+        emit("failed", *where, step="extract", slug=slug, error=error)
+
+
+def extracted_values(
+    storage: MemoryStorage,
+    default_scope: Any,
+    *,
+    resource_id: str,
+    thread_id: str | None = None,
+    scope: Any = None,
+) -> Steps[dict[str, Any]]:
+    """Steps of the values the extractors keep for `resource_id`'s scope (`as_of.owned_key`:
+    owner-checked), by slug."""
+    key = yield from owned_key(storage, default_scope, resource_id, thread_id, scope)
+    values: dict[str, Any] = yield from call(storage.extracted_values, key)
+    return values
+
+
+NEEDS_WORKING_MEMORY = (
+    "WorkingMemoryExtractor needs working memory: "
+    'options={"working_memory": {"enabled": True}, ...}'
+)
+
+MARKDOWN = (
+    "Update working memory with durable facts from the observations you made. Return the full "
+    "updated Markdown working memory: keep what still holds, add or revise only what changed. "
+    "Always include this section; if nothing durable changed, return the current working "
+    "memory verbatim."
+)
+
+SCHEMA = (
+    "Update working memory with durable facts from the observations you made. Return the full "
+    "updated JSON object: fill every field the observations or the current working memory "
+    "hold a durable fact for, carrying existing values forward unless contradicted. Leave the "
+    "property out when no update is needed."
+)
+
+
+def prune_empty(value: Any) -> Any:
+    """`value` without null, blank, empty-list and empty-object members (None if nothing is
+    left).
+
+    >>> prune_empty({"name": "Ada", "city": "", "pets": [], "job": {"title": None}})
+    {'name': 'Ada'}
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, list):
+        kept = [v for v in (prune_empty(v) for v in value) if v is not None]
+        return kept or None
+    if isinstance(value, dict):
+        pairs = {k: v for k, v in ((k, prune_empty(v)) for k, v in value.items()) if v is not None}
+        return pairs or None
+    return value
+
+
+class WorkingMemoryExtractor(Extractor):
+    """Working memory updated by the Observer (see the module docstring). Needs working memory
+    on, and replaces ``manage_working_memory`` (give one or the other)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "Working Memory",
+            self._instructions,
+            include_previous=False,
+            persist=False,
+            on_extracted=self._update,
+            _internal=True,
+        )
+
+    def _store(self, context: ExtractorContext) -> Any:
+        if context.working is None:
+            raise ConfigurationError(NEEDS_WORKING_MEMORY)
+        return context.working
+
+    def _schema_mode(self, context: ExtractorContext) -> bool:
+        return bool(self._store(context).config.mode == "schema")
+
+    def _instructions(self, context: ExtractorContext) -> str:
+        store = self._store(context)
+        current = store.get(resource_id=context.resource_id, thread_id=context.thread_id)
+        if self._schema_mode(context):
+            shown = json.dumps(current) if current else ""
+            return SCHEMA + (f"\n\nCurrent working memory JSON:\n{shown}" if shown else "")
+        template = store.config.markdown_template
+        return f"{MARKDOWN}\n\nWorking memory template:\n{template}" + (
+            f"\n\nCurrent working memory:\n{current}" if current else ""
+        )
+
+    def json_schema(self, context: ExtractorContext) -> dict[str, Any] | None:
+        if not self._schema_mode(context):
+            return None
+        return dict(self._store(context).config.schema_dict)
+
+    def validate(self, value: Any, context: ExtractorContext) -> Any:
+        if not self._schema_mode(context):
+            return super().validate(value, context)
+        if not isinstance(value, dict):
+            raise ValueError("working memory in schema mode takes a JSON object")
+        return value  # working memory's own update validates it against the schema
+
+    def _update(self, extracted: Extracted) -> None:
+        context = extracted.context
+        value = extracted.value
+        if isinstance(value, dict):
+            value = prune_empty(value)
+            if value is None:
+                return  # a factless object never overwrites the document
+        store = self._store(context)
+        store.update(value, resource_id=context.resource_id, thread_id=context.thread_id)

@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from ..pools.shutdown import on_exit
+from ..pools import on_exit
 from ..twins import Steps, call
 
 if TYPE_CHECKING:

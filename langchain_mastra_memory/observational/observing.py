@@ -23,14 +23,12 @@ from ..storage.records import ObservationGroup, StoredMessage, stored_ids
 from ..tokens.counting import TokenCounter
 from ..tracing import traced
 from ..twins import Steps, call
-from .checks import UnusableReply, observation_problem, usable_entries, usable_task
-from .extracting import keep_extracted, pass_inputs
-from .extractors import ExtractorContext
+from .extractors import ExtractorContext, keep_extracted, pass_inputs
 from .hooks import messages_hook, text_hook
 from .leases import under_lease
-from .parse import log_tail
 from .prompts import OBSERVER_INSTRUCTIONS, format_entries, with_instruction
 from .reflecting import ReflectorPass
+from .replies import UnusableReply, log_tail, observation_problem, usable_entries, usable_task
 from .runnables import Observer
 
 if TYPE_CHECKING:

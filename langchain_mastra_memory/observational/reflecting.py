@@ -16,13 +16,11 @@ from typing import TYPE_CHECKING, Any
 from ..tracing import traced
 from ..twins import Steps, call
 from . import archives
-from .checks import UnusableReply, reflection_problem, usable_entries, usable_task
-from .extracting import keep_extracted, pass_inputs
-from .extractors import ExtractorContext
+from .extractors import ExtractorContext, keep_extracted, pass_inputs
 from .hooks import text_hook
 from .leases import under_lease
-from .parse import parse_log
 from .prompts import REFLECTOR_INSTRUCTIONS, format_entries, with_instruction
+from .replies import UnusableReply, parse_log, reflection_problem, usable_entries, usable_task
 from .runnables import Reflector
 
 if TYPE_CHECKING:

@@ -36,7 +36,6 @@ from .extractors import (
     text_sections,
 )
 from .models import chat_model
-from .parse import ParsedLog, parse_log, reply_text
 from .prompts import (
     OBSERVER_INSTRUCTIONS,
     REFLECTOR_INSTRUCTIONS,
@@ -44,6 +43,7 @@ from .prompts import (
     reflector_prompt,
     with_text,
 )
+from .replies import ParsedLog, parse_log, reply_text
 
 
 def _check_model(model: Any, role: str) -> Any:

@@ -35,16 +35,15 @@ from ..config.options import EXIT_DRAIN
 from ..errors import ConfigurationError, ResourceMismatchError
 from ..injected import tag
 from ..messages import ids_of
-from ..pools import await_futures, in_io_pool
-from ..pools.worker import DaemonWorker
+from ..pools import DaemonWorker, await_futures, in_io_pool
 from ..storage.base import MemoryStorage
 from ..storage.records import ObservationGroup, StoredMessage, scope_key
 from ..tokens.counting import TokenCounter
-from ..tracing.runs import detached_context
+from ..tracing import detached_context
 from ..twins import Steps, call, run_sync
 from . import archives
 from .config import EVENT, SOURCE, EventKind, ObservationalConfig, ObservationEvent, turn_ended
-from .extracting import check_working_extractor
+from .extractors import check_working_extractor
 from .observing import ObserverPass
 from .prompts import context_block
 from .reflecting import ReflectorPass

@@ -22,17 +22,19 @@ from ..storage.base import MemoryStorage
 from ..storage.filters import matches
 from ..storage.records import StoredMessage, TimeWindow
 from ..storage.validation import check_id, check_optional_id, check_query
-from ..tracing.runs import recall_run, stage
+from ..tracing import recall_run, stage
 from ..twins import Steps, both, call, run_async, run_sync
 from .options import DEFAULT_MODE, MessageRange, Mode, RecallOptions, SearchOptions
-from .ranking.dates import created_dates, dated_first, named_date
-from .ranking.fusion import (
+from .ranking import (
     HYBRID_POOL,
     PIECES_PER_HIT,
     RecallHit,
     best_piece_per_message,
+    created_dates,
+    dated_first,
     fuse,
     hide_working_memory,
+    named_date,
 )
 from .second_stage import Read, context_stage, read_missing, rerank_stage
 from .upkeep import VectorUpkeep, default_vector_store

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..storage.filters import check_filter
 from ..storage.validation import validated
-from .ranking.rerank import check_reranker
+from .ranking import check_reranker
 
 if TYPE_CHECKING:
     from ..storage.records import TimeWindow

@@ -21,8 +21,11 @@ from ..storage.base import MemoryStorage
 from ..storage.records import StoredMessage
 from ..twins import Steps, call, call_by_name
 from .options import RecallOptions
-from .ranking.context import (
+from .ranking import (
+    RecallHit,
     by_thread,
+    candidate_documents,
+    fuse_ranks,
     in_context,
     neighbours,
     remember,
@@ -30,8 +33,6 @@ from .ranking.context import (
     windows,
     with_follow_ups,
 )
-from .ranking.fusion import RecallHit
-from .ranking.rerank import candidate_documents, fuse_ranks
 
 logger = logging.getLogger(__name__)
 

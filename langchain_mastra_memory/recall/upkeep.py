@@ -23,7 +23,7 @@ from ..twins import Steps, call, run_async, run_sync
 from .embedders import CachedEmbeddings, model_id
 from .engines.chroma import ChromaVectorStore
 from .options import RecallOptions
-from .ranking.context import remember
+from .ranking import remember
 from .vector import MessageVectors, VectorRecord, VectorStore, index_name_for, pieces_by_message
 from .writer import BacklogWriter
 

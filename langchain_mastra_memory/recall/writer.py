@@ -42,8 +42,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..config.options import EXIT_DRAIN
 from ..errors import VectorStoreError
-from ..pools import Changes
-from ..pools.shutdown import on_exit
+from ..pools import Changes, on_exit
 
 if TYPE_CHECKING:
     from ..storage.base import MemoryStorage

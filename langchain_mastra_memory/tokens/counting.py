@@ -27,7 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ..errors import EncodingNotAvailableError
 from ..messages import TOOL_CALL_BLOCK_TYPES, js_json, mastra_role
-from ..pools.shutdown import on_exit
+from ..pools import on_exit
 from .attachments import attachment, description
 from .tokenizers import get_encoding
 

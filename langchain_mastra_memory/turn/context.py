@@ -43,9 +43,8 @@ from ..tracing import traced
 from ..twins import Steps, both, call, run_async, run_sync
 from ..working_memory.config import TOOL_NAME as WORKING_MEMORY_TOOL
 from ..working_memory.service import WorkingMemoryStore
-from .budget import BudgetedHistory
+from .history import BudgetedHistory, newest, stored_history
 from .recall_block import assembled_block, last_human_text, recalled_block
-from .windows import newest, stored_history
 
 if TYPE_CHECKING:
     from ..observational.service import ObservationalMemory

@@ -23,12 +23,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from ..browsing.paging import MAX_PAGE
+from ..browsing import MAX_PAGE
 from ..errors import ConfigurationError, MastraMemoryError, ThreadNotFoundError
 from ..memory import Memory
 from ..messages import mastra_role, message_text
 from ..storage.records import scope_key
-from . import plots, views
+from . import views
 from .guard import COOKIE, LocalWebGuard, genuine_form
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -122,7 +122,7 @@ def create_app(
         first = views.messages(memory, owner, thread_id, page=0)
         om = memory.writes.observations
         limits = [("observe at", float(om.config.message_tokens))] if om is not None else []
-        chart = plots.tokens_chart(views.tokens_per_turn(memory, owner, thread_id), limits)
+        chart = views.tokens_chart(views.tokens_per_turn(memory, owner, thread_id), limits)
         return page(
             request, "thread.html", resource=owner, thread=shown, messages=first, chart=chart
         )
@@ -195,7 +195,7 @@ def create_app(
         rows = views.recall(memory, owner, query, mode)
         by_thread = Counter(r.thread_title or r.thread_id for r in rows)
         by_day = Counter(f"{r.created_at:%Y-%m-%d}" for r in rows)
-        charts = [plots.bars(by_thread.most_common()), plots.bars(sorted(by_day.items()))]
+        charts = [views.bars(by_thread.most_common()), views.bars(sorted(by_day.items()))]
         return page(
             request,
             "recall.html",

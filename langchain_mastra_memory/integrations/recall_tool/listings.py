@@ -15,7 +15,7 @@ import json
 import re
 from typing import Any
 
-from ...browsing.browse import thread_page
+from ...browsing import thread_page
 from ...storage.records import ObservationGroup, scope_key
 from ...twins import Steps, call
 

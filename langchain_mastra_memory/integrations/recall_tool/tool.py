@@ -29,7 +29,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ...browsing.paging import Page, SearchHit
+from ...browsing import Page, SearchHit
 from ...errors import (
     ConfigurationError,
     MastraMemoryError,

@@ -1,8 +1,8 @@
 """The embedders: what turns a message's pieces and a query into vectors.
 
-- `minilm`: `MiniLMEmbeddings`, the offline default (all-MiniLM-L6-v2 in ONNX Runtime), built
-  from `bert_graph` (the encoder written as an ONNX graph from its weights) over the files
-  `model_files` finds (installed at setup from the registry).
+- `minilm`: `MiniLMEmbeddings`, the offline default (all-MiniLM-L6-v2 in ONNX Runtime), with
+  the encoder written as an ONNX graph from its weights (`bert_graph`) over the files it finds
+  (installed at setup from the registry).
 - `cache`: `CachedEmbeddings`, the process-wide LRU any `Embeddings` goes behind, and
   `default_embedder()`.
 

@@ -46,8 +46,7 @@ from ...messages import MAX_PIECES
 from ...pools import in_io_pool
 from ...storage.records import TimeWindow
 from ..exact.matrix import Loaded, unit
-from ..exact.partitions import EXACT_LIMIT, EXACT_MIN
-from ..exact.shared import shared_partitions
+from ..exact.partitions import EXACT_LIMIT, EXACT_MIN, shared_partitions
 from ..exact.snapshots import FOLDER as SNAPSHOTS
 from ..exact.snapshots import Snapshots
 from ..vector import (

@@ -39,8 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigurationError, VectorStoreError
-from ...pools import in_io_pool
-from ...pools.shutdown import on_exit
+from ...pools import in_io_pool, on_exit
 from ...storage.records import TimeWindow
 from ..vector import VectorHit, VectorRecord, piece_uuid
 from .base import EngineStore, extra_missing

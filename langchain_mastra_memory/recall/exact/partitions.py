@@ -37,7 +37,11 @@ Examples:
     >>> exact.upsert("p", ["a", "b"], [[1.0, 0.0], [0.0, 1.0]], ["a", "b"], ["t1", "t2"])
     >>> exact.search("p", [1.0, 0.2], top_k=1) is None  # not loaded: search HNSW instead
     True
-"""
+
+One set of exact partitions per Chroma folder in a process (`shared_partitions`), shared by
+every store over it: every `Memory` over one file then loads a partition once, and every store's
+writes reach the matrices all of them search and the snapshots saved from them (two sets over
+one folder would each miss the other's writes). A store with no folder (in memory) has its own."""
 
 from __future__ import annotations
 
@@ -48,22 +52,39 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ...pools.shutdown import on_exit
-from .matrix import Loaded, Matrix, small, unit
-from .scan import INT8, INT8_AT, INT8_POOL, INT8_POOL_PER_HIT, PRECISIONS, best, dot, int8_scores
-from .snapshots import Snapshots
+from ...pools import on_exit
+from .matrix import (
+    INT8,
+    INT8_AT,
+    INT8_POOL,
+    INT8_POOL_PER_HIT,
+    PRECISIONS,
+    Loaded,
+    Matrix,
+    best,
+    dot,
+    int8_scores,
+    small,
+    unit,
+)
+from .snapshots import FOLDER, Snapshots
 
 logger = logging.getLogger(__name__)
 
 EXACT_LIMIT = 1_000_000  # pieces: a bigger partition is searched through HNSW
+
 EXACT_MIN = 1  # pieces: any hot partition (a small one loads in a few ms, in the background)
+
 EXACT_BYTES = 640 << 20  # rows held for every partition together: 349k x 384 in float32
+
 # with their int8 copy, 582k in float16 with it
 HOT_AFTER = 2  # searches of a partition in this process before it is loaded
+
 SNAPSHOT_WAIT = 5.0  # seconds a search waits for its partition's snapshot (100k pieces: 0.7)
 
 
@@ -478,3 +499,35 @@ def _close(ref: weakref.ref[ExactPartitions]) -> None:
     partitions = ref()
     if partitions is not None:
         partitions.close()
+
+
+# exact partitions per Chroma folder, shared by every store over it in this process
+_SHARED: weakref.WeakValueDictionary[str, ExactPartitions] = weakref.WeakValueDictionary()
+
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_partitions(
+    folder: str | Path | None, load: Callable[[str], Loaded | None], limit: int, minimum: int
+) -> ExactPartitions:
+    """The exact partitions of a store over `folder`: the process's one set for that folder,
+    with the limits of whichever store over it came first (every `Memory` over one file then
+    loads a partition once, and every store's writes reach the matrices all of them search
+    and the snapshots saved from them: two sets over one folder would each miss the other's
+    writes); a store with no folder (in memory) has its own."""
+    if folder is None:
+        return ExactPartitions(load, limit=limit, minimum=min(minimum, limit))
+    make = partial(
+        ExactPartitions,
+        load,
+        limit=limit,
+        minimum=min(minimum, limit),
+        snapshots=Snapshots(Path(folder) / FOLDER),
+    )
+    key = str(Path(folder).resolve())
+    with _SHARED_LOCK:
+        shared = _SHARED.get(key)
+        if shared is None:
+            shared = _SHARED[key] = make()
+            shared.resume()  # what the last process held, read back meanwhile
+        return shared

@@ -10,15 +10,17 @@ from typing import Any
 
 from ...errors import ConfigurationError, StorageError
 from ..sql.backend import Dialect, SQLStorage, TextMatch
-from .connections import NO_PRIMARY, check_alive, in_recovery
-from .items import ItemVectors
-from .poolers import (
+from .connections import (
+    NO_PRIMARY,
     PREPARED_HINT,
     begin_statement,
+    check_alive,
+    in_recovery,
     refused_options,
     session_transaction,
     sessions_dropped,
 )
+from .items import ItemVectors
 from .replicas import ReplicaReads, check_read_dsn
 from .schema import MIGRATIONS
 from .text import PostgresText

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ...errors import ConfigurationError
-from .poolers import session_transaction
+from .connections import session_transaction
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,14 @@
-"""`traced`: a `twins` step run as a child run (LangChain callbacks) and an OpenTelemetry span.
+"""What memory did, in the traces people already read.
+
+Each step memory takes for a turn (the whole assembly, the working-memory read, recall, and the
+user's processors inside it) runs as a child run of the run it happens in, so LangSmith and any
+LangChain tracer show it under the hook's, middleware's or chain's run; recall is a
+``retriever`` run whose output is the recalled messages as Documents (score, thread, time).
+When an OpenTelemetry tracer provider is configured, the same steps are spans. With neither,
+a step costs one config lookup. Nothing in a run is another resource's: a run holds what the
+step read for its own resource, as the context does.
+
+`traced`: a `twins` step run as a child run (LangChain callbacks) and an OpenTelemetry span.
 
 A step wrapped by `traced` is performed inside a child run of the current run (the run whose
 config `ensure_config` finds: a hook's, a middleware's model call, a chain's). Runnables the
@@ -33,9 +43,14 @@ from langchain_core.runnables.config import (
 from langchain_core.runnables.utils import coro_with_context
 
 if TYPE_CHECKING:
-    from ..twins import Both, Call, Steps
+    from .twins import Both, Call, Steps
+
+
+# its old submodules (a package until 0.2) still import, with a warning (`MOVED`)
+__path__: list[str] = []
 
 logger = logging.getLogger(__name__)
+
 T = TypeVar("T")
 
 RunType = Literal["chain", "retriever"]
@@ -223,7 +238,7 @@ def recalled_documents(found: Any, hits: Any) -> list[Any]:
     """The recalled messages as LangChain Documents, as a retriever run shows them."""
     from langchain_core.documents import Document
 
-    from ..messages import mastra_role, message_text
+    from .messages import mastra_role, message_text
 
     scores = {hit.message_id: hit.score for hit in hits}
     return [
@@ -271,3 +286,6 @@ def detached_context() -> Any:
     detached = cast("RunnableConfig", {**config, "callbacks": handlers})
     context.run(var_child_runnable_config.set, detached)
     return context
+
+
+__all__ = ["Traced", "traced"]

@@ -1,7 +1,17 @@
-"""Memory's PostgreSQL database as LangGraph's checkpoint store: `memory.checkpointer()` with
-no saver, over `PostgresStorage`, wraps LangGraph's own `PostgresSaver` on the same database
-and schema, so a restart or a second process reads every checkpoint (an in-memory saver would
-lose the graph's state at every restart and never share it between processes).
+"""Memory's own database as LangGraph's checkpoint store: the default saver on it (so the
+CLI, a restarted app and a second process see one store: `SqliteSaver` on memory's SQLite
+file, `PostgresSaver` on its PostgreSQL schema), and a thread's checkpoints removed from it.
+Checkpoints are kept in RAM only beside a memory that is too (``:memory:``).
+
+Examples:
+    >>> from langchain_mastra_memory.storage import SQLiteStorage
+    >>> type(default_saver(SQLiteStorage(":memory:"))).__name__  # no file: kept in memory
+    'InMemorySaver'
+
+On PostgreSQL, `memory.checkpointer()` with no saver wraps LangGraph's own `PostgresSaver` on
+the same database and schema, so a restart or a second process reads every checkpoint (an
+in-memory saver would lose the graph's state at every restart and never share it between
+processes).
 
 The saver has a bounded pool of its own (LangGraph's saver wants autocommit connections with
 dict rows, memory's are transactional), checked on checkout so that a connection that died
@@ -9,7 +19,7 @@ with the server is replaced, and closed with the storage. Its tables are made on
 advisory lock (two processes starting together), in the storage's schema (so two tenants in
 two schemas share nothing, and `drop_schema` removes them too).
 
-Behind a connection pooler (`storage.postgres.poolers`) the saver's connections prepare
+Behind a connection pooler (`storage.postgres.connections`) the saver's connections prepare
 nothing and each of its cursors is one transaction that sets the schema for itself
 (`PooledPostgresSaver`); its setup creates its indexes without ``CONCURRENTLY`` (which no
 transaction may run), and the setup lock is the transaction's.
@@ -22,14 +32,87 @@ Example (needs a server)::
 
 from __future__ import annotations
 
+import logging
+import sqlite3
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
+from ..errors import VolatileCheckpointsWarning
+from ..storage.sqlite.backend import SYNCHRONOUS, SQLiteStorage
+
 if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.checkpoint.postgres import PostgresSaver
 
     from ..storage.postgres.backend import PostgresStorage
+
+
+logger = logging.getLogger(__name__)
+
+
+def default_saver(storage: Any) -> BaseCheckpointSaver[Any]:
+    """A saver on `storage`'s own database: SQLite's file, PostgreSQL's schema; in memory
+    only for a storage that is too (or one of a kind it cannot write to, with a warning)."""
+    from ..storage.postgres.backend import PostgresStorage
+
+    if isinstance(storage, PostgresStorage):
+        return postgres_saver(storage)
+    if isinstance(storage, SQLiteStorage) and storage.path != ":memory:":
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        conn = sqlite3.connect(storage.path, timeout=storage.busy_timeout, check_same_thread=False)
+        conn.execute(f"PRAGMA synchronous={SYNCHRONOUS}")  # the file's durability, as memory's
+        saver = SqliteSaver(conn)  # (waits for the file's write lock as long as memory does)
+        saver.setup()  # its tables now, not under a turn's concurrent reads of the same file
+        return saver
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    volatile = InMemorySaver()
+    warn_if_volatile(storage, volatile)
+    return volatile
+
+
+def warn_if_volatile(storage: Any, saver: Any) -> None:
+    """Warn when a persistent memory is paired with checkpoints kept in RAM: after a restart
+    the graph's state is gone while memory still holds the thread (and a second process
+    never sees it)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    if type(saver) is not InMemorySaver or (
+        isinstance(storage, SQLiteStorage) and storage.path == ":memory:"
+    ):
+        return
+    msg = (
+        f"memory.checkpointer() over {storage!r} with InMemorySaver: the graph's checkpoints "
+        "live in this process only (lost at a restart, unseen by other processes) while "
+        "memory persists; pass a persistent saver, or none (memory's database is used)"
+    )
+    logger.warning(msg)
+    warnings.warn(msg, VolatileCheckpointsWarning, stacklevel=4)
+
+
+def forget_in_file(storage: Any, thread_id: str) -> None:
+    """The thread's checkpoints in memory's database (its SQLite file, its PostgreSQL
+    schema), through LangGraph's own saver (whose tables are not created when absent)."""
+    from ..storage.postgres.backend import PostgresStorage
+
+    if isinstance(storage, PostgresStorage):
+        forget_in_postgres(storage, thread_id)
+        return
+    if not isinstance(storage, SQLiteStorage) or storage.path == ":memory:":
+        return
+    conn = sqlite3.connect(storage.path, timeout=30, check_same_thread=False)
+    try:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        if {"checkpoints", "writes"} <= tables:
+            from langgraph.checkpoint.sqlite import SqliteSaver
+
+            SqliteSaver(conn).delete_thread(thread_id)
+    finally:
+        conn.close()
+
 
 SETUP_LOCK = "langchain_mastra_memory.checkpoints"
 
@@ -90,7 +173,7 @@ def _pooled_saver(pool: Any, begin: str) -> PostgresSaver:
     from langgraph.checkpoint.postgres import PostgresSaver, _internal
     from psycopg.rows import dict_row
 
-    from ..storage.postgres.poolers import session_transaction
+    from ..storage.postgres.connections import session_transaction
 
     class PooledPostgresSaver(PostgresSaver):
         MIGRATIONS = [m.replace(" CONCURRENTLY", "") for m in PostgresSaver.MIGRATIONS]  # noqa: RUF012

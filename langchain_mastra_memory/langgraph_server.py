@@ -1,4 +1,31 @@
-"""The `Memory` a LangGraph Server process runs on, read from environment variables."""
+"""LangGraph Server (``langgraph dev``, a LangSmith deployment) with memory as its checkpointer
+and its store.
+
+Name them in ``langgraph.json``::
+
+    {
+      "dependencies": ["."],
+      "graphs": {"agent": "./agent.py:graph"},
+      "checkpointer": {"path": "langchain_mastra_memory.langgraph_server.checkpointer"},
+      "store": {"path": "langchain_mastra_memory.langgraph_server.store"}
+    }
+
+and compile the graph without a checkpointer (the server gives it this one). One `Memory` per
+process, `memory`, is built from the environment (`settings`):
+
+- ``LMM_DB``: a SQLite file (default ``memory.db``) or a PostgreSQL DSN (``postgresql://...``);
+- ``LMM_VECTOR``: ``default`` (embedded Chroma beside a SQLite file, pgvector in PostgreSQL), or
+  ``module:attribute`` naming a vector store (or a function returning one);
+- ``LMM_OPTIONS``: `Memory`'s options as JSON (``{"semantic_recall": true, ...}``).
+
+The owner of a run is the caller's identity from the server's auth (``langgraph_auth_user_id``);
+a config naming another owner is refused. The server's own reads of a thread by its id (its
+state, history, copy; Studio's too) name no owner: they are answered for the thread's stored
+owner (``trust_thread_reads=True``), which is safe behind the server because its auth has
+decided who may reach the thread before it reads. A graph outside the server keeps the strict
+default. The checkpointer offers ``adelete_for_runs``, ``acopy_thread`` and ``aprune``, so the
+server warns of nothing missing.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +33,21 @@ import importlib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigurationError
-from ..memory import Memory
+from .errors import ConfigurationError
+from .integrations.checkpointer import MemoryCheckpointer
+from .integrations.store import MemoryStore
+from .memory import Memory
+
+# its old submodules (a package until 0.2) still import, with a warning (`MOVED`)
+__path__: list[str] = []
 
 DB, VECTOR, OPTIONS = "LMM_DB", "LMM_VECTOR", "LMM_OPTIONS"
+
 _CONNINFO = re.compile(r"(?:^|\s)(?:host|hostaddr|dbname|user|port|service)\s*=")
 
 
@@ -74,11 +108,29 @@ def memory_from_environment(environ: Mapping[str, str] | None = None) -> Memory:
     """The `Memory` the environment describes (`settings`)."""
     chosen = settings(environ)
     if chosen.postgres:
-        from ..storage.postgres.backend import PostgresStorage
+        from .storage.postgres.backend import PostgresStorage
 
         storage: Any = PostgresStorage(chosen.db)
     else:
-        from ..storage.sqlite.backend import SQLiteStorage
+        from .storage.sqlite.backend import SQLiteStorage
 
         storage = SQLiteStorage(chosen.db)
     return Memory(storage=storage, vector=_vector(chosen.vector), options=chosen.options)
+
+
+memory: Memory = memory_from_environment()
+
+
+@asynccontextmanager
+async def checkpointer() -> AsyncIterator[MemoryCheckpointer]:
+    """The server's checkpointer: ``memory.checkpointer(trust_thread_reads=True)``."""
+    yield memory.checkpointer(trust_thread_reads=True)
+
+
+@asynccontextmanager
+async def store() -> AsyncIterator[MemoryStore]:
+    """The server's store: ``memory.store()`` (items, ``query=`` search, working memory)."""
+    yield memory.store()
+
+
+__all__ = ["Settings", "checkpointer", "memory", "memory_from_environment", "settings", "store"]
