@@ -26,6 +26,7 @@ from langchain_mastra_memory import Memory, SQLiteStorage
 
 ROOT = Path(langchain_mastra_memory.__file__).parent
 DRIVER = {"twins"}
+CROSSINGS = {"across": 0, "up": 0}  # the last run's, counted by `entered`
 
 
 def module_of(filename: str) -> str | None:
@@ -36,17 +37,25 @@ def module_of(filename: str) -> str | None:
     return None if name in DRIVER else name.removesuffix(".__init__")
 
 
-def entered(run: Callable[[], Any]) -> tuple[list[str], list[str]]:
-    """The package's modules `run` enters, in order of first entry, and the climbs back (a
-    call from a module into one already on the stack further up, ``from -> to``)."""
+def entered(run: Callable[[], Any]) -> tuple[list[str], list[str], set[str]]:
+    """The package's modules `run` enters, in order of first entry, the climbs back (a call
+    from a module into one already on the stack further up, ``from -> to``), and the steps (each
+    distinct call from one of the package's modules into another)."""
     order: list[str] = []
     stack: list[str | None] = []
     climbs: list[str] = []
+    steps: set[str] = set()
+    crossings = CROSSINGS  # every call into another module, and those into one up the stack
+    crossings.update(across=0, up=0)
 
     def profile(frame: Any, event: str, arg: Any) -> None:
         if event == "call":
             module = module_of(frame.f_code.co_filename)
             if module is not None:
+                if stack and stack[-1] is not None and stack[-1] != module:
+                    steps.add(f"{stack[-1]} -> {module}")
+                    crossings["across"] += 1
+                    crossings["up"] += module in stack[:-1]
                 if module not in order:
                     order.append(module)
                 elif stack and module in stack[:-1] and stack[-1] != module:
@@ -62,14 +71,15 @@ def entered(run: Callable[[], Any]) -> tuple[list[str], list[str]]:
         run()
     finally:
         sys.setprofile(None)
-    return order, climbs
+    return order, climbs, steps
 
 
-def report(title: str, modules: list[str], climbs: list[str]) -> None:
+def report(title: str, modules: list[str], climbs: list[str], steps: set[str]) -> None:
     outside = [m for m in modules if not m.startswith(("storage", "recall"))]
     print(
         f"{title}: {len(modules)} modules ({len(outside)} outside storage/ and recall/), "
-        f"{len(climbs)} climbs back"
+        f"{len(steps)} steps between modules ({CROSSINGS['across']} calls across, "
+        f"{CROSSINGS['up']} of them back up the stack), {len(climbs)} climbs back"
     )
     for module in modules:
         print(f"    {module}")
@@ -88,12 +98,15 @@ def middleware_turn(recall: bool) -> None:
     agent = create_agent(model, middleware=[memory.middleware()])
     config = {"configurable": {"thread_id": "t1", "resource_id": "ada"}}
     agent.invoke({"messages": [HumanMessage("first")]}, config)
-    modules, climbs = entered(lambda: agent.invoke({"messages": [HumanMessage("second")]}, config))
+    modules, climbs, steps = entered(
+        lambda: agent.invoke({"messages": [HumanMessage("second")]}, config)
+    )
     memory.flush()
     report(
         f"a middleware turn (the agent's second, recall {'on' if recall else 'off'})",
         modules,
         climbs,
+        steps,
     )
     first = next(i for i, m in enumerate(modules) if m.startswith(("storage", "recall")))
     print(f"    before it reaches recall or storage: {first} modules")
@@ -116,10 +129,10 @@ def checkpointer_put() -> None:
     messages = [*state.values["messages"], HumanMessage("again", id="again")]
     turn["channel_values"] = {**turn["channel_values"], "messages": messages}
     versions = {"messages": checkpointer.get_next_version(None, None)}
-    modules, climbs = entered(
+    modules, climbs, steps = entered(
         lambda: checkpointer.put(latest, turn, {"source": "input", "step": 2}, versions)
     )
-    report("a checkpointer put (a thread's next turn)", modules, climbs)
+    report("a checkpointer put (a thread's next turn)", modules, climbs, steps)
 
 
 if __name__ == "__main__":

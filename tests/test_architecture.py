@@ -535,3 +535,13 @@ def test_every_import_follows_the_stated_layers() -> None:
     )
     assert upward == []
     assert FULL_GRAPH[f"{NAME}.memory"]  # (the edges are read)
+
+
+def test_every_box_of_the_data_flow_pictures_is_a_module_a_reader_can_open() -> None:
+    """`docs/architecture.md` draws a turn's read and write paths and a recall query with one
+    module per box: each names a module or package that exists."""
+    page = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    pictures = re.findall(r"```mermaid\n(.*?)```", page, flags=re.S)
+    boxes = {box for picture in pictures for box in re.findall(r'\w+\[\(?"([\w.]+)"', picture)}
+    assert len(pictures) >= 2 and len(boxes) >= 20
+    assert sorted(box for box in boxes if not _exists(f"{NAME}.{box}")) == []

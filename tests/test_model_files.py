@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from langchain_mastra_memory import ConfigurationError
-from langchain_mastra_memory.recall.embedders import MiniLMEmbeddings, model_files
+from langchain_mastra_memory.recall.embedders import MiniLMEmbeddings
+from langchain_mastra_memory.recall.embedders import minilm as model_files
 from langchain_mastra_memory.recall.embedders.minilm import (
     MODEL_FILES,
     find_model_dir,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from langchain_mastra_memory.errors import ConfigurationError
-from langchain_mastra_memory.recall.embedders import model_files
+from langchain_mastra_memory.recall.embedders import minilm as model_files
 from langchain_mastra_memory.tokens.registry_files import (
     cache_dir,
     choose_wheel,

@@ -29,7 +29,7 @@ from ..recall.writer import VectorBacklog
 from ..storage.base import MemoryStorage
 from ..storage.records import ImportedThread, StoredMessage, stored_ids
 from ..threads.ids import verify_owner
-from ..twins import run_async, run_sync
+from ..twins import Steps, call, run_async, run_sync
 
 if TYPE_CHECKING:
     from ..observational.service import ObservationalMemory
@@ -92,12 +92,19 @@ class MemoryWrites:
 
     def save(self, messages: Msgs, **target: Unpack[SaveOptions]) -> Saved:
         """Store messages in a thread, then embed them (and title the thread, when asked)."""
-        stored = self.storage.save_messages(messages, **target)
+        return run_sync(self._save(messages, target))
+
+    async def asave(self, messages: Msgs, **target: Unpack[SaveOptions]) -> Saved:
+        """Async `save` (inside `holding`, as `save`: what follows is the caller's)."""
+        return await run_async(self._save(messages, target))
+
+    def _save(self, messages: Msgs, target: SaveOptions) -> Steps[Saved]:
+        stored = yield from call(self.storage.save_messages, messages, **target)
         held = getattr(self._local, "held", None)
         if held is not None:
             held.append(stored)
             return [s.message for s in stored]
-        return self.after_save(stored)
+        return (yield from self._after_save(stored))
 
     @contextmanager
     def holding(self, held: list[list[StoredMessage]]) -> Iterator[None]:
@@ -114,58 +121,52 @@ class MemoryWrites:
     def after_save(self, stored: list[StoredMessage]) -> Saved:
         """What follows storing messages: titling, observing, embedding (each started here,
         run behind); the messages with their ids."""
-        if self.titles is not None:
-            self.titles.after_save(stored)
-        if self.observations is not None:
-            self.observations.after_save(stored)
-        return self._indexed(stored)
+        return run_sync(self._after_save(stored))
 
-    async def asave(self, messages: Msgs, **target: Unpack[SaveOptions]) -> Saved:
-        """Async `save` (inside `holding`, as `save`: what follows is the caller's)."""
-        stored = await self.storage.asave_messages(messages, **target)
-        held = getattr(self._local, "held", None)
-        if held is not None:
-            held.append(stored)
-            return [s.message for s in stored]
+    def _after_save(self, stored: list[StoredMessage]) -> Steps[Saved]:
         if self.titles is not None:
-            await self.titles.aafter_save(stored)
+            yield from call(self.titles.after_save, stored)
         if self.observations is not None:
-            await self.observations.aafter_save(stored)
-        return await self._aindexed(stored)
+            yield from call(self.observations.after_save, stored)
+        return (yield from self._indexed(stored))
 
     def save_import(self, threads: Sequence[ImportedThread]) -> Saved:
         """Store an import (all or nothing, one transaction), then embed it behind."""
-        return self._indexed(self.storage.save_import(threads))
+        return run_sync(self._save_import(threads))
 
     async def asave_import(self, threads: Sequence[ImportedThread]) -> Saved:
         """Async `save_import`."""
-        return await self._aindexed(await self.storage.asave_import(threads))
+        return await run_async(self._save_import(threads))
+
+    def _save_import(self, threads: Sequence[ImportedThread]) -> Steps[Saved]:
+        return (yield from self._indexed((yield from call(self.storage.save_import, threads))))
 
     def update(self, messages: Msgs, *, resource_id: str | None) -> Saved:
         """Replace stored messages by id, then re-embed them."""
-        return self._indexed(
-            self.storage.update_messages(messages, resource_id=resource_id), replace=True
-        )
+        return run_sync(self._update(messages, resource_id))
 
     async def aupdate(self, messages: Msgs, *, resource_id: str | None) -> Saved:
         """Async `update`."""
-        stored = await self.storage.aupdate_messages(messages, resource_id=resource_id)
-        return await self._aindexed(stored, replace=True)
+        return await run_async(self._update(messages, resource_id))
+
+    def _update(self, messages: Msgs, resource_id: str | None) -> Steps[Saved]:
+        stored = yield from call(self.storage.update_messages, messages, resource_id=resource_id)
+        return (yield from self._indexed(stored, replace=True))
 
     def clone(self, thread_id: str, **clone: Any) -> Thread:
         """Copy a thread (messages under new ids, its working memory and observation log);
         the copies' vectors are written before it returns, copied from the originals' (nothing
         is embedded again, even after a restart)."""
-        thread, stored = self.storage.clone_thread(thread_id, **clone)
-        if self.upkeep and stored:
-            self.upkeep.after_copy(stored, thread.resource_id)
-        return thread
+        return run_sync(self._clone(thread_id, clone))
 
     async def aclone(self, thread_id: str, **clone: Any) -> Thread:
         """Async `clone`."""
-        thread, stored = await self.storage.aclone_thread(thread_id, **clone)
+        return await run_async(self._clone(thread_id, clone))
+
+    def _clone(self, thread_id: str, clone: dict[str, Any]) -> Steps[Thread]:
+        thread, stored = yield from call(self.storage.clone_thread, thread_id, **clone)
         if self.upkeep and stored:
-            await self.upkeep.aafter_copy(stored, thread.resource_id)
+            yield from call(self.upkeep.after_copy, stored, thread.resource_id)
         return thread
 
     def transfer(
@@ -173,92 +174,75 @@ class MemoryWrites:
     ) -> Thread:
         """Give a thread to another resource; its vectors move to the new owner's partition
         before it returns."""
-        owner = self.storage.get_thread(thread_id)
-        thread, stored = self.storage.transfer_thread(
-            thread_id, to_resource_id=to_resource_id, resource_id=resource_id
-        )
-        if self.upkeep and owner is not None and owner.resource_id != thread.resource_id:
-            moved = stored_ids(stored)
-            self.upkeep.after_delete(
-                message_ids=moved if self.upkeep.deletes_by_id else (),
-                thread_id=thread_id,
-                resource_id=owner.resource_id,
-            )
-            self.upkeep.after_save(stored)
-        return thread
+        return run_sync(self._transfer(thread_id, to_resource_id, resource_id))
 
     async def atransfer(
         self, thread_id: str, *, to_resource_id: str, resource_id: str | None = None
     ) -> Thread:
         """Async `transfer`."""
-        owner = await self.storage.aget_thread(thread_id)
-        thread, stored = await self.storage.atransfer_thread(
-            thread_id, to_resource_id=to_resource_id, resource_id=resource_id
+        return await run_async(self._transfer(thread_id, to_resource_id, resource_id))
+
+    def _transfer(
+        self, thread_id: str, to_resource_id: str, resource_id: str | None
+    ) -> Steps[Thread]:
+        owner = yield from call(self.storage.get_thread, thread_id)
+        thread, stored = yield from call(
+            self.storage.transfer_thread,
+            thread_id,
+            to_resource_id=to_resource_id,
+            resource_id=resource_id,
         )
         if self.upkeep and owner is not None and owner.resource_id != thread.resource_id:
             moved = stored_ids(stored)
-            await self.upkeep.aafter_delete(
+            yield from call(
+                self.upkeep.after_delete,
                 message_ids=moved if self.upkeep.deletes_by_id else (),
                 thread_id=thread_id,
                 resource_id=owner.resource_id,
             )
-            await self.upkeep.aafter_save(stored)
+            yield from call(self.upkeep.after_save, stored)
         return thread
 
     def delete(self, message_ids: Sequence[str], *, resource_id: str | None) -> int:
         """Delete messages by id, then their vectors (in their owners' partitions)."""
-        owners = self._owners(message_ids, resource_id)
-        count = self.storage.delete_messages(message_ids, resource_id=resource_id)
-        for owner, ids in owners.items():
-            self.upkeep.after_delete(message_ids=ids, resource_id=owner)  # type: ignore[union-attr]
-        return count
+        return run_sync(self._delete(message_ids, resource_id))
 
     async def adelete(self, message_ids: Sequence[str], *, resource_id: str | None) -> int:
         """Async `delete`."""
-        owners = await self._aowners(message_ids, resource_id)
-        count = await self.storage.adelete_messages(message_ids, resource_id=resource_id)
+        return await run_async(self._delete(message_ids, resource_id))
+
+    def _delete(self, message_ids: Sequence[str], resource_id: str | None) -> Steps[int]:
+        owners: dict[str, list[str]] = {}  # message ids by owner (none needed without an index)
+        if self.upkeep and resource_id is not None:
+            owners = {resource_id: list(message_ids)}
+        elif self.upkeep:
+            owners = _by_owner((yield from call(self.storage.get_messages_by_id, message_ids)))
+        count = yield from call(self.storage.delete_messages, message_ids, resource_id=resource_id)
         for owner, ids in owners.items():
-            await self.upkeep.aafter_delete(message_ids=ids, resource_id=owner)  # type: ignore[union-attr]
+            yield from call(self.upkeep.after_delete, message_ids=ids, resource_id=owner)  # type: ignore[union-attr]
         return count
-
-    def _owners(self, ids: Sequence[str], resource_id: str | None) -> dict[str, list[str]]:
-        """Message ids by owner (nothing to do without an index)."""
-        if not self.upkeep:
-            return {}
-        if resource_id is not None:
-            return {resource_id: list(ids)}
-        return _by_owner(self.storage.get_messages_by_id(ids))
-
-    async def _aowners(self, ids: Sequence[str], resource_id: str | None) -> dict[str, list[str]]:
-        if not self.upkeep:
-            return {}
-        if resource_id is not None:
-            return {resource_id: list(ids)}
-        return _by_owner(await self.storage.aget_messages_by_id(ids))
 
     def delete_thread(self, thread_id: str, *, resource_id: str | None) -> bool:
         """Delete a thread with its messages, then their vectors."""
-        thread = self.storage.get_thread(thread_id) if self.upkeep else None
-        held = []
-        if thread and self.upkeep and self.upkeep.deletes_by_id:
-            held = stored_ids(self.storage.list_messages(thread_id, resource_id=resource_id))
-        deleted = self.storage.delete_thread(thread_id, resource_id=resource_id)
-        if deleted and self.upkeep and thread:
-            self.upkeep.after_delete(
-                message_ids=held, thread_id=thread_id, resource_id=thread.resource_id
-            )
-        return deleted
+        return run_sync(self._delete_thread(thread_id, resource_id))
 
     async def adelete_thread(self, thread_id: str, *, resource_id: str | None) -> bool:
         """Async `delete_thread`."""
-        thread = await self.storage.aget_thread(thread_id) if self.upkeep else None
-        held = []
+        return await run_async(self._delete_thread(thread_id, resource_id))
+
+    def _delete_thread(self, thread_id: str, resource_id: str | None) -> Steps[bool]:
+        thread = (yield from call(self.storage.get_thread, thread_id)) if self.upkeep else None
+        held: list[str] = []
         if thread and self.upkeep and self.upkeep.deletes_by_id:
-            held = stored_ids(await self.storage.alist_messages(thread_id, resource_id=resource_id))
-        deleted = await self.storage.adelete_thread(thread_id, resource_id=resource_id)
+            listed = yield from call(self.storage.list_messages, thread_id, resource_id=resource_id)
+            held = stored_ids(listed)
+        deleted = yield from call(self.storage.delete_thread, thread_id, resource_id=resource_id)
         if deleted and self.upkeep and thread:
-            await self.upkeep.aafter_delete(
-                message_ids=held, thread_id=thread_id, resource_id=thread.resource_id
+            yield from call(
+                self.upkeep.after_delete,
+                message_ids=held,
+                thread_id=thread_id,
+                resource_id=thread.resource_id,
             )
         return deleted
 
@@ -267,19 +251,26 @@ class MemoryWrites:
     ) -> Saved:
         """Save a turn, creating the thread on first use; never what memory injected (nothing
         when read-only)."""
-        if not self.saves_turns(memory_options):
-            return []
-        self.storage.ensure_thread(**ref)
-        return self.save(to_save(messages), **ref)
+        return run_sync(self._save_turn(messages, memory_options, ref))
 
     async def asave_turn(
         self, messages: Msgs, memory_options: CallOptions = NONE, **ref: Unpack[ThreadRef]
     ) -> Saved:
         """Async `save_turn`."""
+        return await run_async(self._save_turn(messages, memory_options, ref))
+
+    def _save_turn(
+        self, messages: Msgs, memory_options: CallOptions, ref: ThreadRef
+    ) -> Steps[Saved]:
         if not self.saves_turns(memory_options):
             return []
-        await self.storage.aensure_thread(**ref)
-        return await self.asave(to_save(messages), **ref)
+        yield from call(self.storage.ensure_thread, **ref)
+        return (
+            yield from self._save(
+                to_save(messages),
+                SaveOptions(thread_id=ref["thread_id"], resource_id=ref["resource_id"]),
+            )
+        )
 
     def save_new(
         self, messages: Msgs, memory_options: CallOptions = NONE, **ref: Unpack[ThreadRef]
@@ -287,29 +278,28 @@ class MemoryWrites:
         """Save the new turns of a graph state: its unknown suffix (`conversation.suffix`), never a
         compaction's summary, never deleting what the state dropped. Read-only: nothing is
         saved, and the new turns' ids are withheld, so no later turn saves them."""
-        messages = with_stable_ids(ensure_messages(messages), ref["thread_id"])
-        if not self.saves_turns(memory_options):
-            self._verify_owner(self.storage.get_thread(ref["thread_id"]), **ref)
-            found = run_sync(state_suffix(self.storage, messages, **ref))
-            self.storage.withhold_messages(found.ids, **ref)
-            return []
-        self.storage.ensure_thread(**ref)
-        found = run_sync(state_suffix(self.storage, messages, **ref))
-        return self.save(found.new, **ref, created_at=found.times) if found.new else []
+        return run_sync(self._save_new(messages, memory_options, ref))
 
     async def asave_new(
         self, messages: Msgs, memory_options: CallOptions = NONE, **ref: Unpack[ThreadRef]
     ) -> Saved:
         """Async `save_new`."""
+        return await run_async(self._save_new(messages, memory_options, ref))
+
+    def _save_new(
+        self, messages: Msgs, memory_options: CallOptions, ref: ThreadRef
+    ) -> Steps[Saved]:
         messages = with_stable_ids(ensure_messages(messages), ref["thread_id"])
         if not self.saves_turns(memory_options):
-            self._verify_owner(await self.storage.aget_thread(ref["thread_id"]), **ref)
-            found = await run_async(state_suffix(self.storage, messages, **ref))
-            await self.storage.awithhold_messages(found.ids, **ref)
+            self._verify_owner((yield from call(self.storage.get_thread, ref["thread_id"])), **ref)
+            found = yield from state_suffix(self.storage, messages, **ref)
+            yield from call(self.storage.withhold_messages, found.ids, **ref)
             return []
-        await self.storage.aensure_thread(**ref)
-        found = await run_async(state_suffix(self.storage, messages, **ref))
-        return await self.asave(found.new, **ref, created_at=found.times) if found.new else []
+        yield from call(self.storage.ensure_thread, **ref)
+        found = yield from state_suffix(self.storage, messages, **ref)
+        if not found.new:
+            return []
+        return (yield from self._save(found.new, {**ref, "created_at": found.times}))
 
     @staticmethod
     def _verify_owner(thread: Thread | None, *, thread_id: str, resource_id: str) -> None:
@@ -317,12 +307,15 @@ class MemoryWrites:
 
     def move(self, message_ids: Sequence[str], **to: Unpack[ThreadRef]) -> Saved:
         """Move messages into another thread of their resource, their vectors following."""
-        return self._indexed(self.storage.move_messages(message_ids, **to), replace=True)
+        return run_sync(self._move(message_ids, to))
 
     async def amove(self, message_ids: Sequence[str], **to: Unpack[ThreadRef]) -> Saved:
         """Async `move`."""
-        moved = await self.storage.amove_messages(message_ids, **to)
-        return await self._aindexed(moved, replace=True)
+        return await run_async(self._move(message_ids, to))
+
+    def _move(self, message_ids: Sequence[str], to: ThreadRef) -> Steps[Saved]:
+        moved = yield from call(self.storage.move_messages, message_ids, **to)
+        return (yield from self._indexed(moved, replace=True))
 
     def backfill(self, progress: Callable[[int], None] | None = None) -> int:
         """Embed every stored message whose vector is missing from the vector store (checked
@@ -335,39 +328,44 @@ class MemoryWrites:
 
     def backlog(self) -> VectorBacklog:
         """The messages waiting for vectors, and why the last write failed."""
-        if self.upkeep is None:
-            return VectorBacklog(0)
-        return VectorBacklog(self.storage.count_unembedded(), self.upkeep.writer.last_error)
+        return run_sync(self._backlog())
 
     async def abacklog(self) -> VectorBacklog:
         """Async `backlog`."""
+        return await run_async(self._backlog())
+
+    def _backlog(self) -> Steps[VectorBacklog]:
         if self.upkeep is None:
             return VectorBacklog(0)
-        pending = await self.storage.acount_unembedded()
+        pending = yield from call(self.storage.count_unembedded)
         return VectorBacklog(pending, self.upkeep.writer.last_error)
 
-    def _indexed(self, stored: list[StoredMessage], *, replace: bool = False) -> Saved:
+    def _indexed(self, stored: list[StoredMessage], *, replace: bool = False) -> Steps[Saved]:
         if self.upkeep and replace:  # an update rewrites its pieces now (updates are rare)
-            self.upkeep.after_save(stored, replace=True)
+            yield from call(self.upkeep.after_save, stored, replace=True)
         elif self.upkeep and self.upkeep.vector is not None:
             self.upkeep.writer.notify(stored=stored)  # new messages: embedded behind the turn
-        return [s.message for s in stored]
-
-    async def _aindexed(self, stored: list[StoredMessage], *, replace: bool = False) -> Saved:
-        if self.upkeep and replace:
-            await self.upkeep.aafter_save(stored, replace=True)
-        elif self.upkeep and self.upkeep.vector is not None:
-            self.upkeep.writer.notify(stored=stored)
         return [s.message for s in stored]
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until this process's titles and observations are written, and every message
         stored so far is embedded, whichever process stored it (a read-only memory: those this
         process queued)."""
-        titled = self.titles.flush(timeout) if self.titles else True
-        observed = self.observations.flush(timeout) if self.observations else True
-        everyone = self._writes_vectors
-        embedded = self.upkeep.writer.flush(timeout, everyone=everyone) if self.upkeep else True
+        return run_sync(self._flush(timeout))
+
+    async def aflush(self, timeout: float | None = None) -> bool:
+        """Async `flush` (awaited: no thread is held while the writers work)."""
+        return await run_async(self._flush(timeout))
+
+    def _flush(self, timeout: float | None) -> Steps[bool]:
+        titled = (yield from call(self.titles.flush, timeout)) if self.titles else True
+        observed = True
+        if self.observations:
+            observed = yield from call(self.observations.flush, timeout)
+        embedded = True
+        if self.upkeep:
+            everyone = self._writes_vectors
+            embedded = yield from call(self.upkeep.writer.flush, timeout, everyone=everyone)
         return embedded and titled and observed
 
     def close(self, timeout: float | None = 30.0) -> bool:
@@ -375,6 +373,17 @@ class MemoryWrites:
         thread, then close the vector store and the storage; whether all was drained in
         `timeout` (what was not stays in the durable backlog for the next process)."""
         drained = self.flush(timeout)
+        self._close(timeout)
+        return drained
+
+    async def aclose(self, timeout: float | None = 30.0) -> bool:
+        """Async `close`: drained awaiting (no thread held meanwhile), then closed in the I/O
+        pool (stopping threads and closing files block, and have no async form)."""
+        drained = await self.aflush(timeout)
+        await in_io_pool(self._close, timeout)
+        return drained
+
+    def _close(self, timeout: float | None) -> None:
         if self.titles:
             self.titles.close(timeout)
         if self.observations:
@@ -384,24 +393,6 @@ class MemoryWrites:
             if callable(close := getattr(self.upkeep.vector, "close", None)):
                 close()
         self.storage.close()
-        return drained
-
-    async def aclose(self, timeout: float | None = 30.0) -> bool:
-        """Async `close`: drained awaiting (no thread held meanwhile), then closed in the I/O
-        pool (stopping threads and closing files block)."""
-        drained = await self.aflush(timeout)
-        await in_io_pool(self.close, timeout)
-        return drained
-
-    async def aflush(self, timeout: float | None = None) -> bool:
-        """Async `flush`."""
-        titled = await self.titles.aflush(timeout) if self.titles else True
-        observed = await self.observations.aflush(timeout) if self.observations else True
-        everyone = self._writes_vectors
-        embedded = (
-            await self.upkeep.writer.aflush(timeout, everyone=everyone) if self.upkeep else True
-        )
-        return embedded and titled and observed
 
 
 def _by_owner(stored: Sequence[StoredMessage]) -> dict[str, list[str]]:
