@@ -1,48 +1,28 @@
 """Mastra's agent memory for LangChain/LangGraph: history, recall, working memory, processors.
 
-The map, layers pointing one way (storage <- recall <- lifecycle, processors <- Memory <-
-integrations):
+The map, layers pointing one way (the list `docs/architecture.md` states and the tests hold):
 
-- `storage/`: the front (`MemoryStorage` over `contract` and `derived`, `records`,
-  `validation`, `filters`: LangGraph's filter operators, `blocking`: the blocking-call test
-  mode) and its parts: `sql/` (`SQLStorage`, every SQL algorithm once over a `Dialect`, in
-  rooms), `sqlite/` (`SQLiteStorage`), `postgres/` (`PostgresStorage`, its keyword search and
-  pgvector's SQL).
-- `recall/`: the front (`RecallIndex`: vector / keyword / hybrid search and neighbour windows;
-  `options`; the `VectorStore` contract; the backlog `writer`; `upkeep`: vectors kept in step
-  with storage; `MemoryWrites`: writes followed by the index) and its parts: `engines/`
-  (`ChromaVectorStore`, `PgVectorStore`, `QdrantVectorStore`, `QdrantEdgeVectorStore`,
-  `MilvusVectorStore`, `LangChainVectorStore`), `exact/` (hot partitions searched exactly in
-  memory), `embedders/` (`MiniLMEmbeddings`, the shared embedding cache), `ranking/`.
-- `lifecycle/`: `Erasure` (a thread or a resource deleted everywhere, checkpoints included)
-  and memory's own file as the default checkpoint store.
-- `working_memory/`: `WorkingMemoryConfig`, the update `rules`, the `prompt`, the
-  `WorkingMemoryStore` and the ``update_working_memory`` `tool`.
-- `processors/`: the `Runnable` processors (`TokenLimiter`, `ToolCallFilter`,
-  `TokenLimiterProcessor`, `MessageHistory`, `SemanticRecall`, `WorkingMemory`).
-- `memory.Memory`: the facade over those parts; `turn.TurnContext` assembles a turn's context;
-  `browsing/` reads memory a page at a time (`browse`: threads, messages, search hits as
-  `paging.Page`); `config/` holds `MemoryOptions` (`options`), the shared keyword arguments
-  (`params`) and the options one call changes through its config (`call_options`).
-- `conversation/`: how a graph's state becomes the stored conversation: `suffix` (a state's
-  new turns and edits), `branches` (branch threads), `lineage` (what a fork keeps and leaves)
-  and `mirroring` (the plan a checkpoint applies: kept through compaction, edits, forks and
-  replays).
-- `integrations/`: the shapes built on `Memory`: LCEL (`as_runnable`, `wrap`), the LangGraph
-  hook/node, `MemoryCheckpointer` (applying `conversation.mirroring`; its thread owners, configs,
-  the saver's optional capabilities), `MemoryMiddleware`,
-  `MemoryChatMessageHistory`, `store` (LangGraph's `BaseStore`) and `recall_tool` (the
-  ``search_memory`` tool).
-- `observational/` (the Observer and Reflector, their prompts, parser and reply `checks`);
-  `titles`.
-- `threads/`: the `Thread` record, `ids` (who owns a thread: the package's rule) and `transfer`
-  (export and import as JSON Lines).
-- `tokens/`: `counting` (`TokenCounter`), `tokenizers` (tiktoken's encodings, offline) and
-  `registry_files` (model files installed from registry packages).
-- Loose at the top, small and cross-cutting: `errors`, `messages`, `injected` (the tag on
-  messages memory adds), `provider_rules` (the input shape providers accept), `twins` (sync and
-  async from one algorithm), `titles` and `testing` (a provider-strict scripted model); `cli/`
-  (the command line: one module per group of commands).
+- `storage/`: the front (`MemoryStorage` in `base`, `side_records`, `records` (rows, times,
+  the `Thread` record), `validation`, `filters`, `blocking`: the blocking-call test mode) and its
+  parts: `sql/` (`SQLStorage`, every SQL algorithm once over a `Dialect`, in rooms),
+  `sqlite/`, `postgres/`, `mastra/` (memory on a Mastra store's own tables).
+- `recall/`: search only: the front (`RecallIndex`, `options`, the `VectorStore` contract, the
+  backlog `writer`, `upkeep`: vectors kept in step with storage) and its parts: `engines/`,
+  `exact/` (hot partitions searched exactly in memory), `embedders/` (`MiniLMEmbeddings`, the
+  shared embedding cache), `ranking` (from pieces to messages).
+- `turn/`: a turn's context (`context`), its writes (`writes`: `MemoryWrites`), the history
+  it shows (`history`) and the recall block (`recall_block`).
+- `conversation/`: how a graph's state becomes the stored conversation (checkpoint state only).
+- `lifecycle/`: `Erasure`, retention, and memory's own database as the checkpoint store.
+- `working_memory/`, `observational/`, `titles`, `processors/` (the `Runnable` processors).
+- `memory.Memory`: the facade over those parts, built in its own ``__init__``.
+- `integrations/`: the shapes built on `Memory` (LCEL, the LangGraph hook and node,
+  `MemoryCheckpointer`, the middleware, the chat history, the store, the retriever, the MCP
+  tools, the ``search_memory`` tool); `langgraph_server`, `ui`, `cli/`.
+- Small and cross-cutting: `errors`, `messages` (and the tag on what memory adds),
+  `provider_rules`, `twins` (sync and async from one algorithm), `pools` (memory's own
+  threads), `tracing`, `browsing` (pages), `threads/` (`ids`, summaries, JSON Lines transfer),
+  `tokens/`, `config/` and `testing` (a provider-strict scripted model).
   Modules moved in 0.2 (``token_counting``, ``ids``, ``paging``, ...) and the flat modules of
   `recall` and `storage` before they were split by part (``recall.qdrant``,
   ``storage.observations``, ...) still import from their old names, with a
@@ -110,7 +90,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, `__getattr__`
     from .processors.semantic_recall import SemanticRecall
     from .recall import CachedEmbeddings, ChromaVectorStore, MiniLMEmbeddings, PgVectorStore
     from .storage import MastraStorage, MemoryStorage, PostgresStorage, SQLiteStorage, StoredMessage
-    from .storage.thread import Thread
+    from .storage.records import Thread
     from .tokens.counting import TokenCounter
     from .working_memory import WorkingMemoryConfig
 
@@ -138,7 +118,7 @@ _WHERE = {  # public name -> the module defining it
     "MessageNotFoundError": ".errors",
     "MilvusVectorStore": ".recall",
     "MiniLMEmbeddings": ".recall",
-    "ModelByInputTokens": ".observational.models",
+    "ModelByInputTokens": ".observational.runnables",
     "ObservationEvent": ".observational.config",
     "Extracted": ".observational.extractors",
     "Extractor": ".observational.extractors",
@@ -162,7 +142,7 @@ _WHERE = {  # public name -> the module defining it
     "MastraStorage": ".storage",
     "StorageError": ".errors",
     "StoredMessage": ".storage",
-    "Thread": ".storage.thread",
+    "Thread": ".storage.records",
     "ThreadExistsError": ".errors",
     "ThreadNotFoundError": ".errors",
     "ThreadSummary": ".threads.summaries",
@@ -199,8 +179,8 @@ MOVED = {  # old module -> where it lives now (0.2); the old name works for one 
     "tokenizers": "tokens.tokenizers",
     "registry_files": "tokens.registry_files",
     "ids": "threads.ids",
-    "thread": "storage.thread",
-    "threads.thread": "storage.thread",
+    "thread": "storage.records",
+    "threads.thread": "storage.records",
     "storage.contract": "storage.base",
     "transfer": "threads.transfer",
     "browse": "browsing",
@@ -257,12 +237,27 @@ MOVED.update(
     storage.statements storage.sql.statements
     storage.items storage.sql.items
     storage.observations storage.sql.observations
-    storage.withheld storage.sql.withheld
+    storage.withheld storage.sql.messages
     storage.sqlite_schema storage.sqlite.schema
     storage.postgres_items storage.postgres.items
     storage.postgres_schema storage.postgres.schema
     storage.postgres_text storage.postgres.text
     storage.pgvector_sql storage.postgres.pgvector
+    tokens.startup tokens.counting
+    processors.limiting processors.token_limiter
+    processors.token_limiter_processor processors.token_limiter
+    cli.mastra cli.commands
+    conversation.lineage conversation.mirroring
+    working_memory.rules working_memory.config
+    working_memory.prompt working_memory.config
+    observational.models observational.runnables
+    observational.hooks observational.runnables
+    storage.thread storage.records
+    injected messages
+    storage.sql.observation_history storage.sql.observations
+    storage.sql.observation_archives storage.sql.observations
+    storage.sql.extracted storage.sql.observations
+    storage.sql.withheld storage.sql.messages
     storage.postgres.poolers storage.postgres.connections
     lifecycle.checkpoint_file lifecycle.checkpoint_store
     lifecycle.checkpoint_postgres lifecycle.checkpoint_store

@@ -31,8 +31,7 @@ from langchain_core.messages import BaseMessage
 from .errors import ConfigurationError, ThreadNotFoundError
 from .recall.index import Mode, RecallIndex, hide_working_memory
 from .storage.base import MemoryStorage, owned_thread
-from .storage.records import StoredMessage, TimeWindow, stored_ids
-from .storage.thread import Thread
+from .storage.records import StoredMessage, Thread, TimeWindow, stored_ids
 from .storage.validation import check_id, check_ids, check_optional_id, check_time
 from .twins import Steps, call
 

@@ -28,13 +28,12 @@ from .observational.service import ObservationalMemory
 from .recall.index import RecallIndex, RecallOptions
 from .recall.writer import VectorBacklog
 from .storage.base import MemoryStorage
-from .storage.records import ObservationGroup
+from .storage.records import ObservationGroup, Thread
 from .storage.sqlite.backend import SQLiteStorage, storage_or_default  # noqa: F401 (the doctest uses it)
-from .storage.thread import Thread
 from .threads.ids import resolve_ids, visible_to, with_new_id
 from .threads.summaries import ThreadQueries, ThreadSummary
 from .titles import TitleWriter
-from .tokens.startup import warm_up
+from .tokens.counting import warm_up
 from .turn.context import TurnContext, warn_if_limiter_not_last
 from .turn.writes import MemoryWrites
 from .twins import run_async, run_sync

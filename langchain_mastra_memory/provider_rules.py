@@ -26,8 +26,14 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
-from .injected import SOURCE_KEY, is_injected, source_of
-from .messages import has_content, tool_call_ids, without_tool_calls
+from .messages import (
+    SOURCE_KEY,
+    has_content,
+    is_injected,
+    source_of,
+    tool_call_ids,
+    without_tool_calls,
+)
 
 
 def provider_violations(messages: Sequence[BaseMessage]) -> list[str]:
@@ -167,7 +173,7 @@ def provider_safe(
 
     Examples:
         >>> from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
-        >>> from langchain_mastra_memory.injected import tag
+        >>> from langchain_mastra_memory.messages import tag
         >>> memory_block = tag(SystemMessage("memory"), "working_memory")
         >>> sent = provider_safe(
         ...     [memory_block, ToolMessage("orphan", tool_call_id="c0")],

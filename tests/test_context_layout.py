@@ -15,8 +15,7 @@ from langchain_anthropic import ChatAnthropic
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_mastra_memory import Memory, SQLiteStorage, TokenLimiter
-from langchain_mastra_memory.injected import source_of
-from langchain_mastra_memory.messages import message_text
+from langchain_mastra_memory.messages import message_text, source_of
 from langchain_mastra_memory.provider_rules import provider_violations
 from langchain_mastra_memory.turn.history import block_of, newest, shown
 

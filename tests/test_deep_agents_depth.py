@@ -498,8 +498,8 @@ def test_a_model_without_a_profile_is_not_bounded(tmp_path: Any) -> None:
 def test_within_budget_gives_way_in_order_and_never_drops_what_it_was_given() -> None:
     from langchain_core.messages import SystemMessage
 
-    from langchain_mastra_memory.injected import tag
     from langchain_mastra_memory.integrations.middleware import within_budget
+    from langchain_mastra_memory.messages import tag
 
     working = tag(SystemMessage("working " * 100), "working_memory")
     log = tag(SystemMessage("observed " * 100), "observations")

@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, SystemMessage
 from langchain_core.runnables import RunnableLambda
 
 from langchain_mastra_memory import ConfigurationError, Memory, SQLiteStorage
-from langchain_mastra_memory.injected import is_injected
+from langchain_mastra_memory.messages import is_injected
 from langchain_mastra_memory.observational.prompts import REFLECTOR_INSTRUCTIONS
 from langchain_mastra_memory.storage.records import scope_key
 from langchain_mastra_memory.testing import strict_model

@@ -13,7 +13,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from langchain_mastra_memory import ConfigurationError
-from langchain_mastra_memory.injected import neutralised
+from langchain_mastra_memory.messages import neutralised
 from langchain_mastra_memory.observational import (
     Entry,
     Observer,

@@ -22,7 +22,7 @@ from test_group_chat_authors import agent_for
 
 from langchain_mastra_memory import Memory, SQLiteStorage
 from langchain_mastra_memory.errors import ConfigurationError
-from langchain_mastra_memory.injected import is_injected
+from langchain_mastra_memory.messages import is_injected
 from langchain_mastra_memory.observational.archives import (
     CLOSE,
     OPEN,

@@ -8,7 +8,7 @@ Examples:
 
 # each module registers its commands, in the order `--help` lists them
 # isort: off
-from . import commands, threads, mastra, demo, servers  # noqa: F401
+from . import commands, threads, demo, servers  # noqa: F401
 
 # isort: on
 from .shared import app

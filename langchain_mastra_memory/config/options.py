@@ -107,7 +107,7 @@ class MemoryOptions(BaseModel):
       (`call_options`).
     - ``message_tokens``: ``{"max_tokens", "at_max_remove_tokens", "encoding"}``, Mastra's
       ``messageTokens``: a token budget for what memory sends, the oldest history dropped in
-      chunks behind a stored boundary (`turn.budget`); ``last_messages``, when
+      chunks behind a stored boundary (`turn.history`); ``last_messages``, when
       given too, caps the count on top.
     - ``retention``: an age per kind (``messages``, ``threads``, ``checkpoints``,
       ``observations``, ``items``), Mastra's ``storage.retention``; ``memory.prune()``

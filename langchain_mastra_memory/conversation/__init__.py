@@ -4,9 +4,9 @@ A checkpoint (or a middleware's turn) is a view of the conversation memory keeps
 one write from `MemoryCheckpointer.put` down to storage stays here and goes down the layers:
 
 - `mirroring`: `ThreadMirror` plans what a checkpoint changes (reads only, before the saver
-  writes) and applies it: new turns saved, edits updated, forks followed;
+  writes) and applies it: new turns saved, edits updated, forks followed (on a fork, what each
+  side of the split holds alone, from the checkpoints);
 - `suffix`: a state's unknown suffix (its new turns, read from the end) and its edits;
-- `lineage`: on a fork, what each side of the split holds alone (from the checkpoints);
 - `branches`: branch threads, where a fork's abandoned continuation is kept.
 
 It depends on storage and `twins` (and, for types only, the recall writes it goes through);

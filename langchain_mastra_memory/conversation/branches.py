@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import MessageNotFoundError
 from ..storage.base import owned_thread
-from ..storage.records import StoredMessage, now_utc
-from ..storage.thread import Thread
+from ..storage.records import StoredMessage, Thread, now_utc
 from ..twins import Steps, call
 
 if TYPE_CHECKING:

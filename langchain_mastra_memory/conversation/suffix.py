@@ -41,8 +41,7 @@ from datetime import datetime
 
 from langchain_core.messages import BaseMessage, message_to_dict
 
-from ..injected import is_injected
-from ..messages import carried_id
+from ..messages import carried_id, is_injected
 from ..storage.base import MemoryStorage
 from ..storage.records import ONE_MICROSECOND, StoredMessage
 from ..twins import Steps, call

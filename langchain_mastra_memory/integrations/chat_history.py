@@ -28,7 +28,7 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
     The thread is created for `resource_id` on the first `add_messages`; a thread that belongs to
     another resource raises `ResourceMismatchError` on every call. `last_messages` limits what
     `messages` returns to the newest N (default: all), in blocks as the memory's
-    ``history_window`` says (`turn.windows`: at least N, the start still for many
+    ``history_window`` says (`turn.history`: at least N, the start still for many
     turns, so a prompt built on it suits a provider's prompt cache). `messages` is what a
     model can take (`provider_rules.provider_safe`): system messages first, tool calls and
     results in whole pairs even where the window cuts one; storage keeps everything as saved.

@@ -34,7 +34,7 @@ its own).
 
 Examples:
     >>> from langchain_core.messages import HumanMessage, SystemMessage
-    >>> from langchain_mastra_memory.injected import tag
+    >>> from langchain_mastra_memory.messages import tag
     >>> given = [HumanMessage("hi", id="h1")]
     >>> sent = [tag(SystemMessage("remembered " * 400), "semantic_recall"), *given]
     >>> [m.content for m in within_budget(sent, given, budget=100, fixed=0)]
@@ -55,7 +55,7 @@ from langgraph.config import get_config
 
 from ..config import call_options
 from ..errors import ConfigurationError
-from ..injected import is_injected, source_of
+from ..messages import is_injected, source_of
 from ..provider_rules import merge_system_messages
 from ..turn.history import droppable_units
 from .graph import (
@@ -144,7 +144,7 @@ the name is the package's own, taken by no middleware LangChain or deepagents sh
 
 def _sent(request: ModelRequest, context: list[BaseMessage]) -> ModelRequest:
     """The request with memory's context, memory's share bounded by the model's profile
-    (`model_budget`)."""
+    (`within_budget`)."""
     budget = input_budget(request.model, request.model_settings)
     if budget is not None:
         caller = [request.system_message] if request.system_message is not None else []

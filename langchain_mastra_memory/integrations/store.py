@@ -61,7 +61,7 @@ from ..storage.records import ItemWrite, Namespace, StoredItem
 from ..storage.validation import check_item_key, check_item_value, check_namespace, check_query
 from ..tracing import traced
 from ..twins import Steps, call, run_async, run_sync
-from ..working_memory.rules import load_data
+from ..working_memory.config import load_data
 
 if TYPE_CHECKING:
     from ..memory import Memory

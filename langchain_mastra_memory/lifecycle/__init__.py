@@ -5,8 +5,8 @@ own file as LangGraph's checkpoint store.
   by it (messages, vectors, observation log, thread working memory, branch threads, every
   checkpointer's checkpoints and the file's), or a whole resource (a user's right to erasure).
   `Memory`, the MCP server, the CLI and the explorer all come here through `Memory`.
-- `checkpoint_file`: the default saver beside memory's own SQLite file, and a thread's
-  checkpoints removed from it.
+- `checkpoint_store`: the default saver on memory's own SQLite file or PostgreSQL schema, and
+  a thread's checkpoints removed from it.
 - `retention`: ``options["retention"]`` (an age per kind) and `Pruner` (``memory.prune()``),
   which deletes what is older in bounded, resumable batches through the parts that own it.
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from html import escape
 from typing import TYPE_CHECKING
 
-from ..injected import attribute, neutralised
+from ..messages import attribute, neutralised
 from ..storage.records import ObservationArchive, ObservationGroup
 from ..twins import Steps, call
 from .config import ArchiveConfig

@@ -18,8 +18,7 @@ from pydantic import (
 )
 
 from ..errors import ConfigurationError
-from .hooks import ObservationHooks
-from .models import chat_model
+from .runnables import ObservationHooks, chat_model
 
 SOURCE = "observational_memory"
 EVENT = "memory_status"  # the LangChain custom event's name

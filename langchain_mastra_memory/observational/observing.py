@@ -2,7 +2,7 @@
 
 Each batch (the oldest messages within ``max_tokens_per_batch``) is one Observer call under
 the scope's lease (`leases`), given the log so far (its tail), the working memory it manages,
-and the extractors' inputs. Its reply is kept only when usable (`checks`); it is committed as
+and the extractors' inputs. Its reply is kept only when usable (`replies`); it is committed as
 a *buffered* group (the turn's history does not show it yet). Then the pass keeps what the
 extractors read, titles an untitled thread, applies the working memory the Observer rewrote,
 activates buffered groups once the messages passed ``message_tokens``, and reflects
@@ -24,12 +24,11 @@ from ..tokens.counting import TokenCounter
 from ..tracing import traced
 from ..twins import Steps, call
 from .extractors import ExtractorContext, keep_extracted, pass_inputs
-from .hooks import messages_hook, text_hook
 from .leases import under_lease
 from .prompts import OBSERVER_INSTRUCTIONS, format_entries, with_instruction
 from .reflecting import ReflectorPass
 from .replies import UnusableReply, log_tail, observation_problem, usable_entries, usable_task
-from .runnables import Observer
+from .runnables import Observer, messages_hook, text_hook
 
 if TYPE_CHECKING:
     from ..storage.base import MemoryStorage

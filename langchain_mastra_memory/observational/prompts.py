@@ -23,7 +23,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from ..injected import fenced
+from ..messages import fenced
 from ..tokens.attachments import Attachment, admits, attachment
 
 PRIORITIES = ("high", "medium", "low")

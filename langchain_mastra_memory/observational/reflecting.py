@@ -17,11 +17,10 @@ from ..tracing import traced
 from ..twins import Steps, call
 from . import archives
 from .extractors import ExtractorContext, keep_extracted, pass_inputs
-from .hooks import text_hook
 from .leases import under_lease
 from .prompts import REFLECTOR_INSTRUCTIONS, format_entries, with_instruction
 from .replies import UnusableReply, parse_log, reflection_problem, usable_entries, usable_task
-from .runnables import Reflector
+from .runnables import Reflector, text_hook
 
 if TYPE_CHECKING:
     from ..storage.base import MemoryStorage

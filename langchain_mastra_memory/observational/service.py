@@ -33,8 +33,7 @@ from langchain_core.messages import BaseMessage
 
 from ..config.options import EXIT_DRAIN
 from ..errors import ConfigurationError, ResourceMismatchError
-from ..injected import tag
-from ..messages import ids_of
+from ..messages import ids_of, tag
 from ..pools import DaemonWorker, await_futures, in_io_pool
 from ..storage.base import MemoryStorage
 from ..storage.records import ObservationGroup, StoredMessage, scope_key

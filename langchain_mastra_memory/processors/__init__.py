@@ -3,8 +3,7 @@
 from .base import FunctionProcessor, MemoryProcessor, processor
 from .message_history import MessageHistory
 from .semantic_recall import SemanticRecall
-from .token_limiter import TokenLimiter
-from .token_limiter_processor import TokenLimiterProcessor
+from .token_limiter import TokenLimiter, TokenLimiterProcessor
 from .tool_call_filter import ToolCallFilter
 from .working_memory import WorkingMemory
 

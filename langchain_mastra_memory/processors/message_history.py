@@ -9,7 +9,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from ..errors import ConfigurationError, ThreadExistsError
-from ..injected import is_injected
+from ..messages import is_injected
 from ..storage.base import MemoryStorage
 from ..storage.validation import is_count
 from ..threads.ids import resolve_ids

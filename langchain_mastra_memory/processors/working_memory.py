@@ -9,8 +9,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from ..errors import ConfigurationError
 from ..storage.base import MemoryStorage
 from ..threads.ids import ids_from_options
-from ..working_memory.config import WorkingMemoryConfig
-from ..working_memory.prompt import working_memory_message
+from ..working_memory.config import WorkingMemoryConfig, working_memory_message
 from ..working_memory.service import WorkingMemoryStore
 from .base import MemoryProcessor
 

@@ -31,10 +31,10 @@ from .records import (
     Neighbour,
     ResourceSummary,
     StoredMessage,
+    Thread,
     TimeWindow,
 )
 from .side_records import SideRecords
-from .thread import Thread
 from .validation import check_id, check_ids
 
 

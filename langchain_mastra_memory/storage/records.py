@@ -1,4 +1,7 @@
-"""Pure helpers shared by the storage backends: timestamps, message rows, validation."""
+"""The `Thread` record: one conversation, owned by one resource.
+
+Pure helpers shared by the storage backends: timestamps, message rows, validation.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from typing import Any
 
 import numpy as np
 from langchain_core.messages import BaseMessage, message_to_dict
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import (
     ConfigurationError,
@@ -29,10 +32,37 @@ from ..messages import (
     with_id,
 )
 from ..tokens.counting import default_counter
-from .thread import Thread
 from .validation import check_id, check_json_value, check_metadata, check_time, validated
 
+
+class Thread(BaseModel):
+    """One conversation (Mastra's ``StorageThreadType``).
+
+    Examples:
+        >>> from datetime import datetime, timezone
+        >>> now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+        >>> Thread(id="t1", resource_id="alice", created_at=now, updated_at=now).title is None
+        True
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    resource_id: str
+    title: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+    updated_at: datetime
+    archived_at: datetime | None = None  # set by `Memory.archive_thread`
+
+    @property
+    def archived(self) -> bool:
+        """Whether the thread is archived (out of listings and recall unless asked for)."""
+        return self.archived_at is not None
+
+
 _METADATA_KEY = re.compile(r"^[A-Za-z0-9_\-]{1,128}$")
+
 ONE_MICROSECOND = timedelta(microseconds=1)
 
 

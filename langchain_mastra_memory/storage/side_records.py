@@ -26,8 +26,8 @@ from .records import (
     ObservationGroup,
     StoredItem,
     StoredMessage,
+    Thread,
 )
-from .thread import Thread
 
 _NO_ITEMS = (
     "{} does not keep LangGraph store items; memory.store() needs SQLiteStorage or "

@@ -25,7 +25,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from ..errors import ConfigurationError, ResourceMismatchError
-from ..storage.thread import Thread
+from ..storage.records import Thread
 from ..storage.validation import check_id
 
 OWNER_KEYS = ("resource_id", "user_id")

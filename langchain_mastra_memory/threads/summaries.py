@@ -31,7 +31,7 @@ from typing_extensions import Unpack
 
 from ..config.params import SummaryOptions
 from ..errors import ConfigurationError, ThreadNotFoundError
-from ..injected import fenced
+from ..messages import fenced
 from ..observational.prompts import OBSERVER_INSTRUCTIONS, transcript, with_instruction
 from ..storage.validation import is_count
 from ..tokens.counting import TokenCounter

@@ -12,10 +12,26 @@ Examples:
     5.8
     >>> counter.count_all([HumanMessage("hello")])  # plus 24 for the conversation
     29.8
+
+What the first `Memory` of a process warms up once, so that its first turns do not pay for it.
+
+Building a `Memory` imports Chroma, ONNX Runtime and LangChain (when nothing had yet): about
+140,000 objects, queued for CPython's oldest garbage-collector generation. Left alone, their
+first full collection falls inside one of the first turns: at 100,000 messages, turn 16 of the
+first 60 after a restart took 88-123 ms, 77-110 ms of it the collection
+(`bench/cold_recall_bench.py`, 2026-11-26). Collected once when the first `Memory` is built, it
+costs the same at start, and the next full collection is hundreds of turns away (none in the
+first 60, measured). The tokenizer stored messages are read with (o200k: ~0.7 s to parse) is
+loaded in the background meanwhile (`warm_default_counter`).
+
+Examples:
+    >>> warm_up()
+    >>> warm_up()  # once per process: the second call does nothing
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import threading
 from collections.abc import Iterable
@@ -32,10 +48,13 @@ from .attachments import attachment, description
 from .tokenizers import get_encoding
 
 TOKENS_PER_MESSAGE = 3.8
+
 TOKENS_PER_CONVERSATION = 24
+
 TOKENS_SAVED_PER_TOOL_OBJECT = 12
 
 _CACHE_MAX = 500_000
+
 # (encoding name, message id) -> (hash of the token string, overhead, token count)
 _cache: dict[tuple[str, str], tuple[int, float, int]] = {}
 
@@ -205,8 +224,11 @@ def clear_token_cache() -> None:
 
 
 _counter: TokenCounter | None = None
+
 _counter_unavailable = False
+
 _warming: threading.Thread | None = None
+
 _warming_lock = threading.Lock()
 
 
@@ -238,3 +260,19 @@ def default_counter() -> TokenCounter | None:
         except EncodingNotAvailableError:
             _counter_unavailable = True
     return _counter
+
+
+_warm = False
+
+_lock = threading.Lock()
+
+
+def warm_up() -> None:
+    """Once per process: start loading the tokenizer, then collect the imports' garbage."""
+    global _warm
+    with _lock:
+        if _warm:
+            return
+        _warm = True
+    warm_default_counter()
+    gc.collect()

@@ -3,7 +3,7 @@
 The context sent to the model is ordered by how often each part changes (SPEC §3), so that a
 provider's exact-prefix prompt cache serves most of it: the leading system message (the
 caller's instructions, working memory, observations), then the recent history (append-only; its
-window drops old messages in blocks, `turn.windows`), then this turn's recalled
+window drops old messages in blocks, `turn.history`), then this turn's recalled
 messages (one fenced message), then the current turn, which no processor touches. The user's
 processors shape the history and the recalled block; `provider_rules.provider_safe` then makes
 it a sequence OpenAI and Anthropic accept (one leading system message, tool calls and results in
@@ -37,8 +37,7 @@ from ..processors import MemoryProcessor, TokenLimiter, ToolCallFilter
 from ..provider_rules import cache_marked, provider_safe
 from ..recall.index import RecallIndex, RecallOptions
 from ..storage.base import MemoryStorage
-from ..storage.records import StoredMessage
-from ..storage.thread import Thread
+from ..storage.records import StoredMessage, Thread
 from ..tracing import traced
 from ..twins import Steps, both, call, run_async, run_sync
 from ..working_memory.config import TOOL_NAME as WORKING_MEMORY_TOOL

@@ -15,8 +15,7 @@ from typing import Literal
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from ..injected import DATA_NOT_INSTRUCTIONS, fenced, tag
-from ..messages import mastra_role, message_text
+from ..messages import DATA_NOT_INSTRUCTIONS, fenced, mastra_role, message_text, tag
 from ..recall.index import RecallIndex, RecallOptions
 from ..storage.base import MemoryStorage
 from ..storage.records import StoredMessage

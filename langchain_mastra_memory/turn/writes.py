@@ -21,8 +21,7 @@ from ..config.options import EXIT_DRAIN
 from ..config.params import SaveOptions, ThreadRef
 from ..conversation.suffix import state_suffix, with_stable_ids
 from ..errors import ConfigurationError
-from ..injected import is_injected
-from ..messages import ensure_messages
+from ..messages import ensure_messages, is_injected
 from ..pools import in_io_pool
 from ..recall.upkeep import VectorUpkeep
 from ..recall.writer import VectorBacklog
@@ -33,7 +32,7 @@ from ..twins import Steps, call, run_async, run_sync
 
 if TYPE_CHECKING:
     from ..observational.service import ObservationalMemory
-    from ..storage.thread import Thread
+    from ..storage.records import Thread
     from ..titles import TitleWriter
 
 Msgs = Sequence[BaseMessage]

@@ -19,11 +19,9 @@ from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from ..browsing import Page
 from ..errors import ThreadNotFoundError
-from ..injected import SOURCE_KEY
 from ..memory import Memory
-from ..messages import mastra_role, message_text
-from ..storage.records import ResourceSummary, scope_key
-from ..storage.thread import Thread
+from ..messages import SOURCE_KEY, mastra_role, message_text
+from ..storage.records import ResourceSummary, Thread, scope_key
 from ..tokens.counting import TokenCounter
 
 WIDTH, HEIGHT, PAD = 640, 180, 32

@@ -9,9 +9,7 @@ from langchain_core.messages import SystemMessage
 from ..errors import ConfigurationError
 from ..storage.base import MemoryStorage
 from ..twins import Steps, call, run_async, run_sync
-from .config import WorkingMemoryConfig
-from .prompt import working_memory_message
-from .rules import apply_update, load_data
+from .config import WorkingMemoryConfig, apply_update, load_data, working_memory_message
 
 
 class WorkingMemoryStore:

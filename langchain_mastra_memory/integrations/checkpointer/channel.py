@@ -80,7 +80,7 @@ except ImportError:  # pragma: no cover - depends on the installed release
     Overwrite = None  # type: ignore[assignment,misc]
 
 if TYPE_CHECKING:
-    from ...storage.thread import Thread
+    from ...storage.records import Thread
 
 
 logger = logging.getLogger(__name__)

@@ -45,8 +45,7 @@ from langgraph.checkpoint.base import (
 )
 
 from ...config import call_options
-from ...conversation.lineage import fork_diff
-from ...conversation.mirroring import MirrorPlan, ThreadMirror
+from ...conversation.mirroring import MirrorPlan, ThreadMirror, fork_diff
 from ...errors import ConfigurationError, ResourceMismatchError, ThreadNotFoundError
 from ...lifecycle import default_saver, warn_if_volatile
 from ...threads.ids import verify_owner

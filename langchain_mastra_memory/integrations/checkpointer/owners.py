@@ -53,7 +53,7 @@ from .channel import checkpoint_at
 if TYPE_CHECKING:
     from ...conversation.mirroring import ThreadMirror
     from ...storage.base import MemoryStorage
-    from ...storage.thread import Thread
+    from ...storage.records import Thread
     from .channel import CheckpointMessages
 
 CHECKED_KEPT = 10_000  # threads whose last checked checkpoint is remembered, at most

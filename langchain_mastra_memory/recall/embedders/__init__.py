@@ -1,7 +1,7 @@
 """The embedders: what turns a message's pieces and a query into vectors.
 
 - `minilm`: `MiniLMEmbeddings`, the offline default (all-MiniLM-L6-v2 in ONNX Runtime), with
-  the encoder written as an ONNX graph from its weights (`bert_graph`) over the files it finds
+  the encoder written as an ONNX graph from its weights (`bert_onnx`) over the files it finds
   (installed at setup from the registry).
 - `cache`: `CachedEmbeddings`, the process-wide LRU any `Embeddings` goes behind, and
   `default_embedder()`.

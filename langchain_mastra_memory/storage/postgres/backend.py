@@ -82,7 +82,7 @@ class PostgresStorage(SQLStorage):
 
     Behind a connection pooler (PgBouncer, in transaction or session mode) it works as it is:
     the pooler is found at the first connection, and then nothing is prepared and every
-    operation is one transaction that sets its own session (`poolers`); ``pooler=True`` says
+    operation is one transaction that sets its own session (`connections`); ``pooler=True`` says
     so for a pooler it cannot see, ``pooler=False`` never looks.
 
     Example (needs a server)::
@@ -132,7 +132,7 @@ class PostgresStorage(SQLStorage):
         self._closers: list[Callable[[], None]] = []
         self._text = PostgresText(schema)
         self._item_vectors = ItemVectors()
-        # behind a pooler (`poolers`): no startup options, nothing prepared, and every use of
+        # behind a pooler (`connections`): no startup options, nothing prepared, and every use of
         # a connection one transaction that sets its session first (None: a plain server)
         found = self._first_connection(connect_timeout)  # (fails at once, naming the cause)
         if found and pooler is False:  # every table would go to public, statements clash
@@ -195,7 +195,7 @@ class PostgresStorage(SQLStorage):
         """Connect once before the pool does, so an unreachable server fails within
         `connect_timeout` with one line naming the server and the cause (the pool would retry
         in the background and report only its own timeout); whether a pooler stands between
-        (the startup options refused, or not applied: `poolers`)."""
+        (the startup options refused, or not applied: `connections`)."""
         import psycopg
 
         bare = {"connect_timeout": self._options["connect_timeout"], "prepare_threshold": None}

@@ -136,12 +136,12 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE memory_threads ADD COLUMN archived_at TIMESTAMPTZ;
     """,
-    # 10: ids of messages read-only turns left in a graph's state, never to be stored (`withheld`)
+    # 10: ids of messages read-only turns left in a graph's state, never stored (`sql.messages`)
     WITHHELD_TABLE,
     # 11: a graph's message lists, each value stored once (`checkpoint_lists`)
     CHECKPOINT_LISTS_TABLES.format(bytes="BYTEA", time="TIMESTAMPTZ"),
     # 12: when each observation group joined the log (`observations_as_of`)
     OBSERVATIONS_ACTIVATED.format(time="TIMESTAMPTZ"),
-    # 13: the values extractors keep per observation scope (`extracted`)
+    # 13: the values extractors keep per observation scope (`sql.observations`)
     EXTRACTED_VALUES_TABLE.format(time="TIMESTAMPTZ"),
 ]

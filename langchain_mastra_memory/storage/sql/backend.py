@@ -27,19 +27,17 @@ from ..records import (
     MESSAGE_COLUMNS,
     MessageRow,
     StoredMessage,
+    Thread,
     call_ids_column,
     from_iso,
     now_utc,
     stored_message,
     thread_from_row,
 )
-from ..thread import Thread
 from .checkpoint_lists import CheckpointListTable
-from .extracted import ExtractedValuesTable
 from .items import ItemTable
 from .messages import MessageTable
-from .observation_archives import ObservationArchiveTable
-from .observation_history import ObservationHistoryTable
+from .observations import ObservationTable
 from .retention import RetentionTable
 from .search import SearchTable
 from .statements import (
@@ -54,7 +52,6 @@ from .statements import (
     check_thread_owner,
 )
 from .threads import ThreadTable
-from .withheld import WithheldTable
 from .working_memory import WorkingMemoryTable
 
 T = TypeVar("T")
@@ -101,11 +98,8 @@ class SQLStorage(
     MessageTable,
     SearchTable,
     WorkingMemoryTable,
-    ObservationHistoryTable,
-    ObservationArchiveTable,
-    ExtractedValuesTable,
+    ObservationTable,
     ItemTable,
-    WithheldTable,
     CheckpointListTable,
     RetentionTable,
 ):

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 
-from ..records import CheckpointList, CheckpointValue, now_utc, thread_from_row
-from ..thread import Thread
+from ..records import CheckpointList, CheckpointValue, Thread, now_utc, thread_from_row
 from ..validation import check_id
 from .statements import THREAD_COLUMNS, Connection, SQLRoom, check_thread_owner
 

@@ -4,7 +4,7 @@ A *scope* is ``thread:<id>`` or ``resource:<id>``. Each Observer run that lands 
 *observation* group: its text and the exact ids of the messages it covers. A Reflector run is
 one *reflection* group listing the groups it condensed, which are marked ``replaced_by`` it
 (kept, never deleted: the history of the log). The active log is the scope's active groups not
-replaced, in order. Rolling archives (`observation_archives`) retire groups whole instead:
+replaced, in order. Rolling archives (below) retire groups whole instead:
 an *archive* row lists them, marked ``replaced_by`` it, and is never part of the log itself.
 A per-scope state row holds the *cursor* (the last message the active log
 covers), the *buffer frontier* (the last message any group covers) and a *lease* (who is
@@ -22,14 +22,34 @@ model outside any transaction, then commits its group, the cursor and the lease'
 one transaction that checks the lease is still its own (and, for a reflection, that every group
 it condensed is still active). A run that crashes or loses its lease commits nothing: the
 messages stay unobserved and the next run takes them. Written once over the `Dialect`.
-"""
+
+**The history** of the log: every group a scope ever had, the log as it stood at a moment
+(`observations_as_of`), and what a clone carries.
+
+Groups are never deleted by the log itself (a reflection marks those it condensed
+``replaced_by`` it) and each records when it joined the log (``activated_at``: an observation
+at its activation, a reflection at its commit), so the log of any past moment is a query.
+
+**Rolling archives** (Mastra's ``observation.archive``): the oldest groups leave the log whole,
+with no model call, and stay readable by their archive.
+
+An archive is one row of ``memory_observation_groups`` of kind ``archive``: it lists the groups
+it retired (``replaces``, marked ``replaced_by`` it, as a reflection marks what it condensed),
+covers their messages, and records when it was made (``activated_at``). It is never part of the
+log (`ObservationTable._groups` leaves it out), so every reader of the log sees the live tail
+only, while what reads provenance (a deleted message's groups, a clone's) treats it as it
+treats a reflection.
+
+**The values extractors keep** (`observational.extractors`), per observation scope: one row per
+scope and slug, replaced by each new value. They go with the scope: a deleted thread or resource
+takes its values along, a transferred thread's follow it."""
 
 from __future__ import annotations
 
 import json
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -37,12 +57,13 @@ from typing import Any
 from ..base import MemoryStorage
 from ..records import (
     MESSAGE_COLUMNS,
+    ObservationArchive,
     ObservationGroup,
     StoredMessage,
     from_iso,
     now_utc,
-    scope_key,  # noqa: F401 (its home until 2026-11-29: a path users copied)
 )
+from ..validation import check_id
 
 GROUP_COLUMNS = (
     "id, scope_key, resource_id, kind, text, current_task, message_ids, replaces, "
@@ -51,7 +72,8 @@ GROUP_COLUMNS = (
 
 
 class ObservationTable(MemoryStorage):
-    """The log's algorithms, a layer of `SQLStorage` (see the module docstring)."""
+    """The log, its history, its archives and the extracted values: a room of `SQLStorage`
+    (see the module docstring)."""
 
     _transaction: Any
     _run: Any
@@ -455,3 +477,231 @@ class ObservationTable(MemoryStorage):
             "WHERE scope_key = ?",
             (group.scope_key,),
         )
+
+    def observation_history(self, key: str) -> list[ObservationGroup]:
+        """Every group of a scope, oldest first: the log, the buffered groups waiting, and
+        those a reflection replaced (`replaced_by` names it) — what an explorer shows."""
+        with self._transaction(write=False) as conn:
+            return self._every_group(conn, key)
+
+    def observations_as_of(self, key: str, at: datetime) -> list[ObservationGroup]:
+        with self._transaction(write=False) as conn:
+            rows = self._run(
+                conn,
+                f"SELECT {GROUP_COLUMNS} FROM memory_observation_groups g "
+                "WHERE g.scope_key = ? AND g.activated_at <= ? AND g.kind <> 'archive' "
+                "AND (g.replaced_by IS NULL "
+                "OR NOT EXISTS (SELECT 1 FROM memory_observation_groups r "
+                "WHERE r.id = g.replaced_by AND r.activated_at <= ?)) ORDER BY created_at, id",
+                (key, self._time(at), self._time(at)),
+            ).fetchall()
+        return [self._group(r) for r in rows]
+
+    def _copy_observations(
+        self, conn: Any, source: str, target: str, copies: dict[str, tuple[str, int, int]]
+    ) -> None:
+        """Copy to the empty scope `target` (a clone) what scope `source`'s log says of the
+        copied messages alone, with its cursors: `copies` maps each copied message id to its
+        copy's ``(id, seq)`` and the original's seq (`carried_groups`). A cursor moves to the
+        last copy up to which every copy is covered by a carried group (none: 0); the copies
+        after it are observed again in the clone, from their own words."""
+        rows = self._run(
+            conn,
+            f"SELECT {GROUP_COLUMNS}, activated_at FROM memory_observation_groups "
+            "WHERE scope_key = ? ORDER BY created_at, id",
+            (source,),
+        ).fetchall()
+        joined = {row[0]: row[13] for row in rows}  # (as stored: copied as it is)
+        carried = carried_groups([self._group(row) for row in rows], copies)
+        ids = {group.id: str(uuid.uuid4()) for group in carried}
+        covered: dict[str, bool] = {}  # copied message id -> covered by a carried active group
+        for group in carried:
+            mine = [copies[m] for m in group.message_ids]
+            copy = replace(
+                group,
+                id=ids[group.id],
+                scope_key=target,
+                message_ids=tuple(new for new, _, _ in mine),
+                replaces=tuple(ids[g] for g in group.replaces),
+            )
+            last = max((seq for _, seq, _ in mine), default=None)
+            self._insert_group(conn, copy, last, joined=joined[group.id])
+            if group.replaced_by in ids:  # else its condensation is not carried: active again
+                self._run(
+                    conn,
+                    "UPDATE memory_observation_groups SET replaced_by = ? WHERE id = ?",
+                    (ids[group.replaced_by], copy.id),
+                )
+            for message_id in group.message_ids:
+                covered[message_id] = covered.get(message_id, False) or group.active
+        state = self._run(
+            conn,
+            "SELECT seq, buffered_seq FROM memory_observation_state WHERE scope_key = ?",
+            (source,),
+        ).fetchone()
+        if state is not None:
+            in_order = sorted(copies.items(), key=lambda item: item[1][2])
+
+            def moved(cursor: int | None, *, buffered: bool) -> int | None:
+                if cursor is None:
+                    return None
+                last = 0
+                for original, (_, new, old) in in_order:
+                    if (
+                        old > cursor
+                        or original not in covered
+                        or not (covered[original] or buffered)
+                    ):
+                        break
+                    last = new
+                return last
+
+            self._run(
+                conn,
+                "INSERT INTO memory_observation_state (scope_key, seq, buffered_seq) "
+                "VALUES (?, ?, ?)",
+                (target, moved(state[0], buffered=False), moved(state[1], buffered=True)),
+            )
+
+    def commit_archive(
+        self, key: str, *, owner: str, resource_id: str, retires: Sequence[str]
+    ) -> ObservationArchive | None:
+        """Move the `retires` groups out of the log into a new archive and release the lease,
+        in one transaction; None (nothing written) if the lease is no longer `owner`'s or one
+        of them has left the log meanwhile."""
+        with self._transaction(write=True) as conn:
+            if not self._holds(conn, key, owner):
+                return None
+            log = {g.id: g for g in self._groups(conn, key, active=True)}
+            if not retires or any(group_id not in log for group_id in retires):
+                return None
+            groups = tuple(log[group_id] for group_id in retires)
+            archived_at = now_utc()
+            row = ObservationGroup(
+                id=f"arc-{uuid.uuid4().hex[:16]}",
+                scope_key=key,
+                resource_id=resource_id,
+                kind="archive",
+                text="",
+                current_task=None,
+                message_ids=tuple(m for g in groups for m in g.message_ids),
+                replaces=tuple(retires),
+                token_count=sum(g.token_count for g in groups),
+                created_at=min(g.created_at for g in groups),
+                replaced_by=None,
+                message_tokens=sum(g.message_tokens for g in groups),
+            )
+            self._supersede(conn, row, archived_at)
+        return ObservationArchive(row.id, key, resource_id, archived_at, groups)
+
+    def observation_archives(
+        self, keys: Sequence[str], *, limit: int, offset: int = 0
+    ) -> list[ObservationArchive]:
+        """The archives of the scopes `keys` (at most 500), newest first: `limit` of them
+        after the first `offset`."""
+        if isinstance(keys, str) or not 0 < len(keys) <= 500:
+            raise ValueError("keys must be a list of 1 to 500 observation scope keys")
+        ((condition, params),) = self.dialect.ids_in("scope_key", list(keys))
+        with self._transaction(write=False) as conn:
+            rows = self._run(
+                conn,
+                f"SELECT {GROUP_COLUMNS}, activated_at FROM memory_observation_groups "
+                f"WHERE {condition} AND kind = 'archive' "
+                "ORDER BY activated_at DESC, id DESC LIMIT ? OFFSET ?",
+                (*params, int(limit), int(offset)),
+            ).fetchall()
+            return self._archives(conn, rows)
+
+    def observation_archive(self, archive_id: str) -> ObservationArchive | None:
+        """One archive by id, whichever scope holds it (the caller checks the scope is the
+        reader's), or None."""
+        with self._transaction(write=False) as conn:
+            rows = self._run(
+                conn,
+                f"SELECT {GROUP_COLUMNS}, activated_at FROM memory_observation_groups "
+                "WHERE id = ? AND kind = 'archive'",
+                (archive_id,),
+            ).fetchall()
+            found = self._archives(conn, rows)
+        return found[0] if found else None
+
+    def _archives(self, conn: Any, rows: Sequence[Any]) -> list[ObservationArchive]:
+        """The archives of `rows` (archive rows with their ``activated_at``), in that order,
+        each with its groups read in one statement per id chunk."""
+        heads = [(self._group(row), row[13]) for row in rows]
+        retired: dict[str, list[ObservationGroup]] = {}
+        ids = [head.id for head, _ in heads]
+        for condition, params in self.dialect.ids_in("replaced_by", ids):
+            found = self._run(
+                conn,
+                f"SELECT {GROUP_COLUMNS} FROM memory_observation_groups WHERE {condition} "
+                "ORDER BY created_at, id",
+                params,
+            ).fetchall()
+            for row in found:
+                group = self._group(row)
+                retired.setdefault(str(group.replaced_by), []).append(group)
+        archives = []
+        for head, archived_at in heads:
+            order = {group_id: n for n, group_id in enumerate(head.replaces)}
+            groups = sorted(retired.get(head.id, []), key=lambda g: order.get(g.id, len(order)))
+            made = from_iso(archived_at) if archived_at is not None else head.created_at
+            archives.append(
+                ObservationArchive(head.id, head.scope_key, head.resource_id, made, tuple(groups))
+            )
+        return archives
+
+    def extracted_values(self, key: str) -> dict[str, Any]:
+        with self._transaction(write=False) as conn:
+            rows = self._run(
+                conn,
+                "SELECT slug, value FROM memory_extracted_values WHERE scope_key = ? ORDER BY slug",
+                (key,),
+            ).fetchall()
+        return {str(slug): json.loads(value) for slug, value in rows}
+
+    def save_extracted_values(
+        self, key: str, values: Mapping[str, Any], *, resource_id: str, source: str
+    ) -> None:
+        check_id(resource_id, "resource_id")
+        if not values:
+            return
+        now = self._time(now_utc())
+        with self._transaction(write=True) as conn:
+            for slug, value in values.items():
+                self._run(
+                    conn,
+                    "DELETE FROM memory_extracted_values WHERE scope_key = ? AND slug = ?",
+                    (key, slug),
+                )
+                self._run(
+                    conn,
+                    "INSERT INTO memory_extracted_values "
+                    "(scope_key, slug, resource_id, value, source, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (key, slug, resource_id, json.dumps(value), source, now),
+                )
+
+
+def carried_groups(
+    groups: list[ObservationGroup], copies: Mapping[str, object]
+) -> list[ObservationGroup]:
+    """The groups of a log (oldest first) that a clone holding the `copies` may carry: an
+    observation whose every message is copied (its provenance), a reflection whose every
+    condensed group is carried. A group that also speaks of messages left behind, or that
+    cannot say what it comes from, is not carried: the clone's owner is never told what the
+    source said in messages the clone does not hold."""
+    whole = {
+        g.id
+        for g in groups
+        if g.kind == "observation" and g.message_ids and all(m in copies for m in g.message_ids)
+    }
+    reflections = [g for g in groups if g.kind in ("reflection", "archive") and g.replaces]
+    grew = True
+    while grew:  # reflections of reflections (a log's order cannot tell: equal timestamps)
+        grew = False
+        for group in reflections:
+            if group.id not in whole and all(r in whole for r in group.replaces):
+                whole.add(group.id)
+                grew = True
+    return [group for group in groups if group.id in whole]

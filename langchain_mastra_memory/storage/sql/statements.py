@@ -75,7 +75,7 @@ def lateral_window_sql(columns: str = MESSAGE_COLUMNS) -> str:
     )
 
 
-# ids of messages read-only turns left in a graph's state (`withheld`): both dialects' migration
+# ids of messages read-only turns left in a graph's state (`messages`): both dialects' migration
 WITHHELD_TABLE = """
     CREATE TABLE memory_withheld_messages (
         thread_id TEXT NOT NULL,
@@ -124,7 +124,7 @@ OBSERVATIONS_ACTIVATED = """
     UPDATE memory_observation_groups SET activated_at = created_at WHERE active = TRUE;
 """
 
-# the values extractors keep per observation scope (`extracted`): both dialects' migration
+# the values extractors keep per observation scope (`observations`): both dialects' migration
 EXTRACTED_VALUES_TABLE = """
     CREATE TABLE memory_extracted_values (
         scope_key TEXT NOT NULL,

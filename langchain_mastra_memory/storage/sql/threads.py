@@ -17,6 +17,7 @@ from ..records import (
     MessageFilter,
     ResourceSummary,
     StoredMessage,
+    Thread,
     check_metadata_filter,
     dumps_metadata,
     from_iso,
@@ -24,7 +25,6 @@ from ..records import (
     scope_key,
     thread_from_row,
 )
-from ..thread import Thread
 from ..validation import (
     check_id,
     check_ids,

@@ -161,13 +161,13 @@ MIGRATIONS: list[str] = [
         UPDATE memory_resources SET message_count = message_count + 1 WHERE id = new.resource_id;
     END;
     """,
-    # 9: ids of messages read-only turns left in a graph's state, never to be stored (`withheld`)
+    # 9: ids of messages read-only turns left in a graph's state, never stored (`sql.messages`)
     WITHHELD_TABLE,
     # 10: a graph's message lists, each value stored once (`checkpoint_lists`)
     CHECKPOINT_LISTS_TABLES.format(bytes="BLOB", time="TEXT"),
     # 11: when each observation group joined the log (`observations_as_of`)
     OBSERVATIONS_ACTIVATED.format(time="TEXT"),
-    # 12: the values extractors keep per observation scope (`extracted`)
+    # 12: the values extractors keep per observation scope (`sql.observations`)
     EXTRACTED_VALUES_TABLE.format(time="TEXT"),
 ]
 
