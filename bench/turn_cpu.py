@@ -20,13 +20,15 @@ deferred work is paid inside the run) is divided by its turns.
 With PostgreSQL, the server's CPU (its processes, read from ``/proc``) is printed beside.
 
 Printed: p50 / p95 ms of CPU per turn over the runs and each configuration's ratio to ``bare``
-(p50 over p50, in the same process); then, per memory configuration, the p50 of each group of
-threads, which is where memory's steps run: the event loop (or the conversations' threads:
-the agent's loop and memory's planning; with ``--sync`` the query's embedding too), memory's
-I/O pool (storage reads and writes, the checkpointer's, vector searches), the embedding pool
-(a turn's query), the embedder's own threads (a call of several batches: the writer's pieces),
-the vector writer (the rest of its embeddings, its vector writes) and the vector engine's own
-threads (Chroma's).
+(p50 over p50, in the same process); the embedding model's forward passes on their own (their
+CPU, timed around each ONNX Runtime call on the thread that makes it, and the texts they embed a
+turn) and memory's CPU apart from them, against the bare turn; then, per memory configuration,
+the p50 of each group of threads, which is where memory's steps run: the event loop (or the
+conversations' threads: the agent's loop and memory's planning; with ``--sync`` the query's
+embedding too), memory's I/O pool (storage reads and writes, the checkpointer's, vector
+searches), the embedding pool (a turn's query), the embedder's own threads (a call of several
+batches: the writer's pieces), the vector writer (the rest of its embeddings, its vector writes)
+and the vector engine's own threads (Chroma's).
 
     python bench/turn_cpu.py [--conversations 16] [--turns 4] [--runs 5] [--sync]
                              [--backend sqlite|postgres] [--dsn ...] [--data LOCOMO_DIR]
@@ -133,11 +135,46 @@ def agent_for(kind: str, memory: Any, saver: Any, seen: list[Any], problems: lis
             return create_agent(scripted_model(seen, problems), tools=[], checkpointer=saver)
         return create_agent(scripted_model(seen, problems),
                             tools=[memory.working_memory_tool()],
-                            middleware=[memory.middleware()],
+                            middleware=[memory.middleware(save=False)],  # the checkpointer saves
                             checkpointer=memory.checkpointer())  # fmt: skip
 
 
 TEXTS: list[str] = []  # real chat (LoCoMo's dev split: 2,760 turns), read by `main`
+
+
+class ModelPasses:
+    """The default embedder's forward passes, timed: CPU seconds (the calling thread's, around
+    each ONNX Runtime call: the session runs on one thread) and texts, over every thread."""
+
+    def __init__(self) -> None:
+        self.cpu = 0.0
+        self.texts = 0
+        self._lock = threading.Lock()
+
+    def install(self) -> None:
+        from langchain_mastra_memory.recall.embedders.minilm import MiniLMEmbeddings
+
+        encode = MiniLMEmbeddings._encode
+        passes = self
+
+        def timed(embedder: Any, encodings: Any) -> Any:
+            started = time.thread_time()
+            try:
+                return encode(embedder, encodings)
+            finally:
+                spent = time.thread_time() - started
+                with passes._lock:
+                    passes.cpu += spent
+                    passes.texts += len(encodings)
+
+        MiniLMEmbeddings._encode = timed  # type: ignore[method-assign]
+
+    def reading(self) -> tuple[float, int]:
+        with self._lock:
+            return self.cpu, self.texts
+
+
+MODEL = ModelPasses()
 
 
 def sides_of(
@@ -189,6 +226,8 @@ class Results:
     def __init__(self) -> None:
         self.total: dict[str, list[float]] = {k: [] for k in CONFIGURATIONS}
         self.server: dict[str, list[float]] = {k: [] for k in CONFIGURATIONS}
+        self.model: dict[str, list[float]] = {k: [] for k in CONFIGURATIONS}  # ms a turn
+        self.texts: dict[str, list[float]] = {k: [] for k in CONFIGURATIONS}  # embedded a turn
         self.groups: dict[str, dict[str, list[float]]] = {k: {} for k in CONFIGURATIONS}
 
     def measured(
@@ -199,7 +238,8 @@ class Results:
 
         def start() -> None:
             gc.collect()
-            state.update(cpu=time.process_time(), threads=thread_cpu(), server=server_cpu(dsn))
+            state.update(cpu=time.process_time(), threads=thread_cpu(), server=server_cpu(dsn),
+                         model=MODEL.reading())  # fmt: skip
 
         def stop(warm: bool) -> None:
             cpu = time.process_time() - state["cpu"]
@@ -207,10 +247,17 @@ class Results:
                 return
             self.total[kind].append(cpu / turns * 1000)
             self.server[kind].append((server_cpu(dsn) - state["server"]) / turns * 1000)
+            model_cpu, texts = MODEL.reading()
+            self.model[kind].append((model_cpu - state["model"][0]) / turns * 1000)
+            self.texts[kind].append((texts - state["model"][1]) / turns)
             for group, seconds in by_group(state["threads"], thread_cpu()).items():
                 self.groups[kind].setdefault(group, []).append(seconds / turns * 1000)
 
         return start, stop
+
+    def apart(self, kind: str) -> list[float]:
+        """Each run's CPU a turn less the model's forward passes in it."""
+        return [t - m for t, m in zip(self.total[kind], self.model[kind], strict=True)]
 
     def figures(self, args: argparse.Namespace) -> dict[str, Any]:
         """What `print` shows, for `results.save`: p50 / p95 and the ratio to bare for each
@@ -223,6 +270,10 @@ class Results:
             "configurations": {
                 kind: {"p50_ms": statistics.median(v), "p95_ms": p95(v),
                        "x_bare": statistics.median(v) / bare,
+                       "model_p50_ms": statistics.median(self.model[kind]),
+                       "texts_per_turn": statistics.median(self.texts[kind]),
+                       "apart_from_model_p50_ms": statistics.median(self.apart(kind)),
+                       "apart_from_model_x_bare": statistics.median(self.apart(kind)) / bare,
                        "server_p50_ms": statistics.median(self.server[kind])}
                 for kind, v in self.total.items()
             },
@@ -237,17 +288,23 @@ class Results:
         print(f"{args.conversations} conversations x {args.turns} turns, {args.backend}, {mode}; "
               f"{args.runs} runs each, interleaved; CPU ms per turn")  # fmt: skip
         server = args.backend == "postgres"
-        head = f"{'configuration':16} {'p50':>7} {'p95':>7} {'x bare':>7}"
+        head = (f"{'configuration':16} {'p50':>7} {'p95':>7} {'x bare':>7} {'model':>7} "
+                f"{'texts':>6} {'apart':>7} {'x bare':>7}")  # fmt: skip
         print(head + (f" {'server p50':>11} {'x bare (both)':>14}" if server else ""))
         bare = statistics.median(self.total["bare"])
         bare_both = bare + statistics.median(self.server["bare"])
         for kind, values in self.total.items():
             p50 = statistics.median(values)
-            line = f"{kind:16} {p50:7.1f} {p95(values):7.1f} {p50 / bare:7.2f}"
+            apart = statistics.median(self.apart(kind))
+            model, texts = statistics.median(self.model[kind]), statistics.median(self.texts[kind])
+            line = (f"{kind:16} {p50:7.1f} {p95(values):7.1f} {p50 / bare:7.2f} {model:7.1f} "
+                    f"{texts:6.1f} {apart:7.1f} {apart / bare:7.2f}")  # fmt: skip
             if server:
                 both = p50 + statistics.median(self.server[kind])
                 line += f" {statistics.median(self.server[kind]):11.1f} {both / bare_both:14.2f}"
             print(line)
+        print("(model: the embedding model's forward passes, ms a turn, and the texts they embedded"
+              " a turn; apart: the rest of the CPU, against the bare turn)")  # fmt: skip
         print("\nwhere it goes (p50 ms per turn, by thread group)")
         names = [g for _, g in GROUPS] + ["other"]
         print(f"{'group':28}" + "".join(f"{k:>15}" for k in CONFIGURATIONS))
@@ -348,6 +405,7 @@ def main() -> None:
         from langchain_mastra_memory.testing import throwaway_postgres
 
         args.dsn = throwaway_postgres()
+    MODEL.install()
     results = Results()
     with tempfile.TemporaryDirectory() as root:
         if args.sync:

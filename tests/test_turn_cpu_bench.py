@@ -45,6 +45,14 @@ def test_the_turn_cpu_bench_measures_every_configuration(mode: list[str], tmp_pa
     assert {k: round(v["p50_ms"], 1) for k, v in saved["configurations"].items()} == rows
     assert saved["bench"] == "turn_cpu" and "--json" in saved["command"] and saved["machine"]
     assert saved["configurations"]["bare"]["x_bare"] == 1.0
+    figures = saved["configurations"]
+    # the model's forward passes apart: none without recall, some with it, never more than all
+    assert figures["bare"]["texts_per_turn"] == 0 and figures["memory"]["texts_per_turn"] == 0
+    recall = figures["memory+recall"]
+    assert recall["texts_per_turn"] >= 1 and 0 < recall["model_p50_ms"] < recall["p50_ms"]
+    assert recall["apart_from_model_p50_ms"] == pytest.approx(
+        recall["p50_ms"] - recall["model_p50_ms"], rel=0.5
+    )
 
 
 def test_a_data_folder_without_chat_is_a_clear_error(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from ..config import call_options
 from ..errors import ReadOnlyHistoryWarning, ThreadNotFoundError
 from ..provider_rules import provider_safe
 from ..turn.history import stored_history
-from ..twins import Steps, run_async, run_sync
+from ..twins import Steps, call, run_async, run_sync
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -66,19 +66,19 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
         return provider_safe(await self._astored(self.last_messages), [])
 
     def _stored(self, last: int | None) -> list[BaseMessage]:
-        try:
-            if last is not None:
-                return run_sync(self._window(last))
-            return self.memory.get_messages(thread_id=self.thread_id, resource_id=self.resource_id)
-        except ThreadNotFoundError:
-            return []
+        return run_sync(self._stored_steps(last))
 
     async def _astored(self, last: int | None) -> list[BaseMessage]:
+        return await run_async(self._stored_steps(last))
+
+    def _stored_steps(self, last: int | None) -> Steps[list[BaseMessage]]:
         try:
             if last is not None:
-                return await run_async(self._window(last))
-            return await self.memory.aget_messages(
-                thread_id=self.thread_id, resource_id=self.resource_id
+                return (yield from self._window(last))
+            return (
+                yield from call(
+                    self.memory.get_messages, thread_id=self.thread_id, resource_id=self.resource_id
+                )
             )
         except ThreadNotFoundError:
             return []
@@ -95,18 +95,19 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Append messages to the thread (creating it on first use); nothing in a read-only
         run (a read-only memory, or ``memory_options`` in the run's config): it warns once."""
-        if self._read_only():
-            return
-        self.memory.ensure_thread(thread_id=self.thread_id, resource_id=self.resource_id)
-        self.memory.save_messages(messages, thread_id=self.thread_id, resource_id=self.resource_id)
+        if not self._read_only():  # (here: its warning names the caller's line)
+            run_sync(self._add(messages))
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Async `add_messages`."""
-        if self._read_only():
-            return
-        await self.memory.aensure_thread(thread_id=self.thread_id, resource_id=self.resource_id)
-        await self.memory.asave_messages(
-            messages, thread_id=self.thread_id, resource_id=self.resource_id
+        if not self._read_only():
+            await run_async(self._add(messages))
+
+    def _add(self, messages: Sequence[BaseMessage]) -> Steps[None]:
+        thread_id, resource_id = self.thread_id, self.resource_id
+        yield from call(self.memory.ensure_thread, thread_id=thread_id, resource_id=resource_id)
+        yield from call(
+            self.memory.save_messages, messages, thread_id=thread_id, resource_id=resource_id
         )
 
     def _read_only(self) -> bool:
@@ -126,10 +127,12 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
 
     def clear(self) -> None:
         """Delete every message of the thread (the thread itself stays)."""
-        ids = [m.id for m in self._stored(None) if m.id]
-        self.memory.delete_messages(ids, resource_id=self.resource_id)
+        run_sync(self._clear())
 
     async def aclear(self) -> None:
         """Async `clear`."""
-        ids = [m.id for m in await self._astored(None) if m.id]
-        await self.memory.adelete_messages(ids, resource_id=self.resource_id)
+        await run_async(self._clear())
+
+    def _clear(self) -> Steps[None]:
+        ids = [m.id for m in (yield from self._stored_steps(None)) if m.id]
+        yield from call(self.memory.delete_messages, ids, resource_id=self.resource_id)

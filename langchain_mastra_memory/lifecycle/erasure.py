@@ -16,10 +16,10 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from ..conversation.branches import BRANCH_OF
-from ..pools import in_io_pool
 from ..storage.base import MemoryStorage
 from ..storage.validation import check_id
 from ..turn.writes import MemoryWrites
+from ..twins import Steps, call, run_async, run_sync
 from .checkpoint_store import forget_in_file
 
 ERASE_WAIT = 120.0  # seconds an erasure waits for the resource's queued vectors to be written
@@ -51,23 +51,19 @@ class Erasure:
         memory and in the file's (what the CLI and a restarted app see), so a later owner of
         the id starts empty; its branch threads (forks' abandoned continuations) go with it.
         False if memory held no such thread."""
-        for branch in self._branches_below(thread_id, resource_id):
-            self.writes.delete_thread(branch, resource_id=resource_id)
-        deleted = self.writes.delete_thread(thread_id, resource_id=resource_id)
-        for checkpointer in list(self.checkpointers):
-            checkpointer.forget(thread_id)
-        forget_in_file(self.storage, thread_id)
-        return deleted
+        return run_sync(self._delete_thread(thread_id, resource_id))
 
     async def adelete_thread(self, thread_id: str, resource_id: str | None = None) -> bool:
-        """Async `delete_thread` (each saver's async twin; the file in a worker thread)."""
-        below = await in_io_pool(self._branches_below, thread_id, resource_id)
-        for branch in below:
-            await self.writes.adelete_thread(branch, resource_id=resource_id)
-        deleted = await self.writes.adelete_thread(thread_id, resource_id=resource_id)
+        """Async `delete_thread` (each saver's async twin; the file on memory's I/O threads)."""
+        return await run_async(self._delete_thread(thread_id, resource_id))
+
+    def _delete_thread(self, thread_id: str, resource_id: str | None) -> Steps[bool]:
+        for branch in (yield from self._branches_below(thread_id, resource_id)):
+            yield from call(self.writes.delete_thread, branch, resource_id=resource_id)
+        deleted = yield from call(self.writes.delete_thread, thread_id, resource_id=resource_id)
         for checkpointer in list(self.checkpointers):
-            await checkpointer.aforget(thread_id)
-        await in_io_pool(forget_in_file, self.storage, thread_id)
+            yield from call(checkpointer.forget, thread_id)
+        yield from call(forget_in_file, self.storage, thread_id)  # (no twin: I/O threads)
         return deleted
 
     def delete_resource(self, resource_id: str) -> bool:
@@ -75,38 +71,39 @@ class Erasure:
         keyed by the resource itself (its working memory, its observation log, the record of
         it, withheld ids) and the store items whose namespace holds its id as a label. False
         if memory held nothing of it."""
-        check_id(resource_id, "resource_id")
-        self.writes.flush(ERASE_WAIT)  # vectors queued for its messages are written, then deleted
-        found = False
-        for thread in self.storage.list_threads(resource_id=resource_id, archived=None):
-            found = self.delete_thread(thread.id, resource_id) or found
-        found = self.storage.delete_resource(resource_id) or found
-        return _delete_items(self.storage, resource_id) or found
+        return run_sync(self._delete_resource(resource_id))
 
     async def adelete_resource(self, resource_id: str) -> bool:
         """Async `delete_resource` (each part's async twin)."""
-        check_id(resource_id, "resource_id")
-        await self.writes.aflush(ERASE_WAIT)
-        found = False
-        threads = await self.storage.alist_threads(resource_id=resource_id, archived=None)
-        for thread in threads:
-            found = await self.adelete_thread(thread.id, resource_id) or found
-        found = await self.storage.adelete_resource(resource_id) or found
-        return await in_io_pool(_delete_items, self.storage, resource_id) or found
+        return await run_async(self._delete_resource(resource_id))
 
-    def _branches_below(self, thread_id: str, resource_id: str | None) -> list[str]:
+    def _delete_resource(self, resource_id: str) -> Steps[bool]:
+        check_id(resource_id, "resource_id")
+        yield from call(self.writes.flush, ERASE_WAIT)  # its queued vectors written, then deleted
+        found = False
+        threads = yield from call(self.storage.list_threads, resource_id=resource_id, archived=None)
+        for thread in threads:
+            found = (yield from self._delete_thread(thread.id, resource_id)) or found
+        found = (yield from call(self.storage.delete_resource, resource_id)) or found
+        return (yield from call(_delete_items, self.storage, resource_id)) or found
+
+    def _branches_below(self, thread_id: str, resource_id: str | None) -> Steps[list[str]]:
         """The ids of the thread's branches, their branches, and so on (another resource's
         thread has none here: the delete itself refuses it)."""
-        thread = self.storage.get_thread(thread_id)
+        thread = yield from call(self.storage.get_thread, thread_id)
         if thread is None or (resource_id is not None and thread.resource_id != resource_id):
             return []
         found: list[str] = []
         todo = [thread_id]
         while todo:
             parent = todo.pop()
-            for branch in self.storage.list_threads(
-                resource_id=thread.resource_id, metadata={BRANCH_OF: parent}, archived=None
-            ):
+            branches = yield from call(
+                self.storage.list_threads,
+                resource_id=thread.resource_id,
+                metadata={BRANCH_OF: parent},
+                archived=None,
+            )
+            for branch in branches:
                 if branch.id not in found and branch.id != thread_id:
                     found.append(branch.id)
                     todo.append(branch.id)

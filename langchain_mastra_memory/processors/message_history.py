@@ -13,6 +13,7 @@ from ..messages import is_injected
 from ..storage.base import MemoryStorage
 from ..storage.validation import is_count
 from ..threads.ids import resolve_ids
+from ..twins import Steps, call, run_async, run_sync
 from .base import MemoryProcessor
 
 
@@ -49,39 +50,39 @@ class MessageHistory(MemoryProcessor):
         return [s.message for s in stored if s.message.id not in present] + list(messages)
 
     def process(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
-        thread_id, resource_id = resolve_ids(opts.get("config"))
-        if self.storage.get_thread(thread_id) is None:
-            return list(messages)
-        stored = self.storage.list_messages(
-            thread_id, last=self.last_messages, resource_id=resource_id
-        )
-        return self._history(stored, messages)
+        return run_sync(self._process(messages, opts))
 
     async def aprocess(self, messages: list[BaseMessage], **opts: Any) -> list[BaseMessage]:
+        return await run_async(self._process(messages, opts))
+
+    def _process(
+        self, messages: list[BaseMessage], opts: dict[str, Any]
+    ) -> Steps[list[BaseMessage]]:
         thread_id, resource_id = resolve_ids(opts.get("config"))
-        if await self.storage.aget_thread(thread_id) is None:
+        if (yield from call(self.storage.get_thread, thread_id)) is None:
             return list(messages)
-        stored = await self.storage.alist_messages(
-            thread_id, last=self.last_messages, resource_id=resource_id
+        stored = yield from call(
+            self.storage.list_messages, thread_id, last=self.last_messages, resource_id=resource_id
         )
         return self._history(stored, messages)
 
     def save(self, messages: Sequence[BaseMessage], config: Any) -> None:
         """Store the turn's new messages (idempotent by id)."""
-        thread_id, resource_id = resolve_ids(config)
-        if self.storage.get_thread(thread_id) is None:
-            with contextlib.suppress(ThreadExistsError):  # created by a concurrent save
-                self.storage.create_thread(thread_id=thread_id, resource_id=resource_id)
-        self.storage.save_messages(_own(messages), thread_id=thread_id, resource_id=resource_id)
+        run_sync(self._save(messages, config))
 
     async def asave(self, messages: Sequence[BaseMessage], config: Any) -> None:
         """Async `save`."""
+        await run_async(self._save(messages, config))
+
+    def _save(self, messages: Sequence[BaseMessage], config: Any) -> Steps[None]:
         thread_id, resource_id = resolve_ids(config)
-        if await self.storage.aget_thread(thread_id) is None:
-            with contextlib.suppress(ThreadExistsError):
-                await self.storage.acreate_thread(thread_id=thread_id, resource_id=resource_id)
-        await self.storage.asave_messages(
-            _own(messages), thread_id=thread_id, resource_id=resource_id
+        if (yield from call(self.storage.get_thread, thread_id)) is None:
+            with contextlib.suppress(ThreadExistsError):  # created by a concurrent save
+                yield from call(
+                    self.storage.create_thread, thread_id=thread_id, resource_id=resource_id
+                )
+        yield from call(
+            self.storage.save_messages, _own(messages), thread_id=thread_id, resource_id=resource_id
         )
 
 

@@ -260,37 +260,33 @@ class VectorUpkeep:
 
     def after_copy(self, copies: Sequence[StoredMessage], source_resource: str) -> None:
         """`_copy` now (a failure warns; the backlog keeps what was not written)."""
-        if self.vector is None:
-            return
-        try:
-            run_sync(self._copy(copies, source_resource))
-        except VectorStoreError as exc:
-            self._warn(exc)
+        run_sync(self._after_copy(copies, source_resource))
 
     async def aafter_copy(self, copies: Sequence[StoredMessage], source_resource: str) -> None:
         """Async `after_copy`."""
+        await run_async(self._after_copy(copies, source_resource))
+
+    def _after_copy(self, copies: Sequence[StoredMessage], source_resource: str) -> Steps[None]:
         if self.vector is None:
             return
         try:
-            await run_async(self._copy(copies, source_resource))
+            yield from self._copy(copies, source_resource)
         except VectorStoreError as exc:
             self._warn(exc)
 
     def after_save(self, stored: Sequence[StoredMessage], *, replace: bool = False) -> None:
         """Embed what was just stored now (a failure warns; the backlog keeps it)."""
-        if self.vector is None:  # keyword mode: the full-text index is kept by storage itself
-            return
-        try:
-            self.index(stored, replace=replace)
-        except VectorStoreError as exc:
-            self._warn(exc)
+        run_sync(self._after_save(stored, replace))
 
     async def aafter_save(self, stored: Sequence[StoredMessage], *, replace: bool = False) -> None:
         """Async `after_save`."""
-        if self.vector is None:
+        await run_async(self._after_save(stored, replace))
+
+    def _after_save(self, stored: Sequence[StoredMessage], replace: bool) -> Steps[None]:
+        if self.vector is None:  # keyword mode: the full-text index is kept by storage itself
             return
         try:
-            await self.aindex(stored, replace=replace)
+            yield from self._index(stored, replace)
         except VectorStoreError as exc:
             self._warn(exc)
 
@@ -302,11 +298,7 @@ class VectorUpkeep:
         resource_id: str | None = None,
     ) -> None:
         """Remove the vectors of deleted messages or a deleted thread (a failure warns)."""
-        self.writer.discard(message_ids, thread_id=thread_id)
-        try:
-            self.forget(message_ids=message_ids, thread_id=thread_id, resource_id=resource_id)
-        except VectorStoreError as exc:
-            logger.warning("semantic recall: vectors of deleted messages not removed (%s)", exc)
+        run_sync(self._after_delete(message_ids, thread_id, resource_id))
 
     async def aafter_delete(
         self,
@@ -316,11 +308,14 @@ class VectorUpkeep:
         resource_id: str | None = None,
     ) -> None:
         """Async `after_delete`."""
+        await run_async(self._after_delete(message_ids, thread_id, resource_id))
+
+    def _after_delete(
+        self, message_ids: Sequence[str], thread_id: str | None, resource_id: str | None
+    ) -> Steps[None]:
         self.writer.discard(message_ids, thread_id=thread_id)
         try:
-            await self.aforget(
-                message_ids=message_ids, thread_id=thread_id, resource_id=resource_id
-            )
+            yield from self._forget(message_ids, thread_id, resource_id)
         except VectorStoreError as exc:
             logger.warning("semantic recall: vectors of deleted messages not removed (%s)", exc)
 

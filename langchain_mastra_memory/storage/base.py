@@ -24,6 +24,7 @@ from ..errors import (
 )
 from ..messages import index_text
 from ..pools import in_io_pool
+from ..twins import Steps, call, run_async, run_sync
 from .blocking import forbid_blocking_calls, guard_subclass, off_loop
 from .records import (
     ImportedThread,
@@ -328,11 +329,19 @@ class ConversationStorage(ABC):
     def ensure_thread(self, *, thread_id: str, resource_id: str) -> Thread:
         """The thread, created for `resource_id` if it does not exist yet (a thread of another
         resource raises `ResourceMismatchError`)."""
-        if (thread := self.get_thread(check_id(thread_id, "thread_id"))) is None:
+        return run_sync(self._ensure_thread(thread_id, resource_id))
+
+    def _ensure_thread(self, thread_id: str, resource_id: str) -> Steps[Thread]:
+        thread = yield from call(self.get_thread, check_id(thread_id, "thread_id"))
+        if thread is None:
             try:
-                return self.create_thread(thread_id=thread_id, resource_id=resource_id)
+                return (
+                    yield from call(
+                        self.create_thread, thread_id=thread_id, resource_id=resource_id
+                    )
+                )
             except ThreadExistsError:  # created by someone else meanwhile
-                thread = self.get_thread(thread_id)
+                thread = yield from call(self.get_thread, thread_id)
         return owned_thread(thread, thread_id=thread_id, resource_id=resource_id)
 
 
@@ -387,12 +396,7 @@ class MemoryStorage(SideRecords, ConversationStorage):
 
     async def aensure_thread(self, *, thread_id: str, resource_id: str) -> Thread:
         """Async `ensure_thread`."""
-        if (thread := await self.aget_thread(check_id(thread_id, "thread_id"))) is None:
-            try:
-                return await self.acreate_thread(thread_id=thread_id, resource_id=resource_id)
-            except ThreadExistsError:
-                thread = await self.aget_thread(thread_id)
-        return owned_thread(thread, thread_id=thread_id, resource_id=resource_id)
+        return await run_async(self._ensure_thread(thread_id, resource_id))
 
     # -- async twins: the sync method in a worker thread, unless a backend overrides them -------
     async def asetup(self) -> None:

@@ -148,14 +148,20 @@ class ThreadQueries:
     ) -> list[BaseMessage]:
         """The messages with these ids, in thread order; unknown ids (and, with `resource_id`,
         another resource's) are left out (Mastra's ``listMessagesById``)."""
-        found = self.storage.get_messages_by_id(list(message_ids), resource_id=resource_id)
-        return [s.message for s in found]
+        return run_sync(self._messages_by_id(message_ids, resource_id))
 
     async def alist_messages_by_id(
         self, message_ids: Sequence[str], *, resource_id: str | None = None
     ) -> list[BaseMessage]:
         """Async `list_messages_by_id`."""
-        found = await self.storage.aget_messages_by_id(list(message_ids), resource_id=resource_id)
+        return await run_async(self._messages_by_id(message_ids, resource_id))
+
+    def _messages_by_id(
+        self, message_ids: Sequence[str], resource_id: str | None
+    ) -> Steps[list[BaseMessage]]:
+        found = yield from call(
+            self.storage.get_messages_by_id, list(message_ids), resource_id=resource_id
+        )
         return [s.message for s in found]
 
     # -- a quiet point ---------------------------------------------------------------------------
@@ -164,14 +170,14 @@ class ThreadQueries:
         and reflections, vectors, and what that work enqueues (Mastra's ``settled``). A job
         that failed does not raise here (its failure was logged; `vector_backlog` says why a
         vector write failed). Call it before closing storage you own."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for _ in range(2):  # the second round joins what the first one's work enqueued
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            self.writes.flush(left)
+        run_sync(self._settled(timeout))
 
     async def asettled(self, timeout: float | None = None) -> None:
         """Async `settled`."""
+        await run_async(self._settled(timeout))
+
+    def _settled(self, timeout: float | None) -> Steps[None]:
         deadline = None if timeout is None else time.monotonic() + timeout
-        for _ in range(2):
+        for _ in range(2):  # the second round joins what the first one's work enqueued
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            await self.writes.aflush(left)
+            yield from call(self.writes.flush, left)
