@@ -33,11 +33,18 @@ IDENTITY_KEY = "langgraph_auth_user_id"  # LangGraph Server's authenticated call
 
 
 def _runtime() -> Any:
+    """The LangGraph runtime of the run this is called in, as ``get_runtime`` reads it (from
+    the run's config), or None: outside a run, or a run without one (read without raising:
+    this is asked a few times a turn)."""
+    from langchain_core.runnables.config import var_child_runnable_config
+
+    if not var_child_runnable_config.get():  # outside a run: what get_runtime raises for
+        return None
     try:
         from langgraph.runtime import get_runtime
 
         return get_runtime()
-    except Exception:  # outside a runnable context, or no runtime in it
+    except Exception:  # no runtime in this run
         return None
 
 
