@@ -41,7 +41,7 @@ def _caption(record: dict[str, Any]) -> str:
 
 def turn_cpu(record: dict[str, Any]) -> plt.Figure:
     """CPU per agent turn, each configuration's p50 (its p95 as the whisker), with its ratio
-    to the bare agent's."""
+    to the bare agent's, and the embedding model's share (hatched) with the ratio without it."""
     kinds = list(record["configurations"])
     values = [record["configurations"][k] for k in kinds]
     figure, axes = plt.subplots(figsize=(8, 2.8))
@@ -49,12 +49,20 @@ def turn_cpu(record: dict[str, Any]) -> plt.Figure:
     errors = [[0 for _ in values], [v["p95_ms"] - v["p50_ms"] for v in values]]
     bars = axes.barh(kinds, p50, xerr=errors, color=[COLORS.get(k, "#777") for k in kinds],
                      capsize=3)  # fmt: skip
+    model = [v.get("model_p50_ms", 0.0) for v in values]  # the embedding model's passes
+    if any(model):
+        axes.barh(kinds, model, color="none", edgecolor="#333", hatch="///", linewidth=0,
+                  label="of it, the embedding model's forward passes")  # fmt: skip
+        axes.legend(loc="upper right", fontsize=7, frameon=False)
     for bar, value in zip(bars, values, strict=True):
         label = f"{value['p50_ms']:.1f} ms  ({value['x_bare']:.1f}× bare)"
+        if value.get("model_p50_ms"):
+            apart = value["apart_from_model_x_bare"]
+            label += f"\nwithout the model: {apart:.1f}× bare"
         y = bar.get_y() + bar.get_height() / 2
         axes.text(max(value["p95_ms"], value["p50_ms"]) + max(p50) * 0.02, y, label, va="center")
     axes.invert_yaxis()
-    axes.set_xlim(0, max(v["p95_ms"] for v in values) * 1.45)
+    axes.set_xlim(0, max(v["p95_ms"] for v in values) * 1.6)
     axes.set_xlabel("CPU ms per turn (p50; whisker: p95)")
     axes.set_title(f"CPU per agent turn: {record['setting']}", loc="left")
     figure.text(0.01, 0.01, _caption(record), fontsize=7, color="#555")
