@@ -174,30 +174,25 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_WHERE])
 
 
-MOVED = {  # old module -> where it lives now (0.2); the old name works for one more release
-    "token_counting": "tokens.counting",
-    "tokenizers": "tokens.tokenizers",
-    "registry_files": "tokens.registry_files",
-    "ids": "threads.ids",
-    "thread": "storage.records",
-    "threads.thread": "storage.records",
-    "storage.contract": "storage.base",
-    "transfer": "threads.transfer",
-    "browse": "browsing",
-    "paging": "browsing",
-    "options": "config.options",
-    "params": "config.params",
-    "call_options": "config.call_options",
-    "state_mirror": "conversation.suffix",
-    "branches": "conversation.branches",
-    "shutdown": "pools",
-}
-# recall and storage split by part (the engine paths the reference documented among them)
-MOVED.update(
-    (old, new)
-    for old, new in (
-        line.split()
-        for line in """
+MOVED = dict(  # old module -> where it lives now (0.2); the old name works for one more release
+    line.split()
+    for line in """
+    token_counting tokens.counting
+    tokenizers tokens.tokenizers
+    registry_files tokens.registry_files
+    ids threads.ids
+    thread storage.records
+    threads.thread storage.records
+    storage.contract storage.base
+    transfer threads.transfer
+    browse browsing
+    paging browsing
+    options config.options
+    params config.params
+    call_options config.call_options
+    state_mirror conversation.suffix
+    branches conversation.branches
+    shutdown pools
     recall.engine recall.engines.base
     wiring memory
     integrations.checkpointer.configs integrations.checkpointer.saver_io
@@ -287,7 +282,6 @@ MOVED.update(
     pools.shutdown pools
     pools.worker pools
     """.strip().splitlines()
-    )
 )
 
 
