@@ -8,6 +8,7 @@ it does not start on 2 cores within 180 s, so the test cannot have one of its ow
 from __future__ import annotations
 
 import contextlib
+import subprocess
 import threading
 import time
 from typing import Any
@@ -24,10 +25,24 @@ pytestmark = pytest.mark.slow
 CONVERSATIONS, TURNS = 3, 12
 
 
+def stop_cleanly(server: Any) -> None:
+    """Stop the server as an operator does: SIGTERM, then its own time to deregister. The
+    wheel's `stop` kills it one second after SIGTERM, before Milvus removes its nodes' sessions
+    from etcd; the next start then waits for the dead node's session ("node not match
+    expectedNodeID=2 actualNodeID=3") and never serves within a minute (seen 1 run in 4)."""
+    process = server.server_proc
+    if process is not None:
+        process.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(30)
+    server.stop()
+
+
 def restart(server: Any, uri: str, *, down: float = 1.0) -> None:
     """Stop the server and start it on its data folder and port again, until it serves (a start
-    can report healthy and never serve, or find its port not yet free: then once more)."""
-    server.stop()
+    can report healthy and serve only once the old sessions expire, or find its port not yet
+    free: then, stopped cleanly, once more)."""
+    stop_cleanly(server)
     time.sleep(down)
     for _attempt in range(4):
         try:
@@ -35,12 +50,12 @@ def restart(server: Any, uri: str, *, down: float = 1.0) -> None:
         except (RuntimeError, TimeoutError):  # its port still held, or slow: a moment later
             time.sleep(2)
             continue
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if milvus_answers(uri):
                 return
             time.sleep(0.5)
-        server.stop()
+        stop_cleanly(server)
         time.sleep(2)
     raise AssertionError("the Milvus server never served again after a restart (4 starts)")
 
