@@ -36,10 +36,12 @@ from ..observational.prompts import OBSERVER_INSTRUCTIONS, transcript, with_inst
 from ..storage.validation import is_count
 from ..tokens.counting import TokenCounter
 from ..tracing import traced
+from ..turn.history import Take, newest_first
 from ..twins import Steps, call, run_async, run_sync
 
 if TYPE_CHECKING:
     from ..storage.base import MemoryStorage
+    from ..storage.records import StoredMessage
     from ..turn.writes import MemoryWrites
 
 PAGE = 100  # messages read at a time, newest first
@@ -119,28 +121,20 @@ class ThreadQueries:
     ) -> Steps[list[Any]]:
         """The newest stored messages within `last` and `budget` tokens (the newest always),
         oldest first; the thread must exist (and be `resource_id`'s when given)."""
-        counter, tokens, offset = TokenCounter(), 0.0, 0
-        kept: list[Any] = []
         thread = yield from call(self.storage.get_thread, thread_id)
         if thread is None:
             raise ThreadNotFoundError(f"no thread {thread_id!r}")
-        while True:
-            page, total = yield from call(
-                self.storage.page_messages,
-                thread_id,
-                resource_id=resource_id,
-                limit=PAGE,
-                offset=offset,
-                descending=True,
-            )
-            for stored in page:
-                tokens += counter.count(stored.message)
-                if kept and (tokens > budget or (last is not None and len(kept) >= last)):
-                    return kept[::-1]
-                kept.append(stored)
-            offset += len(page)
-            if not page or offset >= total:
-                return kept[::-1]
+        counter, tokens, kept = TokenCounter(), 0.0, 0
+
+        def take(stored: StoredMessage) -> Take:
+            nonlocal tokens, kept
+            tokens += counter.count(stored.message)
+            if kept and (tokens > budget or (last is not None and kept >= last)):
+                return Take.STOP
+            kept += 1
+            return Take.KEEP
+
+        return (yield from newest_first(self.storage, thread_id, resource_id, take, page=PAGE))
 
     # -- by id -----------------------------------------------------------------------------------
     def list_messages_by_id(

@@ -45,8 +45,9 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
+from enum import Enum
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -55,6 +56,7 @@ from ..config.options import MessageTokens as MessageTokens
 from ..errors import ThreadNotFoundError
 from ..messages import ids_of, tool_call_ids
 from ..storage.base import MemoryStorage
+from ..storage.records import StoredMessage
 from ..tokens.counting import TOKENS_PER_CONVERSATION
 from ..twins import Steps, call
 
@@ -193,7 +195,51 @@ def boundary_metadata(dropped: Sequence[BaseMessage]) -> dict[str, Any] | None:
     return None if last is None else {BOUNDARY_KEY: {"message_id": last}}
 
 
-PAGE = 64  # stored messages read at a time, newest first, while looking for the boundary
+PAGE = 64  # stored messages read at a time, newest first
+
+
+class Take(Enum):
+    """What a `newest_first` reader does with the message it is shown."""
+
+    KEEP = "keep"  # keep it, read on
+    SKIP = "skip"  # leave it out, read on
+    LAST = "last"  # keep it, read no further
+    STOP = "stop"  # leave it out, read no further
+
+
+def newest_first(
+    storage: Any,
+    thread_id: str,
+    resource_id: str | None,
+    take: Callable[[StoredMessage], Take],
+    *,
+    page: int = PAGE,
+) -> Steps[list[StoredMessage]]:
+    """A thread's stored messages read newest first, `page` at a time, each shown to `take`
+    until it says stop or the thread ends: the kept ones, oldest first (the one paging loop
+    behind a budgeted history and a thread's summary)."""
+    kept: list[StoredMessage] = []
+    offset = 0
+    while True:
+        found, total = yield from call(
+            storage.page_messages,
+            thread_id,
+            resource_id=resource_id,
+            limit=page,
+            offset=offset,
+            descending=True,
+        )
+        for stored in found:
+            verdict = take(stored)
+            if verdict is Take.STOP:
+                return kept[::-1]
+            if verdict is not Take.SKIP:
+                kept.append(stored)
+            if verdict is Take.LAST:
+                return kept[::-1]
+        offset += len(found)
+        if not found or offset >= total:
+            return kept[::-1]
 
 
 class BudgetedHistory:
@@ -236,30 +282,21 @@ class BudgetedHistory:
         the budget holds (anything older could not be shown)."""
         boundary = yield from self.boundary(thread_id)
         skip = set(ids_of(current))
-        counter, tokens, offset = self.budget.counter, 0.0, 0
-        collected: list[BaseMessage] = []
-        while True:
-            page, total = yield from call(
-                self.storage.page_messages,
-                thread_id,
-                resource_id=resource_id,
-                limit=PAGE,
-                offset=offset,
-                descending=True,
-            )
-            for stored in page:
-                message = stored.message
-                if message.id == boundary:
-                    return collected[::-1]
-                if message.id in skip:
-                    continue
-                collected.append(message)
-                tokens += counter.count(message)
-                if (cap is not None and len(collected) >= cap) or tokens > self.budget.max_tokens:
-                    return collected[::-1]
-            offset += len(page)
-            if not page or offset >= total:
-                return collected[::-1]
+        counter, tokens, kept = self.budget.counter, 0.0, 0
+
+        def take(stored: StoredMessage) -> Take:
+            nonlocal tokens, kept
+            if stored.message.id == boundary:
+                return Take.STOP
+            if stored.message.id in skip:
+                return Take.SKIP
+            tokens += counter.count(stored.message)
+            kept += 1
+            full = (cap is not None and kept >= cap) or tokens > self.budget.max_tokens
+            return Take.LAST if full else Take.KEEP
+
+        found = yield from newest_first(self.storage, thread_id, resource_id, take)
+        return [stored.message for stored in found]
 
     def fitted(
         self,

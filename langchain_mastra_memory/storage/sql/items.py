@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from ..base import MemoryStorage
 from ..records import ItemWrite, Namespace, StoredItem, from_iso, now_utc
+from .statements import SQLRoom
 
 _COLUMNS = "namespace, key, value, vectors, created_at, updated_at, ttl_minutes"
 _LIVE = "(expires_at IS NULL OR expires_at > ?)"
@@ -44,15 +44,8 @@ def _prefix_condition(prefix: Namespace) -> tuple[str, list[Any]]:
     return "(namespace = ? OR (namespace >= ? AND namespace < ?))", [head, head + ".", head + "/"]
 
 
-class ItemTable(MemoryStorage):
-    """The item algorithms, a layer of `SQLStorage` (which provides `_transaction`, `_run`,
-    `_time` and `dialect`)."""
-
-    _transaction: Any
-    _retried: Any
-    _run: Any
-    _time: Any
-    dialect: Any
+class ItemTable(SQLRoom):
+    """The item algorithms: a room of `SQLStorage` (see `SQLRoom`)."""
 
     def _item(self, row: Sequence[Any]) -> StoredItem:
         namespace, key, value, vectors, created_at, updated_at, _ttl = row

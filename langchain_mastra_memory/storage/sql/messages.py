@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.messages import ToolMessage
 
@@ -200,7 +200,7 @@ class MessageTable(SQLRoom):
         check_optional_id(resource_id, "resource_id")
         with self._transaction(write=False) as conn:
             self._check_thread(conn, thread_id, resource_id)
-            return cast("list[StoredMessage]", self._thread_messages(conn, thread_id, last))
+            return self._thread_messages(conn, thread_id, last)
 
     def page_messages(
         self,

@@ -54,7 +54,6 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from ..base import MemoryStorage
 from ..records import (
     MESSAGE_COLUMNS,
     ObservationArchive,
@@ -64,6 +63,7 @@ from ..records import (
     now_utc,
 )
 from ..validation import check_id
+from .statements import SQLRoom
 
 GROUP_COLUMNS = (
     "id, scope_key, resource_id, kind, text, current_task, message_ids, replaces, "
@@ -71,15 +71,9 @@ GROUP_COLUMNS = (
 )
 
 
-class ObservationTable(MemoryStorage):
+class ObservationTable(SQLRoom):
     """The log, its history, its archives and the extracted values: a room of `SQLStorage`
-    (see the module docstring)."""
-
-    _transaction: Any
-    _run: Any
-    _time: Any
-    _stored: Any
-    dialect: Any
+    (see the module docstring and `SQLRoom`)."""
 
     def _group(self, row: Sequence[Any]) -> ObservationGroup:
         (group_id, key, resource_id, kind, text, task, ids, replaces, tokens, at, by) = row[:11]

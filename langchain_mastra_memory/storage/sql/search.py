@@ -4,7 +4,7 @@ backlog."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 from ..records import (
     MESSAGE_COLUMNS,
@@ -94,11 +94,9 @@ class SearchTable(SQLRoom):
         array where the engine has them (`lateral_window_sql`)."""
         if self.dialect.lateral_windows:
             params: list[Any] = [ids, resource_id, before, after]
-            return cast(
-                "list[Any]", self._run(conn, lateral_window_sql(columns), params).fetchall()
-            )
+            return self._run(conn, lateral_window_sql(columns), params).fetchall()
         params = [p for i in ids for p in (i, resource_id, before, i, resource_id, after)]
-        return cast("list[Any]", self._run(conn, window_sql(len(ids), columns), params).fetchall())
+        return self._run(conn, window_sql(len(ids), columns), params).fetchall()
 
     def message_windows(
         self, message_ids: Sequence[str], *, before: int, after: int, resource_id: str

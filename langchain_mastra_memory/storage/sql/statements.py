@@ -1,14 +1,35 @@
-"""The SQL statements the storage rooms share (written with ``?`` placeholders; a `Dialect`
-translates them), and `TextMatch`, what a backend's full-text search returns."""
+"""How `SQLStorage`'s rooms run their statements: the statements more than one room writes
+(with ``?`` placeholders), the `Dialect` that translates them for an engine, `TextMatch` (what
+a backend's full-text search returns) and `SQLRoom`, the base every room stands on (the
+transactions and their retries, the statement runner, the row helpers rooms share), typed, so a
+room reaches nothing of the whole that is not declared here."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, NamedTuple, Protocol
+from abc import abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import lru_cache
+from typing import Any, NamedTuple, Protocol, TypeVar
 
-from ...errors import ResourceMismatchError, ThreadNotFoundError
+from ...errors import ResourceMismatchError, StorageError, ThreadExistsError, ThreadNotFoundError
+from ...messages import message_from_json
 from ..base import MemoryStorage
-from ..records import MESSAGE_COLUMNS
+from ..records import (
+    MESSAGE_COLUMNS,
+    MessageRow,
+    StoredMessage,
+    Thread,
+    call_ids_column,
+    from_iso,
+    now_utc,
+    stored_message,
+    thread_from_row,
+)
+
+T = TypeVar("T")
 
 SCHEMA_TABLE = "memory_schema"  # one row: the number of migrations applied
 NEW_THREAD_COLUMNS = "id, resource_id, title, metadata, created_at, updated_at"
@@ -139,6 +160,40 @@ EXTRACTED_VALUES_TABLE = """
 """
 
 
+@dataclass(frozen=True)
+class Dialect:
+    """What differs between SQL engines, and nothing else."""
+
+    placeholder: str = "?"
+    row_lock: str = ""  # appended to a SELECT that must lock its rows until commit
+    json_cast: str = ""  # appended to a placeholder bound to a JSON column
+    id_chunk: int | None = 500  # ids per IN (...) list; None: bind one array with = ANY(?)
+    lateral_windows: bool = False  # neighbour windows as one array-bound LATERAL statement
+    one_statement_lists: bool = False  # a thread and its checkpoint list read as one row of arrays
+    no_limit: Any = -1  # the LIMIT value meaning "no limit"
+    metadata_equals: str = "json_extract(metadata, ?) IS json_extract(?, '$')"
+    metadata_key: Callable[[str], str] = field(default=lambda key: f'$."{key}"')
+    to_db_time: Callable[[datetime], Any] = field(default=lambda moment: moment)
+
+    def sql(self, statement: str) -> str:
+        """`statement` with this engine's placeholders."""
+        return _translate(statement, self.placeholder)
+
+    def ids_in(self, column: str, ids: Sequence[str]) -> Iterator[tuple[str, list[Any]]]:
+        """``column`` matches one of `ids`, as (condition, params) pieces covering all ids."""
+        if self.id_chunk is None:
+            yield f"{column} = ANY(?)", [list(ids)]
+            return
+        for start in range(0, len(ids), self.id_chunk):
+            chunk = list(ids[start : start + self.id_chunk])
+            yield f"{column} IN ({', '.join('?' * len(chunk))})", chunk
+
+
+@lru_cache(maxsize=512)
+def _translate(statement: str, placeholder: str) -> str:
+    return statement if placeholder == "?" else statement.replace("?", placeholder)
+
+
 class TextMatch(NamedTuple):
     """A dialect's full-text search: ``statement`` is ``SELECT m.id, m.thread_id, <score> AS
     score FROM ... WHERE <match>`` over messages aliased ``m`` (higher scores better) taking
@@ -162,27 +217,193 @@ class Connection(Protocol):
 
 
 class SQLRoom(MemoryStorage):
-    """What a room of `SQLStorage` (threads, messages, search, working memory) uses of the
-    whole: `SQLStorage` provides the transactions, the statement runner, the dialect and the
-    shared row helpers; the observation log and the items provide theirs."""
+    """What every room of `SQLStorage` (threads, messages, search, working memory, the
+    observation log, items, checkpoint lists, retention) stands on: the dialect, the
+    transactions and their retries, the statement runner and the row helpers more than one
+    room reads. A backend provides `dialect`, `_transaction` and `_text_match`; the observation
+    log provides the three hooks the threads room calls when a thread is cloned, given away or
+    deleted."""
 
-    _transaction: Any
-    _retried: Any
-    _run: Any
-    _time: Any
-    _owned_thread: Any
-    _check_thread: Any
-    _insert_thread: Any
-    _stored: Any
-    _thread_messages: Any
-    _existing: Any
-    _update_row: Any
-    _known_calls: Any
-    _text_match: Any
-    _copy_observations: Any
-    _forget_observed: Any
-    _delete_observations: Any
-    dialect: Any
+    dialect: Dialect
+
+    @abstractmethod
+    def _transaction(
+        self, *, write: bool, atomic: bool = True
+    ) -> AbstractContextManager[Connection]:
+        """One transaction on a connection (``atomic=False``: a write whose statements may
+        stand each on its own, which an engine may run without a transaction block)."""
+
+    @abstractmethod
+    def _text_match(
+        self, query: str, conn: Connection, resource_id: str, *, pool: int
+    ) -> TextMatch | None:
+        """The engine's full-text search for `resource_id` (None when the query has no
+        words); see `TextMatch`. `pool`: how many of the best matches the engine may rank
+        alone before the caller's filters."""
+
+    # -- plumbing ------------------------------------------------------------------------------
+    # When a whole transaction may be run again: the engine's transient failure (a deadlock
+    # victim in PostgreSQL; a schema another connection changed under a SQLite reader), how
+    # many attempts, and the random back-off between them (seconds). None: never again.
+    _transient: Callable[[BaseException], bool] | None = None
+    _attempts = 1
+    _backoff = (0.005, 0.02)
+
+    def _retried(self, transaction: Callable[[], T], what: str) -> T:
+        """Run a whole `transaction` (a function opening its own), again while it fails for
+        the engine's `_transient` reason; then `_gave_up` says so."""
+        transient = self._transient
+        if transient is None:
+            return transaction()
+        from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random
+
+        retrying = Retrying(
+            retry=retry_if_exception(transient),
+            stop=stop_after_attempt(self._attempts),
+            wait=wait_random(*self._backoff),
+            reraise=True,
+        )
+        try:
+            return retrying(transaction)
+        except StorageError as exc:
+            if not transient(exc):
+                raise
+            raise self._gave_up(exc, what) from exc
+
+    def _gave_up(self, exc: StorageError, what: str) -> StorageError:
+        """The error after the last attempt (by default, that attempt's own)."""
+        return exc
+
+    def _run(self, conn: Connection, statement: str, params: Sequence[Any] = ()) -> Cursor:
+        return conn.execute(self.dialect.sql(statement), params)
+
+    def _time(self, moment: datetime) -> Any:
+        return self.dialect.to_db_time(moment)
+
+    def _owned_thread(
+        self, conn: Connection, thread_id: str, resource_id: str | None, *, lock: bool = False
+    ) -> Thread:
+        row = self._thread_row(conn, THREAD_COLUMNS, thread_id, lock=lock)
+        check_thread_owner(thread_id, resource_id, row and row[1])
+        return thread_from_row(row)
+
+    def _check_thread(
+        self, conn: Connection, thread_id: str, resource_id: str | None, *, lock: bool = False
+    ) -> None:
+        """`_owned_thread` for a caller that only needs the check (no thread built)."""
+        row = self._thread_row(conn, "resource_id", thread_id, lock=lock)
+        check_thread_owner(thread_id, resource_id, row and row[0])
+
+    def _thread_row(self, conn: Connection, columns: str, thread_id: str, *, lock: bool) -> Any:
+        """The thread's `columns` (locked for the transaction with `lock`), or None."""
+        statement = f"SELECT {columns} FROM memory_threads WHERE id = ?"
+        lock_clause = self.dialect.row_lock if lock else ""
+        return self._run(conn, statement + lock_clause, (thread_id,)).fetchone()
+
+    def _insert_thread(
+        self,
+        conn: Connection,
+        thread_id: str,
+        resource_id: str,
+        title: str | None,
+        metadata_json: str,
+        *,
+        created_at: datetime | None = None,
+    ) -> Thread:
+        now = self._time(now_utc())
+        made = self._time(created_at) if created_at is not None else now
+        self._run(conn, INSERT_RESOURCE, (resource_id, now, now))
+        inserted = self._run(
+            conn,
+            f"INSERT INTO memory_threads ({NEW_THREAD_COLUMNS}) "
+            f"VALUES (?, ?, ?, ?{self.dialect.json_cast}, ?, ?) "
+            "ON CONFLICT (id) DO NOTHING RETURNING id",
+            (thread_id, resource_id, title, metadata_json, made, now),
+        ).fetchone()
+        if inserted is None:
+            raise ThreadExistsError(f"a thread {thread_id!r} already exists")
+        return self._owned_thread(conn, thread_id, None)
+
+    @staticmethod
+    def _stored(row: Sequence[Any]) -> StoredMessage:
+        _id, thread_id, resource_id, content, created_at, tokens = row
+        return stored_message(
+            message_from_json(content), thread_id, resource_id, created_at, tokens
+        )
+
+    def _thread_messages(
+        self, conn: Connection, thread_id: str, last: int | None
+    ) -> list[StoredMessage]:
+        if last is None:
+            statement = (
+                f"SELECT {MESSAGE_COLUMNS} FROM memory_messages WHERE thread_id = ? "
+                "ORDER BY created_at, seq"
+            )
+            params: tuple[Any, ...] = (thread_id,)
+        else:
+            statement = (
+                f"SELECT {MESSAGE_COLUMNS} FROM (SELECT {MESSAGE_COLUMNS}, seq "
+                "FROM memory_messages WHERE thread_id = ? "
+                "ORDER BY created_at DESC, seq DESC LIMIT ?) AS newest ORDER BY created_at, seq"
+            )
+            params = (thread_id, last)
+        return [self._stored(row) for row in self._run(conn, statement, params).fetchall()]
+
+    def _existing(
+        self, conn: Connection, ids: Sequence[str]
+    ) -> dict[str, tuple[str, str, datetime]]:
+        """Stored ids among `ids`, with their thread, resource and creation time."""
+        found: dict[str, tuple[str, str, datetime]] = {}
+        for condition, params in self.dialect.ids_in("id", ids):
+            rows = self._run(
+                conn,
+                f"SELECT id, thread_id, resource_id, created_at FROM memory_messages "
+                f"WHERE {condition}",
+                params,
+            ).fetchall()
+            for id_, thread_id, resource_id, created_at in rows:
+                found[id_] = (thread_id, resource_id, from_iso(created_at))
+        return found
+
+    def _update_row(self, conn: Connection, row: MessageRow) -> None:
+        self._run(
+            conn,
+            UPDATE_MESSAGE,
+            (
+                row.role,
+                row.type,
+                row.content,
+                row.text,
+                call_ids_column(row),
+                row.token_count,
+                False,
+                row.id,
+            ),
+        )
+
+    def _known_calls(self, conn: Connection, thread_id: str) -> list[str]:
+        rows = self._run(
+            conn,
+            "SELECT tool_call_ids FROM memory_messages "
+            "WHERE thread_id = ? AND tool_call_ids IS NOT NULL",
+            (thread_id,),
+        ).fetchall()
+        return [call_id for (ids,) in rows for call_id in ids.split(" ")]
+
+    # -- the observation log's part in a thread's clone, transfer and deletion -----------------
+    @abstractmethod
+    def _copy_observations(
+        self, conn: Connection, source: str, target: str, copies: dict[str, tuple[str, int, int]]
+    ) -> None:
+        """Carry scope `source`'s log of the copied messages to the clone's scope `target`."""
+
+    @abstractmethod
+    def _forget_observed(self, conn: Connection, key: str, message_ids: Sequence[str]) -> int:
+        """Unlearn `message_ids` from scope `key`'s log; the groups removed."""
+
+    @abstractmethod
+    def _delete_observations(self, conn: Connection, key: str) -> None:
+        """Forget scope `key`'s log and state."""
 
 
 def check_thread_owner(thread_id: str, resource_id: str | None, owner: str | None) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any
 
 from ...errors import (
     ConfigurationError,
@@ -58,9 +58,7 @@ class ThreadTable(SQLRoom):
         check_title(title)
         metadata_json = dumps_metadata(metadata)
         with self._transaction(write=True) as conn:
-            return cast(
-                "Thread", self._insert_thread(conn, thread_id, resource_id, title, metadata_json)
-            )
+            return self._insert_thread(conn, thread_id, resource_id, title, metadata_json)
 
     def get_thread(self, thread_id: str) -> Thread | None:
         check_id(thread_id, "thread_id")
@@ -197,7 +195,7 @@ class ThreadTable(SQLRoom):
                     "UPDATE memory_threads SET archived_at = ? WHERE id = ?",
                     (moment, thread_id),
                 )
-            return cast("Thread", self._owned_thread(conn, thread_id, None))
+            return self._owned_thread(conn, thread_id, None)
 
     def update_thread(
         self,
@@ -222,7 +220,7 @@ class ThreadTable(SQLRoom):
                 "updated_at = ? WHERE id = ?",
                 (new_title, dumps_metadata(merged), self._time(now_utc()), thread_id),
             )
-            return cast("Thread", self._owned_thread(conn, thread_id, None))
+            return self._owned_thread(conn, thread_id, None)
 
     def delete_thread(self, thread_id: str, *, resource_id: str | None = None) -> bool:
         check_id(thread_id, "thread_id")
