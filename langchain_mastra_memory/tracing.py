@@ -30,9 +30,11 @@ import logging
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
+from langchain_core.callbacks.base import BaseCallbackManager
+from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import (
     ensure_config,
     get_async_callback_manager_for_config,
@@ -147,6 +149,15 @@ def _listened(callbacks: Any) -> bool:
     )
 
 
+def unheard(config: RunnableConfig) -> bool:
+    """Whether `config` is a run's that nobody listens to: its callbacks are a manager LangChain
+    configured (so the environment's tracers would have joined it) with no handler. A runnable
+    of memory's called inside such a run skips LangChain's child-run setup; called on its own
+    (no manager yet) it goes through LangChain, which may add the environment's tracers."""
+    callbacks = config.get("callbacks")
+    return isinstance(callbacks, BaseCallbackManager) and not _listened(callbacks)
+
+
 def traced(
     step: Call[T] | Both[Any, Any] | Steps[T],
     name: str,
@@ -189,29 +200,37 @@ async def _aquietly(awaitable: Any) -> Any:
 
 
 # -- OpenTelemetry ---------------------------------------------------------------------------------
+@lru_cache(maxsize=1)
 def _tracer() -> Any:
-    """The OpenTelemetry tracer, when the API is installed and a provider is configured."""
+    """Memory's OpenTelemetry tracer when the API is installed (else None): a proxy that
+    reaches whichever provider is configured, now or later (a provider named by
+    ``OTEL_PYTHON_TRACER_PROVIDER`` is loaded here, as `get_tracer_provider` loads it)."""
     try:
         from opentelemetry import trace
     except ImportError:  # the optional extra is not installed
         return None
-    provider = trace.get_tracer_provider()
-    if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
-        return None
-    return provider.get_tracer("langchain_mastra_memory")
+    trace.get_tracer_provider()
+    return trace.get_tracer("langchain_mastra_memory")
 
 
 @contextmanager
 def _span(step: Traced[Any]) -> Iterator[Any]:
+    """The step's span, current while it runs, when a provider records it (else None: with
+    no provider configured the proxy's span is a no-op one, and nothing is attached)."""
     tracer = _tracer()
-    if tracer is None:
+    span = None if tracer is None else tracer.start_span(f"memory.{step.name}")
+    if span is None or not span.is_recording():
         yield None
         return
-    attributes = {
-        **{k: v for k, v in step.attributes.items() if v is not None},
-        **{f"langchain_mastra_memory.{k}": v for k, v in step.metadata.items() if _scalar(v)},
-    }
-    with tracer.start_as_current_span(f"memory.{step.name}", attributes=attributes) as span:
+    from opentelemetry import trace
+
+    span.set_attributes(
+        {
+            **{k: v for k, v in step.attributes.items() if v is not None},
+            **{f"langchain_mastra_memory.{k}": v for k, v in step.metadata.items() if _scalar(v)},
+        }
+    )
+    with trace.use_span(span, end_on_exit=True):
         yield span
 
 
@@ -291,7 +310,7 @@ def detached_context() -> Any:
     keeps runs under their parents would drop a child of an ended run)."""
     import contextvars
 
-    from langchain_core.runnables.config import RunnableConfig, var_child_runnable_config
+    from langchain_core.runnables.config import var_child_runnable_config
 
     config = ensure_config()
     callbacks: Any = config.get("callbacks")

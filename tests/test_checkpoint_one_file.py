@@ -182,3 +182,37 @@ def test_concurrent_turns_and_memory_writes_never_deadlock_or_lose_a_message(
         assert len(state) == 16
         assert [m.id for m in memory.get_messages(thread_id=f"t{n}")] == state
     assert len(memory.get_messages(thread_id="notes")) == 20
+
+
+async def test_an_awaited_read_or_write_of_the_checkpointer_is_one_trip_to_the_io_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over the default saver every step is SQLite on memory's I/O threads: an awaited
+    ``aget_tuple``, ``aput`` or ``aput_writes`` runs its whole algorithm in one trip there
+    (not one a step), with the same result as the sync call."""
+    from langchain_mastra_memory import pools
+
+    memory = Memory(storage=SQLiteStorage(tmp_path / "m.db"))
+    checkpointer = memory.checkpointer()
+    app = echo_graph(checkpointer)
+    await app.ainvoke({"messages": [HumanMessage("one")]}, ALICE)
+    trips: list[str] = []
+    real = pools.run_in
+
+    async def counted(pool, func, *args, **kwargs):
+        trips.append(getattr(func, "__name__", repr(func)))
+        return await real(pool, func, *args, **kwargs)
+
+    monkeypatch.setattr(pools, "run_in", counted)
+    found = await checkpointer.aget_tuple(ALICE)
+    assert trips == ["run_sync"]
+    assert found is not None
+    assert found.checkpoint["id"] == checkpointer.get_tuple(ALICE).checkpoint["id"]
+    assert [m.content for m in found.checkpoint["channel_values"]["messages"]] == [
+        "one",
+        "echo: one",
+    ]
+    trips.clear()
+    await app.ainvoke({"messages": [HumanMessage("two")]}, ALICE)
+    assert trips and set(trips) == {"run_sync"}  # each put, write and read: one trip
+    assert contents(memory) == ["one", "echo: one", "two", "echo: two"]

@@ -235,3 +235,25 @@ def test_a_store_search_in_a_node_is_a_retriever_run(tmp_path: Path) -> None:
     assert run.run_type == "retriever" and run.metadata["namespace"] == "alice/notes"
     assert "peanuts" in run.outputs["documents"][0].page_content
     assert "vegetarian" not in json.dumps([r.model_dump() for r in tracer.runs()], default=str)
+
+
+OTEL_LATE = OTEL.replace("trace.set_tracer_provider(provider)\n", "").replace(
+    "memory = memory_with_history(Path(sys.argv[1]))\n",
+    "memory = memory_with_history(Path(sys.argv[1]))\n"
+    "memory.context([HumanMessage('hello')], thread_id='alice-early', resource_id='alice')\n"
+    "assert not exporter.get_finished_spans()\n"
+    "trace.set_tracer_provider(provider)\n",
+)
+
+
+def test_a_provider_configured_after_memory_first_traced_still_gets_the_spans(
+    tmp_path: Path,
+) -> None:
+    """Memory keeps one proxy tracer (no provider lookup per step): a provider set later, as an
+    app's startup may do after building memory, receives the spans from then on."""
+    done = subprocess.run(
+        [sys.executable, "-c", OTEL_LATE, str(tmp_path / "m.db"), str(Path(__file__).parent)],
+        capture_output=True, text=True, timeout=300, check=True,
+    )  # fmt: skip
+    spans = {s["name"] for s in json.loads(done.stdout.strip().splitlines()[-1])}
+    assert {"memory.memory", "memory.working_memory", "memory.recall"} <= spans

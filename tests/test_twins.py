@@ -279,7 +279,10 @@ async def test_a_held_save_leaves_what_follows_to_the_caller_sync_and_async() ->
 # Async methods written by hand (more than one statement, not one line over `run_async` or a
 # pool): each says why it is not a step over its sync twin's algorithm (issue 95).
 SAVER = "awaits the wrapped saver's own async method (or its sync one on memory's I/O threads)"
-RUNNABLE = "LangChain's async Runnable entry (`_acall_with_config`), around a step-written body"
+RUNNABLE = (
+    "LangChain's async Runnable entry (`_acall_with_config`, skipped inside a run nobody listens"
+    " to: `tracing.unheard`), around a step-written body"
+)
 WAITS = "awaits an event or a future: no thread is held while it waits, which a step cannot do"
 HAND_WRITTEN = {
     "MemoryCheckpointer.aget_delta_channel_history": SAVER,

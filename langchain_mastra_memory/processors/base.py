@@ -7,10 +7,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 
 from ..messages import MessageList, ensure_messages, ensure_sequence
 from ..pools import in_io_pool
+from ..tracing import unheard
 
 Messages = Sequence[BaseMessage]
 
@@ -67,8 +68,12 @@ class MemoryProcessor(Runnable[Sequence[BaseMessage], list[BaseMessage]]):
     def invoke(
         self, input: Sequence[BaseMessage], config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[BaseMessage]:
-        """Validate the messages and run `process` with callbacks and tracing."""
+        """Validate the messages and run `process` with callbacks and tracing (as a child run,
+        unless it runs inside a run no handler listens to: `unheard`)."""
         messages = self._checked(input)
+        config = ensure_config(config)
+        if unheard(config):
+            return self.process(messages, config=config, **kwargs)
         return self._call_with_config(
             lambda msgs, config: self.process(msgs, config=config, **kwargs),
             messages,
@@ -80,6 +85,9 @@ class MemoryProcessor(Runnable[Sequence[BaseMessage], list[BaseMessage]]):
     ) -> list[BaseMessage]:
         """Async `invoke`."""
         messages = self._checked(input)
+        config = ensure_config(config)
+        if unheard(config):
+            return await self.aprocess(messages, config=config, **kwargs)
 
         async def run(msgs: list[BaseMessage], config: RunnableConfig) -> list[BaseMessage]:
             return await self.aprocess(msgs, config=config, **kwargs)

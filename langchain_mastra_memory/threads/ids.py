@@ -19,10 +19,12 @@ cannot claim another user's memory by passing ``resource_id``. Otherwise the own
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import var_child_runnable_config
 
 from ..errors import ConfigurationError, ResourceMismatchError
 from ..storage.records import Thread
@@ -36,16 +38,19 @@ def _runtime() -> Any:
     """The LangGraph runtime of the run this is called in, as ``get_runtime`` reads it (from
     the run's config), or None: outside a run, or a run without one (read without raising:
     this is asked a few times a turn)."""
-    from langchain_core.runnables.config import var_child_runnable_config
-
     if not var_child_runnable_config.get():  # outside a run: what get_runtime raises for
         return None
     try:
-        from langgraph.runtime import get_runtime
-
-        return get_runtime()
+        return _get_runtime()()
     except Exception:  # no runtime in this run
         return None
+
+
+@lru_cache(maxsize=1)
+def _get_runtime() -> Callable[[], Any]:
+    from langgraph.runtime import get_runtime  # (imported once, when first asked)
+
+    return get_runtime
 
 
 def runtime_context() -> Any:
