@@ -81,6 +81,13 @@ class VectorStoreError(MastraMemoryError):
     """The vector store cannot be used (unreachable, or a collection of another dimension)."""
 
 
+class EmbedderChangedError(ConfigurationError):
+    """Recall refused: the vector index this memory's embedder names holds none of what storage
+    says was embedded (another model or precision built it, or the store was emptied); a search
+    would miss everything the other index holds. `Memory.backfill_embeddings()` or the CLI's
+    ``reindex`` embeds them into this one."""
+
+
 class TripWire(MastraMemoryError):
     """A processor refused to go on (Mastra's TripWire); `metadata` says why, in numbers.
 

@@ -15,6 +15,7 @@ EXPECTED = [
     "CachedEmbeddings",
     "ChromaVectorStore",
     "ConfigurationError",
+    "EmbedderChangedError",
     "EncodingNotAvailableError",
     "Extracted",
     "Extractor",

@@ -253,6 +253,7 @@ class RecallIndex:
             thread_id=thread_id,
             **among,
         )
+        yield from self.upkeep.check_searched(name)
         hits = best_piece_per_message(pieces)
         if opts.threshold is not None:
             hits = [h for h in hits if h.score >= opts.threshold]

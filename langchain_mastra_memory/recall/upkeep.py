@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from ..errors import ConfigurationError, VectorStoreError
+from ..errors import ConfigurationError, EmbedderChangedError, VectorStoreError
 from ..messages import embedding_pieces, mastra_role
 from ..storage.base import MemoryStorage
 from ..storage.records import StoredMessage, stored_ids
@@ -70,6 +70,7 @@ class VectorUpkeep:
         check_same_space(vector, embedder)
         self.embedder = CachedEmbeddings(embedder) if embedder is not None else None
         self._index_name: str | None = self.options.index_name
+        self._checked = False  # the index holds what storage embedded (`check_searched`)
         self.flush_timeout = FLUSH_TIMEOUT
         self.writer = BacklogWriter(self)
 
@@ -86,6 +87,33 @@ class VectorUpkeep:
             dimension = len((yield from call(self.embedder.embed_query, "dimension")))
             self._index_name = index_name_for(model_id(self.embedder), dimension)
         return self._index_name
+
+    def check_searched(self, name: str) -> Steps[None]:
+        """After a search of index `name` (which brings an engine's older layout up to date),
+        once a process: the index holds what storage says was embedded (its oldest such
+        message). An index another embedder built (the name carries the model, its precision
+        and the dimension), or one since emptied, is `EmbedderChangedError`: never a silent
+        search of the wrong space. Writes and deletes go on meanwhile (they touch only this
+        embedder's own index). A store that cannot look vectors up by id is not checked."""
+        if self._checked or self.vector is None:
+            return
+        oldest = yield from call(self.storage.embedded_ids, after=0, limit=1)
+        if oldest:
+            _seq, message_id, owner = oldest[0]
+            try:
+                found = yield from call(self.vector.present, name, owner, [message_id])
+            except VectorStoreError:  # (a LangChain store without get_by_ids)
+                found = {message_id}
+            if message_id not in found:
+                msg = (
+                    f"the vector index {name!r} holds none of the messages this storage "
+                    f"embedded (message {message_id!r} of resource {owner!r} is not in it): "
+                    "they were embedded by another embedder (another model, precision or "
+                    "dimension) or into a store since emptied. Embed them into this index "
+                    "with memory.backfill_embeddings() or `langchain-mastra-memory reindex`"
+                )
+                raise EmbedderChangedError(msg)
+        self._checked = True
 
     def index_name(self) -> str:
         """The vector collection in use (derived from the embedder's model and dimension)."""
@@ -192,7 +220,9 @@ class VectorUpkeep:
                 missing = set(ids) - self.vector.present(name, owner, ids)
                 if missing:
                     self.storage.mark_embedded(sorted(missing), embedded=False)
-        return self.backfill(limit=100 if progress else 500, progress=progress)
+        written = self.backfill(limit=100 if progress else 500, progress=progress)
+        self._checked = False  # (checked again at the next search)
+        return written
 
     def _forget(
         self, message_ids: Sequence[str], thread_id: str | None, resource_id: str | None

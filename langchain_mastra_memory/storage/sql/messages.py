@@ -24,7 +24,6 @@ from ..records import (
     ImportedThread,
     MessageRow,
     StoredMessage,
-    call_ids_column,
     check_conflicts,
     check_owners,
     dumps_metadata,
@@ -51,6 +50,7 @@ from .statements import (
     Connection,
     SQLRoom,
     check_thread_owner,
+    row_values,
 )
 
 
@@ -114,12 +114,7 @@ class MessageTable(SQLRoom):
                         row.id,
                         thread_id,
                         resource_id,
-                        row.role,
-                        row.type,
-                        row.content,
-                        row.text,
-                        call_ids_column(row),
-                        row.token_count,
+                        *row_values(row),
                         self._time(row.created_at or times[row.id]),
                     ),
                 )

@@ -366,20 +366,7 @@ class SQLRoom(MemoryStorage):
         return found
 
     def _update_row(self, conn: Connection, row: MessageRow) -> None:
-        self._run(
-            conn,
-            UPDATE_MESSAGE,
-            (
-                row.role,
-                row.type,
-                row.content,
-                row.text,
-                call_ids_column(row),
-                row.token_count,
-                False,
-                row.id,
-            ),
-        )
+        self._run(conn, UPDATE_MESSAGE, (*row_values(row), False, row.id))
 
     def _known_calls(self, conn: Connection, thread_id: str) -> list[str]:
         rows = self._run(
@@ -404,6 +391,12 @@ class SQLRoom(MemoryStorage):
     @abstractmethod
     def _delete_observations(self, conn: Connection, key: str) -> None:
         """Forget scope `key`'s log and state."""
+
+
+def row_values(row: MessageRow) -> tuple[Any, ...]:
+    """A message row's stored columns, in `INSERT_MESSAGE` / `UPDATE_MESSAGE` order: role, type,
+    content, text, tool-call ids, token count."""
+    return (row.role, row.type, row.content, row.text, call_ids_column(row), row.token_count)
 
 
 def check_thread_owner(thread_id: str, resource_id: str | None, owner: str | None) -> None:
