@@ -53,6 +53,7 @@ def test_two_servers_through_a_failover_lose_no_acknowledged_run(
             for who, token in TOKENS.items():
                 threads[n, who] = str(server.client(token).threads.create()["thread_id"])
         acked: dict[tuple[int, str], list[str]] = {key: [] for key in threads}
+        failed: dict[tuple[int, str], list[str]] = {key: [] for key in threads}
         failures: list[str] = []
         promoted = threading.Event()
         after = dict.fromkeys(threads, 0)
@@ -73,6 +74,7 @@ def test_two_servers_through_a_failover_lose_no_acknowledged_run(
                     after[key] += was_promoted
                     turn += 1
                 except Exception as exc:  # (a run lost with the primary: the client retries)
+                    failed[key].append(text)
                     failures.append(f"{type(exc).__name__}: {exc}"[:200])
                     time.sleep(0.5)
 
@@ -100,7 +102,15 @@ def test_two_servers_through_a_failover_lose_no_acknowledged_run(
             said = [m["content"] for m in state if m["type"] == "human"]
             assert set(acked[n, who]) <= set(said)  # no acknowledged run lost
             stored = memory.get_messages(thread_id=thread, resource_id=who)
-            assert [m.id for m in stored] == [m["id"] for m in state]  # state equals memory
+            kept = {m["id"] for m in state}
+            # the state's messages, in memory in the same order; memory may hold more only from
+            # a run the client saw fail: its messages were saved (they must be, before the
+            # checkpoint that refers to them) and the primary died before that checkpoint was
+            # (a limitation noted on issue 96: nothing cleans them up yet)
+            assert [m.id for m in stored if m.id in kept] == [m["id"] for m in state]
+            extra = [m for m in stored if m.id not in kept]
+            assert {str(m.content) for m in extra if m.type == "human"} <= set(failed[n, who])
+            assert len(extra) <= 2 * len(failed[n, who])
             other = "bob" if who == "alice" else "alice"
             other_client = servers[n].client(TOKENS[other])
             with pytest.raises(Exception, match=r"404|[Nn]ot [Ff]ound"):
