@@ -30,6 +30,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -75,30 +77,64 @@ def embedder(kind: str) -> Embeddings:
     return DigestEmbeddings()
 
 
-def memories(db: Path, kind: str = "digest") -> dict[str, object]:
+def memories(db: Path, kind: str = "digest", last_messages: int = 40) -> dict[str, object]:
+    """The application's three `Memory` objects over `db`, one per recall mode, each keeping
+    the last `last_messages` of the thread (40: the default) in a turn's history."""
     from langchain_mastra_memory import Memory, SQLiteStorage
 
     storage = SQLiteStorage(db)
     return {
-        mode: Memory(storage=storage, embedder=embedder(kind), options={
-            "last_messages": 10, "semantic_recall": {"mode": mode, "scope": "resource"}})
+        mode: Memory(
+            storage=storage,
+            embedder=embedder(kind),
+            options={
+                "last_messages": last_messages,
+                "semantic_recall": {"mode": mode, "scope": "resource"},
+            },
+        )
         for mode in MODES
-    }  # fmt: skip
+    }
+
+
+@contextmanager
+def timing_searches() -> Iterator[list[float]]:
+    """Milliseconds of each ranked search (`RecallIndex._ranked`: the search, its filters and
+    the archived threads' lookup) made meanwhile, timed inside the recall call that made it."""
+    from langchain_mastra_memory.recall.index import RecallIndex
+
+    took: list[float] = []
+    ranked = RecallIndex._ranked
+
+    def timed(self: RecallIndex, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        hits = yield from ranked(self, *args, **kwargs)
+        took.append((time.perf_counter() - start) * 1000)
+        return hits
+
+    RecallIndex._ranked = timed  # type: ignore[method-assign]
+    try:
+        yield took
+    finally:
+        RecallIndex._ranked = ranked  # type: ignore[method-assign]
 
 
 def turns(memory_by_mode: dict[str, object], queries: int, seed: int) -> dict[str, list[float]]:
-    """`queries` recall turns per mode, interleaved; milliseconds each."""
+    """`queries` recall turns per mode, interleaved; milliseconds each, the whole call
+    (``<mode>``) and the search inside it (``<mode>:search``)."""
     rng = random.Random(seed)
-    took: dict[str, list[float]] = {mode: [] for mode in MODES}
-    for _ in range(queries):
-        question = HumanMessage(" ".join(rng.choices(WORDS, weights=ZIPF, k=6)))
-        thread = f"t{rng.randrange(100)}"
-        for mode in MODES:
-            start = time.perf_counter()
-            memory_by_mode[mode].recall(  # type: ignore[attr-defined]
-                thread_id=thread, resource_id="alice", new_messages=[question]
-            )
-            took[mode].append((time.perf_counter() - start) * 1000)
+    took: dict[str, list[float]] = {}
+    with timing_searches() as searches:
+        for _ in range(queries):
+            question = HumanMessage(" ".join(rng.choices(WORDS, weights=ZIPF, k=6)))
+            thread = f"t{rng.randrange(100)}"
+            for mode in MODES:
+                before = len(searches)
+                start = time.perf_counter()
+                memory_by_mode[mode].recall(  # type: ignore[attr-defined]
+                    thread_id=thread, resource_id="alice", new_messages=[question]
+                )
+                took.setdefault(mode, []).append((time.perf_counter() - start) * 1000)
+                took.setdefault(f"{mode}:search", []).append(sum(searches[before:]))
     return took
 
 
@@ -133,16 +169,8 @@ def scan_floor(messages: int, queries: int, pieces: float, seed: int) -> list[fl
     `seed`: what reading the partition once costs, the bound a vector search cannot beat."""
     from langchain_mastra_memory.recall.exact.matrix import best, int8_scores, small
 
-    rng, digest = random.Random(7), DigestEmbeddings()
-    texts = [
-        piece
-        for t in range(100)
-        for message in [
-            (HumanMessage if i % 2 == 0 else AIMessage)(chat_text(rng, pieces))
-            for i in range(messages // 100)
-        ]
-        for piece in embedding_pieces(message)
-    ]
+    digest = DigestEmbeddings()
+    texts = [text for _, text, _ in imported_pieces(messages, pieces)]
     rows = small(np.asarray(digest.embed_documents(texts), dtype=np.float32))
     took = []
     for question in questions(queries, seed):
@@ -151,6 +179,54 @@ def scan_floor(messages: int, queries: int, pieces: float, seed: int) -> list[fl
         best(int8_scores(rows, query), 512)
         took.append((time.perf_counter() - start) * 1000)
     return took
+
+
+def imported_pieces(messages: int, pieces: float) -> list[tuple[str, str, str]]:
+    """(vector id, message id, thread) of every piece `ingest` writes, in order, with the
+    piece's text as the id: what Chroma's floor adds."""
+    rng, found = random.Random(7), []
+    for t in range(100):
+        for i in range(messages // 100):
+            message = (HumanMessage if i % 2 == 0 else AIMessage)(chat_text(rng, pieces))
+            for n, piece in enumerate(embedding_pieces(message)):
+                found.append((f"t{t}-{i}" + (f"#{n}" if n else ""), piece, f"t{t}"))
+    return found
+
+
+def chroma_floor(messages: int, pieces: float = 1.0) -> float:
+    """Messages/s of Chroma's own `add` of the vectors `ingest` writes (the digest embedder's,
+    made beforehand, not timed), as few batches as Chroma takes, into one new collection
+    built as memory builds a resource's partition: what writing them into Chroma costs at
+    least."""
+    import chromadb
+
+    from langchain_mastra_memory.recall.engines.chroma import HNSW
+
+    written = imported_pieces(messages, pieces)
+    vectors = DigestEmbeddings().embed_documents([text for _, text, _ in written])
+    with tempfile.TemporaryDirectory() as folder:
+        settings = chromadb.Settings(anonymized_telemetry=False)
+        client = chromadb.PersistentClient(folder, settings=settings)
+        col = client.create_collection("floor", metadata=HNSW, embedding_function=None)
+        batch, start = client.get_max_batch_size(), time.perf_counter()
+        for at in range(0, len(written), batch):
+            part = written[at : at + batch]
+            col.add(
+                ids=[vector_id for vector_id, _, _ in part],
+                embeddings=vectors[at : at + batch],
+                metadatas=[
+                    {
+                        "message_id": vector_id.split("#")[0],
+                        "thread_id": thread,
+                        "resource_id": "alice",
+                        "role": "user",
+                        "created_at": 0.0,
+                    }
+                    for vector_id, _, thread in part
+                ],
+            )
+        took = time.perf_counter() - start
+    return messages / took
 
 
 def ingest(memory: object, messages: int, pieces: float = 1.0) -> dict[str, float]:
@@ -174,11 +250,16 @@ def ingest(memory: object, messages: int, pieces: float = 1.0) -> dict[str, floa
 
 
 def after_import(
-    db: Path, messages: int, queries: int, kind: str = "digest", pieces: float = 1.0
+    db: Path,
+    messages: int,
+    queries: int,
+    kind: str = "digest",
+    pieces: float = 1.0,
+    last_messages: int = 40,
 ) -> dict[str, object]:
     """In this process: the application's three Memory objects, an import through one of
     them, then the first turns (cold), then warm ones."""
-    by_mode = memories(db, kind)
+    by_mode = memories(db, kind, last_messages)
     rate = ingest(by_mode["hybrid"], messages, pieces)
     cold = turns(by_mode, queries, seed=1)
     for memory in by_mode.values():
@@ -193,17 +274,23 @@ def after_import(
 def in_a_process(call: str) -> Any:
     """``call`` (an expression over this module, ``b``) in a new process, which then exits as
     an application does (its exit handlers run); its JSON result."""
-    code = f"import json, sys; sys.path.insert(0, 'bench'); import cold_recall_bench as b; " \
-           f"print(json.dumps({call}))"  # fmt: skip
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True, cwd=Path(__file__).resolve().parents[1])  # fmt: skip
+    code = (
+        "import json, sys; sys.path.insert(0, 'bench'); import cold_recall_bench as b; "
+        f"print(json.dumps({call}))"
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def restarted(db: Path, queries: int, kind: str = "digest") -> dict[str, list[float]]:
+def restarted(
+    db: Path, queries: int, kind: str = "digest", last_messages: int = 40
+) -> dict[str, list[float]]:
     """In a new process over the same files: the first turns."""
     took: dict[str, list[float]] = in_a_process(
-        f"b.turns(b.memories(b.Path({str(db)!r}), {kind!r}), {queries}, seed=3)"
+        f"b.turns(b.memories(b.Path({str(db)!r}), {kind!r}, {last_messages}), {queries}, seed=3)"
     )
     return took
 
@@ -218,15 +305,25 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument(
-        "--embedder", choices=("digest", "minilm"), default="digest",
+        "--embedder",
+        choices=("digest", "minilm"),
+        default="digest",
         help="digest: near-free (recall alone); minilm: the default model, query embedding "
         "included in each turn",
-    )  # fmt: skip
-    parser.add_argument("--pieces", type=float, default=1.0,
-                        help="embedded pieces (sentences) per message, on average")  # fmt: skip
-    parser.add_argument("--json", type=Path, default=None,
-                        help="also write each run's figures here (bench/results/"
-                        "cold_recall.json: the docs' plot, `plot_figures.py`)")  # fmt: skip
+    )
+    parser.add_argument(
+        "--pieces", type=float, default=1.0, help="embedded pieces (sentences) per message"
+    )
+    parser.add_argument(
+        "--last-messages", type=int, default=40, help="the history a turn reads (40: default)"
+    )
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        help="also write each run's figures here (bench/results/cold_recall.json: the docs' "
+        "plot, `plot_figures.py`)",
+    )
     args = parser.parse_args()
     runs: list[dict[str, Any]] = []
     for run in range(1, args.runs + 1):
@@ -234,33 +331,51 @@ def main() -> None:
             db = Path(folder) / "memory.db"
             imported = in_a_process(
                 f"b.after_import(b.Path({str(db)!r}), {args.messages}, {args.queries}, "
-                f"{args.embedder!r}, {args.pieces})"
+                f"{args.embedder!r}, {args.pieces}, {args.last_messages})"
             )
-            restart = restarted(db, args.queries, args.embedder)
-        rate = imported["ingest_per_s"]  # type: ignore[index]
-        print(f"run {run}: {args.messages:,} messages, one resource, {rate['pieces']:.2f} "
-              f"pieces per message; ingest {rate['per_s']:.0f} messages/s "
-              f"({args.embedder} embedder)")  # fmt: skip
-        floor = percentiles(imported["floor"])  # type: ignore[index]
-        print(f"  {'mode':8} {'after import p50/p95':>22} {'after restart p50/p95':>23} "
-              f"{'warm p50/p95':>15} {'cold p95 / warm p95':>20} "
-              f"{'warm p50 / floor':>17}")  # fmt: skip
-        figures: dict[str, Any] = {"floor": floor}
+            restart = restarted(db, args.queries, args.embedder, args.last_messages)
+        chroma = in_a_process(f"b.chroma_floor({args.messages}, {args.pieces})")
+        rate = imported["ingest_per_s"]
+        print(
+            f"run {run}: {args.messages:,} messages, one resource, {rate['pieces']:.2f} pieces "
+            f"per message, last {args.last_messages} messages a turn; ingest "
+            f"{rate['per_s']:.0f} messages/s ({args.embedder} embedder), Chroma's own add of "
+            f"the same vectors {chroma:.0f}/s: {rate['per_s'] / chroma:.2f}x its floor"
+        )
+        floor = percentiles(imported["floor"])
+        print(
+            f"  {'mode':8} {'after import p50/p95':>22} {'after restart p50/p95':>23} "
+            f"{'warm p50/p95':>15} {'search p50/p95 (warm)':>22} {'cold p95 / warm p95':>20} "
+            f"{'warm p50 / floor':>17}"
+        )
+        figures: dict[str, Any] = {"floor": floor, "ingest_per_s": rate, "chroma_add_per_s": chroma}
         for mode in MODES:
-            cold = percentiles(imported["cold"][mode])  # type: ignore[index]
+            cold = percentiles(imported["cold"][mode])
             again = percentiles(restart[mode])
-            warm = percentiles(imported["warm"][mode])  # type: ignore[index]
-            figures[mode] = {"after_import": cold, "after_restart": again, "warm": warm}
-            print(f"  {mode:8} {cold[0]:9.1f} / {cold[1]:6.1f} ms {again[0]:10.1f} / "
-                  f"{again[1]:6.1f} ms {warm[0]:6.1f} / {warm[1]:5.1f} ms "
-                  f"{max(cold[1], again[1]) / warm[1]:12.2f}x "
-                  f"{warm[0] / floor[0]:16.1f}x")  # fmt: skip
-        print(f"  floor: one exact int8 scan of the same pieces, {floor[0]:.2f} / "
-              f"{floor[1]:.2f} ms p50 / p95")  # fmt: skip
+            warm = percentiles(imported["warm"][mode])
+            search = percentiles(imported["warm"][f"{mode}:search"])
+            figures[mode] = {
+                "after_import": cold,
+                "after_restart": again,
+                "warm": warm,
+                "warm_search": search,
+            }
+            print(
+                f"  {mode:8} {cold[0]:9.1f} / {cold[1]:6.1f} ms {again[0]:10.1f} / "
+                f"{again[1]:6.1f} ms {warm[0]:6.1f} / {warm[1]:5.1f} ms "
+                f"{search[0]:9.1f} / {search[1]:5.1f} ms "
+                f"{max(cold[1], again[1]) / warm[1]:14.2f}x {warm[0] / floor[0]:16.1f}x"
+            )
+        print(
+            f"  floor: one exact int8 scan of the same pieces, {floor[0]:.2f} / "
+            f"{floor[1]:.2f} ms p50 / p95"
+        )
         runs.append(figures)
     if args.json is not None:
-        setting = (f"{args.messages:,} messages in one resource, {args.pieces:g} embedded "
-                   f"piece(s) a message, {args.embedder} embedder, SQLite + Chroma")  # fmt: skip
+        setting = (
+            f"{args.messages:,} messages in one resource, {args.pieces:g} embedded piece(s) a "
+            f"message, last {args.last_messages} a turn, {args.embedder} embedder, SQLite + Chroma"
+        )
         save("cold_recall", {"setting": setting, "runs": runs}, path=args.json)
 
 

@@ -317,6 +317,8 @@ def index_text(message: BaseMessage) -> str:
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 MAX_PIECES = 8
+# a message's pieces are stored under its id followed by these (``m``, ``m#1`` ... ``m#7``)
+PIECE_SUFFIXES = ("", *(f"#{n}" for n in range(1, MAX_PIECES)))
 
 
 def embedding_pieces(message: BaseMessage) -> list[str]:

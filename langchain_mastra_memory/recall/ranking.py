@@ -274,15 +274,23 @@ MESSAGE_VECTORS = VectorCache(max_bytes=64 * 1024 * 1024)  # index, message id -
 
 def remember(index_name: str, pieces: MessageVectors) -> dict[str, np.ndarray]:
     """Keep each message's mean vector (its pieces' mean, unit length) for later windows;
-    returns them."""
-    means = {
-        message_id: _unit(np.mean(np.asarray(vectors, dtype=np.float32), axis=0))
-        for message_id, vectors in pieces.items()
-        if len(vectors)
-    }
-    for message_id, mean in means.items():
-        MESSAGE_VECTORS.put((index_name, message_id.encode()), mean)
+    returns them. The means are made as one matrix (a message of one piece is its vector):
+    a mean per message was ~12 us each, 1.8 ms of a recall's 150 candidates and neighbours."""
+    ids = [message_id for message_id, vectors in pieces.items() if len(vectors)]
+    if not ids:
+        return {}
+    arrays = [np.asarray(pieces[message_id], dtype=np.float32) for message_id in ids]
+    sums = np.stack([a[0] if len(a) == 1 else a.sum(axis=0) for a in arrays])
+    means = dict(zip(ids, unit_rows(sums), strict=True))
+    MESSAGE_VECTORS.put_many([((index_name, m.encode()), mean) for m, mean in means.items()])
     return means
+
+
+def unit_rows(matrix: np.ndarray) -> np.ndarray:
+    """`matrix`'s rows at unit length, in place (a zero row stays zero)."""
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    np.divide(matrix, np.where(norms > 0, norms, 1.0), out=matrix)
+    return matrix
 
 
 def remembered(index_name: str, message_ids: Sequence[str]) -> dict[str, np.ndarray]:
@@ -378,14 +386,26 @@ def windows(
     """Each candidate's conversation window as one unit vector: its own and its neighbour's
     mean vectors summed, its own weighing `own_share` times as much (1: equal; other shares
     measured and dropped, bench/recall_folds.py). A message without vectors, such as a tool
-    result, adds nothing; a candidate with none at all gets no window."""
-    found = {}
+    result, adds nothing; a candidate with none at all gets no window. Summed as one weighted
+    gather over the means (a sum per candidate was ~1 ms a recall)."""
+    row = {message_id: n for n, message_id in enumerate(means)}
+    picked: dict[str, list[tuple[int, float]]] = {}
     for candidate, around in window_ids.items():
-        own = [own_share * means[candidate]] if candidate in means else []
-        parts = own + [means[m] for m in around if m in means]
+        parts = [(row[candidate], own_share)] if candidate in row else []
+        parts += [(row[m], 1.0) for m in around if m in row]
         if parts:
-            found[candidate] = _unit(np.sum(parts, axis=0))
-    return found
+            picked[candidate] = parts
+    if not picked:
+        return {}
+    width, empty = max(map(len, picked.values())), len(row)  # padding: a zero row past the
+    gather = np.full((len(picked), width), empty, dtype=np.intp)  # means, weighing nothing
+    weights = np.zeros((len(picked), width), dtype=np.float32)
+    for n, parts in enumerate(picked.values()):
+        gather[n, : len(parts)] = [at for at, _ in parts]
+        weights[n, : len(parts)] = [share for _, share in parts]
+    block = np.stack([*means.values(), np.zeros_like(next(iter(means.values())))])
+    summed = np.einsum("cw,cwd->cd", weights, block[gather].astype(np.float32, copy=False))
+    return dict(zip(picked, unit_rows(summed), strict=True))
 
 
 def in_context(

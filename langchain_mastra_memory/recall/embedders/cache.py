@@ -83,11 +83,19 @@ class VectorCache:
         return value
 
     def put(self, key: tuple[str, bytes], value: Sequence[float] | np.ndarray) -> None:
-        array = np.asarray(value, dtype=np.float32)
+        self.put_many([(key, value)])
+
+    def put_many(
+        self, items: Sequence[tuple[tuple[str, bytes], Sequence[float] | np.ndarray]]
+    ) -> None:
+        """Cache each (key, vector), under one hold of the lock; each vector is copied (a row
+        of a bigger array would keep all of it alive beyond the byte bound)."""
+        arrays = [(key, np.array(value, dtype=np.float32)) for key, value in items]
         with self.lock:
-            old = self.data.pop(key, None)
-            self.bytes += array.nbytes - (old.nbytes if old is not None else 0)
-            self.data[key] = array
+            for key, array in arrays:
+                old = self.data.pop(key, None)
+                self.bytes += array.nbytes - (old.nbytes if old is not None else 0)
+                self.data[key] = array
             while self.bytes > self.max_bytes and self.data:
                 _, evicted = self.data.popitem(last=False)
                 self.bytes -= evicted.nbytes

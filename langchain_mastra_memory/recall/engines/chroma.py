@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigurationError, VectorStoreError
-from ...messages import MAX_PIECES
+from ...messages import MAX_PIECES, PIECE_SUFFIXES
 from ...pools import in_io_pool
 from ...storage.records import TimeWindow
 from ..exact.matrix import Loaded, unit
@@ -591,7 +591,7 @@ class ChromaVectorStore(AsyncTwinsWithVectors):
             held = self._exact.pieces(str(col.id), ids, MAX_PIECES, rounded=rounded)
             if held is not None:
                 return held
-        pieces = [i if n == 0 else f"{i}#{n}" for i in ids for n in range(MAX_PIECES)]
+        pieces = [i + suffix for i in ids for suffix in PIECE_SUFFIXES]
         rows: list[tuple[str, Sequence[float]]] = []
         for start in range(0, len(pieces), 4000):  # by id: a key lookup, not a metadata scan
             chunk = pieces[start : start + 4000]

@@ -193,7 +193,20 @@ INT8_POOL, INT8_POOL_PER_HIT = 512, 2  # candidates ranked again in float32
 
 SPLIT_AT = 32_768  # rows: a bigger scan is shared with a second core (100k x 384: 11.5 -> 6.7 ms)
 
-INT8_SPLIT_AT = 131_072  # rows: the same for an int8 scan (340k x 384: 4.4 -> 2.7 ms)
+
+def _int8_split_at() -> int:
+    """Rows from which an int8 scan is shared with a second core: where one core's scan takes
+    about a millisecond. With 512-bit integer dot products (Intel Ice Lake and later, AMD Zen 4
+    and later) that is 131k rows of 384 (340k: 4.4 -> 2.7 ms); with AVX2 alone the kernel is
+    three times slower, so from 32k (2026-12-04, AMD EPYC Zen 3: 100k x 384 4.0 -> 2.4 ms)."""
+    wide = ("ice", "sapphire", "genoa", "turin", "sierra")
+    if not INT8:
+        return 131_072  # (no int8 scans)
+    capabilities = simsimd.get_capabilities()
+    return 131_072 if any(capabilities.get(name) for name in wide) else 32_768
+
+
+INT8_SPLIT_AT = _int8_split_at()  # rows: the same for an int8 scan
 
 # what rows are held in, best first (float16 only beside an int8 copy, which finds candidates)
 PRECISIONS = (np.dtype(np.float32), np.dtype(np.float16)) if INT8 else (np.dtype(np.float32),)

@@ -57,6 +57,7 @@ from typing import Any
 
 import numpy as np
 
+from ...messages import PIECE_SUFFIXES
 from ...pools import on_exit
 from .matrix import (
     INT8,
@@ -240,11 +241,11 @@ class ExactPartitions:
                 return None
             rows: list[int] = []
             spans: dict[str, tuple[int, int]] = {}
+            row, suffixes = matrix.row, PIECE_SUFFIXES[:most]
             for message_id in dict.fromkeys(message_ids):
-                found = [
-                    matrix.row.get(message_id if n == 0 else f"{message_id}#{n}")
-                    for n in range(most)
-                ]
+                if message_id not in row:  # (no first piece: none held that counts)
+                    continue
+                found = [row.get(message_id + suffix) for suffix in suffixes]
                 count = found.index(None) if None in found else most
                 if count and all(row is None for row in found[count:]):
                     spans[message_id] = (len(rows), len(rows) + count)
