@@ -14,6 +14,8 @@ from langchain_mastra_memory.recall.ranking import (
     by_thread,
     in_context,
     neighbours,
+    remember,
+    remembered,
     windows,
     with_follow_ups,
 )
@@ -147,6 +149,45 @@ def test_a_window_is_the_unit_sum_of_the_known_means_and_scores_add_to_the_first
     assert [h.message_id for h in reordered] == ["a", "lonely"]
     assert reordered[0].score == pytest.approx(2.0 * 2**-0.5)  # normalised 0 + 2 * cos
     assert reordered[1].score == pytest.approx(1.0)  # no window: its normalised score alone
+
+
+def unit(vector: np.ndarray) -> np.ndarray:
+    norm = np.linalg.norm(vector)
+    return vector / norm if norm > 0 else vector
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_means_and_windows_made_as_matrices_are_the_per_message_sums(seed: int) -> None:
+    """`remember` and `windows` build one matrix each: the same vectors as a mean per message
+    and a sum per candidate (messages of 1-8 pieces, a zero vector, a message with no pieces,
+    candidates with no known mean, an own share other than 1)."""
+    rng = np.random.default_rng(seed)
+    pieces = {f"m{n}": rng.standard_normal((int(rng.integers(1, 9)), 16)) for n in range(40)}
+    pieces["zero"], pieces["none"] = np.zeros((1, 16)), np.zeros((0, 16))
+    means = remember(f"test-means-{seed}", pieces)
+    assert set(means) == set(pieces) - {"none"}
+    for message_id, mean in means.items():
+        np.testing.assert_allclose(mean, unit(pieces[message_id].mean(axis=0)), atol=1e-6)
+    cached = remembered(f"test-means-{seed}", list(pieces))
+    assert set(cached) == set(means)
+    means["m0"][:] = 7.0  # (the cache holds its own copies)
+    np.testing.assert_allclose(cached["m0"], unit(pieces["m0"].mean(axis=0)), atol=1e-6)
+    means = remembered(f"test-means-{seed}", list(pieces))
+    ids = [*means, "unknown", "tool-result"]
+    window_ids = {
+        candidate: [str(m) for m in rng.choice(ids, size=int(rng.integers(0, 4)), replace=False)]
+        for candidate in [*rng.choice(ids, size=20, replace=False)]
+    }
+    share = float(rng.choice([1.0, 0.5, 2.0]))
+    found = windows(window_ids, means, own_share=share)
+    for candidate, around in window_ids.items():
+        parts = ([share * means[candidate]] if candidate in means else []) + [
+            means[m] for m in around if m in means
+        ]
+        if not parts:
+            assert candidate not in found
+            continue
+        np.testing.assert_allclose(found[candidate], unit(np.sum(parts, axis=0)), atol=1e-6)
 
 
 MOVED = "Lisbon! The light there is amazing and the pastries are even better."
