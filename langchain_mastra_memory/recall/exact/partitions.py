@@ -241,11 +241,11 @@ class ExactPartitions:
                 return None
             rows: list[int] = []
             spans: dict[str, tuple[int, int]] = {}
-            row, suffixes = matrix.row, PIECE_SUFFIXES[:most]
+            held, suffixes = matrix.row, PIECE_SUFFIXES[:most]
             for message_id in dict.fromkeys(message_ids):
-                if message_id not in row:  # (no first piece: none held that counts)
+                if message_id not in held:  # (no first piece: none held that counts)
                     continue
-                found = [row.get(message_id + suffix) for suffix in suffixes]
+                found = [held.get(message_id + suffix) for suffix in suffixes]
                 count = found.index(None) if None in found else most
                 if count and all(row is None for row in found[count:]):
                     spans[message_id] = (len(rows), len(rows) + count)
